@@ -1,0 +1,107 @@
+"""The ``slide`` command line.
+
+Conventions every subcommand follows:
+
+- ``--json`` prints exactly one JSON object on stdout; logs and progress go to stderr.
+- Bad input exits non-zero with a one-line reason on stderr (``slide CMD: error: ...``).
+- Long work shows a progress bar on stderr (only when stderr is a terminal).
+
+A subcommand is a module in :mod:`slide_bringup.commands` with ``NAME``, ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> dict``; the dict is the JSON object, and
+``format_text(result)`` (optional) renders it for people.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+import importlib
+import json
+import logging
+import sys
+from typing import Any, NoReturn
+
+from slide_bringup import __version__
+
+# Subcommand modules, in the order --help lists them.
+COMMAND_MODULES = ('slide_bringup.commands.doctor',)
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILURE = 1
+
+
+class CliError(Exception):
+    """Bad input or a failed precondition; the message is the one-line reason shown."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, as all slide errors are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    """Return the top-level parser and the subcommand modules by name."""
+    parser = _Parser(
+        prog='slide',
+        description='slide: pre-grasp sliding of unknown objects (ROS 2 Jazzy).',
+    )
+    parser.add_argument('--version', action='version', version=f'slide {__version__}')
+    parser.add_argument(
+        '-v', '--verbose', action='store_true', help='log debug messages to stderr'
+    )
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
+    modules: dict[str, Any] = {}
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        p.add_argument(
+            '--json',
+            action='store_true',
+            help='print exactly one JSON object on stdout (logs and progress on stderr)',
+        )
+        module.add_arguments(p)
+        modules[module.NAME] = module
+    return parser, modules
+
+
+def _default_text(result: dict[str, Any]) -> str:
+    return '\n'.join(f'{k}: {v}' for k, v in result.items())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format='%(levelname)s %(name)s: %(message)s',
+    )
+    # PyOpenGL (pulled in by MuJoCo's renderer) logs its optional accelerator at INFO.
+    logging.getLogger('OpenGL').setLevel(logging.WARNING)
+    module = modules[args.command]
+    prog = f'slide {args.command}'
+    try:
+        result = module.run(args)
+    except (CliError, ValueError, FileNotFoundError) as exc:
+        # Core functions raise ValueError with a message that says what was wrong.
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f'{prog}: error: {reason}', file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f'{prog}: interrupted', file=sys.stderr)
+        return 130
+    if args.json:
+        sys.stdout.write(json.dumps(result, sort_keys=False) + '\n')
+    else:
+        fmt = getattr(module, 'format_text', _default_text)
+        print(fmt(result))
+    return EXIT_FAILURE if result.get('ok') is False else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""``slide doctor``: check that this machine can run slide (Python, ROS 2, DDS, MuJoCo)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+import importlib
+import os
+import platform
+import sys
+from typing import Any
+
+NAME = 'doctor'
+HELP = 'check the environment: Python, slide_core, ROS 2 (rclpy, DDS, actions), MuJoCo'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--skip-ros', action='store_true', help='do not start a ROS 2 node (no DDS traffic)'
+    )
+
+
+def _version(module: str) -> str:
+    mod = importlib.import_module(module)
+    return str(getattr(mod, '__version__', 'unknown'))
+
+
+def _ros_roundtrip() -> str:
+    from slide_bringup.ros_check import action_roundtrip
+
+    rt = action_roundtrip()
+    if not (rt.accepted and rt.result_success and rt.feedback_received == 3):
+        raise RuntimeError(f'action round trip incomplete: {rt}')
+    return f'Push action goal, 3 feedback, result in {rt.seconds:.2f} s'
+
+
+def _mujoco() -> str:
+    import mujoco
+
+    return f'mujoco {mujoco.__version__}, MUJOCO_GL={os.environ.get("MUJOCO_GL", "")}'
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    checks: dict[str, Callable[[], str]] = {
+        'python': lambda: platform.python_version(),
+        'slide_core': lambda: _version('slide_core'),
+        'numpy': lambda: _version('numpy'),
+        'scipy': lambda: _version('scipy'),
+        'mujoco': _mujoco,
+        'rclpy': lambda: (
+            (importlib.import_module('rclpy') and '')
+            + f'RMW {os.environ.get("RMW_IMPLEMENTATION", "default")}'
+        ),
+        'slide_interfaces': lambda: (
+            importlib.import_module('slide_interfaces.action') and 'generated types import'
+        ),
+    }
+    if not args.skip_ros:
+        checks['ros_action_roundtrip'] = _ros_roundtrip
+    report: dict[str, Any] = {}
+    ok = True
+    for name, check in checks.items():
+        try:
+            report[name] = {'ok': True, 'detail': check()}
+        except Exception as exc:  # noqa: BLE001 - a doctor reports every failure
+            ok = False
+            report[name] = {'ok': False, 'detail': f'{type(exc).__name__}: {exc}'}
+            print(f'slide doctor: {name}: {exc}', file=sys.stderr)
+    return {
+        'ok': ok,
+        'ros_from': os.environ.get('SLIDE_ROS_FROM', 'unknown'),
+        'checks': report,
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    lines = [f'ROS 2 from: {result["ros_from"]}']
+    for name, c in result['checks'].items():
+        lines.append(f'[{"ok" if c["ok"] else "FAIL"}] {name}: {c["detail"]}')
+    lines.append('all checks passed' if result['ok'] else 'some checks FAILED')
+    return '\n'.join(lines)

@@ -1,0 +1,53 @@
+"""The slide command line follows its conventions: help, version, --json, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from slide_bringup import __version__
+from slide_bringup.cli import main
+
+SLIDE = shutil.which('slide')
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    assert SLIDE is not None, 'the slide command is not installed (run scripts/setup.sh)'
+    return subprocess.run([SLIDE, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_subcommands() -> None:
+    out = _run('--help')
+    assert out.returncode == 0
+    assert 'doctor' in out.stdout
+
+
+def test_version() -> None:
+    out = _run('--version')
+    assert out.returncode == 0
+    assert out.stdout.strip() == f'slide {__version__}'
+
+
+def test_json_output_is_exactly_one_object_on_stdout() -> None:
+    out = _run('doctor', '--json', '--skip-ros')
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)  # fails on anything but one JSON document
+    assert out.stdout.count('\n') == 1
+    assert result['ok'] is True
+    assert result['checks']['slide_core']['ok'] is True
+
+
+def test_unknown_subcommand_is_a_one_line_error() -> None:
+    out = _run('frobnicate')
+    assert out.returncode == 2
+    assert out.stdout == ''
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert 'invalid choice' in out.stderr
+
+
+def test_no_subcommand_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert 'COMMAND' in capsys.readouterr().err
