@@ -1,0 +1,194 @@
+"""The per-step contact problem of the grid physics (Fig. 2 of the paper), and its solver.
+
+Both simulators (the per-cell reference and the rigid fast one) pose each time step as the
+mixed complementarity problem
+
+    M (v - v_star) - J_e^T lambda_e + G^T lambda + g_n lambda_n = 0
+    J_e v = 0                                                      (welds)
+    w_r  = -(G_r v + o_r) + beta_g(r)  >= 0  _|_  lambda_r >= 0    (friction rows)
+    xi_g = L_g - sum_{r in g} lambda_r >= 0  _|_  beta_g   >= 0    (friction limits)
+    c_n  = -(g_n v + o_n)              >= 0  _|_  lambda_n >= 0    (fingertip, optional)
+
+``G`` (rows x dof) holds the generalised direction of each friction row (the row pushes on
+the object with the impulse ``-G_r^T lambda_r``), ``o`` a velocity offset (the fingertip's
+velocity for fingertip friction rows), rows belong to groups with one Coulomb limit ``L_g``
+each. ``beta_g`` is the paper's ``gamma``: the sliding speed of the group. Without the
+fingertip this MLCP is exactly the KKT system of the strictly convex QP
+
+    min_{v, s}  1/2 (v - v*)^T M (v - v*) + sum_g L_g s_g
+    s.t.        s_g >= G_r v + o_r (r in g),  s_g >= 0,  J_e v = 0,  -(g_n v + o_n) >= 0
+
+with ``lambda`` the multipliers of the row constraints and ``beta = s``. We solve that QP
+with quadprog (Goldfarb-Idnani dual active set: exact up to round-off; no maintained
+LCP solver installs from PyPI) after giving ``s`` a tiny proximal weight
+so the Hessian is positive definite; the weight is chosen so that this changes
+friction impulses by at most one part in 1e9 (``_S_WEIGHT``).
+
+Fingertip friction couples a group's limit to the normal impulse (``L = mu_F lambda_n``),
+which no QP expresses. It is solved as a fixed point (Coulomb as the limit of Tresca
+problems): solve with the limit ``mu_F lambda_n`` frozen, update ``lambda_n`` from the
+solution, repeat until it settles. At the fixed point every condition above holds.
+The complementarity residual is checked after every solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+import quadprog
+
+FloatArray = NDArray[np.float64]
+
+_S_WEIGHT = 1e-9
+_COULOMB_ITERATIONS = 60
+
+
+class MlcpError(RuntimeError):
+    """The contact problem could not be solved (should not happen for valid inputs)."""
+
+
+@dataclass(frozen=True)
+class MlcpSolution:
+    """Solution of one step's contact problem.
+
+    Attributes:
+        v: (dof,) velocities after the step.
+        lam: (rows,) friction row impulses [N s].
+        beta: (groups,) sliding speeds of the friction groups (the paper's gamma).
+        lam_n: fingertip normal impulse [N s] (0 without a fingertip).
+        residual: largest violation of feasibility or complementarity, relative.
+    """
+
+    v: FloatArray
+    lam: FloatArray
+    beta: FloatArray
+    lam_n: float
+    residual: float
+
+
+@dataclass(frozen=True)
+class Fingertip:
+    """A fingertip contact in the step problem.
+
+    Attributes:
+        g_n: (dof,) generalised normal direction (impulse on the object: -g_n lambda_n).
+        o_n: normal velocity offset (fingertip velocity and gap stabilisation).
+        group: index of the friction group of the fingertip's tangential rows.
+        mu: fingertip friction coefficient.
+    """
+
+    g_n: FloatArray
+    o_n: float
+    group: int
+    mu: float
+
+
+def solve_mlcp(
+    M: FloatArray,
+    v_star: FloatArray,
+    G: FloatArray,
+    o: FloatArray,
+    E: FloatArray,
+    L: FloatArray,
+    J_e: FloatArray | None = None,
+    finger: Fingertip | None = None,
+) -> MlcpSolution:
+    """Solve the step problem of the module docstring.
+
+    Shapes: M (d, d), v_star (d,), G (r, d), o (r,), E (r, g) 0/1 group membership,
+    L (g,), J_e (e, d) or None. With ``finger``, the limit ``L[finger.group]`` is replaced
+    by ``finger.mu * lambda_n``.
+    """
+    if finger is None:
+        return _solve_qp(M, v_star, G, o, E, L, J_e, None, check=True)
+    L = L.astype(float).copy()
+    lam_n = 0.0
+    scale = 1e-12 + float(np.abs(M).max()) * (1.0 + float(np.abs(v_star).max()))
+    for it in range(_COULOMB_ITERATIONS):
+        L[finger.group] = finger.mu * lam_n
+        sol = _solve_qp(M, v_star, G, o, E, L, J_e, finger, check=False)
+        if abs(sol.lam_n - lam_n) <= 1e-12 * scale + 1e-7 * abs(lam_n):
+            return _solve_qp(M, v_star, G, o, E, L, J_e, finger, check=True)
+        # Plain iteration converges when the fingertip friction barely changes the normal
+        # impulse; relax later iterations to damp oscillation near the solver's precision.
+        lam_n = sol.lam_n if it < 10 else 0.5 * (lam_n + sol.lam_n)
+    raise MlcpError('the fingertip friction problem did not settle')
+
+
+def _solve_qp(
+    M: FloatArray,
+    v_star: FloatArray,
+    G: FloatArray,
+    o: FloatArray,
+    E: FloatArray,
+    L: FloatArray,
+    J_e: FloatArray | None,
+    finger: Fingertip | None,
+    check: bool,
+) -> MlcpSolution:
+    d, r, g = M.shape[0], G.shape[0], E.shape[1]
+    group = np.argmax(E, axis=1)
+    N = d + g
+    H = np.zeros((N, N))
+    H[:d, :d] = M
+    # Proximal weight eps_g on s_g: small enough that the friction deficit it causes
+    # (eps_g s_g) stays below _S_WEIGHT of the group's limit. To keep the Hessian well
+    # conditioned, s_g = sigma_g * s_hat_g with sigma_g chosen so that the curvature of
+    # s_hat (eps_g sigma_g^2) equals the smallest mass.
+    s_max = 1e-6 + float(np.abs(v_star).max()) * (1.0 + float(np.abs(G).max(initial=0.0)))
+    positive = L[L > 0]
+    l_floor = 1e-3 * float(positive.min()) if positive.size else 1e-12
+    eps = _S_WEIGHT * np.maximum(L, l_floor) / s_max
+    h0 = float(np.min(np.diag(M)))
+    sigma = np.sqrt(h0 / eps)
+    H[d:, d:] = np.eye(g) * h0
+    a = np.concatenate((M @ v_star, -L * sigma))
+    cons: list[FloatArray] = []
+    rhs: list[FloatArray] = []
+    meq = 0
+    if J_e is not None and J_e.shape[0]:
+        cons.append(np.hstack((J_e, np.zeros((J_e.shape[0], g)))))
+        rhs.append(np.zeros(J_e.shape[0]))
+        meq = J_e.shape[0]
+    # s_g - G_r v >= o_r
+    rows = np.hstack((-G, np.zeros((r, g))))
+    rows[np.arange(r), d + group] = sigma[group]
+    cons.append(rows)
+    rhs.append(o.astype(float))
+    # s >= 0
+    cons.append(np.hstack((np.zeros((g, d)), np.eye(g))))
+    rhs.append(np.zeros(g))
+    if finger is not None:
+        cons.append(np.concatenate((-finger.g_n, np.zeros(g)))[None, :])
+        rhs.append(np.array([finger.o_n]))
+    C = np.vstack(cons)
+    b = np.concatenate(rhs)
+    try:
+        x, _, _, _, lagr, _ = quadprog.solve_qp(H, a, C.T, b, meq)
+    except ValueError as exc:
+        raise MlcpError(f'the step contact problem was not solved: {exc}') from exc
+    v = np.asarray(x[:d], dtype=float)
+    beta = np.maximum(np.asarray(x[d:], dtype=float), 0.0) * sigma
+    lam = np.maximum(np.asarray(lagr[meq : meq + r], dtype=float), 0.0)
+    lam_n = float(max(lagr[-1], 0.0)) if finger is not None else 0.0
+    # Check Fig. 2's conditions.
+    w = -(G @ v + o) + beta[group]
+    xi = L - E.T @ lam
+    v_scale = 1e-6 + float(np.abs(v_star).max()) + float(np.abs(v).max())
+    l_scale = 1e-12 + float(np.max(np.abs(L), initial=0.0)) + lam_n
+    # Feasibility of the rows, zero slip on rows that carry impulse, limits reached by
+    # groups that slide; each relative to the problem's velocity or impulse scale.
+    parts = (
+        float(np.max(-w, initial=0.0)) / v_scale,
+        float(np.max(np.abs(w[lam > 1e-9 * l_scale]), initial=0.0)) / v_scale,
+        float(np.max(np.abs(xi[beta > 1e-6 * v_scale]), initial=0.0)) / l_scale,
+    )
+    residual = max(parts)
+    if check and not residual <= 1e-5:
+        raise MlcpError(
+            'the step contact problem was solved inaccurately: relative residuals '
+            f'(row feasibility, slip of loaded rows, limit of sliding groups) = {parts}'
+        )
+    return MlcpSolution(v=v, lam=lam, beta=beta, lam_n=lam_n, residual=residual)

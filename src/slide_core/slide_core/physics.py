@@ -1,0 +1,756 @@
+r"""Planar grid-of-cells physics: a pushed object sliding on a table, with mass and friction
+gradients.
+
+The object is a grid of ``n`` square cells (:class:`slide_core.grid.Grid`) rigidly attached
+to each other; cell ``i`` has mass ``m_i`` [kg] and Coulomb friction ``mu_i`` [-] against
+the table. Two simulators share one discrete model (below): the *reference* one
+(:mod:`slide_core.physics_reference`) keeps the paper's per-cell 3-DOF state and weld
+constraints; the *fast* one here reduces the welded cells to one rigid body in SE(2),
+vectorised over a batch of (mass, friction) hypotheses.
+
+The discrete model (a consistent version of Song & Boularias 2020, Fig. 2)
+-------------------------------------------------------------------------
+Time step ``h`` [s]; semi-implicit Euler: velocities ``v+`` from the contact problem, then
+positions ``x+ = x + h v+``. Per step:
+
+1. **Impulses, not forces.** The paper bounds the friction magnitudes ``lambda_f`` (an
+   impulse, N s) by ``mu diag(M)`` (kg, or kg m^2 for the rotational entries): the units
+   do not match and the bound lacks gravity and the step. Here a cell's support friction
+   impulse is bounded by ``L_i = mu_i m_i g h`` (flat table, normal force ``m_i g``).
+2. **Rotation rows.** The paper gives each cell a friction row on its own rotation, bounded
+   like the translational one. We keep that row, with the limit a uniformly loaded square
+   patch of edge ``w`` really has against spinning about its centre:
+   ``L_tau,i = k_s w mu_i m_i g h`` with ``k_s = (sqrt(2) + ln(1 + sqrt(2))) / 6 ~ 0.383``
+   (the mean distance of the square's points from its centre, over ``w``). The support
+   friction of a cell is then its centre-point Coulomb force plus this torsion: exact for
+   pure spin of a cell and pure translation, an approximation when both combine that
+   vanishes as cells get smaller. Cell inertia is ``I_i = m_i w^2 / 6`` as in the paper.
+3. **Welds.** The paper's ``J_e`` has two rows per adjacent pair, which pins the pair like
+   a hinge (a 2x2 block of cells would then be a four-bar linkage, not rigid). We weld each
+   pair with three rows (equal spin, equal velocity of the shared edge's midpoint) over a
+   spanning tree of the adjacency graph: exactly ``3(n-1)`` independent rows, so the cells
+   move as one rigid body and ``J_e M^-1 J_e^T`` is invertible. Loop-closing pairs are
+   implied by the tree and left out.
+4. **Friction directions (J_f from the previous velocity).** As in the paper, a sliding
+   cell's friction acts along ``-d_i`` with ``d_i`` the direction of its velocity at the
+   start of the step, magnitude ``lambda_i in [0, L_i]``, complementary to the cell still
+   moving forward along ``d_i`` (Fig. 2: it can stop the cell along ``d_i`` but never push
+   it backwards). The paper leaves ``d_i`` undefined for a cell at rest. A cell whose speed
+   is below ``MOVING_SPEED`` gets the polygonal Coulomb cone of Stewart and Trinkle instead:
+   ``N_PYRAMID`` directions fixed to the cell, the sum of their magnitudes bounded by
+   ``L_i``. Static friction (sticking) is thereby exact up to the polygon, which is what a
+   push below the friction limit needs. Rotation rows likewise: one row against the
+   previous spin, or +-1 when not spinning.
+5. **Complementarity** as in Fig. 2, generalised to groups (see :mod:`slide_core.mlcp`).
+   The problem is the KKT system of
+   ``min_v 1/2 |v - v*|_M^2 + sum_groups L_g max(0, max_r g_r . v)`` subject to the
+   welds, whose solution velocity is unique.
+6. **Pushing.** (a) A given external force ``f_W`` (and optional torque) at a material point
+   of the object (the F/T-measured push the identification uses), added to ``v*``.
+   (b) A kinematic fingertip: a disc of radius ``r_F`` whose centre follows a given path;
+   unilateral contact with the object's nearest cell square (position-stabilised so the
+   gap after the step is non-negative) with Coulomb friction ``mu_F`` (two tangential
+   rows, limit ``mu_F lambda_n``).
+
+Sign conventions: frames and angles as in :mod:`slide_core.grid` (z up, counter-clockwise
+positive). Generalised coordinates per cell and for the rigid body are ``(x, y, theta)``
+(the paper lists the mass diagonal as ``(I, M, M)`` but the state as ``(x, y, theta)``;
+we use ``(x, y, theta)`` for both).
+
+The rigid reduction
+-------------------
+Welded cells move with one twist; with the body frame B at the cells' (unweighted)
+centroid G with the object's orientation, cell offsets ``r_i`` are constant and the mass
+matrix in B is ``M_B = sum_i m_i (J_i^T J_i + e_3 e_3^T w^2/6)`` with
+``J_i = [[1, 0, -r_iy], [0, 1, r_ix]]``; the torsion rows of all cells share one direction
+and merge into one group. A step is solved in B at the orientation at the start of the
+step, so nothing in it depends on the orientation except the applied force. When every
+cell and the spin were moving and all friction stays saturated (the usual case while
+sliding), the solution is explicit:
+``v+ = v + M_B^-1 (P - sum_i L_i J_i^T d_i - L_tau s e_3)``, checked against the
+complementarity conditions; otherwise (breakaway, stopping, a fingertip contact that
+sticks or slips in a way the explicit modes do not cover) the same MLCP as the reference
+is solved. Integrating the centroid G rather than O makes the two simulators agree
+exactly: the reference's per-cell Euler step followed by its rigid re-projection moves
+the centroid by ``h`` times its velocity, as the fast one does.
+
+Gradients
+---------
+For wrench-driven pushes the loss gradients with respect to every ``m_i`` and ``mu_i`` come
+from the optimality conditions of each step's MLCP (the paper's section V), generalised:
+on the active set of the solution (rows with ``lambda > 0``, groups at their limit) the
+KKT conditions are linear equations, and differentiating them gives the step's Jacobians
+with respect to the parameters and to the state entering the step. In the explicit case
+this is the paper's ``W_M``/``W_mu`` formula with ``X = M^-1`` of the rigid body. Unlike
+the paper (which keeps ``J_f`` constant because it uses observed states), a rollout loss
+also differentiates the friction directions: ``d d_i / d v = (I - d_i d_i^T) / |u_i|``.
+Forward-mode sensitivities are propagated through the rollout.
+
+Where the model is not differentiable the gradient is one-sided, never NaN:
+a cell at exactly zero friction or mass differentiates as if it were infinitesimally
+positive; a step whose solution sits on a switching point (a row with zero impulse and zero
+velocity, a group exactly at its limit with zero slip) uses the active set the solver
+returned (an element of the generalised Jacobian); a sticking step (velocity zero with
+friction inside its limits) has zero sensitivity, which is its true derivative; a cell or
+spin below the moving threshold uses the fixed pyramid directions (derivative of the
+directions zero).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from slide_core.grid import FloatArray, Grid, check_pose, rotation
+from slide_core.mlcp import Fingertip, solve_mlcp
+
+GRAVITY = 9.81
+"""Standard gravity [m/s^2]."""
+
+SPIN_ARM = (math.sqrt(2.0) + math.log(1.0 + math.sqrt(2.0))) / 6.0
+"""Spin friction lever of a uniformly loaded square, as a fraction of its edge (~0.3826)."""
+
+N_PYRAMID = 8
+"""Directions of the polygonal friction cone of a cell at rest."""
+
+MOVING_SPEED = 1e-6
+"""Below this speed [m/s] a cell counts as at rest (its friction direction is undefined)."""
+
+_S = np.array([[0.0, -1.0], [1.0, 0.0]])  # 90 degree rotation: S @ r = z x r
+
+
+class PhysicsError(ValueError):
+    """Bad input to the simulators (the message says which argument and why)."""
+
+
+# -- inputs ---------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class WrenchPush:
+    """An external force applied at one material point of the object (mode a).
+
+    Attributes:
+        p_OC: (2,) application point in the object frame [m]; must lie on an occupied cell.
+        f_W: (T, 2) force on the object in the world frame during each step [N].
+        tau: (T,) extra torque about z during each step [N m] (zeros when not given).
+        dt: step length [s].
+    """
+
+    p_OC: FloatArray
+    f_W: FloatArray
+    tau: FloatArray
+    dt: float
+
+    @classmethod
+    def at_cell(
+        cls, grid: Grid, cell: int, f_W: ArrayLike, dt: float, tau: ArrayLike | None = None
+    ) -> WrenchPush:
+        """A force applied at the centre of cell number ``cell``."""
+        i = grid.check_cell(cell)
+        return cls.create(grid, grid.p_OC[i], f_W, dt, tau)
+
+    @classmethod
+    def create(
+        cls,
+        grid: Grid,
+        p_OC: ArrayLike,
+        f_W: ArrayLike,
+        dt: float,
+        tau: ArrayLike | None = None,
+    ) -> WrenchPush:
+        """Validate and build a wrench push (raises PhysicsError on bad input)."""
+        p = np.asarray(p_OC, dtype=float)
+        if p.shape != (2,) or not np.all(np.isfinite(p)):
+            raise PhysicsError(f'p_OC must be a finite (2,) point, got {p}')
+        if contact_cell(grid, p) < 0:
+            raise PhysicsError(
+                f'the force is applied at {p.tolist()} (object frame), which is on no cell '
+                'of the object: give a point on an occupied cell'
+            )
+        f = np.asarray(f_W, dtype=float)
+        if f.ndim != 2 or f.shape[1] != 2 or f.shape[0] < 1:
+            raise PhysicsError(f'f_W must have shape (T>=1, 2), got {f.shape}')
+        if not np.all(np.isfinite(f)):
+            raise PhysicsError('f_W contains NaN or infinite values')
+        t = np.zeros(f.shape[0]) if tau is None else np.asarray(tau, dtype=float)
+        if t.shape != (f.shape[0],) or not np.all(np.isfinite(t)):
+            raise PhysicsError(f'tau must be finite with shape ({f.shape[0]},)')
+        return cls(p, f, t, _check_dt(dt))
+
+    @property
+    def steps(self) -> int:
+        return int(self.f_W.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class FingertipPush:
+    """A kinematic fingertip (a disc) whose centre follows a path (mode b).
+
+    Attributes:
+        p_WF: (T+1, 2) fingertip centre at the start of each step and at the end [m].
+        radius: fingertip radius [m].
+        mu: Coulomb friction between fingertip and object [-].
+        dt: step length [s].
+    """
+
+    p_WF: FloatArray
+    radius: float
+    mu: float
+    dt: float
+
+    @classmethod
+    def create(cls, p_WF: ArrayLike, radius: float, mu: float, dt: float) -> FingertipPush:
+        p = np.asarray(p_WF, dtype=float)
+        if p.ndim != 2 or p.shape[1] != 2 or p.shape[0] < 2:
+            raise PhysicsError(f'p_WF must have shape (T+1>=2, 2), got {p.shape}')
+        if not np.all(np.isfinite(p)):
+            raise PhysicsError('p_WF contains NaN or infinite values')
+        if not (np.isfinite(radius) and radius > 0):
+            raise PhysicsError(f'fingertip radius must be positive [m], got {radius}')
+        if not (np.isfinite(mu) and mu >= 0):
+            raise PhysicsError(f'fingertip friction must be >= 0, got {mu}')
+        return cls(p, float(radius), float(mu), _check_dt(dt))
+
+    @classmethod
+    def straight(
+        cls,
+        p_WF0: ArrayLike,
+        direction_W: ArrayLike,
+        travel: float,
+        speed: float,
+        dt: float,
+        radius: float = 0.008,
+        mu: float = 0.3,
+        dwell: float = 0.0,
+    ) -> FingertipPush:
+        """A straight push from ``p_WF0`` along ``direction_W`` for ``travel`` metres at
+        ``speed`` m/s, then ``dwell`` seconds standing still (the object may slide on)."""
+        d = np.asarray(direction_W, dtype=float)
+        norm = float(np.linalg.norm(d))
+        if d.shape != (2,) or not np.isfinite(norm) or norm == 0:
+            raise PhysicsError(f'direction_W must be a non-zero (2,) vector, got {d}')
+        if not (travel > 0 and speed > 0 and dwell >= 0):
+            raise PhysicsError('travel and speed must be positive, dwell non-negative')
+        dt = _check_dt(dt)
+        n_move = max(1, int(round(travel / speed / dt)))
+        n_dwell = int(round(dwell / dt))
+        s = np.concatenate((np.linspace(0.0, travel, n_move + 1), np.full(n_dwell, travel)))
+        p = np.asarray(p_WF0, dtype=float)[None, :] + s[:, None] * (d / norm)[None, :]
+        return cls.create(p, radius, mu, dt)
+
+    @property
+    def steps(self) -> int:
+        return int(self.p_WF.shape[0] - 1)
+
+
+Push = WrenchPush | FingertipPush
+
+
+@dataclass(frozen=True, eq=False)
+class Rollout:
+    """A simulated push for a batch of K hypotheses.
+
+    Attributes:
+        X_WO: (K, T+1, 3) object poses at the step boundaries.
+        V_WG: (K, T+1, 3) twist of the body: velocity of the cells' centroid G in the world
+            frame [m/s] and spin [rad/s].
+        f_push_W: (K, T, 2) mean force the pusher applied on the object during each step
+            [N] (the force an F/T sensor at the pusher measures, with opposite sign).
+        general_steps: number of (hypothesis, step) pairs that needed the general MLCP.
+    """
+
+    X_WO: FloatArray
+    V_WG: FloatArray
+    f_push_W: FloatArray
+    general_steps: int
+
+
+# -- validation -----------------------------------------------------------------------------
+def _check_dt(dt: float) -> float:
+    if not (np.isfinite(dt) and 0 < dt <= 0.1):
+        raise PhysicsError(f'dt must be a time step in (0, 0.1] s, got {dt}')
+    return float(dt)
+
+
+def check_params(
+    grid: Grid, mass: ArrayLike, friction: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """Validate per-cell masses and frictions; return them as (K, n) arrays.
+
+    Accepts (n,) for one hypothesis or (K, n) for a batch. Raises PhysicsError on a shape
+    mismatch, NaN, a negative value, or a hypothesis whose total mass is zero.
+    """
+    m = np.asarray(mass, dtype=float)
+    mu = np.asarray(friction, dtype=float)
+    for name, a in (('mass', m), ('friction', mu)):
+        if a.ndim not in (1, 2) or a.shape[-1] != grid.n:
+            raise PhysicsError(
+                f'{name} must have shape (n,) or (K, n) with n = {grid.n} cells, got {a.shape}'
+            )
+        if not np.all(np.isfinite(a)):
+            raise PhysicsError(f'{name} contains NaN or infinite values')
+        if np.any(a < 0):
+            raise PhysicsError(f'{name} must be non-negative, got min {a.min():.3g}')
+    m2, mu2 = np.atleast_2d(m), np.atleast_2d(mu)
+    if m2.shape[0] != mu2.shape[0]:
+        m2, mu2 = np.broadcast_arrays(m2, mu2)
+    if np.any(m2.sum(axis=1) <= 0):
+        raise PhysicsError('every hypothesis needs a positive total mass')
+    return np.ascontiguousarray(m2, dtype=float), np.ascontiguousarray(mu2, dtype=float)
+
+
+def contact_cell(grid: Grid, p_OC: FloatArray) -> int:
+    """Number of the cell whose square contains ``p_OC`` (object frame), or -1."""
+    half = grid.cell_size / 2.0 * (1.0 + 1e-9)
+    inside = np.all(np.abs(grid.p_OC - p_OC[None, :]) <= half, axis=1)
+    hits = np.nonzero(inside)[0]
+    return int(hits[0]) if hits.size else -1
+
+
+# -- the rigid body -------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class RigidModel:
+    """Constant per-grid quantities of the rigid reduction (body frame B at centroid G).
+
+    Attributes:
+        p_OG: (2,) centroid of the cells in the object frame.
+        r_B: (n, 2) cell centres relative to G.
+        J: (n, 2, 3) cell velocity Jacobians ``u_i = J_i nu``.
+        Q: (n, 3, 3) per-unit-mass inertia contributions, ``M_B = sum m_i Q_i``.
+        pyramid_B: (N_PYRAMID, 2) directions of the friction polygon.
+    """
+
+    grid: Grid
+    p_OG: FloatArray
+    r_B: FloatArray
+    J: FloatArray
+    Q: FloatArray
+    pyramid_B: FloatArray
+
+    @classmethod
+    def of(cls, grid: Grid) -> RigidModel:
+        p_OG = grid.p_OC.mean(axis=0)
+        r = grid.p_OC - p_OG
+        n = grid.n
+        J = np.zeros((n, 2, 3))
+        J[:, 0, 0] = 1.0
+        J[:, 1, 1] = 1.0
+        J[:, 0, 2] = -r[:, 1]
+        J[:, 1, 2] = r[:, 0]
+        Q = np.einsum('nai,naj->nij', J, J)
+        Q[:, 2, 2] += grid.cell_size**2 / 6.0
+        a = 2.0 * np.pi * np.arange(N_PYRAMID) / N_PYRAMID
+        return cls(grid, p_OG, r, J, Q, np.column_stack((np.cos(a), np.sin(a))))
+
+    def mass_matrix(self, mass: FloatArray) -> FloatArray:
+        """(K, 3, 3) body-frame mass matrices for masses (K, n)."""
+        return np.asarray(np.einsum('kn,nij->kij', mass, self.Q), dtype=float)
+
+    def point_jacobian(self, p_B: FloatArray) -> FloatArray:
+        """(..., 2, 3) velocity Jacobian of body points p_B (..., 2) (relative to G)."""
+        J = np.zeros(p_B.shape[:-1] + (2, 3))
+        J[..., 0, 0] = 1.0
+        J[..., 1, 1] = 1.0
+        J[..., 0, 2] = -p_B[..., 1]
+        J[..., 1, 2] = p_B[..., 0]
+        return J
+
+    def closest_point(self, p_BF: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Closest object points (K, 2) to fingertip centres p_BF (K, 2), and distances."""
+        half = self.grid.cell_size / 2.0
+        d = p_BF[:, None, :] - self.r_B[None, :, :]
+        q = self.r_B[None, :, :] + np.clip(d, -half, half)
+        dist = np.linalg.norm(p_BF[:, None, :] - q, axis=2)
+        k = np.argmin(dist, axis=1)
+        idx = np.arange(p_BF.shape[0])
+        return q[idx, k], dist[idx, k]
+
+
+def _limits(
+    grid: Grid, mass: FloatArray, friction: FloatArray, h: float
+) -> tuple[FloatArray, FloatArray]:
+    """Per-cell friction impulse limits (K, n) and merged torsion limits (K,)."""
+    L = friction * mass * GRAVITY * h
+    L_tau = SPIN_ARM * grid.cell_size * L.sum(axis=1)
+    return L, L_tau
+
+
+# Modes of the spin friction in an explicit step.
+_SPIN_SLIDING, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class _StepResult:
+    """One step for K hypotheses.
+
+    nu: (K, 3) body twist after the step. impulse_B: (K, 2) pusher impulse on the object
+    in the body frame [N s]. general: (K,) True where the general problem was solved.
+    pinned: (K,) the cell held at zero velocity by static friction, or -1.
+    spin_mode: (K,) one of the _SPIN_* modes (explicit steps).
+    lam_tau: (K,) spin friction impulse (positive opposes positive spin).
+    """
+
+    nu: FloatArray
+    impulse_B: FloatArray
+    general: NDArray[np.bool_]
+    pinned: NDArray[np.int64]
+    spin_mode: NDArray[np.int64]
+    lam_tau: FloatArray
+
+
+def _general_rows(
+    model: RigidModel,
+    nu: FloatArray,
+    L: FloatArray,
+    L_tau: float,
+) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
+    """Support friction rows of one hypothesis at body twist ``nu`` (3,).
+
+    Returns G (r, 3), E (r, g), L_g (g,), the cell (or -1 for torsion) of each row, and a
+    flag per row: 1 when the row's direction came from the previous velocity.
+    """
+    u = model.J @ nu
+    speed = np.linalg.norm(u, axis=1)
+    rows: list[FloatArray] = []
+    group: list[int] = []
+    cell: list[int] = []
+    moving: list[int] = []
+    limits: list[float] = []
+    for i in range(model.grid.n):
+        if L[i] <= 0.0:
+            continue
+        g_id = len(limits)
+        limits.append(float(L[i]))
+        if speed[i] > MOVING_SPEED:
+            dirs = (u[i] / speed[i])[None, :]
+            flag = 1
+        else:
+            dirs = model.pyramid_B
+            flag = 0
+        for d in dirs:
+            rows.append(model.J[i].T @ d)
+            group.append(g_id)
+            cell.append(i)
+            moving.append(flag)
+    if L_tau > 0.0:
+        g_id = len(limits)
+        limits.append(float(L_tau))
+        spin_moving = abs(nu[2]) * model.grid.cell_size > MOVING_SPEED
+        for s in [math.copysign(1.0, nu[2])] if spin_moving else [1.0, -1.0]:
+            rows.append(np.array([0.0, 0.0, s]))
+            group.append(g_id)
+            cell.append(-1)
+            moving.append(0)
+    G = np.array(rows).reshape(-1, 3)
+    E = np.zeros((G.shape[0], len(limits)))
+    E[np.arange(G.shape[0]), group] = 1.0
+    return G, E, np.array(limits), np.array(cell, dtype=np.int64), np.array(moving, dtype=np.int64)
+
+
+def _octagon_contains(model: RigidModel, lam: FloatArray, limit: FloatArray) -> NDArray[np.bool_]:
+    """Whether impulses lam (K, 2) lie in the friction polygons of radius ``limit`` (K,)."""
+    a = np.pi / N_PYRAMID
+    normals = np.stack(
+        (np.cos(2 * a * np.arange(N_PYRAMID) + a), np.sin(2 * a * np.arange(N_PYRAMID) + a)), 1
+    )
+    bound = limit * math.cos(a) * (1 + 1e-9) + 1e-15
+    return np.asarray(np.all(lam @ normals.T <= bound[:, None], axis=1), dtype=bool)
+
+
+def _fast_step(
+    model: RigidModel,
+    M: FloatArray,
+    M_inv: FloatArray,
+    L: FloatArray,
+    L_tau: FloatArray,
+    nu: FloatArray,
+    P: FloatArray,
+    finger: tuple[FloatArray, FloatArray, float, float, float] | None,
+) -> _StepResult:
+    """One step for K hypotheses in body coordinates.
+
+    nu (K, 3) twist before the step, P (K, 3) applied generalised impulse (wrench mode);
+    finger: (p_BF (K, 2) fingertip centre at the step start, v_BF (K, 2) its velocity,
+    radius, mu_F, h) in body coordinates, or None.
+
+    The step problem is solved by trying its likely active sets explicitly: every moving
+    cell's friction saturated along its previous direction, at most one resting cell
+    held by static friction (a pivot), the spin friction sliding, stuck or saturated, the
+    fingertip separate, sticking or slipping either way. The first candidate that meets
+    all complementarity conditions is the solution (the problem's velocity solution is
+    unique); hypotheses with none go to the general solver.
+    """
+    K = nu.shape[0]
+    w = model.grid.cell_size
+    tol = 1e-12
+    u = np.einsum('nij,kj->kni', model.J, nu)  # (K, n, 2)
+    speed = np.linalg.norm(u, axis=2)
+    active = L > 0.0
+    resting = (speed <= MOVING_SPEED) & active
+    n_rest = resting.sum(axis=1)
+    pinned = np.where(n_rest == 1, np.argmax(resting, axis=1), -1)
+    d = u / np.where(speed > 0.0, speed, 1.0)[..., None]
+    g = np.einsum('nij,kni->knj', model.J, d)  # (K, n, 3) rows J_i^T d_i
+    sliding = active & ~resting
+    nu_0 = nu + np.einsum('kij,kj->ki', M_inv, P - np.einsum('kn,knj->kj', L * sliding, g))
+    spinning = np.abs(nu[:, 2]) * w > MOVING_SPEED
+
+    nu_new = np.zeros((K, 3))
+    impulse_B = np.zeros((K, 2))
+    lam_tau_out = np.zeros(K)
+    spin_mode = np.full(K, -1, dtype=np.int64)
+    solved = np.zeros(K, dtype=bool)
+
+    touching = np.zeros(K, dtype=bool)
+    if finger is not None:
+        p_BF, v_BF, radius, mu_F, h = finger
+        q, dist = model.closest_point(p_BF)
+        gap = dist - radius
+        n_out = (p_BF - q) / np.where(dist > 0, dist, 1.0)[:, None]
+        n_out[dist <= 0] = np.array([1.0, 0.0])
+        t_dir = n_out @ _S.T
+        Jq = model.point_jacobian(q)
+        g_n = np.einsum('kij,ki->kj', Jq, n_out)
+        g_t = np.einsum('kij,ki->kj', Jq, t_dir)
+        o_n = -(np.einsum('ki,ki->k', n_out, v_BF) + gap / h)
+        vt_F = np.einsum('ki,ki->k', t_dir, v_BF)
+        touching = gap < h * np.linalg.norm(v_BF, axis=1) + 1e-3
+    # A body at rest with nothing acting on it (no applied impulse, a fingertip that does
+    # not reach it during this step) stays at rest.
+    reached = touching & (o_n > 0.0) if finger is not None else touching
+    idle = (n_rest == active.sum(axis=1)) & ~spinning & np.all(P == 0.0, axis=1) & ~reached
+    solved |= idle
+    spin_mode[idle] = _SPIN_STUCK
+
+    spin_modes = [_SPIN_SLIDING, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG]
+    contact_modes = ['none', 'stick', 'slide+', 'slide-'] if finger is not None else ['none']
+    eligible = (n_rest <= 1) & ~solved
+    for sm in spin_modes:
+        for cm in contact_modes:
+            todo = eligible & ~solved
+            if sm == _SPIN_SLIDING:
+                todo &= spinning
+            else:
+                todo &= ~spinning
+            if cm != 'none':
+                todo &= touching
+            if not todo.any():
+                continue
+            k = np.nonzero(todo)[0]
+            # Fixed spin impulse (positive lam_tau opposes positive spin).
+            if sm == _SPIN_SLIDING:
+                lam_tau = L_tau[k] * np.sign(nu[k, 2])
+            elif sm == _SPIN_POS:
+                lam_tau = L_tau[k]
+            elif sm == _SPIN_NEG:
+                lam_tau = -L_tau[k]
+            else:
+                lam_tau = np.zeros(k.size)
+            nu_f = nu_0[k] - M_inv[k][:, :, 2] * lam_tau[:, None]
+            # Equality constraints C nu' = b with impulses -D^T Lambda.
+            C_rows: list[FloatArray] = []
+            D_rows: list[FloatArray] = []
+            b_rows: list[FloatArray] = []
+            pin = pinned[k] >= 0
+            Jp = model.J[np.maximum(pinned[k], 0)]  # (k, 2, 3)
+            Jp = Jp * pin[:, None, None]
+            C_rows += [Jp[:, 0], Jp[:, 1]]
+            D_rows += [Jp[:, 0], Jp[:, 1]]
+            b_rows += [np.zeros(k.size), np.zeros(k.size)]
+            e3 = np.tile(np.array([0.0, 0.0, 1.0]), (k.size, 1)) * (sm == _SPIN_STUCK)
+            C_rows.append(e3)
+            D_rows.append(e3)
+            b_rows.append(np.zeros(k.size))
+            if cm == 'stick':
+                C_rows += [g_n[k], g_t[k]]
+                D_rows += [g_n[k], g_t[k]]
+                b_rows += [-o_n[k], vt_F[k]]
+            elif cm.startswith('slide'):
+                sigma = 1.0 if cm == 'slide+' else -1.0
+                C_rows.append(g_n[k])
+                D_rows.append(g_n[k] + sigma * finger[3] * g_t[k])  # type: ignore[index]
+                b_rows.append(-o_n[k])
+            Cm = np.stack(C_rows, axis=1)  # (k, q, 3)
+            Dm = np.stack(D_rows, axis=1)
+            bm = np.stack(b_rows, axis=1)
+            A = np.einsum('kqi,kij,kpj->kqp', Cm, M_inv[k], Dm)
+            # Unused constraint slots are all-zero rows: make them identity equations.
+            unused = np.all(Cm == 0.0, axis=2)
+            A = A + np.einsum('kq,qp->kqp', unused.astype(float), np.eye(A.shape[1]))
+            rhs = np.einsum('kqi,ki->kq', Cm, nu_f) - bm
+            regular = np.abs(np.linalg.det(A)) > 1e-30
+            A[~regular] = np.eye(A.shape[1])
+            Lam = np.linalg.solve(A, rhs[..., None])[..., 0]
+            cand = nu_f - np.einsum('kij,kqj,kq->ki', M_inv[k], Dm, Lam)
+            ok = regular.copy()
+            # Sliding cells keep moving forward along their previous direction.
+            fwd = np.einsum('knj,kj->kn', g[k], cand)
+            ok &= np.all((fwd >= -tol) | ~sliding[k], axis=1)
+            # A pinned cell's static friction stays inside its polygon.
+            ok &= ~pin | _octagon_contains(model, Lam[:, :2], L[k, np.maximum(pinned[k], 0)])
+            om = cand[:, 2]
+            if sm == _SPIN_SLIDING:
+                ok &= np.sign(nu[k, 2]) * om >= -tol
+            elif sm == _SPIN_STUCK:
+                ok &= np.abs(Lam[:, 2]) <= L_tau[k] * (1 + 1e-9) + 1e-15
+                lam_tau = Lam[:, 2]
+            elif sm == _SPIN_POS:
+                ok &= om >= -tol
+            else:
+                ok &= om <= tol
+            imp = np.zeros((k.size, 2))
+            if finger is not None:
+                if cm == 'none':
+                    ok &= ~touching[k] | (-(np.einsum('ki,ki->k', g_n[k], cand) + o_n[k]) >= -tol)
+                else:
+                    ln = Lam[:, 3]
+                    ok &= ln >= -tol
+                    if cm == 'stick':
+                        lt = Lam[:, 4]
+                        ok &= np.abs(lt) <= finger[3] * ln + tol
+                    else:
+                        lt = sigma * finger[3] * ln
+                        slip = np.einsum('ki,ki->k', g_t[k], cand) - vt_F[k]
+                        ok &= sigma * slip >= -tol
+                    imp = -(n_out[k] * ln[:, None] + t_dir[k] * lt[:, None])
+            good = k[ok]
+            nu_new[good] = cand[ok]
+            impulse_B[good] = imp[ok]
+            lam_tau_out[good] = lam_tau[ok]
+            spin_mode[good] = sm
+            solved[good] = True
+
+    general = ~solved
+    for j in np.nonzero(general)[0]:
+        G, E, Lg, _, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]))
+        o = np.zeros(G.shape[0])
+        tip = None
+        if finger is not None and touching[j]:
+            r0, g0 = G.shape[0], E.shape[1]
+            G = np.vstack((G, g_t[j], -g_t[j]))
+            o = np.concatenate((o, [-vt_F[j], vt_F[j]]))
+            E = np.pad(E, ((0, 2), (0, 1)))
+            E[r0:, g0] = 1.0
+            Lg = np.concatenate((Lg, [0.0]))
+            tip = Fingertip(g_n=g_n[j], o_n=float(o_n[j]), group=g0, mu=float(finger[3]))
+        sol = solve_mlcp(M[j], nu[j] + M_inv[j] @ P[j], G, o, E, Lg, finger=tip)
+        nu_new[j] = sol.v
+        if tip is not None:
+            r0 = G.shape[0] - 2
+            lam_t_k = sol.lam[r0] - sol.lam[r0 + 1]
+            impulse_B[j] = -(n_out[j] * sol.lam_n + t_dir[j] * lam_t_k)
+    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out)
+
+
+# -- the fast simulator -----------------------------------------------------------------------
+def _start_state(
+    model: RigidModel, X_WO0: ArrayLike, V_WO0: ArrayLike | None, K: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    X = check_pose(X_WO0, 'X_WO0')
+    if X.shape != (3,):
+        raise PhysicsError(f'X_WO0 must be one pose (3,), got {X.shape}')
+    V = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
+    if V.shape != (3,):
+        raise PhysicsError(f'V_WO0 must be one twist (3,), got {V.shape}')
+    R = rotation(X[2])
+    p_WG = X[:2] + R @ model.p_OG
+    v_WG = V[:2] + V[2] * (_S @ (R @ model.p_OG))
+    return (
+        np.tile(p_WG, (K, 1)),
+        np.full(K, X[2]),
+        np.tile(np.concatenate((v_WG, V[2:])), (K, 1)),
+    )
+
+
+def simulate(
+    grid: Grid,
+    mass: ArrayLike,
+    friction: ArrayLike,
+    push: Push,
+    X_WO0: ArrayLike,
+    V_WO0: ArrayLike | None = None,
+) -> Rollout:
+    """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
+
+    Args:
+        grid: the object's cells.
+        mass, friction: (n,) or (K, n) per-cell mass [kg] and friction [-].
+        push: a :class:`WrenchPush` or :class:`FingertipPush`.
+        X_WO0: (3,) initial object pose in the world (table) frame.
+        V_WO0: (3,) initial twist of O (velocity of the origin [m/s], spin [rad/s]);
+            at rest when omitted.
+    """
+    m, mu = check_params(grid, mass, friction)
+    return _simulate(RigidModel.of(grid), m, mu, push, X_WO0, V_WO0)
+
+
+def _simulate(
+    model: RigidModel,
+    m: FloatArray,
+    mu: FloatArray,
+    push: Push,
+    X_WO0: ArrayLike,
+    V_WO0: ArrayLike | None,
+) -> Rollout:
+    K = m.shape[0]
+    h = push.dt
+    T = push.steps
+    M = model.mass_matrix(m)
+    M_inv = np.asarray(np.linalg.inv(M), dtype=float)
+    L, L_tau = _limits(model.grid, m, mu, h)
+    p, th, v = _start_state(model, X_WO0, V_WO0, K)
+    if isinstance(push, FingertipPush):
+        _check_fingertip_start(model, push, p, th)
+    X = np.zeros((K, T + 1, 3))
+    V = np.zeros((K, T + 1, 3))
+    F = np.zeros((K, T, 2))
+    general_steps = 0
+
+    def record(t: int) -> None:
+        R = rotation(th)
+        X[:, t, :2] = p - np.einsum('kij,j->ki', R, model.p_OG)
+        X[:, t, 2] = th
+        V[:, t] = v
+
+    record(0)
+    for t in range(T):
+        R = rotation(th)  # (K, 2, 2)
+        Rt = np.swapaxes(R, 1, 2)
+        nu = np.concatenate((np.einsum('kij,kj->ki', Rt, v[:, :2]), v[:, 2:]), axis=1)
+        P = np.zeros((K, 3))
+        finger = None
+        if isinstance(push, WrenchPush):
+            f_B = np.einsum('kij,j->ki', Rt, push.f_W[t])
+            r_c = push.p_OC - model.p_OG
+            P[:, :2] = h * f_B
+            P[:, 2] = h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])
+        else:
+            p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p)
+            v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
+            finger = (p_BF, v_BF, push.radius, push.mu, h)
+        step = _fast_step(model, M, M_inv, L, L_tau, nu, P, finger)
+        general_steps += int(step.general.sum())
+        v = np.concatenate((np.einsum('kij,kj->ki', R, step.nu[:, :2]), step.nu[:, 2:]), axis=1)
+        if isinstance(push, WrenchPush):
+            F[:, t] = push.f_W[t]
+        else:
+            F[:, t] = np.einsum('kij,kj->ki', R, step.impulse_B) / h
+        p = p + h * v[:, :2]
+        th = th + h * v[:, 2]
+        record(t + 1)
+    return Rollout(X, V, F, general_steps)
+
+
+def _check_fingertip_start(
+    model: RigidModel, push: FingertipPush, p_WG: FloatArray, th: FloatArray
+) -> None:
+    R = rotation(th[0])
+    p_BF = R.T @ (push.p_WF[0] - p_WG[0])
+    _, dist = model.closest_point(p_BF[None, :])
+    if dist[0] < push.radius - 1e-6:
+        raise PhysicsError(
+            'the fingertip path starts inside the object '
+            f'(penetration {1e3 * (push.radius - dist[0]):.2f} mm): start it outside'
+        )

@@ -1,0 +1,238 @@
+"""The reference simulator: the paper's per-cell formulation, solved step by step.
+
+Every cell keeps its own 3-DOF state ``(x, y, theta)`` and velocity; adjacent cells are
+welded by the constraint Jacobian ``J_e``; each cell has its own support friction rows
+built from its previous velocity; each step's complementarity problem (Fig. 2) is solved
+with :func:`slide_core.mlcp.solve_mlcp`. The discrete model, and where it departs from
+the paper's equations to make them consistent, is described in :mod:`slide_core.physics`.
+
+This simulator exists to check the fast one: it is slow (one QP of about ``3n`` velocities
+and ``3(n-1)`` weld rows per step) and is not used by identification or planning.
+
+Positions: after each step every cell moves by ``h`` times its own velocity (the paper's
+Euler step); the welded velocities are rigid but their Euler step is not exactly, so the
+cell poses are then projected back onto the rigid shape (common orientation, centroid
+kept) to stop the cells from drifting apart over a long push, and the cell velocities are
+re-expressed from the body's twist at the projected poses (each cell's velocity vector
+turns with the body, as a material point's does).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from slide_core.grid import FloatArray, Grid, rotation
+from slide_core.mlcp import Fingertip, solve_mlcp
+from slide_core.physics import (
+    _S,
+    MOVING_SPEED,
+    SPIN_ARM,
+    FingertipPush,
+    Push,
+    RigidModel,
+    Rollout,
+    WrenchPush,
+    _check_fingertip_start,
+    _limits,
+    _start_state,
+    check_params,
+)
+
+
+def weld_tree(grid: Grid) -> NDArray[np.int64]:
+    """(n-1, 2) adjacent cell pairs forming a spanning tree of the grid (breadth first).
+
+    Raises ValueError if the cells are not 4-connected (no rigid object).
+    """
+    pairs = grid.adjacent_pairs()
+    neighbours: list[list[int]] = [[] for _ in range(grid.n)]
+    for a, b in pairs:
+        neighbours[a].append(int(b))
+        neighbours[b].append(int(a))
+    seen = np.zeros(grid.n, dtype=bool)
+    seen[0] = True
+    queue = deque([0])
+    tree: list[tuple[int, int]] = []
+    while queue:
+        a = queue.popleft()
+        for b in neighbours[a]:
+            if not seen[b]:
+                seen[b] = True
+                tree.append((a, b))
+                queue.append(b)
+    if not seen.all():
+        raise ValueError('the cells are not 4-connected: they cannot be welded into one object')
+    return np.array(tree, dtype=np.int64).reshape(-1, 2)
+
+
+def _weld_jacobian(p: FloatArray, th: FloatArray, tree: NDArray[np.int64]) -> FloatArray:
+    """J_e (3(n-1), 3n): equal spin and equal velocity of each pair's shared edge midpoint."""
+    n = p.shape[0]
+    J = np.zeros((3 * tree.shape[0], 3 * n))
+    for k, (a, b) in enumerate(tree):
+        m = 0.5 * (p[a] + p[b])  # midpoint of the shared edge (cells are squares)
+        for cell, sign in ((a, 1.0), (b, -1.0)):
+            r = m - p[cell]
+            J[3 * k : 3 * k + 2, 3 * cell : 3 * cell + 2] = sign * np.eye(2)
+            J[3 * k : 3 * k + 2, 3 * cell + 2] = sign * (_S @ r)
+            J[3 * k + 2, 3 * cell + 2] = sign
+    return J
+
+
+def simulate_reference(
+    grid: Grid,
+    mass: ArrayLike,
+    friction: ArrayLike,
+    push: Push,
+    X_WO0: ArrayLike,
+    V_WO0: ArrayLike | None = None,
+) -> Rollout:
+    """Simulate a push with the per-cell reference model (one hypothesis).
+
+    Arguments as :func:`slide_core.physics.simulate`; ``mass`` must be positive in every
+    cell (the per-cell mass matrix is inverted). Returns a Rollout with K = 1.
+    """
+    m2, mu2 = check_params(grid, mass, friction)
+    if m2.shape[0] != 1:
+        raise ValueError('the reference simulator takes one hypothesis: mass and friction (n,)')
+    m = m2[0]
+    if np.any(m <= 0):
+        raise ValueError('the reference simulator needs a positive mass in every cell')
+    model = RigidModel.of(grid)
+    tree = weld_tree(grid)
+    n, w, h, T = grid.n, grid.cell_size, push.dt, push.steps
+    L, _ = _limits(grid, m2, mu2, h)
+    L_cell = L[0]
+    L_spin = SPIN_ARM * w * L_cell  # per-cell torsion limits
+    Mdiag = np.repeat(m, 3)
+    Mdiag[2::3] = m * w**2 / 6.0
+    M = np.diag(Mdiag)
+    M_inv = np.diag(1.0 / Mdiag)
+
+    p_G, th_arr, v_G = _start_state(model, X_WO0, V_WO0, 1)
+    th = float(th_arr[0])
+    if isinstance(push, FingertipPush):
+        _check_fingertip_start(model, push, p_G, th_arr)
+    R = rotation(th)
+    r_W = model.r_B @ R.T
+    p = p_G[0] + r_W  # (n, 2) cell positions
+    vel = np.zeros((n, 3))
+    vel[:, :2] = v_G[0, :2] + v_G[0, 2] * (r_W @ _S.T)
+    vel[:, 2] = v_G[0, 2]
+    cells_th = np.full(n, th)
+
+    X = np.zeros((1, T + 1, 3))
+    V = np.zeros((1, T + 1, 3))
+    F = np.zeros((1, T, 2))
+    a = 2.0 * np.pi * np.arange(8) / 8.0
+    pyramid_B = np.column_stack((np.cos(a), np.sin(a)))
+
+    def record(t: int) -> None:
+        c = p.mean(axis=0)
+        X[0, t, :2] = c - rotation(cells_th[0]) @ model.p_OG
+        X[0, t, 2] = cells_th[0]
+        V[0, t] = [*vel[:, :2].mean(axis=0), vel[0, 2]]
+
+    record(0)
+    for t in range(T):
+        P = np.zeros(3 * n)
+        rows: list[FloatArray] = []
+        offsets: list[float] = []
+        groups: list[int] = []
+        limits: list[float] = []
+        finger = None
+        Rc = rotation(cells_th[0])
+        # Support friction: per cell, translation and spin.
+        for i in range(n):
+            if L_cell[i] <= 0:
+                continue
+            u = vel[i, :2]
+            s = float(np.linalg.norm(u))
+            dirs = (u / s)[None, :] if s > MOVING_SPEED else pyramid_B @ Rc.T
+            gid = len(limits)
+            limits.append(float(L_cell[i]))
+            for dvec in dirs:
+                row = np.zeros(3 * n)
+                row[3 * i : 3 * i + 2] = dvec
+                rows.append(row)
+                offsets.append(0.0)
+                groups.append(gid)
+            gid = len(limits)
+            limits.append(float(L_spin[i]))
+            spinning = abs(vel[i, 2]) * w > MOVING_SPEED
+            for sgn in [math.copysign(1.0, vel[i, 2])] if spinning else [1.0, -1.0]:
+                row = np.zeros(3 * n)
+                row[3 * i + 2] = sgn
+                rows.append(row)
+                offsets.append(0.0)
+                groups.append(gid)
+        if isinstance(push, WrenchPush):
+            p_C = p.mean(axis=0) + Rc @ (push.p_OC - model.p_OG)
+            c = int(np.argmin(np.max(np.abs((p - p_C) @ Rc), axis=1)))
+            f = push.f_W[t]
+            r = p_C - p[c]
+            P[3 * c : 3 * c + 2] = h * f
+            P[3 * c + 2] = h * (r[0] * f[1] - r[1] * f[0] + push.tau[t])
+        else:
+            p_F = push.p_WF[t]
+            v_F = (push.p_WF[t + 1] - p_F) / h
+            half = w / 2.0
+            local = (p_F - p) @ Rc  # fingertip in each cell's frame
+            q_local = np.clip(local, -half, half)
+            dist = np.linalg.norm(local - q_local, axis=1)
+            c = int(np.argmin(dist))
+            gap = float(dist[c]) - push.radius
+            if gap < h * float(np.linalg.norm(v_F)) + 1e-3:
+                q = p[c] + Rc @ q_local[c]
+                n_out = (p_F - q) / dist[c] if dist[c] > 0 else Rc @ np.array([1.0, 0.0])
+                t_dir = _S @ n_out
+                r = q - p[c]
+                g_n = np.zeros(3 * n)
+                g_n[3 * c : 3 * c + 2] = n_out
+                g_n[3 * c + 2] = r[0] * n_out[1] - r[1] * n_out[0]
+                g_t = np.zeros(3 * n)
+                g_t[3 * c : 3 * c + 2] = t_dir
+                g_t[3 * c + 2] = r[0] * t_dir[1] - r[1] * t_dir[0]
+                gid = len(limits)
+                limits.append(0.0)
+                vt = float(t_dir @ v_F)
+                rows += [g_t, -g_t]
+                offsets += [-vt, vt]
+                groups += [gid, gid]
+                finger = (g_n, -(float(n_out @ v_F) + gap / h), gid, n_out, t_dir)
+        G = np.array(rows).reshape(-1, 3 * n)
+        E = np.zeros((G.shape[0], len(limits)))
+        E[np.arange(G.shape[0]), groups] = 1.0
+        J_e = _weld_jacobian(p, cells_th, tree)
+        tip = None
+        if finger is not None:
+            tip = Fingertip(g_n=finger[0], o_n=finger[1], group=finger[2], mu=push.mu)  # type: ignore[union-attr]
+        sol = solve_mlcp(
+            M, vel.ravel() + M_inv @ P, G, np.array(offsets), E, np.array(limits), J_e, tip
+        )
+        vel = sol.v.reshape(n, 3)
+        if isinstance(push, WrenchPush):
+            F[0, t] = push.f_W[t]
+        elif finger is not None:
+            r0 = G.shape[0] - 2
+            lam_t = sol.lam[r0] - sol.lam[r0 + 1]
+            F[0, t] = -(finger[3] * sol.lam_n + finger[4] * lam_t) / h
+        # The paper's per-cell Euler step, then back onto the rigid shape.
+        p = p + h * vel[:, :2]
+        cells_th = cells_th + h * vel[:, 2]
+        th_new = float(np.mean(cells_th))
+        centroid = p.mean(axis=0)
+        r_W = model.r_B @ rotation(th_new).T
+        p = centroid + r_W
+        cells_th = np.full(n, th_new)
+        # Keep the body's twist (centroid velocity, spin) and re-express the cell
+        # velocities at the projected poses, as the material points now move.
+        v_G, omega = vel[:, :2].mean(axis=0), float(vel[:, 2].mean())
+        vel[:, :2] = v_G + omega * (r_W @ _S.T)
+        vel[:, 2] = omega
+        record(t + 1)
+    return Rollout(X, V, F, general_steps=T)
