@@ -100,12 +100,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.grid import FloatArray, Grid, check_pose, rotation
-from slide_core.mlcp import Fingertip, solve_mlcp
+from slide_core.mlcp import Fingertip, MlcpSolution, solve_mlcp
 
 GRAVITY = 9.81
 """Standard gravity [m/s^2]."""
@@ -378,7 +379,9 @@ def _limits(
 
 
 # Modes of the spin friction in an explicit step.
-_SPIN_SLIDING, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG = 0, 1, 2, 3
+# (A spinning body's spin friction acts against the previous spin; if the spin reverses
+# within the step that row carries no impulse: _SPIN_FREE.)
+_SPIN_SLIDING, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG, _SPIN_FREE = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -390,6 +393,8 @@ class _StepResult:
     pinned: (K,) the cell held at zero velocity by static friction, or -1.
     spin_mode: (K,) one of the _SPIN_* modes (explicit steps).
     lam_tau: (K,) spin friction impulse (positive opposes positive spin).
+    solutions: general solutions by hypothesis: (rows G, groups E, limits, cell of each
+    row (-1: spin, -2: fingertip), solution), kept when asked for (gradients).
     """
 
     nu: FloatArray
@@ -398,6 +403,9 @@ class _StepResult:
     pinned: NDArray[np.int64]
     spin_mode: NDArray[np.int64]
     lam_tau: FloatArray
+    solutions: dict[
+        int, tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], MlcpSolution]
+    ]
 
 
 def _general_rows(
@@ -468,6 +476,7 @@ def _fast_step(
     nu: FloatArray,
     P: FloatArray,
     finger: tuple[FloatArray, FloatArray, float, float, float] | None,
+    keep_solutions: bool = False,
 ) -> _StepResult:
     """One step for K hypotheses in body coordinates.
 
@@ -524,13 +533,13 @@ def _fast_step(
     solved |= idle
     spin_mode[idle] = _SPIN_STUCK
 
-    spin_modes = [_SPIN_SLIDING, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG]
+    spin_modes = [_SPIN_SLIDING, _SPIN_FREE, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG]
     contact_modes = ['none', 'stick', 'slide+', 'slide-'] if finger is not None else ['none']
     eligible = (n_rest <= 1) & ~solved
     for sm in spin_modes:
         for cm in contact_modes:
             todo = eligible & ~solved
-            if sm == _SPIN_SLIDING:
+            if sm in (_SPIN_SLIDING, _SPIN_FREE):
                 todo &= spinning
             else:
                 todo &= ~spinning
@@ -593,6 +602,8 @@ def _fast_step(
             om = cand[:, 2]
             if sm == _SPIN_SLIDING:
                 ok &= np.sign(nu[k, 2]) * om >= -tol
+            elif sm == _SPIN_FREE:
+                ok &= np.sign(nu[k, 2]) * om <= tol
             elif sm == _SPIN_STUCK:
                 ok &= np.abs(Lam[:, 2]) <= L_tau[k] * (1 + 1e-9) + 1e-15
                 lam_tau = Lam[:, 2]
@@ -623,8 +634,9 @@ def _fast_step(
             solved[good] = True
 
     general = ~solved
+    solutions = {}
     for j in np.nonzero(general)[0]:
-        G, E, Lg, _, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]))
+        G, E, Lg, cells, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]))
         o = np.zeros(G.shape[0])
         tip = None
         if finger is not None and touching[j]:
@@ -635,13 +647,16 @@ def _fast_step(
             E[r0:, g0] = 1.0
             Lg = np.concatenate((Lg, [0.0]))
             tip = Fingertip(g_n=g_n[j], o_n=float(o_n[j]), group=g0, mu=float(finger[3]))
+            cells = np.concatenate((cells, [-2, -2]))
         sol = solve_mlcp(M[j], nu[j] + M_inv[j] @ P[j], G, o, E, Lg, finger=tip)
         nu_new[j] = sol.v
         if tip is not None:
             r0 = G.shape[0] - 2
             lam_t_k = sol.lam[r0] - sol.lam[r0 + 1]
             impulse_B[j] = -(n_out[j] * sol.lam_n + t_dir[j] * lam_t_k)
-    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out)
+        if keep_solutions:
+            solutions[int(j)] = (G, E, Lg, cells, sol)
+    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out, solutions)
 
 
 # -- the fast simulator -----------------------------------------------------------------------
@@ -686,6 +701,40 @@ def simulate(
     return _simulate(RigidModel.of(grid), m, mu, push, X_WO0, V_WO0)
 
 
+class StepObserver(Protocol):
+    """Watches a rollout step by step (the gradient tracker is one)."""
+
+    keep_solutions: bool
+
+    def state(self, t: int, p_WG: FloatArray, theta: FloatArray) -> None:
+        """The state at step boundary t (after t steps)."""
+
+    def step(
+        self,
+        t: int,
+        theta: FloatArray,
+        nu: FloatArray,
+        P: FloatArray,
+        f_B: FloatArray,
+        result: _StepResult,
+    ) -> None:
+        """Step t: orientation and body twist before it, applied impulse, its result."""
+
+
+def wrench_impulse(
+    model: RigidModel, push: WrenchPush, t: int, theta: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Body-frame impulse P (K, 3) of step t of a wrench push at orientations theta (K,),
+    and the body-frame force f_B (K, 2)."""
+    c, s = np.cos(theta), np.sin(theta)
+    f = push.f_W[t]
+    f_B = np.column_stack((c * f[0] + s * f[1], -s * f[0] + c * f[1]))
+    r_c = push.p_OC - model.p_OG
+    h = push.dt
+    P = np.column_stack((h * f_B, h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])))
+    return P, f_B
+
+
 def _simulate(
     model: RigidModel,
     m: FloatArray,
@@ -693,6 +742,7 @@ def _simulate(
     push: Push,
     X_WO0: ArrayLike,
     V_WO0: ArrayLike | None,
+    observer: StepObserver | None = None,
 ) -> Rollout:
     K = m.shape[0]
     h = push.dt
@@ -707,30 +757,32 @@ def _simulate(
     V = np.zeros((K, T + 1, 3))
     F = np.zeros((K, T, 2))
     general_steps = 0
+    keep = observer is not None and observer.keep_solutions
 
     def record(t: int) -> None:
         R = rotation(th)
         X[:, t, :2] = p - np.einsum('kij,j->ki', R, model.p_OG)
         X[:, t, 2] = th
         V[:, t] = v
+        if observer is not None:
+            observer.state(t, p, th)
 
     record(0)
     for t in range(T):
         R = rotation(th)  # (K, 2, 2)
         Rt = np.swapaxes(R, 1, 2)
         nu = np.concatenate((np.einsum('kij,kj->ki', Rt, v[:, :2]), v[:, 2:]), axis=1)
-        P = np.zeros((K, 3))
         finger = None
         if isinstance(push, WrenchPush):
-            f_B = np.einsum('kij,j->ki', Rt, push.f_W[t])
-            r_c = push.p_OC - model.p_OG
-            P[:, :2] = h * f_B
-            P[:, 2] = h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])
+            P, f_B = wrench_impulse(model, push, t, th)
         else:
+            P, f_B = np.zeros((K, 3)), np.zeros((K, 2))
             p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p)
             v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
             finger = (p_BF, v_BF, push.radius, push.mu, h)
-        step = _fast_step(model, M, M_inv, L, L_tau, nu, P, finger)
+        step = _fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
+        if observer is not None:
+            observer.step(t, th, nu, P, f_B, step)
         general_steps += int(step.general.sum())
         v = np.concatenate((np.einsum('kij,kj->ki', R, step.nu[:, :2]), step.nu[:, 2:]), axis=1)
         if isinstance(push, WrenchPush):
