@@ -23,10 +23,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
 
+from slide_core.errors import SlideInputError
+
 FloatArray = NDArray[np.float64]
 
 
-class GridError(ValueError):
+class GridError(SlideInputError):
     """An object grid or pose that cannot describe a physical object."""
 
 

@@ -20,9 +20,9 @@ fingertip this MLCP is exactly the KKT system of the strictly convex QP
 
 with ``lambda`` the multipliers of the row constraints and ``beta = s``. We solve that QP
 with quadprog (Goldfarb-Idnani dual active set: exact up to round-off; no maintained
-LCP solver installs from PyPI) after giving ``s`` a tiny proximal weight
-so the Hessian is positive definite; the weight is chosen so that this changes
-friction impulses by at most one part in 1e9 (``_S_WEIGHT``).
+LCP solver installs from PyPI). quadprog needs a definite Hessian and ``s`` has none, so
+``s`` gets a proximal term around the previous iterate; at the fixed point, reached in
+two or three solves, that term vanishes and the solution is exact.
 
 Fingertip friction couples a group's limit to the normal impulse (``L = mu_F lambda_n``),
 which no QP expresses. It is solved as a fixed point (Coulomb as the limit of Tresca
@@ -41,7 +41,8 @@ import quadprog
 
 FloatArray = NDArray[np.float64]
 
-_S_WEIGHT = 1e-9
+_PROX_WEIGHT = 0.1
+_PROX_ITERATIONS = 30
 _COULOMB_ITERATIONS = 60
 
 
@@ -129,22 +130,17 @@ def _solve_qp(
     check: bool,
 ) -> MlcpSolution:
     d, r, g = M.shape[0], G.shape[0], E.shape[1]
-    group = np.argmax(E, axis=1)
+    group = np.argmax(E, axis=1) if E.size else np.zeros(r, dtype=np.int64)
     N = d + g
     H = np.zeros((N, N))
     H[:d, :d] = M
-    # Proximal weight eps_g on s_g: small enough that the friction deficit it causes
-    # (eps_g s_g) stays below _S_WEIGHT of the group's limit. To keep the Hessian well
-    # conditioned, s_g = sigma_g * s_hat_g with sigma_g chosen so that the curvature of
-    # s_hat (eps_g sigma_g^2) equals the smallest mass.
-    s_max = 1e-6 + float(np.abs(v_star).max()) * (1.0 + float(np.abs(G).max(initial=0.0)))
-    positive = L[L > 0]
-    l_floor = 1e-3 * float(positive.min()) if positive.size else 1e-12
-    eps = _S_WEIGHT * np.maximum(L, l_floor) / s_max
-    h0 = float(np.min(np.diag(M)))
-    sigma = np.sqrt(h0 / eps)
-    H[d:, d:] = np.eye(g) * h0
-    a = np.concatenate((M @ v_star, -L * sigma))
+    # s enters the objective linearly, so H is only semi-definite; quadprog needs it
+    # definite. Proximal point iterations add 1/2 eps |s - s_k|^2 around the previous
+    # solution: each QP is well conditioned (eps a tenth of the smallest mass), and at
+    # the fixed point (two or three iterations) the added term vanishes, leaving the
+    # exact solution of the original problem.
+    eps = _PROX_WEIGHT * float(np.min(np.diag(M)))
+    H[d:, d:] = np.eye(g) * eps
     cons: list[FloatArray] = []
     rhs: list[FloatArray] = []
     meq = 0
@@ -154,7 +150,7 @@ def _solve_qp(
         meq = J_e.shape[0]
     # s_g - G_r v >= o_r
     rows = np.hstack((-G, np.zeros((r, g))))
-    rows[np.arange(r), d + group] = sigma[group]
+    rows[np.arange(r), d + group] = 1.0
     cons.append(rows)
     rhs.append(o.astype(float))
     # s >= 0
@@ -165,12 +161,22 @@ def _solve_qp(
         rhs.append(np.array([finger.o_n]))
     C = np.vstack(cons)
     b = np.concatenate(rhs)
-    try:
-        x, _, _, _, lagr, _ = quadprog.solve_qp(H, a, C.T, b, meq)
-    except ValueError as exc:
-        raise MlcpError(f'the step contact problem was not solved: {exc}') from exc
+    s_prev = np.zeros(g)
+    for _ in range(_PROX_ITERATIONS):
+        a = np.concatenate((M @ v_star, -L + eps * s_prev))
+        try:
+            x, _, _, _, lagr, _ = quadprog.solve_qp(H, a, C.T, b, meq)
+        except ValueError as exc:
+            raise MlcpError(f'the step contact problem was not solved: {exc}') from exc
+        s_new = np.asarray(x[d:], dtype=float)
+        settled = np.abs(s_new - s_prev).max(initial=0.0) <= 1e-12 * (
+            1.0 + np.abs(s_new).max(initial=0.0)
+        )
+        s_prev = s_new
+        if settled:
+            break
     v = np.asarray(x[:d], dtype=float)
-    beta = np.maximum(np.asarray(x[d:], dtype=float), 0.0) * sigma
+    beta = np.maximum(s_prev, 0.0)
     lam = np.maximum(np.asarray(lagr[meq : meq + r], dtype=float), 0.0)
     lam_n = float(max(lagr[-1], 0.0)) if finger is not None else 0.0
     # Check Fig. 2's conditions.

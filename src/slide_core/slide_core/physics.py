@@ -70,9 +70,11 @@ sliding), the solution is explicit:
 ``v+ = v + M_B^-1 (P - sum_i L_i J_i^T d_i - L_tau s e_3)``, checked against the
 complementarity conditions; otherwise (breakaway, stopping, a fingertip contact that
 sticks or slips in a way the explicit modes do not cover) the same MLCP as the reference
-is solved. Integrating the centroid G rather than O makes the two simulators agree
-exactly: the reference's per-cell Euler step followed by its rigid re-projection moves
-the centroid by ``h`` times its velocity, as the fast one does.
+is solved. Positions are integrated at the centre of mass C, and the twist carried from one
+step to the next is that of C (linear momentum), so a body sliding freely keeps its
+momentum exactly whatever it spins; the reference simulator's re-projection onto the
+rigid shape keeps the same two quantities (mass-weighted mean position and momentum),
+which makes the two simulators agree to round-off.
 
 Gradients
 ---------
@@ -105,6 +107,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, check_pose, rotation
 from slide_core.mlcp import Fingertip, MlcpSolution, solve_mlcp
 
@@ -123,7 +126,7 @@ MOVING_SPEED = 1e-6
 _S = np.array([[0.0, -1.0], [1.0, 0.0]])  # 90 degree rotation: S @ r = z x r
 
 
-class PhysicsError(ValueError):
+class PhysicsError(SlideInputError):
     """Bad input to the simulators (the message says which argument and why)."""
 
 
@@ -255,7 +258,7 @@ class Rollout:
 
     Attributes:
         X_WO: (K, T+1, 3) object poses at the step boundaries.
-        V_WG: (K, T+1, 3) twist of the body: velocity of the cells' centroid G in the world
+        V_WC: (K, T+1, 3) twist of the body: velocity of its centre of mass C in the world
             frame [m/s] and spin [rad/s].
         f_push_W: (K, T, 2) mean force the pusher applied on the object during each step
             [N] (the force an F/T sensor at the pusher measures, with opposite sign).
@@ -263,7 +266,7 @@ class Rollout:
     """
 
     X_WO: FloatArray
-    V_WG: FloatArray
+    V_WC: FloatArray
     f_push_W: FloatArray
     general_steps: int
 
@@ -320,7 +323,6 @@ class RigidModel:
         r_B: (n, 2) cell centres relative to G.
         J: (n, 2, 3) cell velocity Jacobians ``u_i = J_i nu``.
         Q: (n, 3, 3) per-unit-mass inertia contributions, ``M_B = sum m_i Q_i``.
-        pyramid_B: (N_PYRAMID, 2) directions of the friction polygon.
     """
 
     grid: Grid
@@ -328,7 +330,6 @@ class RigidModel:
     r_B: FloatArray
     J: FloatArray
     Q: FloatArray
-    pyramid_B: FloatArray
 
     @classmethod
     def of(cls, grid: Grid) -> RigidModel:
@@ -342,8 +343,11 @@ class RigidModel:
         J[:, 1, 2] = r[:, 0]
         Q = np.einsum('nai,naj->nij', J, J)
         Q[:, 2, 2] += grid.cell_size**2 / 6.0
-        a = 2.0 * np.pi * np.arange(N_PYRAMID) / N_PYRAMID
-        return cls(grid, p_OG, r, J, Q, np.column_stack((np.cos(a), np.sin(a))))
+        return cls(grid, p_OG, r, J, Q)
+
+    def com(self, mass: FloatArray) -> FloatArray:
+        """(K, 2) centres of mass relative to G (body frame) for masses (K, n)."""
+        return np.asarray(mass @ self.r_B / mass.sum(axis=1, keepdims=True), dtype=float)
 
     def mass_matrix(self, mass: FloatArray) -> FloatArray:
         """(K, 3, 3) body-frame mass matrices for masses (K, n)."""
@@ -408,11 +412,34 @@ class _StepResult:
     ]
 
 
+def polygon_directions(angle: float) -> FloatArray:
+    """(N_PYRAMID, 2) unit directions of a resting cell's friction polygon, the first at
+    ``angle`` [rad]."""
+    a = angle + 2.0 * np.pi * np.arange(N_PYRAMID) / N_PYRAMID
+    return np.column_stack((np.cos(a), np.sin(a)))
+
+
+def polygon_angle(f: FloatArray, n_in: FloatArray | None) -> float:
+    """Orientation of the friction polygons of resting cells, in the frame of ``f``.
+
+    A vertex points along the fingertip's push direction ``n_in`` when it touches the
+    object, else along the applied force ``f``, else along the frame's x axis. Along that
+    direction the polygon's limit equals the Coulomb limit exactly, so a straight push
+    below the friction limit sticks and one above it breaks away, as with a true cone.
+    """
+    if n_in is not None:
+        return float(np.arctan2(n_in[1], n_in[0]))
+    if f[0] != 0.0 or f[1] != 0.0:
+        return float(np.arctan2(f[1], f[0]))
+    return 0.0
+
+
 def _general_rows(
     model: RigidModel,
     nu: FloatArray,
     L: FloatArray,
     L_tau: float,
+    angle: float,
 ) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
     """Support friction rows of one hypothesis at body twist ``nu`` (3,).
 
@@ -435,7 +462,7 @@ def _general_rows(
             dirs = (u[i] / speed[i])[None, :]
             flag = 1
         else:
-            dirs = model.pyramid_B
+            dirs = polygon_directions(angle)
             flag = 0
         for d in dirs:
             rows.append(model.J[i].T @ d)
@@ -457,14 +484,14 @@ def _general_rows(
     return G, E, np.array(limits), np.array(cell, dtype=np.int64), np.array(moving, dtype=np.int64)
 
 
-def _octagon_contains(model: RigidModel, lam: FloatArray, limit: FloatArray) -> NDArray[np.bool_]:
-    """Whether impulses lam (K, 2) lie in the friction polygons of radius ``limit`` (K,)."""
+def _polygon_contains(lam: FloatArray, limit: FloatArray, angle: FloatArray) -> NDArray[np.bool_]:
+    """Whether impulses lam (K, 2) lie in friction polygons of radius ``limit`` (K,)
+    turned by ``angle`` (K,)."""
     a = np.pi / N_PYRAMID
-    normals = np.stack(
-        (np.cos(2 * a * np.arange(N_PYRAMID) + a), np.sin(2 * a * np.arange(N_PYRAMID) + a)), 1
-    )
+    phi = angle[:, None] + a + 2 * a * np.arange(N_PYRAMID)[None, :]  # facet normals
+    proj = lam[:, :1] * np.cos(phi) + lam[:, 1:] * np.sin(phi)
     bound = limit * math.cos(a) * (1 + 1e-9) + 1e-15
-    return np.asarray(np.all(lam @ normals.T <= bound[:, None], axis=1), dtype=bool)
+    return np.asarray(np.all(proj <= bound[:, None], axis=1), dtype=bool)
 
 
 def _fast_step(
@@ -526,6 +553,9 @@ def _fast_step(
         o_n = -(np.einsum('ki,ki->k', n_out, v_BF) + gap / h)
         vt_F = np.einsum('ki,ki->k', t_dir, v_BF)
         touching = gap < h * np.linalg.norm(v_BF, axis=1) + 1e-3
+    angles = np.array(
+        [polygon_angle(P[k, :2], -n_out[k] if touching[k] else None) for k in range(K)]
+    )
     # A body at rest with nothing acting on it (no applied impulse, a fingertip that does
     # not reach it during this step) stays at rest.
     reached = touching & (o_n > 0.0) if finger is not None else touching
@@ -598,7 +628,7 @@ def _fast_step(
             fwd = np.einsum('knj,kj->kn', g[k], cand)
             ok &= np.all((fwd >= -tol) | ~sliding[k], axis=1)
             # A pinned cell's static friction stays inside its polygon.
-            ok &= ~pin | _octagon_contains(model, Lam[:, :2], L[k, np.maximum(pinned[k], 0)])
+            ok &= ~pin | _polygon_contains(Lam[:, :2], L[k, np.maximum(pinned[k], 0)], angles[k])
             om = cand[:, 2]
             if sm == _SPIN_SLIDING:
                 ok &= np.sign(nu[k, 2]) * om >= -tol
@@ -636,7 +666,7 @@ def _fast_step(
     general = ~solved
     solutions = {}
     for j in np.nonzero(general)[0]:
-        G, E, Lg, cells, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]))
+        G, E, Lg, cells, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]), angles[j])
         o = np.zeros(G.shape[0])
         tip = None
         if finger is not None and touching[j]:
@@ -661,21 +691,37 @@ def _fast_step(
 
 # -- the fast simulator -----------------------------------------------------------------------
 def _start_state(
-    model: RigidModel, X_WO0: ArrayLike, V_WO0: ArrayLike | None, K: int
+    model: RigidModel, X_WO0: ArrayLike, V_WO0: ArrayLike | None, c_B: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Initial centre of mass positions (K, 2), orientations (K,) and twists (K, 3)."""
     X = check_pose(X_WO0, 'X_WO0')
     if X.shape != (3,):
         raise PhysicsError(f'X_WO0 must be one pose (3,), got {X.shape}')
     V = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
     if V.shape != (3,):
         raise PhysicsError(f'V_WO0 must be one twist (3,), got {V.shape}')
+    K = c_B.shape[0]
     R = rotation(X[2])
-    p_WG = X[:2] + R @ model.p_OG
-    v_WG = V[:2] + V[2] * (_S @ (R @ model.p_OG))
-    return (
-        np.tile(p_WG, (K, 1)),
-        np.full(K, X[2]),
-        np.tile(np.concatenate((v_WG, V[2:])), (K, 1)),
+    p_OC = (model.p_OG[None, :] + c_B) @ R.T  # O to C, world frame
+    p_WC = X[:2] + p_OC
+    v_WC = V[:2] + V[2] * (p_OC @ _S.T)
+    return p_WC, np.full(K, X[2]), np.column_stack((v_WC, np.full(K, V[2])))
+
+
+def body_twist(theta: FloatArray, V_WC: FloatArray, c_B: FloatArray) -> FloatArray:
+    """Body-frame twist at G (K, 3) from the centre of mass twist V_WC (K, 3)."""
+    c, s = np.cos(theta), np.sin(theta)
+    v = V_WC[:, :2]
+    v_B = np.column_stack((c * v[:, 0] + s * v[:, 1], -s * v[:, 0] + c * v[:, 1]))
+    return np.column_stack((v_B - V_WC[:, 2:3] * (c_B @ _S.T), V_WC[:, 2]))
+
+
+def com_twist(theta: FloatArray, nu: FloatArray, c_B: FloatArray) -> FloatArray:
+    """World twist of the centre of mass (K, 3) from the body-frame twist at G (K, 3)."""
+    v_B = nu[:, :2] + nu[:, 2:3] * (c_B @ _S.T)
+    c, s = np.cos(theta), np.sin(theta)
+    return np.column_stack(
+        (c * v_B[:, 0] - s * v_B[:, 1], s * v_B[:, 0] + c * v_B[:, 1], nu[:, 2])
     )
 
 
@@ -750,9 +796,10 @@ def _simulate(
     M = model.mass_matrix(m)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     L, L_tau = _limits(model.grid, m, mu, h)
-    p, th, v = _start_state(model, X_WO0, V_WO0, K)
+    c_B = model.com(m)
+    p, th, v = _start_state(model, X_WO0, V_WO0, c_B)
     if isinstance(push, FingertipPush):
-        _check_fingertip_start(model, push, p, th)
+        _check_fingertip_start(model, push, p - np.einsum('kij,kj->ki', rotation(th), c_B), th)
     X = np.zeros((K, T + 1, 3))
     V = np.zeros((K, T + 1, 3))
     F = np.zeros((K, T, 2))
@@ -761,7 +808,7 @@ def _simulate(
 
     def record(t: int) -> None:
         R = rotation(th)
-        X[:, t, :2] = p - np.einsum('kij,j->ki', R, model.p_OG)
+        X[:, t, :2] = p - np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)
         X[:, t, 2] = th
         V[:, t] = v
         if observer is not None:
@@ -769,26 +816,27 @@ def _simulate(
 
     record(0)
     for t in range(T):
-        R = rotation(th)  # (K, 2, 2)
-        Rt = np.swapaxes(R, 1, 2)
-        nu = np.concatenate((np.einsum('kij,kj->ki', Rt, v[:, :2]), v[:, 2:]), axis=1)
+        nu = body_twist(th, v, c_B)
         finger = None
         if isinstance(push, WrenchPush):
             P, f_B = wrench_impulse(model, push, t, th)
         else:
             P, f_B = np.zeros((K, 3)), np.zeros((K, 2))
-            p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p)
+            R = rotation(th)
+            Rt = np.swapaxes(R, 1, 2)
+            p_WG = p - np.einsum('kij,kj->ki', R, c_B)
+            p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p_WG)
             v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
             finger = (p_BF, v_BF, push.radius, push.mu, h)
         step = _fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
         if observer is not None:
             observer.step(t, th, nu, P, f_B, step)
         general_steps += int(step.general.sum())
-        v = np.concatenate((np.einsum('kij,kj->ki', R, step.nu[:, :2]), step.nu[:, 2:]), axis=1)
         if isinstance(push, WrenchPush):
             F[:, t] = push.f_W[t]
         else:
-            F[:, t] = np.einsum('kij,kj->ki', R, step.impulse_B) / h
+            F[:, t] = np.einsum('kij,kj->ki', rotation(th), step.impulse_B) / h
+        v = com_twist(th, step.nu, c_B)
         p = p + h * v[:, :2]
         th = th + h * v[:, 2]
         record(t + 1)

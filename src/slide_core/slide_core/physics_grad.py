@@ -66,7 +66,9 @@ from slide_core.physics import (
     _limits,
     _simulate,
     _StepResult,
+    body_twist,
     check_params,
+    com_twist,
     wrench_impulse,
 )
 
@@ -316,8 +318,52 @@ def _cells(grid: Grid, X_WO: FloatArray) -> FloatArray:
     return np.asarray(grid.p_OC @ R.T + X_WO[:2], dtype=float)
 
 
+def _com_sensitivity(model: RigidModel, m: FloatArray) -> FloatArray:
+    """d c_B / d m (K, 2, n): how the centre of mass (relative to G) moves with each mass."""
+    c_B = model.com(m)
+    return np.asarray(
+        (model.r_B.T[None, :, :] - c_B[:, :, None]) / m.sum(axis=1)[:, None, None], dtype=float
+    )
+
+
+def _twist_map(theta: FloatArray, c_B: FloatArray) -> FloatArray:
+    """D (K, 3, 3): the centre of mass twist V_WC = D nu of a body-frame twist nu at G."""
+    R = rotation(theta)
+    D = np.zeros((theta.size, 3, 3))
+    D[:, :2, :2] = R
+    D[:, :2, 2] = np.einsum('kij,kj->ki', R, c_B @ _S.T)
+    D[:, 2, 2] = 1.0
+    return D
+
+
+def _input_jacobians(
+    theta: FloatArray, V: FloatArray, c_B: FloatArray, dc: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Derivatives of nu = body_twist(theta, V, c_B): d/dtheta (K, 3), d/dV (K, 3, 3),
+    d/dm (K, 3, n)."""
+    nu = body_twist(theta, V, c_B)
+    K = theta.size
+    dth = np.zeros((K, 3))
+    dth[:, :2] = -(nu[:, :2] + V[:, 2:3] * (c_B @ _S.T)) @ _S.T
+    Rt = np.swapaxes(rotation(theta), 1, 2)
+    dV = np.zeros((K, 3, 3))
+    dV[:, :2, :2] = Rt
+    dV[:, :2, 2] = -(c_B @ _S.T)
+    dV[:, 2, 2] = 1.0
+    dm = np.zeros((K, 3, dc.shape[2]))
+    dm[:, :2] = -V[:, 2, None, None] * np.einsum('ij,kjn->kin', _S, dc)
+    return dth, dV, dm
+
+
+def _output_mass_term(theta: FloatArray, omega: FloatArray, dc: FloatArray) -> FloatArray:
+    """Explicit d V_WC / d m (K, 3, n) of com_twist at fixed nu: R omega S dc."""
+    out = np.zeros((theta.size, 3, dc.shape[2]))
+    out[:, :2] = omega[:, None, None] * np.einsum('kij,jl,kln->kin', rotation(theta), _S, dc)
+    return out
+
+
 class _Tracker:
-    """Forward-mode sensitivities of the rollout state, and the rollout loss."""
+    """Forward-mode sensitivities of the rollout state (p_WC, theta, V_WC) and the loss."""
 
     keep_solutions = True
 
@@ -328,28 +374,39 @@ class _Tracker:
         mu: FloatArray,
         push: WrenchPush,
         obs: dict[int, FloatArray],
+        X_WO0: FloatArray,
+        V_WO0: FloatArray,
     ) -> None:
         self.model, self.m, self.mu, self.h = model, m, mu, push.dt
         self.r_c = push.p_OC - model.p_OG
         K, n = m.shape
         self.M = model.mass_matrix(m)
         self.L, _ = _limits(model.grid, m, mu, push.dt)
-        self.S = np.zeros((K, 6, 2 * n))  # d (p_G, theta, v_W) / d (m, mu)
+        self.c_B = model.com(m)
+        self.dc = _com_sensitivity(model, m)
+        # The initial centre of mass state depends on the masses through c_B.
+        R0 = rotation(X_WO0[2])
+        self.S = np.zeros((K, 6, 2 * n))  # d (p_WC, theta, V_WC) / d (m, mu)
+        self.S[:, :2, :n] = np.einsum('ij,kjn->kin', R0, self.dc)
+        self.S[:, 3:5, :n] = V_WO0[2] * np.einsum('ij,jl,kln->kin', _S, R0, self.dc)
         self.obs = obs
         self.loss = np.zeros(K)
         self.grad = np.zeros((K, 2 * n))
 
-    def state(self, t: int, p_WG: FloatArray, theta: FloatArray) -> None:
+    def state(self, t: int, p_WC: FloatArray, theta: FloatArray) -> None:
         if t not in self.obs:
             return
         n = self.model.grid.n
-        r_W = np.einsum('kij,nj->kni', rotation(theta), self.model.r_B)
-        err = p_WG[:, None, :] + r_W - self.obs[t][None]  # (K, n, 2)
+        R = rotation(theta)
+        r_W = np.einsum('kij,knj->kni', R, self.model.r_B[None] - self.c_B[:, None])
+        err = p_WC[:, None, :] + r_W - self.obs[t][None]  # (K, n, 2)
         self.loss += np.einsum('kni,kni->k', err, err) / n
-        dl_dp = 2.0 * err.sum(axis=1) / n
+        e_sum = 2.0 * err.sum(axis=1) / n  # (K, 2)
         dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ _S.T) / n
-        self.grad += np.einsum('ki,kij->kj', dl_dp, self.S[:, :2])
+        self.grad += np.einsum('ki,kij->kj', e_sum, self.S[:, :2])
         self.grad += dl_dth[:, None] * self.S[:, 2]
+        # Direct dependence of the cells on c_B: p_i = p_WC + R (r_i - c_B).
+        self.grad[:, :n] -= np.einsum('ki,kij,kjn->kn', e_sum, R, self.dc)
 
     def step(
         self,
@@ -360,30 +417,28 @@ class _Tracker:
         f_B: FloatArray,
         result: _StepResult,
     ) -> None:
-        h = self.h
+        h, n = self.h, self.model.grid.n
         J_nu, J_P, J_m, J_mu = _step_jacobians(
             self.model, self.M, self.m, self.mu, self.L, h, nu, P, result
         )
-        R = rotation(theta)
-        R3 = np.zeros((theta.size, 3, 3))
-        R3[:, :2, :2] = R
-        R3[:, 2, 2] = 1.0
-        # The step's inputs depend on theta: nu = R3^T v_W and f_B = R^T f_W.
-        dnu_dth = np.zeros_like(nu)
-        dnu_dth[:, :2] = -nu[:, :2] @ _S.T
+        V = com_twist(theta, nu, self.c_B)
+        dnu_dth, dnu_dV, dnu_dm = _input_jacobians(theta, V, self.c_B, self.dc)
+        # The applied impulse turns with the body: f_B = R^T f_W.
         df_dth = -f_B @ _S.T
         r_c = self.r_c
         dP_dth = np.column_stack((h * df_dth, h * (r_c[0] * df_dth[:, 1] - r_c[1] * df_dth[:, 0])))
         dnu1_dth = np.einsum('kij,kj->ki', J_nu, dnu_dth) + np.einsum('kij,kj->ki', J_P, dP_dth)
-        dnu1_dv = J_nu @ np.swapaxes(R3, 1, 2)
-        dnu1_dpi = np.concatenate((J_m, J_mu), axis=2)
-        # v_W' = R3 nu'
-        dv1_dth = np.einsum('kij,kj->ki', R3, dnu1_dth)
-        dv1_dth[:, :2] += np.einsum('kij,kj->ki', R, result.nu[:, :2]) @ _S.T
-        dv1_dv = R3 @ dnu1_dv
-        dv1_dpi = R3 @ dnu1_dpi
+        dnu1_dV = J_nu @ dnu_dV
+        dnu1_dpi = np.concatenate((J_m + J_nu @ dnu_dm, J_mu), axis=2)
+        D = _twist_map(theta, self.c_B)
+        V1 = com_twist(theta, result.nu, self.c_B)
+        dV1_dth = np.einsum('kij,kj->ki', D, dnu1_dth)
+        dV1_dth[:, :2] += V1[:, :2] @ _S.T
+        dV1_dV = D @ dnu1_dV
+        dV1_dpi = D @ dnu1_dpi
+        dV1_dpi[:, :, :n] += _output_mass_term(theta, V1[:, 2], self.dc)
         S = self.S
-        Sv = dv1_dth[:, :, None] * S[:, 2:3, :] + dv1_dv @ S[:, 3:6] + dv1_dpi
+        Sv = dV1_dth[:, :, None] * S[:, 2:3, :] + dV1_dV @ S[:, 3:6] + dV1_dpi
         S_new = np.empty_like(S)
         S_new[:, 3:6] = Sv
         S_new[:, :3] = S[:, :3] + h * Sv
@@ -409,10 +464,12 @@ def rollout_loss(
         raise PhysicsError('gradients need a wrench-driven push (WrenchPush)')
     m, mu = check_params(grid, mass, friction)
     t_obs, X_obs = _check_observations(push.steps, obs_steps, X_WO_obs)
+    X0 = check_pose(X_WO0, 'X_WO0')
+    V0 = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
     model = RigidModel.of(grid)
     obs = {int(t): _cells(grid, X) for t, X in zip(t_obs, X_obs, strict=True)}
-    tracker = _Tracker(model, m, mu, push, obs)
-    rollout = _simulate(model, m, mu, push, X_WO0, V_WO0, observer=tracker)
+    tracker = _Tracker(model, m, mu, push, obs, X0, V0)
+    rollout = _simulate(model, m, mu, push, X0, V0, observer=tracker)
     n = grid.n
     return LossGrad(tracker.loss, tracker.grad[:, :n], tracker.grad[:, n:], rollout)
 
@@ -427,10 +484,11 @@ def one_step_loss(
     """The paper's one-step-ahead loss (Eq. 1) and its exact gradient.
 
     ``X_WO_obs`` (T+1, 3) are the observed poses at every step boundary of ``push``. For
-    each t in 0..T-2 the state at t+1 (observed pose, velocity from the poses at t and
-    t+1) and the force of step t+1 predict the pose at t+2 (the indexing of this
-    simulator's semi-implicit step); the loss sums the mean squared cell position errors
-    of these predictions. All predictions run as one batch.
+    each t in 1..T-1 the state at boundary t (observed pose; velocity of the hypothesis'
+    centre of mass and spin from the poses at t-1 and t) and the force of step t predict
+    the pose at t+1 (the indexing of this simulator's semi-implicit step); the loss sums
+    the mean squared cell position errors of these predictions. All predictions run as
+    one batch.
     """
     if not isinstance(push, WrenchPush):
         raise PhysicsError('gradients need a wrench-driven push (WrenchPush)')
@@ -444,37 +502,56 @@ def one_step_loss(
     model = RigidModel.of(grid)
     K, n = m.shape
     h = push.dt
-    p_G = X[:, :2] + np.einsum('tij,j->ti', rotation(X[:, 2]), model.p_OG)
-    v = np.column_stack(((p_G[1:] - p_G[:-1]) / h, (X[1:, 2] - X[:-1, 2]) / h))  # (T, 3)
-    steps = np.arange(1, T)  # step t (1..T-1) starts at boundary t, predicts t+1
+    steps = np.arange(1, T)
     S = steps.size
-    th = np.tile(X[steps, 2], K)
-    R = rotation(th)
-    v_in = np.tile(v[steps - 1], (K, 1))
-    nu = np.concatenate((np.einsum('kji,kj->ki', R, v_in[:, :2]), v_in[:, 2:]), axis=1)
+    rep = np.repeat(np.arange(K), S)  # hypothesis of each batch row
+    t_of = np.tile(steps, K)  # step of each batch row
+    mb, mub = m[rep], mu[rep]
+    c_B = model.com(mb)
+    dc = _com_sensitivity(model, mb)
+    R_all = rotation(X[:, 2])  # (T+1, 2, 2)
+    anchor = model.p_OG[None, :] + c_B  # O to C in the body frame, per row
+    p_C_now = X[t_of, :2] + np.einsum('kij,kj->ki', R_all[t_of], anchor)
+    p_C_before = X[t_of - 1, :2] + np.einsum('kij,kj->ki', R_all[t_of - 1], anchor)
+    th = X[t_of, 2]
+    V = np.column_stack(((p_C_now - p_C_before) / h, (X[t_of, 2] - X[t_of - 1, 2]) / h))
+    nu = body_twist(th, V, c_B)
     P = np.zeros((K * S, 3))
-    for j, t in enumerate(steps):
-        rows = np.arange(K) * S + j
+    for t in steps:
+        rows = t_of == t
         P[rows], _ = wrench_impulse(model, push, int(t), th[rows])
-    mb = np.repeat(m, S, axis=0)
-    mub = np.repeat(mu, S, axis=0)
     M = model.mass_matrix(mb)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     L, L_tau = _limits(grid, mb, mub, h)
     result = _fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
-    _, _, J_m, J_mu = _step_jacobians(model, M, mb, mub, L, h, nu, P, result)
-    v1 = np.concatenate((np.einsum('kij,kj->ki', R, result.nu[:, :2]), result.nu[:, 2:]), 1)
-    p_pred = np.tile(p_G[steps], (K, 1)) + h * v1[:, :2]
-    th_pred = th + h * v1[:, 2]
-    r_W = np.einsum('kij,nj->kni', rotation(th_pred), model.r_B)
-    target = np.tile(np.stack([_cells(grid, X[t + 1]) for t in steps]), (K, 1, 1))
+    J_nu, _, J_m, J_mu = _step_jacobians(model, M, mb, mub, L, h, nu, P, result)
+    V1 = com_twist(th, result.nu, c_B)
+    p_pred = p_C_now + h * V1[:, :2]
+    th_pred = th + h * V1[:, 2]
+    R_pred = rotation(th_pred)
+    r_W = np.einsum('kij,knj->kni', R_pred, model.r_B[None] - c_B[:, None])
+    target = np.stack([_cells(grid, X[t + 1]) for t in steps])[np.tile(np.arange(S), K)]
     err = p_pred[:, None, :] + r_W - target
     loss = np.einsum('kni,kni->k', err, err) / n
-    dl_dv = np.zeros((K * S, 3))
-    dl_dv[:, :2] = h * 2.0 * err.sum(axis=1) / n
-    dl_dv[:, 2] = h * 2.0 * np.einsum('kni,kni->k', err, r_W @ _S.T) / n
-    # v_W' = R3 nu'  ->  dl/dnu' = R3^T dl/dv_W'
-    dl_dnu = np.concatenate((np.einsum('kji,kj->ki', R, dl_dv[:, :2]), dl_dv[:, 2:]), axis=1)
-    g_m = np.einsum('ki,kin->kn', dl_dnu, J_m).reshape(K, S, n).sum(axis=1)
-    g_mu = np.einsum('ki,kin->kn', dl_dnu, J_mu).reshape(K, S, n).sum(axis=1)
-    return LossGrad(loss.reshape(K, S).sum(axis=1), g_m, g_mu, None)
+    e_sum = 2.0 * err.sum(axis=1) / n
+    dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ _S.T) / n
+    # Through the predicted twist V1 = D nu1 (+ its explicit c_B term).
+    dl_dV1 = np.column_stack((h * e_sum, h * dl_dth))
+    D = _twist_map(th, c_B)
+    dl_dnu1 = np.einsum('ki,kij->kj', dl_dV1, D)
+    _, dnu_dV, dnu_dm = _input_jacobians(th, V, c_B, dc)
+    # The observed input twist depends on c_B too: dV/dm = ((R_t - R_t-1) dc / h, 0).
+    dV_dm = np.zeros((K * S, 3, n))
+    dV_dm[:, :2] = np.einsum('kij,kjn->kin', R_all[t_of] - R_all[t_of - 1], dc) / h
+    dnu_dm_total = dnu_dm + dnu_dV @ dV_dm
+    g_m = np.einsum('ki,kin->kn', dl_dnu1, J_m + J_nu @ dnu_dm_total)
+    g_m += np.einsum('ki,kin->kn', dl_dV1, _output_mass_term(th, V1[:, 2], dc))
+    # Direct: p_C_now (R_t dc) and the cells (-R_pred dc).
+    g_m += np.einsum('ki,kij,kjn->kn', e_sum, R_all[t_of] - R_pred, dc)
+    g_mu = np.einsum('ki,kin->kn', dl_dnu1, J_mu)
+    return LossGrad(
+        loss.reshape(K, S).sum(axis=1),
+        g_m.reshape(K, S, n).sum(axis=1),
+        g_mu.reshape(K, S, n).sum(axis=1),
+        None,
+    )

@@ -11,10 +11,10 @@ and ``3(n-1)`` weld rows per step) and is not used by identification or planning
 
 Positions: after each step every cell moves by ``h`` times its own velocity (the paper's
 Euler step); the welded velocities are rigid but their Euler step is not exactly, so the
-cell poses are then projected back onto the rigid shape (common orientation, centroid
-kept) to stop the cells from drifting apart over a long push, and the cell velocities are
-re-expressed from the body's twist at the projected poses (each cell's velocity vector
-turns with the body, as a material point's does).
+cell poses are then projected back onto the rigid shape (common orientation, centre of
+mass kept) to stop the cells from drifting apart over a long push, and the cell velocities
+are re-expressed from the body's momentum and spin at the projected poses (each cell's
+velocity vector turns with the body, as a material point's does).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from slide_core.physics import (
     _limits,
     _start_state,
     check_params,
+    polygon_angle,
+    polygon_directions,
 )
 
 
@@ -83,6 +85,23 @@ def _weld_jacobian(p: FloatArray, th: FloatArray, tree: NDArray[np.int64]) -> Fl
     return J
 
 
+def _fingertip_normal_in(
+    push: FingertipPush, t: int, p: FloatArray, Rc: FloatArray, w: float, h: float
+) -> FloatArray | None:
+    """Unit push direction (into the object) of a fingertip that touches it at step t."""
+    p_F = push.p_WF[t]
+    v_F = (push.p_WF[t + 1] - p_F) / h
+    local = (p_F - p) @ Rc
+    q_local = np.clip(local, -w / 2.0, w / 2.0)
+    dist = np.linalg.norm(local - q_local, axis=1)
+    c = int(np.argmin(dist))
+    if dist[c] - push.radius >= h * float(np.linalg.norm(v_F)) + 1e-3:
+        return None
+    q = p[c] + Rc @ q_local[c]
+    n_out = (p_F - q) / dist[c] if dist[c] > 0 else Rc @ np.array([1.0, 0.0])
+    return np.asarray(-n_out, dtype=float)
+
+
 def simulate_reference(
     grid: Grid,
     mass: ArrayLike,
@@ -113,29 +132,28 @@ def simulate_reference(
     M = np.diag(Mdiag)
     M_inv = np.diag(1.0 / Mdiag)
 
-    p_G, th_arr, v_G = _start_state(model, X_WO0, V_WO0, 1)
+    c_B = model.com(m2)
+    p_C, th_arr, v_C = _start_state(model, X_WO0, V_WO0, c_B)
     th = float(th_arr[0])
+    r_C = model.r_B - c_B[0]  # cell centres relative to the centre of mass, body frame
     if isinstance(push, FingertipPush):
-        _check_fingertip_start(model, push, p_G, th_arr)
-    R = rotation(th)
-    r_W = model.r_B @ R.T
-    p = p_G[0] + r_W  # (n, 2) cell positions
+        _check_fingertip_start(model, push, p_C - rotation(th) @ c_B[0], th_arr)
+    r_W = r_C @ rotation(th).T
+    p = p_C[0] + r_W  # (n, 2) cell positions
     vel = np.zeros((n, 3))
-    vel[:, :2] = v_G[0, :2] + v_G[0, 2] * (r_W @ _S.T)
-    vel[:, 2] = v_G[0, 2]
+    vel[:, :2] = v_C[0, :2] + v_C[0, 2] * (r_W @ _S.T)
+    vel[:, 2] = v_C[0, 2]
     cells_th = np.full(n, th)
 
     X = np.zeros((1, T + 1, 3))
     V = np.zeros((1, T + 1, 3))
     F = np.zeros((1, T, 2))
-    a = 2.0 * np.pi * np.arange(8) / 8.0
-    pyramid_B = np.column_stack((np.cos(a), np.sin(a)))
 
     def record(t: int) -> None:
-        c = p.mean(axis=0)
-        X[0, t, :2] = c - rotation(cells_th[0]) @ model.p_OG
+        c = m @ p / m.sum()
+        X[0, t, :2] = c - rotation(cells_th[0]) @ (model.p_OG + c_B[0])
         X[0, t, 2] = cells_th[0]
-        V[0, t] = [*vel[:, :2].mean(axis=0), vel[0, 2]]
+        V[0, t] = [*(m @ vel[:, :2] / m.sum()), vel[0, 2]]
 
     record(0)
     for t in range(T):
@@ -146,13 +164,25 @@ def simulate_reference(
         limits: list[float] = []
         finger = None
         Rc = rotation(cells_th[0])
+        # Friction polygons of resting cells: turned like the fast simulator's (a vertex
+        # along the fingertip's push or the applied force, else the body's x axis).
+        n_in = None
+        if isinstance(push, FingertipPush):
+            n_in = _fingertip_normal_in(push, t, p, Rc, w, h)
+        if n_in is not None:
+            angle = polygon_angle(n_in, None)
+        elif isinstance(push, WrenchPush) and np.any(push.f_W[t] != 0.0):
+            angle = polygon_angle(push.f_W[t], None)
+        else:
+            angle = cells_th[0]
+        polygon = polygon_directions(angle)
         # Support friction: per cell, translation and spin.
         for i in range(n):
             if L_cell[i] <= 0:
                 continue
             u = vel[i, :2]
             s = float(np.linalg.norm(u))
-            dirs = (u / s)[None, :] if s > MOVING_SPEED else pyramid_B @ Rc.T
+            dirs = (u / s)[None, :] if s > MOVING_SPEED else polygon
             gid = len(limits)
             limits.append(float(L_cell[i]))
             for dvec in dirs:
@@ -171,7 +201,7 @@ def simulate_reference(
                 offsets.append(0.0)
                 groups.append(gid)
         if isinstance(push, WrenchPush):
-            p_C = p.mean(axis=0) + Rc @ (push.p_OC - model.p_OG)
+            p_C = p.mean(axis=0) + Rc @ (push.p_OC - model.p_OG)  # p.mean() is G
             c = int(np.argmin(np.max(np.abs((p - p_C) @ Rc), axis=1)))
             f = push.f_W[t]
             r = p_C - p[c]
@@ -221,18 +251,19 @@ def simulate_reference(
             r0 = G.shape[0] - 2
             lam_t = sol.lam[r0] - sol.lam[r0 + 1]
             F[0, t] = -(finger[3] * sol.lam_n + finger[4] * lam_t) / h
-        # The paper's per-cell Euler step, then back onto the rigid shape.
+        # The paper's per-cell Euler step, then back onto the rigid shape keeping the
+        # centre of mass, and the cell velocities re-expressed from the body's momentum and
+        # spin at the projected poses (each turns with the body, as a material point's does).
         p = p + h * vel[:, :2]
         cells_th = cells_th + h * vel[:, 2]
         th_new = float(np.mean(cells_th))
-        centroid = p.mean(axis=0)
-        r_W = model.r_B @ rotation(th_new).T
-        p = centroid + r_W
+        centre = m @ p / m.sum()
+        v_C_new = m @ vel[:, :2] / m.sum()
+        omega = float(np.mean(vel[:, 2]))
+        r_W = r_C @ rotation(th_new).T
+        p = centre + r_W
         cells_th = np.full(n, th_new)
-        # Keep the body's twist (centroid velocity, spin) and re-express the cell
-        # velocities at the projected poses, as the material points now move.
-        v_G, omega = vel[:, :2].mean(axis=0), float(vel[:, 2].mean())
-        vel[:, :2] = v_G + omega * (r_W @ _S.T)
+        vel[:, :2] = v_C_new + omega * (r_W @ _S.T)
         vel[:, 2] = omega
         record(t + 1)
     return Rollout(X, V, F, general_steps=T)

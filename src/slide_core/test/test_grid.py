@@ -1,0 +1,91 @@
+"""Object grids: construction, conventions, queries and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.grid import Grid, GridError, cell_positions, check_pose, rotation, wrap_angle
+
+L_SHAPE = [[1, 0, 0], [1, 1, 1]]
+# A 3 mm U whose bounding box centre lies in its notch.
+U_SHAPE_MM = np.array([[0, 0], [3, 0], [3, 3], [2, 3], [2, 1], [1, 1], [1, 3], [0, 3]], float)
+
+
+def test_cell_centres_follow_the_documented_convention() -> None:
+    g = Grid.from_occupancy(L_SHAPE, 0.02)
+    assert g.n == 4
+    assert g.shape == (2, 3)
+    # Row 0 is the +y edge, column 0 the -x edge, origin at the bounding box centre.
+    np.testing.assert_allclose(g.p_OC[0], [-0.02, 0.01])
+    np.testing.assert_allclose(g.p_OC[1:], [[-0.02, -0.01], [0.0, -0.01], [0.02, -0.01]])
+    assert g.index_of(1, 2) == 3
+
+
+def test_polygon_rasterisation_keeps_cells_whose_centre_is_inside() -> None:
+    square = [[0, 0], [0.1, 0], [0.1, 0.06], [0, 0.06]]
+    g = Grid.from_polygon(square, 0.02, height=0.03)
+    assert g.shape == (3, 5)
+    assert g.n == 15
+    assert np.all(g.heights == 0.03)
+    tri = Grid.from_polygon([[0, 0], [0.1, 0], [0, 0.1]], 0.02)
+    assert 0 < tri.n < 25
+    # The hypotenuse corner is empty, the right-angle corner full.
+    assert tri.occupancy[-1, 0] and not tri.occupancy[0, -1]
+
+
+def test_outer_cells_and_adjacency() -> None:
+    g = Grid.from_occupancy(np.ones((3, 3)), 0.01)
+    outer = g.outer_cells()
+    assert outer.sum() == 8 and not outer[g.index_of(1, 1)]
+    assert g.adjacent_pairs().shape == (12, 2)
+    assert g.is_connected()
+    assert not Grid.from_occupancy([[1, 0, 1]], 0.01).is_connected()
+
+
+def test_maps_round_trip() -> None:
+    g = Grid.from_occupancy(L_SHAPE, 0.02)
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    image = g.to_map(values)
+    assert np.isnan(image[0, 1])
+    np.testing.assert_array_equal(g.from_map(image), values)
+    with pytest.raises(GridError, match='expected 4 per-cell values'):
+        g.to_map([1.0, 2.0])
+
+
+def test_cell_positions_rotate_with_the_pose() -> None:
+    g = Grid.from_occupancy([[1, 1]], 0.02)
+    p = cell_positions(g, [1.0, 2.0, np.pi / 2])
+    np.testing.assert_allclose(p, [[1.0, 1.99], [1.0, 2.01]], atol=1e-12)
+    batch = cell_positions(g, np.zeros((4, 3)))
+    assert batch.shape == (4, 2, 2)
+    np.testing.assert_allclose(rotation(np.pi / 2) @ [1.0, 0.0], [0.0, 1.0], atol=1e-12)
+    assert wrap_angle(3 * np.pi / 2) == pytest.approx(-np.pi / 2)
+
+
+@pytest.mark.parametrize(
+    ('build', 'message'),
+    [
+        (lambda: Grid.from_occupancy(np.zeros((2, 2)), 0.02), 'no occupied cell'),
+        (lambda: Grid.from_occupancy([[1]], 0.0), 'cell_size must be a positive'),
+        (lambda: Grid.from_occupancy([1, 1], 0.02), '2-D array'),
+        (lambda: Grid.from_occupancy([[1]], 0.02, heights=-1.0), 'non-negative'),
+        (lambda: Grid.from_polygon([[0, 0], [1, 1]], 0.02), 'k>=3'),
+        (lambda: Grid.from_polygon(U_SHAPE_MM * 1e-3, 0.02), 'smaller than one'),
+    ],
+)
+def test_bad_grids_are_rejected_with_a_reason(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(GridError, match=message):
+        build()
+
+
+def test_bad_poses_and_cells_are_rejected() -> None:
+    g = Grid.from_occupancy(L_SHAPE, 0.02)
+    with pytest.raises(GridError, match='NaN'):
+        check_pose([0.0, np.nan, 0.0])
+    with pytest.raises(GridError, match=r'\(x, y, theta\)'):
+        check_pose([0.0, 1.0])
+    with pytest.raises(GridError, match='not an occupied cell'):
+        g.index_of(0, 1)
+    with pytest.raises(GridError, match='does not exist'):
+        g.check_cell(4)
