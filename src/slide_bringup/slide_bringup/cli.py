@@ -24,7 +24,10 @@ from typing import Any, NoReturn
 from slide_bringup import __version__
 
 # Subcommand modules, in the order --help lists them.
-COMMAND_MODULES = ('slide_bringup.commands.doctor',)
+COMMAND_MODULES = (
+    'slide_bringup.commands.doctor',
+    'slide_bringup.commands.bench',
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1

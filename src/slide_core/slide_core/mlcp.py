@@ -22,13 +22,15 @@ with ``lambda`` the multipliers of the row constraints and ``beta = s``. We solv
 with quadprog (Goldfarb-Idnani dual active set: exact up to round-off; no maintained
 LCP solver installs from PyPI). quadprog needs a definite Hessian and ``s`` has none, so
 ``s`` gets a proximal term around the previous iterate; at the fixed point, reached in
-two or three solves, that term vanishes and the solution is exact.
+a few solves, that term vanishes and the solution is exact.
 
 Fingertip friction couples a group's limit to the normal impulse (``L = mu_F lambda_n``),
 which no QP expresses. It is solved as a fixed point (Coulomb as the limit of Tresca
 problems): solve with the limit ``mu_F lambda_n`` frozen, update ``lambda_n`` from the
 solution, repeat until it settles. At the fixed point every condition above holds.
-The complementarity residual is checked after every solve.
+The welds are eliminated first by the null-space method (``v = Z y`` with ``Z`` spanning
+the null space of ``J_e``), which leaves a QP in the body's few free velocities. The
+complementarity residual is checked after every solve.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 import quadprog
+from scipy.linalg import null_space
 
 FloatArray = NDArray[np.float64]
 
-_PROX_WEIGHT = 0.1
-_PROX_ITERATIONS = 30
+_PROX_WEIGHT = 0.01
+_PROX_ITERATIONS = 200
 _COULOMB_ITERATIONS = 60
 
 
@@ -102,16 +105,27 @@ def solve_mlcp(
     L (g,), J_e (e, d) or None. With ``finger``, the limit ``L[finger.group]`` is replaced
     by ``finger.mu * lambda_n``.
     """
+    if J_e is not None and J_e.shape[0]:
+        # Null-space method: velocities that satisfy the welds are v = Z y (Z spans the
+        # null space of J_e), which removes v's equality constraints and lambda_e.
+        Z = null_space(J_e)
+        M_r = Z.T @ M @ Z
+        v_star_r = np.asarray(np.linalg.solve(M_r, Z.T @ M @ v_star), dtype=float)
+        tip = None
+        if finger is not None:
+            tip = Fingertip(Z.T @ finger.g_n, finger.o_n, finger.group, finger.mu)
+        sol = solve_mlcp(M_r, v_star_r, G @ Z, o, E, L, None, tip)
+        return MlcpSolution(Z @ sol.v, sol.lam, sol.beta, sol.lam_n, sol.residual)
     if finger is None:
-        return _solve_qp(M, v_star, G, o, E, L, J_e, None, check=True)
+        return _solve_qp(M, v_star, G, o, E, L, None, check=True)
     L = L.astype(float).copy()
     lam_n = 0.0
     scale = 1e-12 + float(np.abs(M).max()) * (1.0 + float(np.abs(v_star).max()))
     for it in range(_COULOMB_ITERATIONS):
         L[finger.group] = finger.mu * lam_n
-        sol = _solve_qp(M, v_star, G, o, E, L, J_e, finger, check=False)
+        sol = _solve_qp(M, v_star, G, o, E, L, finger, check=False)
         if abs(sol.lam_n - lam_n) <= 1e-12 * scale + 1e-7 * abs(lam_n):
-            return _solve_qp(M, v_star, G, o, E, L, J_e, finger, check=True)
+            return _solve_qp(M, v_star, G, o, E, L, finger, check=True)
         # Plain iteration converges when the fingertip friction barely changes the normal
         # impulse; relax later iterations to damp oscillation near the solver's precision.
         lam_n = sol.lam_n if it < 10 else 0.5 * (lam_n + sol.lam_n)
@@ -125,29 +139,25 @@ def _solve_qp(
     o: FloatArray,
     E: FloatArray,
     L: FloatArray,
-    J_e: FloatArray | None,
     finger: Fingertip | None,
     check: bool,
 ) -> MlcpSolution:
     d, r, g = M.shape[0], G.shape[0], E.shape[1]
+    if r == 0 and finger is None:  # nothing to hold the body back
+        return MlcpSolution(v_star.copy(), np.zeros(0), np.zeros(g), 0.0, 0.0)
     group = np.argmax(E, axis=1) if E.size else np.zeros(r, dtype=np.int64)
     N = d + g
     H = np.zeros((N, N))
     H[:d, :d] = M
     # s enters the objective linearly, so H is only semi-definite; quadprog needs it
     # definite. Proximal point iterations add 1/2 eps |s - s_k|^2 around the previous
-    # solution: each QP is well conditioned (eps a tenth of the smallest mass), and at
-    # the fixed point (two or three iterations) the added term vanishes, leaving the
-    # exact solution of the original problem.
-    eps = _PROX_WEIGHT * float(np.min(np.diag(M)))
+    # solution: each QP is well conditioned (eps 1% of M's smallest eigenvalue), and at
+    # the fixed point (a few iterations) the added term vanishes, leaving the exact
+    # solution of the original problem.
+    eps = _PROX_WEIGHT * float(np.linalg.eigvalsh(M).min())
     H[d:, d:] = np.eye(g) * eps
     cons: list[FloatArray] = []
     rhs: list[FloatArray] = []
-    meq = 0
-    if J_e is not None and J_e.shape[0]:
-        cons.append(np.hstack((J_e, np.zeros((J_e.shape[0], g)))))
-        rhs.append(np.zeros(J_e.shape[0]))
-        meq = J_e.shape[0]
     # s_g - G_r v >= o_r
     rows = np.hstack((-G, np.zeros((r, g))))
     rows[np.arange(r), d + group] = 1.0
@@ -165,7 +175,7 @@ def _solve_qp(
     for _ in range(_PROX_ITERATIONS):
         a = np.concatenate((M @ v_star, -L + eps * s_prev))
         try:
-            x, _, _, _, lagr, _ = quadprog.solve_qp(H, a, C.T, b, meq)
+            x, _, _, _, lagr, _ = quadprog.solve_qp(H, a, C.T, b, 0)
         except ValueError as exc:
             raise MlcpError(f'the step contact problem was not solved: {exc}') from exc
         s_new = np.asarray(x[d:], dtype=float)
@@ -177,7 +187,7 @@ def _solve_qp(
             break
     v = np.asarray(x[:d], dtype=float)
     beta = np.maximum(s_prev, 0.0)
-    lam = np.maximum(np.asarray(lagr[meq : meq + r], dtype=float), 0.0)
+    lam = np.maximum(np.asarray(lagr[:r], dtype=float), 0.0)
     lam_n = float(max(lagr[-1], 0.0)) if finger is not None else 0.0
     # Check Fig. 2's conditions.
     w = -(G @ v + o) + beta[group]

@@ -399,6 +399,8 @@ class _StepResult:
     lam_tau: (K,) spin friction impulse (positive opposes positive spin).
     solutions: general solutions by hypothesis: (rows G, groups E, limits, cell of each
     row (-1: spin, -2: fingertip), solution), kept when asked for (gradients).
+    vertex_dirs: (K, n, 2) for cells that broke away from rest in an explicit step, the
+    polygon vertex their friction pushes against (zeros for other cells).
     """
 
     nu: FloatArray
@@ -410,6 +412,7 @@ class _StepResult:
     solutions: dict[
         int, tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], MlcpSolution]
     ]
+    vertex_dirs: FloatArray
 
 
 def polygon_directions(angle: float) -> FloatArray:
@@ -565,103 +568,160 @@ def _fast_step(
 
     spin_modes = [_SPIN_SLIDING, _SPIN_FREE, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG]
     contact_modes = ['none', 'stick', 'slide+', 'slide-'] if finger is not None else ['none']
-    eligible = (n_rest <= 1) & ~solved
-    for sm in spin_modes:
-        for cm in contact_modes:
-            todo = eligible & ~solved
-            if sm in (_SPIN_SLIDING, _SPIN_FREE):
-                todo &= spinning
-            else:
-                todo &= ~spinning
-            if cm != 'none':
-                todo &= touching
-            if not todo.any():
-                continue
-            k = np.nonzero(todo)[0]
-            # Fixed spin impulse (positive lam_tau opposes positive spin).
-            if sm == _SPIN_SLIDING:
-                lam_tau = L_tau[k] * np.sign(nu[k, 2])
-            elif sm == _SPIN_POS:
-                lam_tau = L_tau[k]
-            elif sm == _SPIN_NEG:
-                lam_tau = -L_tau[k]
-            else:
-                lam_tau = np.zeros(k.size)
-            nu_f = nu_0[k] - M_inv[k][:, :, 2] * lam_tau[:, None]
-            # Equality constraints C nu' = b with impulses -D^T Lambda.
-            C_rows: list[FloatArray] = []
-            D_rows: list[FloatArray] = []
-            b_rows: list[FloatArray] = []
-            pin = pinned[k] >= 0
-            Jp = model.J[np.maximum(pinned[k], 0)]  # (k, 2, 3)
-            Jp = Jp * pin[:, None, None]
-            C_rows += [Jp[:, 0], Jp[:, 1]]
-            D_rows += [Jp[:, 0], Jp[:, 1]]
-            b_rows += [np.zeros(k.size), np.zeros(k.size)]
-            e3 = np.tile(np.array([0.0, 0.0, 1.0]), (k.size, 1)) * (sm == _SPIN_STUCK)
-            C_rows.append(e3)
-            D_rows.append(e3)
-            b_rows.append(np.zeros(k.size))
-            if cm == 'stick':
-                C_rows += [g_n[k], g_t[k]]
-                D_rows += [g_n[k], g_t[k]]
-                b_rows += [-o_n[k], vt_F[k]]
-            elif cm.startswith('slide'):
-                sigma = 1.0 if cm == 'slide+' else -1.0
-                C_rows.append(g_n[k])
-                D_rows.append(g_n[k] + sigma * finger[3] * g_t[k])  # type: ignore[index]
-                b_rows.append(-o_n[k])
-            Cm = np.stack(C_rows, axis=1)  # (k, q, 3)
-            Dm = np.stack(D_rows, axis=1)
-            bm = np.stack(b_rows, axis=1)
-            A = np.einsum('kqi,kij,kpj->kqp', Cm, M_inv[k], Dm)
-            # Unused constraint slots are all-zero rows: make them identity equations.
-            unused = np.all(Cm == 0.0, axis=2)
-            A = A + np.einsum('kq,qp->kqp', unused.astype(float), np.eye(A.shape[1]))
-            rhs = np.einsum('kqi,ki->kq', Cm, nu_f) - bm
-            regular = np.abs(np.linalg.det(A)) > 1e-30
-            A[~regular] = np.eye(A.shape[1])
-            Lam = np.linalg.solve(A, rhs[..., None])[..., 0]
-            cand = nu_f - np.einsum('kij,kqj,kq->ki', M_inv[k], Dm, Lam)
-            ok = regular.copy()
-            # Sliding cells keep moving forward along their previous direction.
-            fwd = np.einsum('knj,kj->kn', g[k], cand)
-            ok &= np.all((fwd >= -tol) | ~sliding[k], axis=1)
-            # A pinned cell's static friction stays inside its polygon.
-            ok &= ~pin | _polygon_contains(Lam[:, :2], L[k, np.maximum(pinned[k], 0)], angles[k])
-            om = cand[:, 2]
-            if sm == _SPIN_SLIDING:
-                ok &= np.sign(nu[k, 2]) * om >= -tol
-            elif sm == _SPIN_FREE:
-                ok &= np.sign(nu[k, 2]) * om <= tol
-            elif sm == _SPIN_STUCK:
-                ok &= np.abs(Lam[:, 2]) <= L_tau[k] * (1 + 1e-9) + 1e-15
-                lam_tau = Lam[:, 2]
-            elif sm == _SPIN_POS:
-                ok &= om >= -tol
-            else:
-                ok &= om <= tol
-            imp = np.zeros((k.size, 2))
-            if finger is not None:
-                if cm == 'none':
-                    ok &= ~touching[k] | (-(np.einsum('ki,ki->k', g_n[k], cand) + o_n[k]) >= -tol)
+    polygons = np.stack([polygon_directions(a) for a in angles])  # (K, N_PYRAMID, 2)
+    vertex_dirs = np.zeros((K, model.grid.n, 2))
+
+    def enumerate_modes(
+        eligible: NDArray[np.bool_],
+        nu_0: FloatArray,
+        g: FloatArray,
+        sliding: NDArray[np.bool_],
+        pinned: NDArray[np.int64],
+        vertex: NDArray[np.bool_],
+    ) -> FloatArray:
+        """Try the active sets on the eligible hypotheses; record the first that holds.
+
+        Returns the candidate twist of the first spin mode tried for each hypothesis
+        (a guess for the next breakaway round).
+        """
+        first = np.full((K, 3), np.nan)
+        for sm in spin_modes:
+            for cm in contact_modes:
+                todo = eligible & ~solved
+                if sm in (_SPIN_SLIDING, _SPIN_FREE):
+                    todo &= spinning
+                elif sm != _SPIN_STUCK:
+                    todo &= ~spinning
+                if cm != 'none':
+                    todo &= touching
+                if not todo.any():
+                    continue
+                k = np.nonzero(todo)[0]
+                # Fixed spin impulse (positive lam_tau opposes positive spin).
+                if sm == _SPIN_SLIDING:
+                    lam_tau = L_tau[k] * np.sign(nu[k, 2])
+                elif sm == _SPIN_POS:
+                    lam_tau = L_tau[k]
+                elif sm == _SPIN_NEG:
+                    lam_tau = -L_tau[k]
                 else:
-                    ln = Lam[:, 3]
-                    ok &= ln >= -tol
-                    if cm == 'stick':
-                        lt = Lam[:, 4]
-                        ok &= np.abs(lt) <= finger[3] * ln + tol
+                    lam_tau = np.zeros(k.size)
+                nu_f = nu_0[k] - M_inv[k][:, :, 2] * lam_tau[:, None]
+                # Equality constraints C nu' = b with impulses -D^T Lambda.
+                C_rows: list[FloatArray] = []
+                D_rows: list[FloatArray] = []
+                b_rows: list[FloatArray] = []
+                pin = pinned[k] >= 0
+                Jp = model.J[np.maximum(pinned[k], 0)] * pin[:, None, None]  # (k, 2, 3)
+                C_rows += [Jp[:, 0], Jp[:, 1]]
+                D_rows += [Jp[:, 0], Jp[:, 1]]
+                b_rows += [np.zeros(k.size), np.zeros(k.size)]
+                e3 = np.tile(np.array([0.0, 0.0, 1.0]), (k.size, 1)) * (sm == _SPIN_STUCK)
+                C_rows.append(e3)
+                D_rows.append(e3)
+                b_rows.append(np.zeros(k.size))
+                if cm == 'stick':
+                    C_rows += [g_n[k], g_t[k]]
+                    D_rows += [g_n[k], g_t[k]]
+                    b_rows += [-o_n[k], vt_F[k]]
+                elif cm.startswith('slide'):
+                    sigma = 1.0 if cm == 'slide+' else -1.0
+                    C_rows.append(g_n[k])
+                    D_rows.append(g_n[k] + sigma * finger[3] * g_t[k])  # type: ignore[index]
+                    b_rows.append(-o_n[k])
+                Cm = np.stack(C_rows, axis=1)  # (k, q, 3)
+                Dm = np.stack(D_rows, axis=1)
+                bm = np.stack(b_rows, axis=1)
+                A = np.einsum('kqi,kij,kpj->kqp', Cm, M_inv[k], Dm)
+                # Unused constraint slots are all-zero rows: make them identity equations.
+                unused = np.all(Cm == 0.0, axis=2)
+                A = A + np.einsum('kq,qp->kqp', unused.astype(float), np.eye(A.shape[1]))
+                rhs = np.einsum('kqi,ki->kq', Cm, nu_f) - bm
+                regular = np.abs(np.linalg.det(A)) > 1e-30
+                A[~regular] = np.eye(A.shape[1])
+                Lam = np.linalg.solve(A, rhs[..., None])[..., 0]
+                cand = nu_f - np.einsum('kij,kqj,kq->ki', M_inv[k], Dm, Lam)
+                unset = np.isnan(first[k, 0])
+                first[k[unset]] = cand[unset]
+                ok = regular.copy()
+                # Sliding cells keep moving forward along their previous direction...
+                fwd = np.einsum('knj,kj->kn', g[k], cand)
+                ok &= np.all((fwd >= -tol) | ~sliding[k] | vertex[k], axis=1)
+                # ... cells breaking away slide against the polygon vertex they push on.
+                if vertex[k].any():
+                    u1 = np.einsum('nij,kj->kni', model.J, cand)
+                    dots = np.einsum('kni,kji->knj', u1, polygons[k])
+                    own = np.einsum('kni,kni->kn', u1, vertex_dirs[k])
+                    speed1 = np.linalg.norm(u1, axis=2)
+                    holds = (own >= dots.max(axis=2) - 1e-9 * speed1) & (speed1 > MOVING_SPEED)
+                    ok &= np.all(holds | ~vertex[k], axis=1)
+                # A pinned cell's static friction stays inside its polygon.
+                ok &= ~pin | _polygon_contains(
+                    Lam[:, :2], L[k, np.maximum(pinned[k], 0)], angles[k]
+                )
+                om = cand[:, 2]
+                if sm == _SPIN_SLIDING:
+                    ok &= np.sign(nu[k, 2]) * om >= -tol
+                elif sm == _SPIN_FREE:
+                    ok &= np.sign(nu[k, 2]) * om <= tol
+                elif sm == _SPIN_STUCK:
+                    lam_tau = Lam[:, 2]
+                    # Spinning: the single row against the previous spin can only slow it.
+                    signed = np.where(spinning[k], np.sign(nu[k, 2]) * lam_tau, np.abs(lam_tau))
+                    ok &= (signed >= -1e-15) & (signed <= L_tau[k] * (1 + 1e-9) + 1e-15)
+                elif sm == _SPIN_POS:
+                    ok &= om >= -tol
+                else:
+                    ok &= om <= tol
+                imp = np.zeros((k.size, 2))
+                if finger is not None:
+                    if cm == 'none':
+                        gap_rate = -(np.einsum('ki,ki->k', g_n[k], cand) + o_n[k])
+                        ok &= ~touching[k] | (gap_rate >= -tol)
                     else:
-                        lt = sigma * finger[3] * ln
-                        slip = np.einsum('ki,ki->k', g_t[k], cand) - vt_F[k]
-                        ok &= sigma * slip >= -tol
-                    imp = -(n_out[k] * ln[:, None] + t_dir[k] * lt[:, None])
-            good = k[ok]
-            nu_new[good] = cand[ok]
-            impulse_B[good] = imp[ok]
-            lam_tau_out[good] = lam_tau[ok]
-            spin_mode[good] = sm
-            solved[good] = True
+                        ln = Lam[:, 3]
+                        ok &= ln >= -tol
+                        if cm == 'stick':
+                            lt = Lam[:, 4]
+                            ok &= np.abs(lt) <= finger[3] * ln + tol
+                        else:
+                            lt = sigma * finger[3] * ln
+                            slip = np.einsum('ki,ki->k', g_t[k], cand) - vt_F[k]
+                            ok &= sigma * slip >= -tol
+                        imp = -(n_out[k] * ln[:, None] + t_dir[k] * lt[:, None])
+                good = k[ok]
+                nu_new[good] = cand[ok]
+                impulse_B[good] = imp[ok]
+                lam_tau_out[good] = lam_tau[ok]
+                spin_mode[good] = sm
+                solved[good] = True
+        return first
+
+    no_vertex = np.zeros((K, model.grid.n), dtype=bool)
+    enumerate_modes((n_rest <= 1) & ~solved, nu_0, g, sliding, pinned, no_vertex)
+    # Breakaway: resting cells (not held) slide against the polygon vertex that their
+    # velocity selects; guess it from the motion without them, then from each attempt.
+    breaking = ~solved & (n_rest >= 1) & ~touching
+    guess = nu_0.copy()
+    vertex_out = np.zeros((K, model.grid.n, 2))
+    for _ in range(4):
+        if not breaking.any():
+            break
+        u_g = np.einsum('nij,kj->kni', model.J, guess)
+        pick = np.argmax(np.einsum('kni,kji->knj', u_g, polygons), axis=2)  # (K, n)
+        vertex_dirs[:] = (
+            np.take_along_axis(polygons[:, None, :, :], pick[..., None, None], 2)[:, :, 0]
+            * resting[..., None]
+        )
+        g_b = np.where(resting[..., None], np.einsum('nij,kni->knj', model.J, vertex_dirs), g)
+        nu_0b = nu + np.einsum('kij,kj->ki', M_inv, P - np.einsum('kn,knj->kj', L * active, g_b))
+        before = solved.copy()
+        first = enumerate_modes(breaking, nu_0b, g_b, active, np.full(K, -1), resting)
+        newly = solved & ~before
+        vertex_out[newly] = vertex_dirs[newly]
+        breaking &= ~solved
+        guess = np.where(np.isnan(first), guess, first)
+    pinned = np.where(np.any(vertex_out != 0.0, axis=(1, 2)), -1, pinned)
 
     general = ~solved
     solutions = {}
@@ -686,7 +746,9 @@ def _fast_step(
             impulse_B[j] = -(n_out[j] * sol.lam_n + t_dir[j] * lam_t_k)
         if keep_solutions:
             solutions[int(j)] = (G, E, Lg, cells, sol)
-    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out, solutions)
+    return _StepResult(
+        nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out, solutions, vertex_out
+    )
 
 
 # -- the fast simulator -----------------------------------------------------------------------

@@ -119,6 +119,9 @@ def _structure(
     if not step.general[k]:
         b[was_moving] = g[was_moving]
         moving[:] = was_moving
+        # Cells breaking away from rest push on a fixed polygon vertex.
+        broke = np.any(step.vertex_dirs[k] != 0.0, axis=1)
+        b[broke] = np.einsum('nij,ni->nj', model.J[broke], step.vertex_dirs[k][broke])
         p = int(step.pinned[k])
         if p >= 0:
             eq += [(model.J[p][0], -1), (model.J[p][1], -1)]
@@ -204,7 +207,12 @@ def _step_jacobians(
     d_m = np.zeros((K, 3, n))
     d_mu = np.zeros((K, 3, n))
     # Explicit steps with every friction saturated (no pivot, spin not held): closed form.
-    simple = ~step.general & (step.pinned < 0) & (step.spin_mode != _SPIN_STUCK)
+    simple = (
+        ~step.general
+        & (step.pinned < 0)
+        & (step.spin_mode != _SPIN_STUCK)
+        & ~np.any(step.vertex_dirs != 0.0, axis=(1, 2))
+    )
     if simple.any():
         _explicit_jacobians(model, M, m, mu, L, h, nu, step, simple, d_nu, d_P, d_m, d_mu)
     for k in np.nonzero(~simple)[0]:

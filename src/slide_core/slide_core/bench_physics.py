@@ -1,0 +1,157 @@
+"""Speed and accuracy figures of the physics core (``slide bench physics``).
+
+Everything runs on a synthetic 88-cell object (8 x 11 cells of 2 cm, the size of the
+papers' largest object) with heterogeneous mass and friction maps drawn from a fixed seed,
+so the figures are comparable between runs and machines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import time
+from typing import Any
+
+import numpy as np
+
+from slide_core.grid import FloatArray, Grid, cell_positions
+from slide_core.physics import WrenchPush, simulate
+from slide_core.physics_grad import one_step_loss, rollout_loss
+from slide_core.physics_reference import simulate_reference
+
+DT = 0.004  # s
+PUSH_S = 1.0  # s
+
+Progress = Callable[[str], None]
+
+
+def benchmark_object(seed: int = 0) -> tuple[Grid, FloatArray, FloatArray]:
+    """The 88-cell benchmark object and its (mass, friction) maps."""
+    grid = Grid.from_occupancy(np.ones((8, 11)), 0.02)
+    rng = np.random.default_rng(seed)
+    # A heavy, grippy end and a light, slippery one, with cell-to-cell noise.
+    x = grid.p_OC[:, 0] / np.abs(grid.p_OC[:, 0]).max()
+    mass = 0.008 + 0.006 * x + rng.uniform(-0.002, 0.002, grid.n)
+    friction = 0.45 + 0.25 * x + rng.uniform(-0.1, 0.1, grid.n)
+    return grid, mass, friction
+
+
+def one_second_push(grid: Grid, cell: int, force_W: tuple[float, float]) -> WrenchPush:
+    """A push of PUSH_S seconds: the force for 60% of it, then free sliding."""
+    steps = int(round(PUSH_S / DT))
+    f = np.zeros((steps, 2))
+    f[: int(0.6 * steps)] = force_W
+    return WrenchPush.at_cell(grid, cell, f, DT)
+
+
+def _central_difference_error(
+    loss: Callable[[FloatArray, FloatArray], float],
+    mass: FloatArray,
+    friction: FloatArray,
+    analytic: FloatArray,
+    rel_step: float = 1e-6,
+) -> float:
+    """max |analytic - numeric| / max |numeric| over all masses and frictions."""
+    n = mass.size
+    numeric = np.zeros(2 * n)
+    for i in range(n):
+        for j in range(2):
+            m, mu = mass.copy(), friction.copy()
+            target = m if j == 0 else mu
+            step = rel_step * target[i]
+            target[i] += step
+            plus = loss(m, mu)
+            target[i] -= 2 * step
+            minus = loss(m, mu)
+            numeric[i + j * n] = (plus - minus) / (2 * step)
+    return float(np.abs(analytic - numeric).max() / np.abs(numeric).max())
+
+
+def gradient_errors(progress: Progress) -> dict[str, float]:
+    """Analytic gradients of both losses against central differences, sliding steps."""
+    grid, mass, friction = benchmark_object()
+    guess_m = mass * np.random.default_rng(1).uniform(0.7, 1.3, grid.n)
+    guess_mu = friction * np.random.default_rng(2).uniform(0.7, 1.3, grid.n)
+    X0, V0 = np.array([0.0, 0.0, 0.2]), np.array([0.5, 0.2, 1.0])  # already sliding
+    f = np.tile([2.0, 1.5], (60, 1))
+    push = WrenchPush.at_cell(grid, 3, f, DT)
+    truth = simulate(grid, mass, friction, push, X0, V0)
+    steps = np.arange(10, 61, 10)
+    X_obs = truth.X_WO[0, steps]
+
+    progress('gradient check: rollout loss (176 parameters, central differences)')
+    r = rollout_loss(grid, guess_m, guess_mu, push, X0, steps, X_obs, V0)
+    if r.rollout is None or r.rollout.general_steps:
+        raise RuntimeError('the gradient benchmark push must slide on every step')
+    rollout_err = _central_difference_error(
+        lambda m, mu: float(rollout_loss(grid, m, mu, push, X0, steps, X_obs, V0).loss[0]),
+        guess_m,
+        guess_mu,
+        np.concatenate((r.d_mass[0], r.d_friction[0])),
+    )
+    progress('gradient check: one-step loss (Eq. 1)')
+    o = one_step_loss(grid, guess_m, guess_mu, push, truth.X_WO[0])
+    one_step_err = _central_difference_error(
+        lambda m, mu: float(one_step_loss(grid, m, mu, push, truth.X_WO[0]).loss[0]),
+        guess_m,
+        guess_mu,
+        np.concatenate((o.d_mass[0], o.d_friction[0])),
+    )
+    return {
+        'grad_rel_error_max': max(rollout_err, one_step_err),
+        'grad_rel_error_rollout': rollout_err,
+        'grad_rel_error_one_step': one_step_err,
+    }
+
+
+def run(progress: Progress = lambda _: None, reference: bool = True) -> dict[str, Any]:
+    """All figures of ``slide bench physics`` as one JSON-ready dict."""
+    out: dict[str, Any] = {'object_cells': 88, 'dt_s': DT, 'push_s': PUSH_S}
+    out.update(gradient_errors(progress))
+    grid, mass, friction = benchmark_object()
+    push = one_second_push(grid, 5, (6.0, 2.0))
+
+    progress('timing the fast simulator (1 s push, 88 cells, one hypothesis)')
+    simulate(grid, mass, friction, push, [0, 0, 0])  # warm up
+    repeats = 5
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fast = simulate(grid, mass, friction, push, [0, 0, 0])
+    out['fast_s_per_push'] = (time.perf_counter() - t0) / repeats
+    out['fast_general_steps_per_push'] = fast.general_steps
+
+    progress('timing K = 32 hypotheses in one batch')
+    rng = np.random.default_rng(3)
+    K = 32
+    mk = mass * rng.uniform(0.5, 1.5, (K, grid.n))
+    muk = friction * rng.uniform(0.5, 1.5, (K, grid.n))
+    t0 = time.perf_counter()
+    simulate(grid, mk, muk, push, [0, 0, 0])
+    out['batch_hypotheses_per_s'] = K / (time.perf_counter() - t0)
+    out['batch_k'] = K
+
+    if reference:
+        progress('timing the reference simulator (1 s push, 88 cells; about a minute)')
+        t0 = time.perf_counter()
+        ref = simulate_reference(grid, mass, friction, push, [0, 0, 0])
+        out['reference_s_per_push'] = time.perf_counter() - t0
+        out['speedup_fast_vs_reference'] = out['reference_s_per_push'] / out['fast_s_per_push']
+        devs = [_max_dev(grid, fast.X_WO[0], ref.X_WO[0])]
+        # More pushes on a smaller irregular object: other contact cells and directions.
+        small = Grid.from_occupancy([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 0]], 0.02)
+        rng = np.random.default_rng(4)
+        for i, force in enumerate([(1.5, 0.5), (-0.4, 1.8), (1.2, -1.2), (0.2, 2.0)]):
+            progress(f'fast vs reference: push {i + 1} of 4 on a 12-cell object')
+            m_s = rng.uniform(0.005, 0.03, small.n)
+            mu_s = rng.uniform(0.15, 0.9, small.n)
+            p = one_second_push(small, 2 * i, force)
+            a = simulate(small, m_s, mu_s, p, [0.1, -0.1, 0.3])
+            b = simulate_reference(small, m_s, mu_s, p, [0.1, -0.1, 0.3])
+            devs.append(_max_dev(small, a.X_WO[0], b.X_WO[0]))
+        out['fast_vs_reference_max_dev_m'] = max(devs)
+        out['fast_vs_reference_pushes'] = len(devs)
+    out['published_s_per_simulation'] = 1.34
+    return out
+
+
+def _max_dev(grid: Grid, X_a: FloatArray, X_b: FloatArray) -> float:
+    return float(np.abs(cell_positions(grid, X_a) - cell_positions(grid, X_b)).max())
