@@ -25,6 +25,7 @@ from slide_bringup import __version__
 
 # Subcommand modules, in the order --help lists them.
 COMMAND_MODULES = (
+    'slide_bringup.commands.demo',
     'slide_bringup.commands.doctor',
     'slide_bringup.commands.bench',
 )
@@ -86,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # PyOpenGL (pulled in by MuJoCo's renderer) logs its optional accelerator at INFO.
     logging.getLogger('OpenGL').setLevel(logging.WARNING)
+    logging.getLogger('matplotlib').setLevel(logging.WARNING)
     module = modules[args.command]
     prog = f'slide {args.command}'
     try:

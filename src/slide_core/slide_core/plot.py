@@ -1,0 +1,82 @@
+"""Pictures of objects, maps and pushes (matplotlib, written to files; no display needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.patches import Polygon  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from slide_core.grid import FloatArray, Grid, rotation  # noqa: E402
+
+
+def draw_map(ax: Axes, grid: Grid, values: FloatArray, title: str, unit: str, cmap: str) -> None:
+    """A per-cell map (n,) as an image in the object frame, empty cells blank."""
+    rows, cols = grid.shape
+    w = grid.cell_size
+    extent = (-cols * w / 2, cols * w / 2, -rows * w / 2, rows * w / 2)
+    image = ax.imshow(grid.to_map(values), cmap=cmap, extent=extent, origin='upper')
+    ax.set_title(title)
+    ax.set_xlabel('x_O [m]')
+    ax.set_ylabel('y_O [m]')
+    plt.colorbar(image, ax=ax, label=unit, shrink=0.8)
+
+
+def draw_object(ax: Axes, grid: Grid, X_WO: FloatArray, color: str, alpha: float) -> None:
+    """The object's cells as squares at pose X_WO (3,)."""
+    R = rotation(X_WO[2])
+    half = grid.cell_size / 2
+    corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
+    for p in grid.p_OC:
+        ax.add_patch(
+            Polygon((p + corners) @ R.T + X_WO[:2], closed=True, fc=color, ec='none', alpha=alpha)
+        )
+
+
+def push_figure(
+    path: str | Path,
+    grid: Grid,
+    mass: FloatArray,
+    friction: FloatArray,
+    runs: Sequence[tuple[str, FloatArray, FloatArray, FloatArray | None]],
+    title: str,
+) -> Path:
+    """Mass and friction maps, then one panel per push.
+
+    ``runs``: (label, X_WO (T+1, 3) with the true maps, X_WO (T+1, 3) with another model
+    or None, fingertip path (T+1, 2)) ... The other model is drawn dashed for comparison.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n_runs = len(runs)
+    fig, axes = plt.subplots(1, 2 + n_runs, figsize=(4.2 * (2 + n_runs), 4.2))
+    draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
+    draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
+    for ax, (label, X_true, X_other, tip) in zip(axes[2:], runs, strict=True):
+        draw_object(ax, grid, X_true[0], 'tab:gray', 0.35)
+        draw_object(ax, grid, X_true[-1], 'tab:blue', 0.6)
+        ax.plot(*(X_true[:, :2] + 0.0).T, color='tab:blue', lw=1, label='true maps')
+        if X_other is not None:
+            ax.plot(*X_other[:, :2].T, '--', color='tab:orange', lw=1.5, label='uniform maps')
+            R = rotation(X_other[-1, 2])
+            outline = grid.p_OC @ R.T + X_other[-1, :2]
+            ax.scatter(*outline.T, s=2, color='tab:orange')
+        if tip is not None:
+            ax.plot(*tip.T, color='k', lw=2, label='fingertip')
+            ax.add_patch(plt.Circle(tuple(tip[-1]), 0.008, fc='k'))
+        ax.set_aspect('equal')
+        ax.autoscale_view()
+        ax.set_title(label)
+        ax.set_xlabel('x_W [m]')
+        ax.legend(loc='lower left', fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
