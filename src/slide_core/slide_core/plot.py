@@ -9,7 +9,7 @@ import matplotlib
 
 matplotlib.use('Agg')
 from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.patches import Polygon  # noqa: E402
+from matplotlib.patches import Circle, Polygon  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -69,7 +69,7 @@ def push_figure(
             ax.scatter(*outline.T, s=2, color='tab:orange')
         if tip is not None:
             ax.plot(*tip.T, color='k', lw=2, label='fingertip')
-            ax.add_patch(plt.Circle(tuple(tip[-1]), 0.008, fc='k'))
+            ax.add_patch(Circle((float(tip[-1, 0]), float(tip[-1, 1])), 0.008, fc='k'))
         ax.set_aspect('equal')
         ax.autoscale_view()
         ax.set_title(label)
