@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 NAME = 'bench'
-HELP = 'run a benchmark suite and print its figures (physics)'
+HELP = 'run a benchmark suite and print its figures (physics, ft)'
 
-SUITES = ('physics',)
+SUITES = ('physics', 'ft')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,10 +28,15 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from slide_core import bench_physics
-
     t0 = time.perf_counter()
-    result = bench_physics.run(progress=_progress, reference=not args.no_reference)
+    if args.suite == 'physics':
+        from slide_core import bench_physics
+
+        result = bench_physics.run(progress=_progress, reference=not args.no_reference)
+    else:
+        from ati_netft import bench as bench_ft
+
+        result = bench_ft.run(progress=_progress)
     result['bench_wall_s'] = time.perf_counter() - t0
     return {'suite': args.suite, **result}
 

@@ -1,0 +1,276 @@
+"""A Net F/T sensor emulator that speaks the real protocols over real sockets.
+
+RDT over UDP (real-time and buffered streaming, sample counts, sequence numbers, status
+word, the 0x0042 bias), calibration over TCP (READCALINFO) and HTTP (``netftapi2.xml``).
+The wrench comes from a source function of time (the MuJoCo twin feeds it later); noise,
+dropouts, lost and reordered datagrams and status bits can be injected for tests.
+Only one RDT client is served at a time, as on the real sensor. Meant for loopback:
+it binds to 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import random
+import socket
+import socketserver
+import threading
+import time
+
+from ati_netft.protocol import (
+    READCALINFO,
+    Calibration,
+    Command,
+    ProtocolError,
+    RdtRecord,
+    calibration_xml,
+    pack_calibration_response,
+    pack_records,
+    parse_request,
+)
+
+WrenchSource = Callable[[float], tuple[float, float, float, float, float, float]]
+
+
+class NetFTEmulator:
+    """An emulated sensor.
+
+    Args:
+        calibration: counts per unit and units the emulated sensor reports and uses.
+        rate_hz: RDT records per second.
+        source: wrench in SI units as a function of seconds since start.
+        host: address to bind (loopback by default).
+        noise_counts: standard deviation of the noise added to each count.
+        records_per_datagram: records per datagram in buffered mode.
+    """
+
+    def __init__(
+        self,
+        calibration: Calibration | None = None,
+        rate_hz: float = 1000.0,
+        source: WrenchSource | None = None,
+        host: str = '127.0.0.1',
+        rdt_port: int = 0,
+        tcp_port: int = 0,
+        http_port: int = 0,
+        noise_counts: float = 0.0,
+        records_per_datagram: int = 10,
+        seed: int = 0,
+    ) -> None:
+        self.calibration = calibration or Calibration(1_000_000, 1_000_000, 'N', 'N-m', rate_hz)
+        self.rate_hz = rate_hz
+        self.source: WrenchSource = source or (lambda t: (0.0,) * 6)
+        self.host = host
+        self.noise_counts = noise_counts
+        self.records_per_datagram = records_per_datagram
+        self.status = 0
+        self._rng = random.Random(seed)
+        self._bias = (0,) * 6
+        self._client: tuple[str, int] | None = None
+        self._buffered = False
+        self._remaining = 0
+        self._rdt_seq = 0
+        self._ft_seq = 0
+        self._pause_until = 0.0
+        self._drop = 0
+        self._swap_next = False
+        self._held: RdtRecord | None = None
+        self._running = False
+        self._t0 = time.monotonic()
+
+        self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._udp.bind((host, rdt_port))
+        self._udp.settimeout(0.01)
+        self.rdt_port = self._udp.getsockname()[1]
+
+        emulator = self
+
+        class Calinfo(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                data = b''
+                while len(data) < 20:
+                    chunk = self.request.recv(20 - len(data))
+                    if not chunk:
+                        return
+                    data += chunk
+                if data == READCALINFO:
+                    self.request.sendall(pack_calibration_response(emulator.calibration))
+
+        class Page(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                if self.path.split('?')[0] != '/netftapi2.xml':
+                    self.send_error(404)
+                    return
+                body = calibration_xml(emulator.calibration).encode()
+                self.send_response(200)
+                self.send_header('Content-Type', 'text/xml')
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        socketserver.TCPServer.allow_reuse_address = True
+        self._tcp = socketserver.ThreadingTCPServer((host, tcp_port), Calinfo)
+        self.tcp_port = self._tcp.server_address[1]
+        self._http = ThreadingHTTPServer((host, http_port), Page)
+        self.http_port = self._http.server_address[1]
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> NetFTEmulator:
+        self._running = True
+        self._t0 = time.monotonic()
+        for target in (self._serve_rdt, self._tcp.serve_forever, self._http.serve_forever):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._running = False
+        self._tcp.shutdown()
+        self._http.shutdown()
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        self._tcp.server_close()
+        self._http.server_close()
+        self._udp.close()
+
+    def __enter__(self) -> NetFTEmulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- fault injection --------------------------------------------------------------------
+    def pause(self, seconds: float) -> None:
+        """Lose everything for ``seconds``, as a network dropout (sequence numbers go on)."""
+        self._pause_until = time.monotonic() + seconds
+
+    def drop(self, datagrams: int) -> None:
+        """Lose the next ``datagrams`` datagrams (their sequence numbers are used up)."""
+        self._drop += datagrams
+
+    def swap_next(self) -> None:
+        """Send the next two datagrams in the wrong order."""
+        self._swap_next = True
+
+    @property
+    def client(self) -> tuple[str, int] | None:
+        return self._client
+
+    @property
+    def next_sequence(self) -> int:
+        """The rdt_sequence the next record will carry."""
+        return (self._rdt_seq + 1) % 2**32
+
+    # -- internals --------------------------------------------------------------------------
+    def _record(self, t: float) -> RdtRecord:
+        counts = self.calibration.to_counts(self.source(t))
+        if self.noise_counts:
+            counts = tuple(int(round(c + self._rng.gauss(0, self.noise_counts))) for c in counts)  # type: ignore[assignment]
+        counts = tuple(c - b for c, b in zip(counts, self._bias, strict=True))  # type: ignore[assignment]
+        self._rdt_seq = (self._rdt_seq + 1) % 2**32
+        self._ft_seq = (self._ft_seq + 1) % 2**32
+        return RdtRecord(self._rdt_seq, self._ft_seq, self.status, counts)
+
+    def _handle_request(self, data: bytes, addr: tuple[str, int]) -> None:
+        try:
+            command, count = parse_request(data)
+        except ProtocolError:
+            return
+        if self._client is not None and addr != self._client and command != Command.STOP:
+            return  # one RDT client at a time
+        if command == Command.STOP:
+            if addr == self._client:
+                self._client = None
+        elif command in (Command.START_REALTIME, Command.START_BUFFERED):
+            self._client = addr
+            self._buffered = command == Command.START_BUFFERED
+            self._remaining = count
+        elif command == Command.SET_SOFTWARE_BIAS:
+            raw = self.calibration.to_counts(self.source(time.monotonic() - self._t0))
+            self._bias = raw
+
+    def _serve_rdt(self) -> None:
+        period = 1.0 / self.rate_hz
+        next_t = time.monotonic()
+        while self._running:
+            # Requests first, without waiting once streaming.
+            try:
+                self._udp.settimeout(0 if self._client else 0.01)
+                data, addr = self._udp.recvfrom(64)
+                self._handle_request(data, addr)
+                continue
+            except (BlockingIOError, TimeoutError):
+                pass
+            except OSError:
+                return
+            client = self._client
+            now = time.monotonic()
+            if client is None:
+                next_t = now
+                continue
+            per = self.records_per_datagram if self._buffered else 1
+            if now < next_t:
+                time.sleep(min(next_t - now, 0.0005))
+                continue
+            next_t += per * period
+            if now - next_t > 0.1:  # far behind (a pause): do not burst to catch up
+                next_t = now
+            records = [self._record(now - self._t0) for _ in range(per)]
+            if now < self._pause_until:
+                continue  # a network dropout: the sensor samples on, nothing arrives
+            if self._drop:
+                self._drop -= 1
+                continue
+            if self._swap_next and self._held is None:
+                self._held = records[0]
+                continue
+            payload = pack_records(records)
+            try:
+                self._udp.sendto(payload, client)
+                if self._held is not None:
+                    self._udp.sendto(pack_records([self._held]), client)
+                    self._held = None
+                    self._swap_next = False
+            except OSError:
+                continue
+            if self._remaining:
+                self._remaining -= per
+                if self._remaining <= 0:
+                    self._client = None
+
+
+def main() -> None:
+    """Run an emulated sensor on loopback until interrupted (for trying the node by hand)."""
+    parser = argparse.ArgumentParser(description='ATI Net F/T sensor emulator (loopback)')
+    parser.add_argument('--rate', type=float, default=1000.0, help='RDT rate [Hz]')
+    parser.add_argument('--rdt-port', type=int, default=49152)
+    parser.add_argument('--tcp-port', type=int, default=49151)
+    parser.add_argument('--http-port', type=int, default=8080)
+    parser.add_argument('--noise', type=float, default=50.0, help='noise [counts]')
+    args = parser.parse_args()
+    cal = Calibration(1_000_000, 1_000_000, 'N', 'N-mm', args.rate)
+    emu = NetFTEmulator(
+        cal,
+        args.rate,
+        rdt_port=args.rdt_port,
+        tcp_port=args.tcp_port,
+        http_port=args.http_port,
+        noise_counts=args.noise,
+    ).start()
+    print(
+        f'emulating a Net F/T at 127.0.0.1 (RDT {emu.rdt_port}, TCP {emu.tcp_port}, '
+        f'HTTP {emu.http_port}); Ctrl-C to stop',
+        flush=True,
+    )
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        emu.stop()

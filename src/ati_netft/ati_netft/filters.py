@@ -1,0 +1,81 @@
+"""Wrench processing: low-pass filter, tool gravity compensation, force/torque limits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+GRAVITY_W = np.array([0.0, 0.0, -9.80665])
+
+
+class LowPass:
+    """First-order low-pass filter (exponential smoothing) with a cut-off in Hz."""
+
+    def __init__(self, cutoff_hz: float, rate_hz: float) -> None:
+        if not (cutoff_hz > 0 and rate_hz > 0):
+            raise ValueError(f'cutoff and rate must be positive, got {cutoff_hz}, {rate_hz}')
+        dt = 1.0 / rate_hz
+        rc = 1.0 / (2.0 * math.pi * cutoff_hz)
+        self.alpha = dt / (rc + dt)
+        self.state: NDArray[np.float64] | None = None
+
+    def __call__(self, wrench: ArrayLike) -> NDArray[np.float64]:
+        w = np.asarray(wrench, dtype=float)
+        self.state = w.copy() if self.state is None else self.state + self.alpha * (w - self.state)
+        return self.state.copy()
+
+
+def quaternion_matrix(q_xyzw: ArrayLike) -> NDArray[np.float64]:
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = np.asarray(q_xyzw, dtype=float) / np.linalg.norm(q_xyzw)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+class GravityCompensation:
+    """Removes the weight of the tool mounted on the sensor.
+
+    Args:
+        mass_kg: tool mass.
+        p_SC: (3,) tool centre of mass in the sensor frame [m].
+    """
+
+    def __init__(self, mass_kg: float, p_SC: ArrayLike) -> None:
+        if mass_kg < 0:
+            raise ValueError(f'tool mass must be >= 0 kg, got {mass_kg}')
+        self.mass = float(mass_kg)
+        self.p_SC = np.asarray(p_SC, dtype=float).reshape(3)
+
+    def tool_wrench(self, R_WS: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The wrench the tool's weight puts on the sensor, in the sensor frame."""
+        f_S = R_WS.T @ (self.mass * GRAVITY_W)
+        return np.concatenate((f_S, np.cross(self.p_SC, f_S)))
+
+    def __call__(self, wrench: ArrayLike, R_WS: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(wrench, dtype=float) - self.tool_wrench(R_WS)
+
+
+class LimitMonitor:
+    """Flags wrenches whose force or torque magnitude exceeds a limit (0 disables one)."""
+
+    def __init__(self, max_force_n: float, max_torque_nm: float) -> None:
+        if max_force_n < 0 or max_torque_nm < 0:
+            raise ValueError('force and torque limits must be >= 0 (0 disables)')
+        self.max_force = max_force_n
+        self.max_torque = max_torque_nm
+
+    def exceeded(self, wrench: ArrayLike) -> bool:
+        w = np.asarray(wrench, dtype=float)
+        force = float(np.linalg.norm(w[:3]))
+        torque = float(np.linalg.norm(w[3:]))
+        return bool(
+            (self.max_force > 0 and force > self.max_force)
+            or (self.max_torque > 0 and torque > self.max_torque)
+        )
