@@ -5,7 +5,10 @@ sensor sends, optionally ``~/wrench_filtered`` (low-pass), ``~/limit_exceeded`` 
 that broke a force or torque limit: an executor aborts its push on it) and
 ``/diagnostics`` (rate, loss, out-of-order, status bits, last sample age; ERROR when no
 data arrives within ``timeout_s``, with no stale wrench published meanwhile). Services
-``~/bias`` (software tare) and ``~/bias_sensor`` (tare on the sensor).
+``~/bias`` (software tare) and ``~/bias_sensor`` (tare on the sensor). Tool gravity
+compensation uses the ``sensor_orientation`` parameter, or the latest
+``~/sensor_orientation`` (geometry_msgs/QuaternionStamped, sensor in world) once one
+arrives.
 
     ros2 run ati_netft netft_node --ros-args -p address:=192.168.1.1 -p frame_id:=ft_sensor
 """
@@ -16,7 +19,7 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import QuaternionStamped, WrenchStamped
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 import rclpy
@@ -154,6 +157,11 @@ class NetFTNode(Node):
         )
         self.pub_limit = self.create_publisher(WrenchStamped, '~/limit_exceeded', EVENT_QOS)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
+        # The arm's driver can stream the sensor's orientation for gravity compensation;
+        # until it does, the sensor_orientation parameter holds.
+        self.create_subscription(
+            QuaternionStamped, '~/sensor_orientation', self._on_orientation, EVENT_QOS
+        )
         self.create_service(Trigger, '~/bias', self._bias_software)
         self.create_service(Trigger, '~/bias_sensor', self._bias_sensor)
         self._published = 0
@@ -171,11 +179,19 @@ class NetFTNode(Node):
             f'{calibration.torque_unit}, {calibration.counts_per_force:g} counts/force unit)'
         )
 
+    def _on_orientation(self, msg: QuaternionStamped) -> None:
+        q = msg.quaternion
+        R = quaternion_matrix([q.x, q.y, q.z, q.w])
+        with self._lock:
+            self.R_WS = R
+
     # Called on the client's reader thread for every new record: convert and publish.
     def _on_sample(self, sample: Sample) -> None:
         w = np.asarray(sample.wrench)
         if self.gravity is not None:
-            w = self.gravity(w, self.R_WS)
+            with self._lock:
+                R_WS = self.R_WS
+            w = self.gravity(w, R_WS)
         stamp = self.get_clock().now().to_msg()
         self.pub.publish(self._message(w, stamp))
         if self.low_pass is not None and self.pub_filtered is not None:

@@ -11,7 +11,7 @@ rclpy = pytest.importorskip('rclpy')
 from ati_netft.emulator import NetFTEmulator  # noqa: E402
 from ati_netft.node import NetFTNode  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from geometry_msgs.msg import QuaternionStamped, WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -141,5 +141,24 @@ def test_gravity_compensation_removes_the_tool_weight(emulator: NetFTEmulator) -
         assert h.spin_until(lambda: len(h.wrenches) > 10)
         f = h.wrenches[-1].wrench.force
         assert (f.x, f.y, f.z) == pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
+        # The sensor turns upside down (180 deg about x): the tool now pulls along +z_S,
+        # and its centre of mass on the z axis still makes no torque.
+        emulator.wrench[:] = [0.0, 0.0, 9.80665, 0.0, 0.0, 0.0]  # type: ignore[attr-defined]
+        pub = h.probe.create_publisher(QuaternionStamped, '/netft/sensor_orientation', 10)
+        flipped = QuaternionStamped()
+        flipped.quaternion.x, flipped.quaternion.w = 1.0, 0.0
+        assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+        pub.publish(flipped)
+        assert h.spin_until(lambda: abs(h.wrenches[-1].wrench.force.z) < 1e-6)
+        assert abs(h.wrenches[-1].wrench.torque.x) < 1e-6
     finally:
         h.close()
+
+
+@pytest.mark.ros
+def test_sensor_error_bits_reach_diagnostics(harness: Harness, emulator: NetFTEmulator) -> None:
+    emulator.status = (1 << 31) | (1 << 5)
+    assert harness.spin_until(
+        lambda: harness.diagnostics and 'power supply too low' in harness.diagnostics[-1].message
+    )
+    assert harness.diagnostics[-1].level == DiagnosticStatus.ERROR
