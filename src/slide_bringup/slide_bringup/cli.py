@@ -27,6 +27,7 @@ from slide_bringup import __version__
 COMMAND_MODULES = (
     'slide_bringup.commands.demo',
     'slide_bringup.commands.doctor',
+    'slide_bringup.commands.objects',
     'slide_bringup.commands.bench',
 )
 
@@ -45,6 +46,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
 
 
+def add_json_flag(parser: argparse.ArgumentParser, nested: bool = False) -> None:
+    """The --json flag; nested subcommands (slide objects list) accept it too."""
+    parser.add_argument(
+        '--json',
+        action='store_true',
+        default=argparse.SUPPRESS if nested else False,
+        help='print exactly one JSON object on stdout (logs and progress on stderr)',
+    )
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     """Return the top-level parser and the subcommand modules by name."""
     parser = _Parser(
@@ -60,11 +71,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        p.add_argument(
-            '--json',
-            action='store_true',
-            help='print exactly one JSON object on stdout (logs and progress on stderr)',
-        )
+        add_json_flag(p)
         module.add_arguments(p)
         modules[module.NAME] = module
     return parser, modules

@@ -70,3 +70,17 @@ def test_bad_arguments_give_one_line_reasons() -> None:
     assert out.stderr.strip() == 'slide demo: error: --png must name a .png file, got picture.jpg'
     out = _run('bench', 'everything')
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_objects_list_and_show_with_a_picture(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = _run('objects', 'list', '--json')
+    assert out.returncode == 0, out.stderr
+    names = [o['name'] for o in json.loads(out.stdout)['objects']]
+    assert 'hammer' in names and len(names) >= 8
+    png = tmp_path / 'maps.png'
+    out = _run('objects', 'show', 'hammer', '--png', str(png), '--json')
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)['object']['cells'] == 36
+    assert png.read_bytes()[:4] == b'\x89PNG'
+    out = _run('objects', 'show', 'anvil')
+    assert out.returncode == 2 and 'no library object' in out.stderr

@@ -80,3 +80,23 @@ def push_figure(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def object_figure(
+    path: str | Path, grid: Grid, mass: FloatArray, friction: FloatArray, title: str
+) -> Path:
+    """Mass and friction maps of one object, side by side, with its centre of mass."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
+    draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
+    com = mass @ grid.p_OC / mass.sum()
+    for ax in axes:
+        ax.plot(*com, marker='+', color='red', ms=14, mew=2, label='centre of mass')
+        ax.legend(loc='lower left', fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

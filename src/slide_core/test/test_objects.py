@@ -1,0 +1,104 @@
+"""Object specification files and the object library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from slide_core.objects import (
+    SpecError,
+    library_names,
+    load_object,
+    load_spec,
+    parse_spec,
+    save_spec,
+)
+
+EXAMPLE = {
+    'name': 'hammer',
+    'cell_size': 0.02,
+    'height': 0.03,
+    'mass': [[0.0, 0.05, 0.05], [0.02, 0.02, 0.0]],
+    'friction': [[0.0, 0.5, 0.5], [0.3, 0.3, 0.0]],
+}
+
+
+def test_the_documented_example_parses_with_the_documented_frame() -> None:
+    spec = parse_spec(EXAMPLE)
+    assert spec.grid.n == 4
+    # Row 0 is +y, column 0 is -x; origin at the bounding box centre.
+    np.testing.assert_allclose(spec.grid.p_OC[0], [0.0, 0.01])
+    np.testing.assert_allclose(spec.mass, [0.05, 0.05, 0.02, 0.02])
+    assert spec.total_mass == pytest.approx(0.14)
+    assert spec.p_OCom[1] > 0  # the heavy row is the +y one
+
+
+def test_library_has_eight_heterogeneous_objects_of_28_to_88_cells() -> None:
+    names = library_names()
+    assert len(names) >= 8
+    for name in names:
+        spec = load_object(name)
+        assert 28 <= spec.grid.n <= 88, name
+        assert spec.grid.is_connected()
+        assert spec.mass.max() / spec.mass.min() > 1.3 or np.ptp(spec.friction) > 0.1, name
+    assert {'book', 'hammer', 'box', 'crimp', 'snack', 'wrench', 'spray_gun', 'toothpaste'} <= set(
+        names
+    )
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    spec = load_object('spray_gun')
+    path = save_spec(spec, tmp_path / 'gun.yaml')
+    back = load_object(path)
+    np.testing.assert_array_equal(back.grid.occupancy, spec.grid.occupancy)
+    np.testing.assert_allclose(back.mass, spec.mass)
+    np.testing.assert_allclose(back.friction, spec.friction)
+    np.testing.assert_allclose(back.grid.heights, spec.grid.heights)
+
+
+@pytest.mark.parametrize(
+    ('change', 'message'),
+    [
+        ({'friction': [[0.0, 0.5], [0.3, 0.3]]}, r'^friction: shape \(2, 2\) differs'),
+        (
+            {'mass': [[0.0, -0.05, 0.05], [0.02, 0.02, 0.0]]},
+            r'^mass: negative mass -0.05 at row 0',
+        ),
+        (
+            {'friction': [[0.0, 2.5, 0.5], [0.3, 0.3, 0.0]]},
+            r'^friction: 2.5 at row 0, column 1 is outside',
+        ),
+        ({'mass': [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]}, r'^mass: no cells'),
+        ({'mass': [[0.05, 0.0, 0.05], [0.0, 0.0, 0.0]]}, r'^mass: the cells are disconnected'),
+        ({'masss': 1}, r'^masss: unknown field'),
+        ({'cell_size': -0.02}, r'^cell_size: must be positive'),
+        ({'cell_size': 'two'}, r'^cell_size: must be a number'),
+        ({'mass': [[0.05, 'x', 0.05], [0.02, 0.02, 0.0]]}, r'^mass: values must be numbers'),
+        ({'mass': [[0.05, 0.05], [0.02, 0.02, 0.0]]}, r'^mass: every row must have the same'),
+        ({'heights': [[0.03] * 3] * 2}, r'^heights: give either height or heights'),
+    ],
+)
+def test_spec_errors_name_the_field(change: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(SpecError, match=message):
+        parse_spec({**EXAMPLE, **change})
+
+
+def test_missing_fields_and_bad_files(tmp_path: Path) -> None:
+    doc = dict(EXAMPLE)
+    del doc['friction']
+    with pytest.raises(SpecError, match='^friction: missing'):
+        parse_spec(doc)
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('name: [unclosed')
+    with pytest.raises(SpecError, match='not valid YAML'):
+        load_spec(bad)
+    with pytest.raises(SpecError, match='cannot read'):
+        load_spec(tmp_path / 'absent.yaml')
+    with pytest.raises(SpecError, match='no library object'):
+        load_object('anvil')
+    good = tmp_path / 'ok.yaml'
+    good.write_text(yaml.safe_dump(EXAMPLE))
+    assert load_object(good).name == 'hammer'
