@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     'slide_bringup.commands.demo',
     'slide_bringup.commands.doctor',
     'slide_bringup.commands.objects',
+    'slide_bringup.commands.record',
     'slide_bringup.commands.bench',
 )
 

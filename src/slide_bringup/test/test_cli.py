@@ -84,3 +84,26 @@ def test_objects_list_and_show_with_a_picture(tmp_path) -> None:  # type: ignore
     assert png.read_bytes()[:4] == b'\x89PNG'
     out = _run('objects', 'show', 'anvil')
     assert out.returncode == 2 and 'no library object' in out.stderr
+
+
+def test_record_writes_a_bag_and_reports_progress(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bag = tmp_path / 'bag'
+    out = _run(
+        'record',
+        '--object',
+        'toothpaste',
+        '--pushes',
+        '2',
+        '--seed',
+        '1',
+        '--out',
+        str(bag),
+        '--json',
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result['pushes'] == 2 and result['messages']['/push/end'] == 2
+    assert 'push 2/2' in out.stderr
+    assert (bag / 'metadata.yaml').exists()
+    again = _run('record', '--object', 'toothpaste', '--pushes', '1', '--out', str(bag))
+    assert again.returncode == 2 and 'exists' in again.stderr

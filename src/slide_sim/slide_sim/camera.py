@@ -1,0 +1,114 @@
+"""The twin's RGB-D camera: a RealSense D435-like view of the table, rendered headless.
+
+Images are 640 x 480. Depth is in metres along the optical axis, with the sensor's faults:
+noise growing with the square of the distance, quantisation to the depth unit (1 mm), and
+holes (zero depth) where a real stereo camera loses the match. Frames follow ROS
+conventions: the optical frame has z forward, x right, y down (REP 103 ``_optical``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+WIDTH, HEIGHT = 640, 480
+DEPTH_UNIT_M = 0.001
+NOISE_PER_M2 = 0.001  # depth noise standard deviation [m] at 1 m; grows with z^2
+HOLE_FRACTION = 0.005
+MAX_RANGE_M = 3.0
+
+# MuJoCo cameras look along -z with y up; the optical frame looks along +z with y down.
+R_MUJOCO_OPTICAL = np.diag([1.0, -1.0, -1.0])
+
+
+@dataclass(frozen=True)
+class Intrinsics:
+    """Pinhole intrinsics [px]."""
+
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    width: int = WIDTH
+    height: int = HEIGHT
+
+    def matrix(self) -> FloatArray:
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+
+@dataclass
+class RgbdFrame:
+    """One frame: colour (H, W, 3) uint8, depth (H, W) float32 [m] (0 = no data), and the
+    camera pose X_WC: R_WC (3, 3), p_WC (3,) of the optical frame in the world."""
+
+    rgb: NDArray[np.uint8]
+    depth: NDArray[np.float32]
+    intrinsics: Intrinsics
+    R_WC: FloatArray
+    p_WC: FloatArray
+    time: float
+
+
+class RgbdCamera:
+    """Renders the model's ``rgbd`` camera. Close it (or use ``with``) when done."""
+
+    def __init__(self, model: mujoco.MjModel, camera: str = 'rgbd', seed: int = 0) -> None:
+        self.model = model
+        self.camera = camera
+        self._id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        if self._id < 0:
+            raise ValueError(f'the model has no camera named {camera!r}')
+        fovy = np.radians(model.cam_fovy[self._id])
+        f = (HEIGHT / 2) / np.tan(fovy / 2)
+        self.intrinsics = Intrinsics(f, f, (WIDTH - 1) / 2, (HEIGHT - 1) / 2)
+        self._renderer = mujoco.Renderer(model, HEIGHT, WIDTH)
+        self._rng = np.random.default_rng(seed)
+
+    def close(self) -> None:
+        self._renderer.close()
+
+    def __enter__(self) -> RgbdCamera:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def capture(self, data: mujoco.MjData, noise: bool = True) -> RgbdFrame:
+        r = self._renderer
+        r.disable_depth_rendering()
+        r.update_scene(data, camera=self.camera)
+        rgb = r.render().copy()
+        r.enable_depth_rendering()
+        r.update_scene(data, camera=self.camera)
+        depth = r.render().astype(np.float64)
+        r.disable_depth_rendering()
+        if noise:
+            depth = depth + self._rng.normal(0.0, 1.0, depth.shape) * NOISE_PER_M2 * depth**2
+            depth = np.round(depth / DEPTH_UNIT_M) * DEPTH_UNIT_M
+            depth[self._rng.random(depth.shape) < HOLE_FRACTION] = 0.0
+        depth[depth > MAX_RANGE_M] = 0.0
+        R_WC = data.cam_xmat[self._id].reshape(3, 3) @ R_MUJOCO_OPTICAL
+        return RgbdFrame(
+            rgb,
+            depth.astype(np.float32),
+            self.intrinsics,
+            R_WC,
+            data.cam_xpos[self._id].copy(),
+            float(data.time),
+        )
+
+
+def point_cloud(frame: RgbdFrame, world: bool = True) -> FloatArray:
+    """(N, 3) points of the valid depth pixels, in the world frame (or the optical frame)."""
+    k = frame.intrinsics
+    v, u = np.nonzero(frame.depth > 0)
+    z = frame.depth[v, u].astype(float)
+    p_C = np.column_stack(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z))
+    if not world:
+        return p_C
+    return np.asarray(p_C @ frame.R_WC.T + frame.p_WC, dtype=float)

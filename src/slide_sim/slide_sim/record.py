@@ -1,0 +1,218 @@
+"""Recording exploratory pushes in the twin as a rosbag2 (MCAP), written with rosbags.
+
+The bag is what the robot would record with ``ros2 bag record`` (and readable by it):
+
+| topic | type | rate |
+| --- | --- | --- |
+| /object/grid | slide_interfaces/msg/ObjectGrid | once, at the start |
+| /object/pose | geometry_msgs/msg/PoseStamped | 100 Hz during pushes |
+| /pusher/pose | geometry_msgs/msg/PoseStamped | 100 Hz during pushes |
+| /ft/wrench | geometry_msgs/msg/WrenchStamped | 500 Hz (every physics step) |
+| /push/primitive | slide_interfaces/msg/PushPrimitive | at each push start |
+| /push/start, /push/end | std_msgs/msg/UInt32 (push index) | stroke start and end |
+| /ground_truth | slide_interfaces/msg/GroundTruth | start, and after each push |
+
+The slide_interfaces types are registered in the bag from their .msg definitions, found
+through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time from a
+fixed origin, so the same seed gives the same bag contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+from slide_core.errors import SlideInputError
+from slide_core.objects import ObjectSpec
+from slide_sim.twin import PushRecording, Twin
+
+EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01 00:00:00 UTC: the bag's time origin
+POSE_DECIMATION = 5  # 500 Hz physics -> 100 Hz poses
+TABLE_FRAME = 'table'
+FT_FRAME = 'ft_sensor'
+
+TOPICS = {
+    '/object/grid': 'slide_interfaces/msg/ObjectGrid',
+    '/object/pose': 'geometry_msgs/msg/PoseStamped',
+    '/pusher/pose': 'geometry_msgs/msg/PoseStamped',
+    '/ft/wrench': 'geometry_msgs/msg/WrenchStamped',
+    '/push/primitive': 'slide_interfaces/msg/PushPrimitive',
+    '/push/start': 'std_msgs/msg/UInt32',
+    '/push/end': 'std_msgs/msg/UInt32',
+    '/ground_truth': 'slide_interfaces/msg/GroundTruth',
+}
+
+
+def interfaces_dir() -> Path:
+    """The installed ``share/slide_interfaces/msg`` folder (via AMENT_PREFIX_PATH)."""
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        candidate = Path(prefix) / 'share' / 'slide_interfaces' / 'msg'
+        if candidate.is_dir():
+            return candidate
+    raise SlideInputError(
+        'slide_interfaces message definitions not found on AMENT_PREFIX_PATH: '
+        'run inside the workspace (scripts/run.sh) after scripts/setup.sh'
+    )
+
+
+def typestore() -> Typestore:
+    """ROS 2 Jazzy types plus slide_interfaces' messages."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types: dict[str, Any] = {}
+    for path in sorted(interfaces_dir().glob('*.msg')):
+        types.update(get_types_from_msg(path.read_text(), f'slide_interfaces/msg/{path.stem}'))
+    store.register(types)
+    return store
+
+
+class _Bag:
+    def __init__(self, writer: Writer, store: Typestore) -> None:
+        self.writer, self.store = writer, store
+        self.conns = {t: writer.add_connection(t, m, typestore=store) for t, m in TOPICS.items()}
+        self.T = store.types
+        self.counts = dict.fromkeys(TOPICS, 0)
+
+    def stamp(self, t: float) -> Any:
+        ns = EPOCH_NS + int(round(t * 1e9))
+        return self.T['builtin_interfaces/msg/Time'](sec=ns // 10**9, nanosec=ns % 10**9)
+
+    def header(self, t: float, frame: str) -> Any:
+        return self.T['std_msgs/msg/Header'](stamp=self.stamp(t), frame_id=frame)
+
+    def write(self, topic: str, t: float, msg: Any) -> None:
+        data = self.store.serialize_cdr(msg, TOPICS[topic])
+        self.writer.write(self.conns[topic], EPOCH_NS + int(round(t * 1e9)), data)
+        self.counts[topic] += 1
+
+    def pose(self, X: Any) -> Any:
+        T = self.T
+        return T['geometry_msgs/msg/Pose'](
+            position=T['geometry_msgs/msg/Point'](x=float(X[0]), y=float(X[1]), z=float(X[2])),
+            orientation=T['geometry_msgs/msg/Quaternion'](
+                x=0.0, y=0.0, z=math.sin(X[3] / 2), w=math.cos(X[3] / 2)
+            ),
+        )
+
+    def grid(self, spec: ObjectSpec, X_WO: Any, t: float) -> Any:
+        g = spec.grid
+        rows, cols = g.shape
+        return self.T['slide_interfaces/msg/ObjectGrid'](
+            header=self.header(t, TABLE_FRAME),
+            pose=self.pose((X_WO[0], X_WO[1], 0.0, X_WO[2])),
+            cell_size=g.cell_size,
+            rows=rows,
+            cols=cols,
+            occupancy=g.occupancy.ravel().astype(np.uint8),
+            heights=g.heights.ravel().astype(np.float32),
+        )
+
+    def truth(self, twin: Twin, t: float) -> Any:
+        spec = twin.spec
+        model = self.T['slide_interfaces/msg/MassFrictionModel'](
+            mass=spec.grid.to_map(spec.mass, fill=0.0).ravel(),
+            friction=spec.grid.to_map(spec.friction, fill=0.0).ravel(),
+            loss=float('nan'),
+        )
+        return self.T['slide_interfaces/msg/GroundTruth'](
+            header=self.header(t, TABLE_FRAME),
+            name=spec.name,
+            grid=self.grid(spec, twin.object_pose(), t),
+            model=model,
+            fell=twin.fell(),
+        )
+
+
+def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
+    T = bag.T
+    t0, t1 = float(rec.t[rec.start]), float(rec.t[rec.end])
+    cell = twin.cell
+    Vec3, Point = T['geometry_msgs/msg/Vector3'], T['geometry_msgs/msg/Point']
+    primitive = T['slide_interfaces/msg/PushPrimitive'](
+        contact=Point(x=float(rec.contact_O[0]), y=float(rec.contact_O[1]), z=0.0),
+        direction=Vec3(x=float(rec.direction_O[0]), y=float(rec.direction_O[1]), z=0.0),
+        travel=rec.travel,
+        speed=rec.speed,
+        fingertip_radius=cell.fingertip_radius,
+        height=twin.tip_z,
+    )
+    bag.write('/push/primitive', t0, primitive)
+    bag.write('/push/start', t0, T['std_msgs/msg/UInt32'](data=index))
+    for k, t in enumerate(rec.t):
+        t = float(t)
+        w = rec.wrench_W[k]
+        wrench = T['geometry_msgs/msg/WrenchStamped'](
+            header=bag.header(t, FT_FRAME),
+            wrench=T['geometry_msgs/msg/Wrench'](
+                force=Vec3(x=float(w[0]), y=float(w[1]), z=float(w[2])),
+                torque=Vec3(x=float(w[3]), y=float(w[4]), z=float(w[5])),
+            ),
+        )
+        bag.write('/ft/wrench', t, wrench)
+        if k % POSE_DECIMATION == 0:
+            X = rec.X_WO[k]
+            Pose = T['geometry_msgs/msg/PoseStamped']
+            bag.write(
+                '/object/pose',
+                t,
+                Pose(header=bag.header(t, TABLE_FRAME), pose=bag.pose((X[0], X[1], 0.0, X[2]))),
+            )
+            p = rec.p_WF[k]
+            bag.write(
+                '/pusher/pose',
+                t,
+                Pose(header=bag.header(t, TABLE_FRAME), pose=bag.pose((p[0], p[1], p[2], 0.0))),
+            )
+        if k == rec.end:
+            bag.write('/push/end', t1, T['std_msgs/msg/UInt32'](data=index))
+
+
+def record(
+    spec: ObjectSpec,
+    pushes: int,
+    seed: int,
+    out: str | Path,
+    X_WO: tuple[float, float, float] | None = None,
+    progress: Callable[[int, int], None] = lambda i, n: None,
+) -> dict[str, Any]:
+    """Run ``pushes`` random exploratory pushes in the twin and write them to ``out``.
+
+    Returns a summary (pushes done, whether the object fell, message counts, duration).
+    """
+    if pushes < 1:
+        raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
+    out = Path(out)
+    if out.exists():
+        raise SlideInputError(f'{out} exists: give a new path for the bag')
+    store = typestore()
+    rng = np.random.default_rng(seed)
+    twin = Twin(spec, X_WO)
+    with Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        bag = _Bag(writer, store)
+        bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
+        bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+        done = 0
+        for i in range(pushes):
+            rec = twin.random_push(rng)
+            _write_push(bag, i, rec, twin)
+            bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+            done += 1
+            progress(done, pushes)
+            if twin.fell():
+                break
+        counts = dict(bag.counts)
+    return {
+        'bag': str(out),
+        'object': spec.name,
+        'pushes': done,
+        'fell': twin.fell(),
+        'sim_seconds': round(twin.time, 3),
+        'messages': counts,
+    }
