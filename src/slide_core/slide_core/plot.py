@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -39,42 +40,51 @@ def draw_object(ax: Axes, grid: Grid, X_WO: FloatArray, color: str, alpha: float
         )
 
 
+@dataclass(frozen=True)
+class Track:
+    """One trajectory of the object in a push panel: X_WO (T+1, 3), drawn as its path and
+    its final cell centres (``filled``: the final cells as squares instead)."""
+
+    label: str
+    X_WO: FloatArray
+    color: str
+    filled: bool = False
+
+
 def push_figure(
     path: str | Path,
     grid: Grid,
     mass: FloatArray,
     friction: FloatArray,
-    runs: Sequence[tuple[str, FloatArray, FloatArray, FloatArray | None]],
+    panels: Sequence[tuple[str, Sequence[Track], FloatArray | None]],
     title: str,
 ) -> Path:
-    """Mass and friction maps, then one panel per push.
-
-    ``runs``: (label, X_WO (T+1, 3) with the true maps, X_WO (T+1, 3) with another model
-    or None, fingertip path (T+1, 2)) ... The other model is drawn dashed for comparison.
-    """
+    """Mass and friction maps, then one panel per push: (title, tracks, fingertip path
+    (T+1, 2) or None). The first track's start pose is drawn in grey."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n_runs = len(runs)
-    fig, axes = plt.subplots(1, 2 + n_runs, figsize=(4.2 * (2 + n_runs), 4.2))
+    n = len(panels)
+    fig, axes = plt.subplots(1, 2 + n, figsize=(4.2 * (2 + n), 4.2))
     draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
     draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
-    for ax, (label, X_true, X_other, tip) in zip(axes[2:], runs, strict=True):
-        draw_object(ax, grid, X_true[0], 'tab:gray', 0.35)
-        draw_object(ax, grid, X_true[-1], 'tab:blue', 0.6)
-        ax.plot(*(X_true[:, :2] + 0.0).T, color='tab:blue', lw=1, label='true maps')
-        if X_other is not None:
-            ax.plot(*X_other[:, :2].T, '--', color='tab:orange', lw=1.5, label='uniform maps')
-            R = rotation(X_other[-1, 2])
-            outline = grid.p_OC @ R.T + X_other[-1, :2]
-            ax.scatter(*outline.T, s=2, color='tab:orange')
+    for ax, (label, tracks, tip) in zip(axes[2:], panels, strict=True):
+        draw_object(ax, grid, tracks[0].X_WO[0], 'tab:gray', 0.35)
+        for track in tracks:
+            X = track.X_WO
+            if track.filled:
+                draw_object(ax, grid, X[-1], track.color, 0.55)
+            else:
+                cells = grid.p_OC @ rotation(X[-1, 2]).T + X[-1, :2]
+                ax.scatter(*cells.T, s=4, color=track.color)
+            ax.plot(*X[:, :2].T, color=track.color, lw=1.2, label=track.label)
         if tip is not None:
             ax.plot(*tip.T, color='k', lw=2, label='fingertip')
             ax.add_patch(Circle((float(tip[-1, 0]), float(tip[-1, 1])), 0.008, fc='k'))
         ax.set_aspect('equal')
         ax.autoscale_view()
-        ax.set_title(label)
+        ax.set_title(label, fontsize=9)
         ax.set_xlabel('x_W [m]')
-        ax.legend(loc='lower left', fontsize=7)
+        ax.legend(loc='lower left', fontsize=6)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

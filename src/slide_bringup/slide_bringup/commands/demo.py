@@ -1,9 +1,11 @@
 """``slide demo``: the best end-to-end thing available today.
 
-Pushes a hammer-like object (a heavy, grippy head on a light, slippery handle) with a
-fingertip at three contact points using the fast simulator, and shows how far a model
-with uniform maps of the same total mass would be off: the gap that identification
-(a later capability) closes. Writes a PNG of the maps and the pushes.
+An object (the hammer by default) is pushed in the MuJoCo twin with random exploratory
+pushes, as the robot will explore an unknown object. Each push is then replayed with the
+planar physics core from the observed start pose along the observed fingertip path, once
+with the object's true mass and friction maps and once with uniform maps of the same total
+mass: how well the model predicts a world it did not simulate, and the gap that
+identification (a later capability) has to close. Writes a PNG of the maps and the pushes.
 """
 
 from __future__ import annotations
@@ -14,87 +16,112 @@ import time
 from typing import Any
 
 NAME = 'demo'
-HELP = 'push a simulated hammer three ways and plot it (the main job available today)'
+HELP = 'push an object in the MuJoCo twin and predict it with the physics core, with a picture'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--object', default='hammer', help='library name or .yaml file')
+    parser.add_argument('--pushes', type=int, default=4, help='exploratory pushes (1 to 8)')
+    parser.add_argument('--seed', type=int, default=0, help='random seed')
     parser.add_argument(
         '--png', type=Path, default=Path('out/demo.png'), help='where to write the picture'
     )
-
-
-def hammer() -> tuple[Any, Any, Any]:
-    """A 2 cm-cell hammer: 3x3 head (heavy, grippy) on a 1x9 handle (light, slippery)."""
-    import numpy as np
-
-    from slide_core.grid import Grid
-
-    occupancy = np.zeros((3, 12), dtype=int)
-    occupancy[:, 9:] = 1
-    occupancy[1, :9] = 1
-    grid = Grid.from_occupancy(occupancy, 0.02, heights=0.03)
-    head = grid.p_OC[:, 0] > 0.06
-    mass = np.where(head, 0.06, 0.012)
-    friction = np.where(head, 0.6, 0.25)
-    return grid, mass, friction
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from slide_core.grid import cell_positions
+    from slide_core.objects import load_object
     from slide_core.physics import FingertipPush, simulate
-    from slide_core.plot import push_figure
+    from slide_core.plot import Track, push_figure
+    from slide_sim.twin import Twin
 
     if args.png.suffix.lower() != '.png':
         raise ValueError(f'--png must name a .png file, got {args.png}')
-    grid, mass, friction = hammer()
-    uniform_m = np.full(grid.n, mass.sum() / grid.n)
-    uniform_mu = np.full(grid.n, friction.mean())
-    runs = []
+    if not 1 <= args.pushes <= 8:
+        raise ValueError(f'--pushes must be between 1 and 8, got {args.pushes}')
+    spec = load_object(args.object)
+    grid = spec.grid
+    uniform_m = np.full(grid.n, spec.total_mass / grid.n)
+    uniform_mu = np.full(grid.n, float(spec.friction.mean()))
+    twin = Twin(spec, (0.35, 0.0, 0.3))
+    rng = np.random.default_rng(args.seed)
+    panels = []
     pushes = []
-    # Fingertip pushes along +y under the handle end, the middle and the head.
-    for label, x in (
-        ('push under handle end', -0.10),
-        ('push at middle', 0.0),
-        ('push at head', 0.09),
-    ):
-        tip = FingertipPush.straight([x, -0.045], [0.0, 1.0], 0.06, 0.1, 0.004, mu=0.3, dwell=0.4)
+    for i in range(args.pushes):
+        rec = twin.random_push(rng)
+        # From the stroke's start until the object has come to rest (before the retract).
+        last = min(len(rec.t) - 1, rec.end + int(0.3 / twin.model.opt.timestep))
+        path = rec.p_WF[rec.start : last + 1, :2]
+        tip = FingertipPush.create(
+            path, twin.cell.fingertip_radius, twin.cell.fingertip_mu, twin.model.opt.timestep
+        )
+        X0 = rec.X_WO[rec.start]
         t0 = time.perf_counter()
-        true = simulate(grid, mass, friction, tip, [0, 0, 0])
+        true_maps = simulate(grid, spec.mass, spec.friction, tip, X0).X_WO[0]
         sim_s = time.perf_counter() - t0
-        other = simulate(grid, uniform_m, uniform_mu, tip, [0, 0, 0])
-        gap = cell_positions(grid, true.X_WO[0, -1]) - cell_positions(grid, other.X_WO[0, -1])
-        runs.append((label, true.X_WO[0], other.X_WO[0], tip.p_WF))
+        uniform = simulate(grid, uniform_m, uniform_mu, tip, X0).X_WO[0]
+        observed = rec.X_WO[rec.start : last + 1]
+        final = cell_positions(grid, observed[-1])
+
+        def add(X: np.ndarray, final: np.ndarray = final) -> float:
+            return float(np.linalg.norm(cell_positions(grid, X[-1]) - final, axis=1).mean())
+
+        moved = float(np.linalg.norm(final - cell_positions(grid, X0), axis=1).mean())
         pushes.append(
             {
-                'label': label,
-                'final_pose': [round(float(v), 4) for v in true.X_WO[0, -1]],
-                'turned_deg': round(float(np.degrees(true.X_WO[0, -1, 2])), 2),
-                'uniform_maps_error_m': round(float(np.linalg.norm(gap, axis=1).mean()), 4),
+                'push': i,
+                'moved_m': round(moved, 4),
+                'turned_deg': round(float(np.degrees(observed[-1, 2] - X0[2])), 2),
+                'add_true_maps_m': round(add(true_maps), 4),
+                'add_uniform_maps_m': round(add(uniform), 4),
                 'simulation_s': round(sim_s, 4),
-                'peak_push_force_n': round(
-                    float(np.linalg.norm(true.f_push_W[0], axis=1).max()), 3
+                'peak_ft_force_n': round(
+                    float(np.linalg.norm(rec.wrench_W[:, :2], axis=1).max()), 3
                 ),
             }
+        )
+        panels.append(
+            (
+                f'push {i}: moved {100 * moved:.1f} cm',
+                [
+                    Track('twin (MuJoCo)', observed, 'tab:blue', filled=True),
+                    Track('core, true maps', true_maps, 'tab:green'),
+                    Track('core, uniform maps', uniform, 'tab:orange'),
+                ],
+                path,
+            )
         )
     png = push_figure(
         args.png,
         grid,
-        mass,
-        friction,
-        runs,
-        'slide demo: hammer pushed by a fingertip (blue: true maps, orange: uniform maps)',
+        spec.mass,
+        spec.friction,
+        panels,
+        f'slide demo: {spec.name} pushed in the twin, replayed by the planar physics core',
     )
-    return {'object': 'hammer', 'cells': grid.n, 'pushes': pushes, 'png': str(png)}
+    mean = {
+        key: round(float(np.mean([p[key] for p in pushes])), 4)
+        for key in ('add_true_maps_m', 'add_uniform_maps_m', 'moved_m')
+    }
+    return {'object': spec.name, 'cells': grid.n, 'pushes': pushes, 'mean': mean, 'png': str(png)}
 
 
 def format_text(result: dict[str, Any]) -> str:
-    lines = [f'{result["object"]} ({result["cells"]} cells)']
+    lines = [f'{result["object"]} ({result["cells"]} cells), pushed in the MuJoCo twin:']
     for p in result['pushes']:
         lines.append(
-            f'  {p["label"]:24s} turned {p["turned_deg"]:7.2f} deg; uniform maps would be off '
-            f'by {100 * p["uniform_maps_error_m"]:.1f} cm; simulated in {p["simulation_s"]:.3f} s'
+            f'  push {p["push"]}: moved {100 * p["moved_m"]:.1f} cm, '
+            f'turned {p["turned_deg"]:6.1f} deg;'
+            f' core prediction off by {100 * p["add_true_maps_m"]:.1f} cm with the true maps,'
+            f' {100 * p["add_uniform_maps_m"]:.1f} cm with uniform maps'
         )
+    m = result['mean']
+    lines.append(
+        f'mean cell error: {100 * m["add_true_maps_m"]:.2f} cm (true maps), '
+        f'{100 * m["add_uniform_maps_m"]:.2f} cm (uniform maps), '
+        f'for {100 * m["moved_m"]:.1f} cm moves'
+    )
     lines.append(f'picture: {result["png"]}')
     return '\n'.join(lines)
