@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use('Agg')
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Circle, Polygon  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -61,12 +63,7 @@ def push_figure(
 ) -> Path:
     """Mass and friction maps, then one panel per push: (title, tracks, fingertip path
     (T+1, 2) or None). The first track's start pose is drawn in grey."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = len(panels)
-    fig, axes = plt.subplots(1, 2 + n, figsize=(4.2 * (2 + n), 4.2))
-    draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
-    draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
+    fig, axes = _maps_figure(grid, mass, friction, len(panels), 4.2)
     for ax, (label, tracks, tip) in zip(axes[2:], panels, strict=True):
         draw_object(ax, grid, tracks[0].X_WO[0], 'tab:gray', 0.35)
         for track in tracks:
@@ -85,26 +82,34 @@ def push_figure(
         ax.set_title(label, fontsize=9)
         ax.set_xlabel('x_W [m]')
         ax.legend(loc='lower left', fontsize=6)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, title)
 
 
 def object_figure(
     path: str | Path, grid: Grid, mass: FloatArray, friction: FloatArray, title: str
 ) -> Path:
     """Mass and friction maps of one object, side by side, with its centre of mass."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
-    draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
+    fig, axes = _maps_figure(grid, mass, friction, 0, 4.5)
     com = mass @ grid.p_OC / mass.sum()
     for ax in axes:
         ax.plot(*com, marker='+', color='red', ms=14, mew=2, label='centre of mass')
         ax.legend(loc='lower left', fontsize=7)
+    return _save(fig, path, title)
+
+
+def _maps_figure(
+    grid: Grid, mass: FloatArray, friction: FloatArray, extra: int, size: float
+) -> tuple[Figure, Any]:
+    """A figure whose first two panels are the mass and friction maps, then ``extra``."""
+    fig, axes = plt.subplots(1, 2 + extra, figsize=(size * (2 + extra), size))
+    draw_map(axes[0], grid, mass * 1000, 'mass per cell', 'g', 'viridis')
+    draw_map(axes[1], grid, friction, 'friction per cell', 'mu', 'magma')
+    return fig, axes
+
+
+def _save(fig: Figure, path: str | Path, title: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
