@@ -700,8 +700,9 @@ def _fast_step(
     no_vertex = np.zeros((K, model.grid.n), dtype=bool)
     enumerate_modes((n_rest <= 1) & ~solved, nu_0, g, sliding, pinned, no_vertex)
     # Breakaway: resting cells (not held) slide against the polygon vertex that their
-    # velocity selects; guess it from the motion without them, then from each attempt.
-    breaking = ~solved & (n_rest >= 1) & ~touching
+    # velocity selects; guess it from the motion without them (with a fingertip and no
+    # applied force, the first vertex: along the push), then from each attempt.
+    breaking = ~solved & (n_rest >= 1)
     guess = nu_0.copy()
     vertex_out = np.zeros((K, model.grid.n, 2))
     for _ in range(4):
