@@ -133,10 +133,11 @@ class PhysicsError(SlideInputError):
 # -- inputs ---------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class WrenchPush:
-    """An external force applied at one material point of the object (mode a).
+    """An external force applied at a material point of the object (mode a).
 
     Attributes:
-        p_OC: (2,) application point in the object frame [m]; must lie on an occupied cell.
+        p_OC: (T, 2) application point during each step, object frame [m] (a fingertip's
+            contact point may move along the object's edge); each on an occupied cell.
         f_W: (T, 2) force on the object in the world frame during each step [N].
         tau: (T,) extra torque about z during each step [N m] (zeros when not given).
         dt: step length [s].
@@ -164,18 +165,27 @@ class WrenchPush:
         dt: float,
         tau: ArrayLike | None = None,
     ) -> WrenchPush:
-        """Validate and build a wrench push (raises PhysicsError on bad input)."""
-        p = np.asarray(p_OC, dtype=float)
-        if p.shape != (2,) or not np.all(np.isfinite(p)):
-            raise PhysicsError(f'p_OC must be a finite (2,) point, got {p}')
-        if contact_cell(grid, p) < 0:
-            raise PhysicsError(
-                f'the force is applied at {p.tolist()} (object frame), which is on no cell '
-                'of the object: give a point on an occupied cell'
-            )
+        """Validate and build a wrench push (raises PhysicsError on bad input).
+
+        ``p_OC`` is one point (2,) for the whole push or one per step (T, 2).
+        """
         f = np.asarray(f_W, dtype=float)
         if f.ndim != 2 or f.shape[1] != 2 or f.shape[0] < 1:
             raise PhysicsError(f'f_W must have shape (T>=1, 2), got {f.shape}')
+        p = np.asarray(p_OC, dtype=float)
+        if p.shape == (2,):
+            p = np.tile(p, (f.shape[0], 1))
+        if p.shape != (f.shape[0], 2) or not np.all(np.isfinite(p)):
+            raise PhysicsError(
+                f'p_OC must be a finite point (2,) or one per step ({f.shape[0]}, 2), '
+                f'got {p.shape}'
+            )
+        for point in np.unique(p, axis=0):
+            if contact_cell(grid, point) < 0:
+                raise PhysicsError(
+                    f'the force is applied at {point.tolist()} (object frame), which is on no '
+                    'cell of the object: give a point on an occupied cell'
+                )
         if not np.all(np.isfinite(f)):
             raise PhysicsError('f_W contains NaN or infinite values')
         t = np.zeros(f.shape[0]) if tau is None else np.asarray(tau, dtype=float)
@@ -838,7 +848,7 @@ def wrench_impulse(
     c, s = np.cos(theta), np.sin(theta)
     f = push.f_W[t]
     f_B = np.column_stack((c * f[0] + s * f[1], -s * f[0] + c * f[1]))
-    r_c = push.p_OC - model.p_OG
+    r_c = push.p_OC[t] - model.p_OG
     h = push.dt
     P = np.column_stack((h * f_B, h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])))
     return P, f_B

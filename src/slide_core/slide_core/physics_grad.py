@@ -433,7 +433,7 @@ class _Tracker:
         dnu_dth, dnu_dV, dnu_dm = _input_jacobians(theta, V, self.c_B, self.dc)
         # The applied impulse turns with the body: f_B = R^T f_W.
         df_dth = -f_B @ _S.T
-        r_c = self.r_c
+        r_c = self.r_c[t]
         dP_dth = np.column_stack((h * df_dth, h * (r_c[0] * df_dth[:, 1] - r_c[1] * df_dth[:, 0])))
         dnu1_dth = np.einsum('kij,kj->ki', J_nu, dnu_dth) + np.einsum('kij,kj->ki', J_P, dP_dth)
         dnu1_dV = J_nu @ dnu_dV

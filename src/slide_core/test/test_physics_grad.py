@@ -113,3 +113,24 @@ def test_gradients_need_a_wrench_push_and_matching_observations() -> None:
         rollout_loss(SHAPE, np.ones(n), np.ones(n), push, [0, 0, 0], [9], [[0, 0, 0]])
     with pytest.raises(PhysicsError, match='shape'):
         one_step_loss(SHAPE, np.ones(n), np.ones(n), push, np.zeros((3, 3)))
+
+
+def test_gradient_with_a_contact_point_that_slides_along_the_edge() -> None:
+    rng = np.random.default_rng(11)
+    n = SHAPE.n
+    m, mu = rng.uniform(0.005, 0.03, n), rng.uniform(0.2, 0.8, n)
+    truth = rng.uniform(0.005, 0.03, n), rng.uniform(0.2, 0.8, n)
+    steps = 80
+    f = np.tile([1.6, 0.4], (steps, 1))
+    # The contact point runs along the object's -x edge, as a fingertip sliding on it.
+    p = np.column_stack((np.full(steps, -0.04), np.linspace(-0.01, 0.01, steps)))
+    push = WrenchPush.create(SHAPE, p, f, DT)
+    observed = simulate(SHAPE, *truth, push, [0, 0, 0]).X_WO[0]
+    obs = np.array([40, 80])
+    r = rollout_loss(SHAPE, m, mu, push, [0, 0, 0], obs, observed[obs])
+
+    def loss(a, b):  # type: ignore[no-untyped-def]
+        return rollout_loss(SHAPE, a, b, push, [0, 0, 0], obs, observed[obs]).loss[0]
+
+    numeric = central_difference(loss, m, mu)
+    assert relative_error(np.concatenate((r.d_mass[0], r.d_friction[0])), numeric) < 1e-5

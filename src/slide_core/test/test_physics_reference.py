@@ -65,3 +65,16 @@ def test_reference_rejects_what_it_cannot_simulate() -> None:
         simulate_reference(SHAPE, np.where(np.arange(SHAPE.n) == 0, 0.0, m), mu, push, [0, 0, 0])
     with pytest.raises(ValueError, match='one hypothesis'):
         simulate_reference(SHAPE, np.tile(m, (2, 1)), np.tile(mu, (2, 1)), push, [0, 0, 0])
+
+
+def test_a_moving_contact_point_agrees_with_the_fast_simulator() -> None:
+    m, mu = maps(5)
+    steps = 100
+    f = np.zeros((steps, 2))
+    f[:70] = [1.5, 0.3]
+    p = np.column_stack((np.full(steps, -0.04), np.linspace(-0.005, 0.005, steps)))
+    push = WrenchPush.create(SHAPE, p, f, DT)
+    fast = simulate(SHAPE, m, mu, push, [0, 0, 0])
+    ref = simulate_reference(SHAPE, m, mu, push, [0, 0, 0])
+    dev = np.abs(cell_positions(SHAPE, fast.X_WO[0]) - cell_positions(SHAPE, ref.X_WO[0]))
+    assert dev.max() < 1e-7 and np.abs(ref.X_WO[0, -1, :2]).max() > 0.01
