@@ -39,6 +39,7 @@ class PushData:
         push: forces and contact points per step.
         X_WO0: (3,) observed pose at the first step.
         obs_steps: (J,) steps at which the pose was observed; X_obs: (J, 3) those poses.
+        p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays).
     """
 
     index: int
@@ -46,6 +47,7 @@ class PushData:
     X_WO0: FloatArray
     obs_steps: NDArray[np.int64]
     X_obs: FloatArray
+    p_WF: FloatArray
 
 
 def parse_range(text: str) -> list[int]:
@@ -195,7 +197,8 @@ def _push(
     push = WrenchPush.create(grid, contact, f, DT)
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / DT).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))
-    return PushData(index, push, X[0], obs_steps, X_obs)
+    p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
+    return PushData(index, push, X[0], obs_steps, X_obs, p_WF)
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,6 +30,9 @@ def test_pushes_replay_measured_forces_at_the_contact(bag: Path) -> None:
         assert all(contact_cell(grid, c) >= 0 for c in p.push.p_OC[force > 0])
         assert np.all(np.diff(p.obs_steps) >= 0) and p.obs_steps[-1] <= p.push.steps
         np.testing.assert_allclose(p.X_WO0, p.X_obs[0], atol=1e-9)
+        assert p.p_WF.shape == (p.push.steps + 1, 2)
+        # The fingertip path covers the stroke (3 to 7 cm plus the approach).
+        assert np.linalg.norm(p.p_WF[-1] - p.p_WF[0]) > 0.03
 
 
 def test_ground_truth_is_read_separately(bag: Path) -> None:
