@@ -11,7 +11,7 @@ fell, and its true maps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 
 import mujoco
@@ -25,7 +25,6 @@ from slide_sim.scene import Workcell, default_pose, object_extent, workcell_xml
 FloatArray = NDArray[np.float64]
 
 LIFT_Z = 0.12  # pusher travel height above the table [m]
-FT_DECIMATION = 1  # record the F/T sensor every physics step
 
 
 @dataclass
@@ -42,6 +41,7 @@ class PushRecording:
             the start of the push).
         travel, speed: commanded travel [m] and speed [m/s].
         start, end: indices in the arrays where the pusher's straight stroke began and ended.
+        fell: whether the object had fallen off the table by the end of the push.
     """
 
     t: FloatArray
@@ -55,7 +55,6 @@ class PushRecording:
     start: int
     end: int
     fell: bool = False
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class Twin:
