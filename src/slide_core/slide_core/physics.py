@@ -406,7 +406,6 @@ class _StepResult:
     in the body frame [N s]. general: (K,) True where the general problem was solved.
     pinned: (K,) the cell held at zero velocity by static friction, or -1.
     spin_mode: (K,) one of the _SPIN_* modes (explicit steps).
-    lam_tau: (K,) spin friction impulse (positive opposes positive spin).
     solutions: general solutions by hypothesis: (rows G, groups E, limits, cell of each
     row (-1: spin, -2: fingertip), solution), kept when asked for (gradients).
     vertex_dirs: (K, n, 2) for cells that broke away from rest in an explicit step, the
@@ -418,7 +417,6 @@ class _StepResult:
     general: NDArray[np.bool_]
     pinned: NDArray[np.int64]
     spin_mode: NDArray[np.int64]
-    lam_tau: FloatArray
     solutions: dict[
         int, tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], MlcpSolution]
     ]
@@ -453,18 +451,16 @@ def _general_rows(
     L: FloatArray,
     L_tau: float,
     angle: float,
-) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], NDArray[np.int64]]:
+) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64]]:
     """Support friction rows of one hypothesis at body twist ``nu`` (3,).
 
-    Returns G (r, 3), E (r, g), L_g (g,), the cell (or -1 for torsion) of each row, and a
-    flag per row: 1 when the row's direction came from the previous velocity.
+    Returns G (r, 3), E (r, g), L_g (g,) and the cell (or -1 for torsion) of each row.
     """
     u = model.J @ nu
     speed = np.linalg.norm(u, axis=1)
     rows: list[FloatArray] = []
     group: list[int] = []
     cell: list[int] = []
-    moving: list[int] = []
     limits: list[float] = []
     for i in range(model.grid.n):
         if L[i] <= 0.0:
@@ -473,15 +469,12 @@ def _general_rows(
         limits.append(float(L[i]))
         if speed[i] > MOVING_SPEED:
             dirs = (u[i] / speed[i])[None, :]
-            flag = 1
         else:
             dirs = polygon_directions(angle)
-            flag = 0
         for d in dirs:
             rows.append(model.J[i].T @ d)
             group.append(g_id)
             cell.append(i)
-            moving.append(flag)
     if L_tau > 0.0:
         g_id = len(limits)
         limits.append(float(L_tau))
@@ -490,11 +483,10 @@ def _general_rows(
             rows.append(np.array([0.0, 0.0, s]))
             group.append(g_id)
             cell.append(-1)
-            moving.append(0)
     G = np.array(rows).reshape(-1, 3)
     E = np.zeros((G.shape[0], len(limits)))
     E[np.arange(G.shape[0]), group] = 1.0
-    return G, E, np.array(limits), np.array(cell, dtype=np.int64), np.array(moving, dtype=np.int64)
+    return G, E, np.array(limits), np.array(cell, dtype=np.int64)
 
 
 def _polygon_contains(lam: FloatArray, limit: FloatArray, angle: FloatArray) -> NDArray[np.bool_]:
@@ -548,7 +540,6 @@ def _fast_step(
 
     nu_new = np.zeros((K, 3))
     impulse_B = np.zeros((K, 2))
-    lam_tau_out = np.zeros(K)
     spin_mode = np.full(K, -1, dtype=np.int64)
     solved = np.zeros(K, dtype=bool)
 
@@ -702,7 +693,6 @@ def _fast_step(
                 good = k[ok]
                 nu_new[good] = cand[ok]
                 impulse_B[good] = imp[ok]
-                lam_tau_out[good] = lam_tau[ok]
                 spin_mode[good] = sm
                 solved[good] = True
         return first
@@ -737,7 +727,7 @@ def _fast_step(
     general = ~solved
     solutions = {}
     for j in np.nonzero(general)[0]:
-        G, E, Lg, cells, _ = _general_rows(model, nu[j], L[j], float(L_tau[j]), angles[j])
+        G, E, Lg, cells = _general_rows(model, nu[j], L[j], float(L_tau[j]), angles[j])
         o = np.zeros(G.shape[0])
         tip = None
         if finger is not None and touching[j]:
@@ -757,9 +747,7 @@ def _fast_step(
             impulse_B[j] = -(n_out[j] * sol.lam_n + t_dir[j] * lam_t_k)
         if keep_solutions:
             solutions[int(j)] = (G, E, Lg, cells, sol)
-    return _StepResult(
-        nu_new, impulse_B, general, pinned, spin_mode, lam_tau_out, solutions, vertex_out
-    )
+    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, solutions, vertex_out)
 
 
 # -- the fast simulator -----------------------------------------------------------------------
