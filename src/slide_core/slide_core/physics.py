@@ -106,6 +106,7 @@ from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import lsq_linear
 
 from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, check_pose, rotation
@@ -410,6 +411,7 @@ class _StepResult:
     row (-1: spin, -2: fingertip), solution), kept when asked for (gradients).
     vertex_dirs: (K, n, 2) for cells that broke away from rest in an explicit step, the
     polygon vertex their friction pushes against (zeros for other cells).
+    stopped: (K,) the body came to rest within the step (friction absorbed its momentum).
     """
 
     nu: FloatArray
@@ -421,6 +423,7 @@ class _StepResult:
         int, tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], MlcpSolution]
     ]
     vertex_dirs: FloatArray
+    stopped: NDArray[np.bool_]
 
 
 def polygon_directions(angle: float) -> FloatArray:
@@ -487,6 +490,39 @@ def _general_rows(
     E = np.zeros((G.shape[0], len(limits)))
     E[np.arange(G.shape[0]), group] = 1.0
     return G, E, np.array(limits), np.array(cell, dtype=np.int64)
+
+
+def _stops(
+    model: RigidModel,
+    M: FloatArray,
+    nu: FloatArray,
+    P: FloatArray,
+    g: FloatArray,
+    L: FloatArray,
+    L_tau: float,
+    omega: float,
+) -> bool:
+    """Whether friction rows g (n, 3) with impulses in [0, L] and the spin row can absorb
+    the momentum M nu + P exactly (then the body stops within the step)."""
+    cols = [g[i] for i in range(len(L)) if L[i] > 0.0]
+    lo = [0.0] * len(cols)
+    hi = [float(v) for v in L if v > 0.0]
+    if L_tau > 0.0:
+        cols.append(np.array([0.0, 0.0, 1.0]))
+        spinning = abs(omega) * model.grid.cell_size > MOVING_SPEED
+        if spinning:  # one row against the previous spin
+            lo.append(min(0.0, math.copysign(L_tau, omega)))
+            hi.append(max(0.0, math.copysign(L_tau, omega)))
+        else:
+            lo.append(-L_tau)
+            hi.append(L_tau)
+    if not cols:
+        return False
+    A = np.array(cols).T  # (3, m)
+    b = M @ nu + P
+    sol = lsq_linear(A, b, bounds=(np.array(lo), np.array(hi)), method='bvls')
+    scale = 1e-12 + float(np.abs(b).max())
+    return bool(np.abs(A @ sol.x - b).max() <= 1e-9 * scale)
 
 
 def _polygon_contains(lam: FloatArray, limit: FloatArray, angle: FloatArray) -> NDArray[np.bool_]:
@@ -557,9 +593,12 @@ def _fast_step(
         o_n = -(np.einsum('ki,ki->k', n_out, v_BF) + gap / h)
         vt_F = np.einsum('ki,ki->k', t_dir, v_BF)
         touching = gap < h * np.linalg.norm(v_BF, axis=1) + 1e-3
-    angles = np.array(
-        [polygon_angle(P[k, :2], -n_out[k] if touching[k] else None) for k in range(K)]
-    )
+    # Polygon orientation per hypothesis, as polygon_angle: along the fingertip's push when
+    # it touches, else along the applied force, else the body's x axis.
+    along = P[:, :2].copy()
+    if finger is not None:
+        along[touching] = -n_out[touching]
+    angles = np.where(np.any(along != 0.0, axis=1), np.arctan2(along[:, 1], along[:, 0]), 0.0)
     # A body at rest with nothing acting on it (no applied impulse, a fingertip that does
     # not reach it during this step) stays at rest.
     reached = touching & (o_n > 0.0) if finger is not None else touching
@@ -569,7 +608,8 @@ def _fast_step(
 
     spin_modes = [_SPIN_SLIDING, _SPIN_FREE, _SPIN_STUCK, _SPIN_POS, _SPIN_NEG]
     contact_modes = ['none', 'stick', 'slide+', 'slide-'] if finger is not None else ['none']
-    polygons = np.stack([polygon_directions(a) for a in angles])  # (K, N_PYRAMID, 2)
+    phi = angles[:, None] + 2.0 * np.pi * np.arange(N_PYRAMID)[None, :] / N_PYRAMID
+    polygons = np.stack((np.cos(phi), np.sin(phi)), axis=2)  # (K, N_PYRAMID, 2)
     vertex_dirs = np.zeros((K, model.grid.n, 2))
 
     def enumerate_modes(
@@ -705,6 +745,7 @@ def _fast_step(
     breaking = ~solved & (n_rest >= 1)
     guess = nu_0.copy()
     vertex_out = np.zeros((K, model.grid.n, 2))
+    stopped = np.zeros(K, dtype=bool)
     for _ in range(4):
         if not breaking.any():
             break
@@ -723,6 +764,20 @@ def _fast_step(
         breaking &= ~solved
         guess = np.where(np.isnan(first), guess, first)
     pinned = np.where(np.any(vertex_out != 0.0, axis=(1, 2)), -1, pinned)
+
+    # Coming to rest: with every cell sliding (one friction row each, impulse in [0, L_i])
+    # and no fingertip, the body stops within the step if friction impulses within their
+    # limits can absorb its momentum. Any such impulses satisfy every complementarity
+    # condition with v' = 0, and the velocity solution is unique: a bounded least-squares
+    # feasibility check decides it.
+    for j in np.nonzero(~solved & (n_rest == 0) & ~touching)[0]:
+        stop = _stops(model, M[j], nu[j], P[j], g[j], L[j] * sliding[j], float(L_tau[j]), nu[j, 2])
+        if stop:
+            nu_new[j] = 0.0
+            impulse_B[j] = 0.0
+            spin_mode[j] = _SPIN_STUCK if not spinning[j] else _SPIN_FREE
+            solved[j] = True
+            stopped[j] = True
 
     general = ~solved
     solutions = {}
@@ -747,7 +802,9 @@ def _fast_step(
             impulse_B[j] = -(n_out[j] * sol.lam_n + t_dir[j] * lam_t_k)
         if keep_solutions:
             solutions[int(j)] = (G, E, Lg, cells, sol)
-    return _StepResult(nu_new, impulse_B, general, pinned, spin_mode, solutions, vertex_out)
+    return _StepResult(
+        nu_new, impulse_B, general, pinned, spin_mode, solutions, vertex_out, stopped
+    )
 
 
 # -- the fast simulator -----------------------------------------------------------------------

@@ -212,10 +212,11 @@ def _step_jacobians(
         & (step.pinned < 0)
         & (step.spin_mode != _SPIN_STUCK)
         & ~np.any(step.vertex_dirs != 0.0, axis=(1, 2))
+        & ~step.stopped
     )
     if simple.any():
         _explicit_jacobians(model, M, m, mu, L, h, nu, step, simple, d_nu, d_P, d_m, d_mu)
-    for k in np.nonzero(~simple)[0]:
+    for k in np.nonzero(~simple & ~step.stopped)[0]:  # a stop's sensitivity is zero
         b, moving, eq, s_tau = _structure(model, nu[k], nu_new[k], L[k], step, int(k))
         if not moving.any() and s_tau == 0.0 and not np.any(nu_new[k]):
             continue  # held at rest: locally constant, zero sensitivity
