@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, rotation
-from slide_core.physics import WrenchPush
+from slide_core.physics import RigidModel, WrenchPush
 
 DT = 0.004  # s, the replay's time step
 CONTACT_FORCE_N = 0.05  # below this the fingertip is taken as not touching
@@ -95,12 +95,6 @@ def read_grid(msg: Any) -> Grid:
     return Grid(
         float(msg.cell_size), occupancy.reshape(rows, cols) > 0, heights.reshape(rows, cols)
     )
-
-
-def _closest_on_cells(grid: Grid, p_O: FloatArray) -> FloatArray:
-    half = grid.cell_size / 2.0
-    q = grid.p_OC + np.clip(p_O - grid.p_OC, -half, half)
-    return np.asarray(q[np.argmin(np.linalg.norm(q - p_O, axis=1))], dtype=float)
 
 
 def read_pushes(path: str | Path, indices: list[int] | None = None) -> tuple[Grid, list[PushData]]:
@@ -187,13 +181,16 @@ def _push(
     X_mid = (X[:-1] + X[1:]) / 2
     contact = np.zeros((steps, 2))
     last = grid.p_OC[0]
+    model = RigidModel.of(grid)
     for s in range(steps):
         if np.linalg.norm(f[s]) < CONTACT_FORCE_N:
             f[s] = 0.0
             contact[s] = last
             continue
         p_O = rotation(X_mid[s, 2]).T @ (tip[s] - X_mid[s, :2])
-        contact[s] = last = _closest_on_cells(grid, p_O)
+        # The point of the object's cells closest to the fingertip (RigidModel works at G).
+        q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
+        contact[s] = last = q_B[0] + model.p_OG
     push = WrenchPush.create(grid, contact, f, DT)
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / DT).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))

@@ -433,19 +433,19 @@ def polygon_directions(angle: float) -> FloatArray:
     return np.column_stack((np.cos(a), np.sin(a)))
 
 
-def polygon_angle(f: FloatArray, n_in: FloatArray | None) -> float:
-    """Orientation of the friction polygons of resting cells, in the frame of ``f``.
+def polygon_angles(along: FloatArray) -> FloatArray:
+    """Orientations (K,) of resting cells' friction polygons from directions (K, 2).
 
-    A vertex points along the fingertip's push direction ``n_in`` when it touches the
-    object, else along the applied force ``f``, else along the frame's x axis. Along that
-    direction the polygon's limit equals the Coulomb limit exactly, so a straight push
-    below the friction limit sticks and one above it breaks away, as with a true cone.
+    The caller passes, per hypothesis, the fingertip's push direction when it touches the
+    object, else the applied force. A vertex points along it (0 where it is zero: the
+    frame's x axis): along that direction the polygon's limit equals the Coulomb limit
+    exactly, so a straight push below the friction limit sticks and one above it breaks
+    away, as with a true cone.
     """
-    if n_in is not None:
-        return float(np.arctan2(n_in[1], n_in[0]))
-    if f[0] != 0.0 or f[1] != 0.0:
-        return float(np.arctan2(f[1], f[0]))
-    return 0.0
+    return np.asarray(
+        np.where(np.any(along != 0.0, axis=1), np.arctan2(along[:, 1], along[:, 0]), 0.0),
+        dtype=float,
+    )
 
 
 def _general_rows(
@@ -593,12 +593,11 @@ def _fast_step(
         o_n = -(np.einsum('ki,ki->k', n_out, v_BF) + gap / h)
         vt_F = np.einsum('ki,ki->k', t_dir, v_BF)
         touching = gap < h * np.linalg.norm(v_BF, axis=1) + 1e-3
-    # Polygon orientation per hypothesis, as polygon_angle: along the fingertip's push when
-    # it touches, else along the applied force, else the body's x axis.
+    # Polygon orientation per hypothesis: along the fingertip's push, else the force.
     along = P[:, :2].copy()
     if finger is not None:
         along[touching] = -n_out[touching]
-    angles = np.where(np.any(along != 0.0, axis=1), np.arctan2(along[:, 1], along[:, 0]), 0.0)
+    angles = polygon_angles(along)
     # A body at rest with nothing acting on it (no applied impulse, a fingertip that does
     # not reach it during this step) stays at rest.
     reached = touching & (o_n > 0.0) if finger is not None else touching

@@ -40,7 +40,7 @@ from slide_core.physics import (
     _limits,
     _start_state,
     check_params,
-    polygon_angle,
+    polygon_angles,
     polygon_directions,
 )
 
@@ -85,21 +85,23 @@ def _weld_jacobian(p: FloatArray, th: FloatArray, tree: NDArray[np.int64]) -> Fl
     return J
 
 
-def _fingertip_normal_in(
+def _fingertip_contact(
     push: FingertipPush, t: int, p: FloatArray, Rc: FloatArray, w: float, h: float
-) -> FloatArray | None:
-    """Unit push direction (into the object) of a fingertip that touches it at step t."""
+) -> tuple[int, FloatArray, FloatArray, float, FloatArray] | None:
+    """The fingertip's contact at step t, when it touches (or will within the step):
+    (cell, closest point q (world), outward normal, gap [m], fingertip velocity)."""
     p_F = push.p_WF[t]
     v_F = (push.p_WF[t + 1] - p_F) / h
-    local = (p_F - p) @ Rc
+    local = (p_F - p) @ Rc  # fingertip in each cell's frame
     q_local = np.clip(local, -w / 2.0, w / 2.0)
     dist = np.linalg.norm(local - q_local, axis=1)
     c = int(np.argmin(dist))
-    if dist[c] - push.radius >= h * float(np.linalg.norm(v_F)) + 1e-3:
+    gap = float(dist[c]) - push.radius
+    if gap >= h * float(np.linalg.norm(v_F)) + 1e-3:
         return None
     q = p[c] + Rc @ q_local[c]
     n_out = (p_F - q) / dist[c] if dist[c] > 0 else Rc @ np.array([1.0, 0.0])
-    return np.asarray(-n_out, dtype=float)
+    return c, q, np.asarray(n_out, dtype=float), gap, v_F
 
 
 def simulate_reference(
@@ -164,17 +166,18 @@ def simulate_reference(
         limits: list[float] = []
         finger = None
         Rc = rotation(cells_th[0])
+        contact = None
+        if isinstance(push, FingertipPush):
+            contact = _fingertip_contact(push, t, p, Rc, w, h)
         # Friction polygons of resting cells: turned like the fast simulator's (a vertex
         # along the fingertip's push or the applied force, else the body's x axis).
-        n_in = None
-        if isinstance(push, FingertipPush):
-            n_in = _fingertip_normal_in(push, t, p, Rc, w, h)
-        if n_in is not None:
-            angle = polygon_angle(n_in, None)
-        elif isinstance(push, WrenchPush) and np.any(push.f_W[t] != 0.0):
-            angle = polygon_angle(push.f_W[t], None)
+        if contact is not None:
+            along = -contact[2]
+        elif isinstance(push, WrenchPush):
+            along = push.f_W[t]
         else:
-            angle = cells_th[0]
+            along = np.zeros(2)
+        angle = float(polygon_angles(along[None])[0]) if np.any(along) else cells_th[0]
         polygon = polygon_directions(angle)
         # Support friction: per cell, translation and spin.
         for i in range(n):
@@ -207,33 +210,23 @@ def simulate_reference(
             r = p_C - p[c]
             P[3 * c : 3 * c + 2] = h * f
             P[3 * c + 2] = h * (r[0] * f[1] - r[1] * f[0] + push.tau[t])
-        else:
-            p_F = push.p_WF[t]
-            v_F = (push.p_WF[t + 1] - p_F) / h
-            half = w / 2.0
-            local = (p_F - p) @ Rc  # fingertip in each cell's frame
-            q_local = np.clip(local, -half, half)
-            dist = np.linalg.norm(local - q_local, axis=1)
-            c = int(np.argmin(dist))
-            gap = float(dist[c]) - push.radius
-            if gap < h * float(np.linalg.norm(v_F)) + 1e-3:
-                q = p[c] + Rc @ q_local[c]
-                n_out = (p_F - q) / dist[c] if dist[c] > 0 else Rc @ np.array([1.0, 0.0])
-                t_dir = _S @ n_out
-                r = q - p[c]
-                g_n = np.zeros(3 * n)
-                g_n[3 * c : 3 * c + 2] = n_out
-                g_n[3 * c + 2] = r[0] * n_out[1] - r[1] * n_out[0]
-                g_t = np.zeros(3 * n)
-                g_t[3 * c : 3 * c + 2] = t_dir
-                g_t[3 * c + 2] = r[0] * t_dir[1] - r[1] * t_dir[0]
-                gid = len(limits)
-                limits.append(0.0)
-                vt = float(t_dir @ v_F)
-                rows += [g_t, -g_t]
-                offsets += [-vt, vt]
-                groups += [gid, gid]
-                finger = (g_n, -(float(n_out @ v_F) + gap / h), gid, n_out, t_dir)
+        elif contact is not None:
+            c, q, n_out, gap, v_F = contact
+            t_dir = _S @ n_out
+            r = q - p[c]
+            g_n = np.zeros(3 * n)
+            g_n[3 * c : 3 * c + 2] = n_out
+            g_n[3 * c + 2] = r[0] * n_out[1] - r[1] * n_out[0]
+            g_t = np.zeros(3 * n)
+            g_t[3 * c : 3 * c + 2] = t_dir
+            g_t[3 * c + 2] = r[0] * t_dir[1] - r[1] * t_dir[0]
+            gid = len(limits)
+            limits.append(0.0)
+            vt = float(t_dir @ v_F)
+            rows += [g_t, -g_t]
+            offsets += [-vt, vt]
+            groups += [gid, gid]
+            finger = (g_n, -(float(n_out @ v_F) + gap / h), gid, n_out, t_dir)
         G = np.array(rows).reshape(-1, 3 * n)
         E = np.zeros((G.shape[0], len(limits)))
         E[np.arange(G.shape[0]), groups] = 1.0
