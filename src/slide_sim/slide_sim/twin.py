@@ -11,6 +11,7 @@ fell, and its true maps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import math
 
@@ -171,7 +172,13 @@ class Twin:
         for _ in range(int(round(seconds / self.model.opt.timestep))):
             mujoco.mj_step(self.model, self.data)
 
-    def _move(self, target: FloatArray, speed: float, log: list[tuple] | None = None) -> None:
+    def _move(
+        self,
+        target: FloatArray,
+        speed: float,
+        log: list[tuple] | None = None,
+        on_step: Callable[[], None] | None = None,
+    ) -> None:
         """Drive the pusher's set point in a straight line to ``target`` at ``speed``."""
         start = np.array(self.data.ctrl[:3], dtype=float)
         distance = float(np.linalg.norm(target - start))
@@ -182,6 +189,8 @@ class Twin:
             mujoco.mj_step(self.model, self.data)
             if log is not None:
                 log.append(self._sample())
+            if on_step is not None:
+                on_step()
 
     def _sample(self) -> tuple:
         return (self.time, self.object_pose(), self.fingertip(), self.wrench())
@@ -194,12 +203,15 @@ class Twin:
         speed: float = 0.05,
         approach: float = 0.02,
         retract: float = 0.02,
+        on_step: Callable[[], None] | None = None,
     ) -> PushRecording:
         """Push once: ``contact_O`` and ``direction_O`` in the object frame at the start.
 
         The fingertip starts ``approach`` metres plus its radius before the contact point,
         drives ``approach + travel`` along the direction at ``speed`` m/s, pulls back by
-        ``retract`` and lifts. Raises SlideInputError on a non-positive travel or speed.
+        ``retract`` and lifts. ``on_step`` is called after every physics step while the
+        fingertip pushes and the object comes to rest (to render camera frames, say).
+        Raises SlideInputError on a non-positive travel or speed.
         """
         if not (travel > 0 and speed > 0 and approach >= 0):
             raise SlideInputError('travel and speed must be positive and approach >= 0')
@@ -227,12 +239,14 @@ class Twin:
         self.settle(0.05)
         i0 = len(log)
         log.append(self._sample())
-        self._move(np.array([*end, 0.0]), speed, log)
+        self._move(np.array([*end, 0.0]), speed, log, on_step)
         i1 = len(log) - 1
         # Let the object come to rest before retracting (free sliding is data too).
         for _ in range(int(0.3 / self.model.opt.timestep)):
             mujoco.mj_step(self.model, self.data)
             log.append(self._sample())
+            if on_step is not None:
+                on_step()
         back = end - u_W * retract
         self._move(np.array([*back, 0.0]), speed, log)
         self._move(np.array([*back, lift]), 0.1)

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 NAME = 'bench'
-HELP = 'run a benchmark suite and print its figures (physics, ft)'
+HELP = 'run a benchmark suite and print its figures (physics, ft, perception)'
 
-SUITES = ('physics', 'ft')
+SUITES = ('physics', 'ft', 'perception')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action='store_true',
         help='physics: skip the slow reference simulator (no speedup or agreement figures)',
     )
+    parser.add_argument(
+        '--objects',
+        nargs='+',
+        metavar='NAME',
+        help='perception: library objects to use (default: all)',
+    )
+    parser.add_argument(
+        '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
+    )
+    parser.add_argument('--seed', type=int, default=0, help='perception: random seed')
 
 
 def _progress(message: str) -> None:
@@ -33,6 +43,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from slide_core import bench_physics
 
         result = bench_physics.run(progress=_progress, reference=not args.no_reference)
+    elif args.suite == 'perception':
+        from slide_sim import bench_perception
+
+        result = bench_perception.run(args.objects, args.poses, args.seed, progress=_progress)
     else:
         from ati_netft import bench as bench_ft
 
@@ -42,8 +56,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def format_text(result: dict[str, Any]) -> str:
+    def text(value: Any) -> str:
+        if isinstance(value, float):
+            return f'{value:.6g}'
+        if isinstance(value, dict):
+            return ', '.join(f'{k} {text(v)}' for k, v in value.items())
+        return str(value)
+
     lines = []
     for key, value in result.items():
-        text = f'{value:.6g}' if isinstance(value, float) else str(value)
-        lines.append(f'{key:32s} {text}')
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            lines.append(f'{key}:')
+            lines.extend(f'  {k:30s} {text(v)}' for k, v in value.items())
+        else:
+            lines.append(f'{key:32s} {text(value)}')
     return '\n'.join(lines)
