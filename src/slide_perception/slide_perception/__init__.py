@@ -1,0 +1,1 @@
+"""ROS 2 edge of slide_core.perception."""

@@ -1,0 +1,325 @@
+"""ROS 2 perception node: point cloud to object grid and tracked SE(2) pose.
+
+Subscribes to ``points`` (sensor_msgs/PointCloud2; remap it to realsense2_camera's
+``/camera/camera/depth/color/points``), or captures from a RealSense through pyrealsense2
+(``source:=pyrealsense2``). The cloud is expected in the camera's optical frame; the
+extrinsics file gives the optical frame in the table frame. ``pusher/pose`` and
+``gripper/pose`` (geometry_msgs/PoseStamped in the table frame) are cut out of the cloud.
+
+Publishes ``object/grid`` (slide_interfaces/ObjectGrid, latched), ``object/pose``
+(PoseStamped), ``object/cloud`` (the segmented points), ``object/markers`` (MarkerArray)
+and ``/diagnostics`` (what the last frame gave: ok or why there is no grid or pose).
+Service ``~/reacquire`` (std_srvs/Trigger) forgets the object; the next frame acquires it.
+
+    ros2 run slide_perception perception_node --ros-args \\
+        -p extrinsics_file:=/path/to/camera.yaml \\
+        -r points:=/camera/camera/depth/color/points
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+from sensor_msgs.msg import PointCloud2, PointField
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from slide_core.errors import SlideInputError
+from slide_core.grid import rotation
+from slide_core.perception import (
+    KeepOut,
+    ObjectEstimate,
+    PerceptionConfig,
+    PerceptionError,
+    PoseTracker,
+    acquire,
+    load_extrinsics,
+    to_table_frame,
+)
+from slide_interfaces.msg import ObjectGrid
+from slide_perception.convert import cloud_to_xyz, grid_to_msg, set_pose, xyz_to_cloud
+
+CLOUD_QOS = qos_profile_sensor_data
+LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+POSE_QOS = QoSProfile(depth=10)
+DIAGNOSTICS_QOS = QoSProfile(depth=10)
+
+
+def _range(lo: float, hi: float) -> list[FloatingPointRange]:
+    return [FloatingPointRange(from_value=lo, to_value=hi)]
+
+
+class PerceptionNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('perception', **kwargs)
+        p = self.declare_parameter
+        extrinsics = p(
+            'extrinsics_file',
+            '',
+            ParameterDescriptor(description='YAML with the camera optical frame in the table'),
+        ).value
+        self.table_frame = p(
+            'table_frame', 'table', ParameterDescriptor(description='frame of grid and pose')
+        ).value
+        source = p(
+            'source',
+            'topic',
+            ParameterDescriptor(description='topic (PointCloud2 on points) or pyrealsense2'),
+        ).value
+        cell_size = p(
+            'cell_size',
+            0.02,
+            ParameterDescriptor(
+                description='grid cell edge [m]', floating_point_range=_range(0.005, 0.1)
+            ),
+        ).value
+        ws_min = p(
+            'workspace_min',
+            [-0.2, -0.7, -0.05],
+            ParameterDescriptor(description='workspace box corner in the table frame [m]'),
+        ).value
+        ws_max = p(
+            'workspace_max',
+            [1.0, 0.7, 0.4],
+            ParameterDescriptor(description='workspace box corner in the table frame [m]'),
+        ).value
+        min_fitness = p(
+            'min_fitness',
+            0.6,
+            ParameterDescriptor(
+                description='least share of the outline matched for a pose',
+                floating_point_range=_range(0.05, 1.0),
+            ),
+        ).value
+        rate = p(
+            'rate_hz',
+            30.0,
+            ParameterDescriptor(
+                description='most frames processed per second',
+                floating_point_range=_range(0.5, 120.0),
+            ),
+        ).value
+        self.pusher_radius = p(
+            'pusher_keep_out_radius',
+            0.014,
+            ParameterDescriptor(
+                description='radius cut out around the pusher pose [m]',
+                floating_point_range=_range(0.0, 0.2),
+            ),
+        ).value
+        self.gripper_radius = p(
+            'gripper_keep_out_radius',
+            0.07,
+            ParameterDescriptor(
+                description='radius cut out around the gripper pose [m]',
+                floating_point_range=_range(0.0, 0.5),
+            ),
+        ).value
+        decimation = p(
+            'decimation',
+            2,
+            ParameterDescriptor(
+                description='pyrealsense2 source: decimation filter magnitude',
+                integer_range=[IntegerRange(from_value=1, to_value=8, step=1)],
+            ),
+        ).value
+        serial = p(
+            'serial', '', ParameterDescriptor(description='pyrealsense2 source: camera serial')
+        ).value
+        if not extrinsics:
+            raise SlideInputError('perception needs the extrinsics_file parameter (X_TC)')
+        self.R_TC, self.p_TC = load_extrinsics(extrinsics)
+        self.config = PerceptionConfig(
+            cell_size=cell_size,
+            workspace_min=tuple(ws_min),
+            workspace_max=tuple(ws_max),
+            min_fitness=min_fitness,
+        )
+        self.estimate: ObjectEstimate | None = None
+        self.tracker: PoseTracker | None = None
+        self._lock = threading.Lock()
+        self._cloud: tuple[Any, np.ndarray] | None = None  # (stamp, p_C)
+        self._pusher: np.ndarray | None = None
+        self._gripper: np.ndarray | None = None
+
+        self.pub_grid = self.create_publisher(ObjectGrid, 'object/grid', LATCHED_QOS)
+        self.pub_pose = self.create_publisher(PoseStamped, 'object/pose', POSE_QOS)
+        self.pub_cloud = self.create_publisher(PointCloud2, 'object/cloud', CLOUD_QOS)
+        self.pub_markers = self.create_publisher(MarkerArray, 'object/markers', LATCHED_QOS)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
+        self.create_subscription(PoseStamped, 'pusher/pose', self._on_pusher, POSE_QOS)
+        self.create_subscription(PoseStamped, 'gripper/pose', self._on_gripper, POSE_QOS)
+        self.create_service(Trigger, '~/reacquire', self._reacquire)
+        self.capture = None
+        if source == 'topic':
+            self.create_subscription(PointCloud2, 'points', self._on_cloud, CLOUD_QOS)
+        elif source == 'pyrealsense2':
+            from slide_perception.realsense import FilterSettings, RealSenseCapture
+
+            self.capture = RealSenseCapture(serial, settings=FilterSettings(decimation))
+        else:
+            raise SlideInputError(f'source must be topic or pyrealsense2, got {source!r}')
+        self.create_timer(1.0 / rate, self._step)
+        self.get_logger().info(
+            f'perception: {source}, cells {cell_size * 100:g} cm, table frame {self.table_frame!r}'
+        )
+
+    # -- callbacks: store and return ----------------------------------------------------------
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        try:
+            p_C = cloud_to_xyz(msg)
+        except SlideInputError as exc:
+            self._report(DiagnosticStatus.ERROR, 'bad_cloud', str(exc))
+            return
+        with self._lock:
+            self._cloud = (msg.header.stamp, p_C)
+
+    def _planar(self, msg: PoseStamped) -> np.ndarray | None:
+        if msg.header.frame_id and msg.header.frame_id != self.table_frame:
+            self.get_logger().warn(
+                f'a keep-out pose in {msg.header.frame_id!r} is ignored: publish it in '
+                f'{self.table_frame!r}',
+                throttle_duration_sec=5.0,
+            )
+            return None
+        q = msg.pose.position
+        return np.array([q.x, q.y, q.z])
+
+    def _on_pusher(self, msg: PoseStamped) -> None:
+        self._pusher = self._planar(msg)
+
+    def _on_gripper(self, msg: PoseStamped) -> None:
+        self._gripper = self._planar(msg)
+
+    def _reacquire(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            self.estimate = None
+            self.tracker = None
+        response.success = True
+        response.message = 'object forgotten: the next frame acquires it'
+        return response
+
+    # -- work ---------------------------------------------------------------------------------
+    def _keep_out(self) -> tuple[KeepOut, ...]:
+        bodies = []
+        if self._pusher is not None and self.pusher_radius > 0:
+            bodies.append(KeepOut(tuple(self._pusher), self.pusher_radius, 0.05))
+        if self._gripper is not None and self.gripper_radius > 0:
+            bodies.append(KeepOut(tuple(self._gripper), self.gripper_radius, 0.1))
+        return tuple(bodies)
+
+    def _step(self) -> None:
+        if self.capture is not None:
+            try:
+                cloud = (self.get_clock().now().to_msg(), self.capture.points())
+            except (RuntimeError, SlideInputError) as exc:
+                self._report(DiagnosticStatus.ERROR, 'no_frames', str(exc))
+                return
+        else:
+            with self._lock:
+                cloud, self._cloud = self._cloud, None
+        if cloud is None:
+            return
+        stamp, p_C = cloud
+        t0 = time.perf_counter()
+        p_T = to_table_frame(p_C, self.R_TC, self.p_TC)
+        keep_out = self._keep_out()
+        try:
+            if self.tracker is None:
+                estimate = acquire(p_T, self.config, keep_out)
+                self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
+                X_TO = estimate.X_TO
+                self._publish_grid(estimate, stamp)
+                detail = {'cells': str(estimate.grid.n)}
+            else:
+                result = self.tracker.update(p_T, keep_out)
+                X_TO = result.X_TO
+                detail = {
+                    'fitness': f'{result.fitness:.3f}',
+                    'rmse_mm': f'{result.rmse * 1e3:.2f}',
+                }
+        except PerceptionError as exc:
+            self._report(DiagnosticStatus.WARN, exc.status.value, str(exc))
+            return
+        pose = PoseStamped()
+        pose.header.stamp = stamp
+        pose.header.frame_id = self.table_frame
+        set_pose(pose.pose, X_TO)
+        self.pub_pose.publish(pose)
+        if self.pub_cloud.get_subscription_count() and self.estimate is not None:
+            model = self.estimate.model_O
+            p = np.column_stack(
+                (X_TO[:2] + model[:, :2] @ rotation(float(X_TO[2])).T, model[:, 2])
+            )
+            cloud_msg = PointCloud2()
+            cloud_msg.header = pose.header
+            self.pub_cloud.publish(xyz_to_cloud(p, cloud_msg, PointField))
+        detail['ms'] = f'{(time.perf_counter() - t0) * 1000:.1f}'
+        self._report(DiagnosticStatus.OK, 'ok', 'tracking', detail)
+
+    def _publish_grid(self, estimate: ObjectEstimate, stamp: Any) -> None:
+        msg = ObjectGrid()
+        msg.header.stamp = stamp
+        msg.header.frame_id = self.table_frame
+        self.pub_grid.publish(grid_to_msg(estimate.grid, estimate.X_TO, msg))
+        self.pub_markers.publish(self._markers(estimate, stamp))
+
+    def _markers(self, estimate: ObjectEstimate, stamp: Any) -> MarkerArray:
+        grid, X = estimate.grid, estimate.X_TO
+        R = rotation(float(X[2]))
+        heights = grid.heights[grid.occupancy]
+        markers = []
+        for i, (p_OC, h) in enumerate(zip(grid.p_OC, heights, strict=True)):
+            m = Marker()
+            m.header.stamp = stamp
+            m.header.frame_id = self.table_frame
+            m.ns, m.id, m.type, m.action = 'object_cells', i, Marker.CUBE, Marker.ADD
+            p_T = X[:2] + R @ p_OC
+            set_pose(m.pose, np.array([p_T[0], p_T[1], X[2]]))
+            m.pose.position.z = float(h) / 2
+            m.scale.x = m.scale.y = grid.cell_size * 0.95
+            m.scale.z = max(float(h), 1e-3)
+            m.color.r, m.color.g, m.color.b, m.color.a = 0.3, 0.45, 0.8, 0.8
+            markers.append(m)
+        return MarkerArray(markers=markers)
+
+    def _report(
+        self, level: int, status: str, message: str, values: dict[str, str] | None = None
+    ) -> None:
+        diag = DiagnosticStatus(name='perception', level=level, message=message)
+        diag.hardware_id = 'camera'
+        diag.values = [KeyValue(key='status', value=status)] + [
+            KeyValue(key=k, value=v) for k, v in (values or {}).items()
+        ]
+        array = DiagnosticArray(status=[diag])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(array)
+
+    def destroy_node(self) -> None:
+        if self.capture is not None:
+            self.capture.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = PerceptionNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()

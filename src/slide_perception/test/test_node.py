@@ -1,0 +1,145 @@
+"""The perception node over real DDS, fed with the twin camera's clouds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
+from slide_perception.convert import msg_to_grid, pose_to_planar, xyz_to_cloud  # noqa: E402
+from slide_perception.node import PerceptionNode  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from slide_core.objects import load_object  # noqa: E402
+from slide_interfaces.msg import ObjectGrid  # noqa: E402
+from slide_sim.camera import RgbdCamera, point_cloud  # noqa: E402
+from slide_sim.twin import Twin  # noqa: E402
+
+EXTRINSICS = Path(__file__).resolve().parents[3] / 'config' / 'twin_camera.yaml'
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = PerceptionNode(
+            context=self.context,
+            parameter_overrides=[Parameter('extrinsics_file', value=str(EXTRINSICS))],
+        )
+        self.probe = rclpy.create_node('probe', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.poses: list[PoseStamped] = []
+        self.diagnostics: list[DiagnosticStatus] = []
+        self.probe.create_subscription(PoseStamped, '/object/pose', self.poses.append, 10)
+        self.probe.create_subscription(
+            DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(m.status), 10
+        )
+        self.cloud_pub = self.probe.create_publisher(
+            PointCloud2, '/points', qos_profile_sensor_data
+        )
+
+    def spin_until(self, condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.01)
+            if condition():
+                return True
+        return False
+
+    def send(self, points_C: np.ndarray) -> None:
+        msg = xyz_to_cloud(points_C, PointCloud2(), PointField)
+        msg.header.frame_id = 'camera_color_optical_frame'
+        self.cloud_pub.publish(msg)
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        self.probe.destroy_node()
+        self.executor.shutdown()
+        rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    h = Harness()
+    yield h
+    h.close()
+
+
+def statuses(h: Harness) -> list[str]:
+    return [v.value for s in h.diagnostics for v in s.values if v.key == 'status']
+
+
+def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
+    h = harness
+    spec = load_object('box')
+    twin = Twin(spec, (0.4, -0.1, 0.4))
+    with RgbdCamera(twin.model) as camera:
+        cloud_C = point_cloud(camera.capture(twin.data), world=False)
+        assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
+        h.send(cloud_C)
+        assert h.spin_until(lambda: len(h.poses) >= 1)
+        # A late subscriber still gets the grid (latched).
+        grids: list[ObjectGrid] = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        h.probe.create_subscription(ObjectGrid, '/object/grid', grids.append, latched)
+        assert h.spin_until(lambda: len(grids) == 1)
+        grid, X_grid = msg_to_grid(grids[0])
+        assert grids[0].header.frame_id == 'table'
+        assert grid.n == spec.grid.n
+        X0 = pose_to_planar(h.poses[0].pose)
+        assert np.allclose(X0, X_grid)
+
+        # Move the object 2 cm and turn it 5 degrees: the pose follows.
+        q = twin.model.jnt_qposadr[0]
+        twin.data.qpos[q] += 0.02
+        twin.data.qpos[q + 3 : q + 7] = [np.cos(0.2 + 0.0436), 0, 0, np.sin(0.2 + 0.0436)]
+        twin.settle(0.05)
+        h.send(point_cloud(camera.capture(twin.data), world=False))
+        assert h.spin_until(lambda: len(h.poses) >= 2)
+        X1 = pose_to_planar(h.poses[-1].pose)
+        assert np.linalg.norm(X1[:2] - X0[:2] - [0.02, 0.0]) < 0.003
+        assert abs(abs(X1[2] - X0[2]) - np.radians(5)) < np.radians(1)
+
+        # An all-NaN cloud: a status, no pose.
+        n = len(h.poses)
+        h.send(np.full((100, 3), np.nan))
+        assert h.spin_until(lambda: 'empty_cloud' in statuses(h))
+        assert len(h.poses) == n
+
+    # Reacquire: the next frame (with nothing on the table) says so.
+    client = h.probe.create_client(Trigger, '/perception/reacquire')
+    assert client.wait_for_service(timeout_sec=5.0)
+    future = client.call_async(Trigger.Request())
+    assert h.spin_until(future.done)
+    assert future.result().success
+    empty_twin = Twin(spec, (0.4, -0.1, 0.4))
+    q = empty_twin.model.jnt_qposadr[0]
+    empty_twin.data.qpos[q : q + 3] = [3.0, 0.0, -1.0]  # off the table, out of view
+    empty_twin.settle(0.01)
+    with RgbdCamera(empty_twin.model) as camera:
+        h.send(point_cloud(camera.capture(empty_twin.data), world=False))
+    assert h.spin_until(lambda: 'no_object' in statuses(h))
+    assert len(h.poses) == n
+
+
+def test_missing_extrinsics_is_a_clear_error():
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match='extrinsics_file'):
+            PerceptionNode(context=context)
+    finally:
+        rclpy.shutdown(context=context)
