@@ -194,13 +194,14 @@ class ObjectEstimate:
 
 @dataclass(frozen=True)
 class TrackResult:
-    """One tracked frame: pose X_TO (3,), ICP fitness (share of model points matched),
-    inlier RMSE [m], and the number of object points seen."""
+    """One tracked frame: pose X_TO (3,), fitness (share of the visible outline within
+    the fine tolerance of the acquired one), inlier RMSE [m], and the object's points p_T
+    (M, 3) in this frame."""
 
     X_TO: FloatArray
     fitness: float
     rmse: float
-    points: int
+    points_T: FloatArray
 
 
 # -- inputs ---------------------------------------------------------------------------------
@@ -498,7 +499,7 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     p_TO = mean + R @ centre_P
     X_TO = np.array([p_TO[0], p_TO[1], yaw])
     model_xy = (xy - p_TO) @ R
-    model = np.column_stack((model_xy, np.zeros(model_xy.shape[0])))
+    model = np.column_stack((model_xy, seg.heights))
     return ObjectEstimate(grid, X_TO, model, seg.table)
 
 
@@ -626,7 +627,7 @@ class PoseTracker:
                 f'{moved * 1000:.0f} mm (max {cfg.max_motion * 1000:.0f})',
             )
         self.X_TO = X
-        return TrackResult(X, fitness, rmse, int(xy.shape[0]))
+        return TrackResult(X, fitness, rmse, p[keep])
 
 
 def _se2_matrix(X: FloatArray) -> FloatArray:

@@ -238,11 +238,15 @@ class PerceptionNode(Node):
                 estimate = acquire(p_T, self.config, keep_out)
                 self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
                 X_TO = estimate.X_TO
+                model = estimate.model_O
+                segmented = np.column_stack(
+                    (X_TO[:2] + model[:, :2] @ rotation(float(X_TO[2])).T, model[:, 2])
+                )
                 self._publish_grid(estimate, stamp)
                 detail = {'cells': str(estimate.grid.n)}
             else:
                 result = self.tracker.update(p_T, keep_out)
-                X_TO = result.X_TO
+                X_TO, segmented = result.X_TO, result.points_T
                 detail = {
                     'fitness': f'{result.fitness:.3f}',
                     'rmse_mm': f'{result.rmse * 1e3:.2f}',
@@ -255,14 +259,10 @@ class PerceptionNode(Node):
         pose.header.frame_id = self.table_frame
         set_pose(pose.pose, X_TO)
         self.pub_pose.publish(pose)
-        if self.pub_cloud.get_subscription_count() and self.estimate is not None:
-            model = self.estimate.model_O
-            p = np.column_stack(
-                (X_TO[:2] + model[:, :2] @ rotation(float(X_TO[2])).T, model[:, 2])
-            )
+        if self.pub_cloud.get_subscription_count():
             cloud_msg = PointCloud2()
             cloud_msg.header = pose.header
-            self.pub_cloud.publish(xyz_to_cloud(p, cloud_msg, PointField))
+            self.pub_cloud.publish(xyz_to_cloud(segmented, cloud_msg, PointField))
         detail['ms'] = f'{(time.perf_counter() - t0) * 1000:.1f}'
         self._report(DiagnosticStatus.OK, 'ok', 'tracking', detail)
 

@@ -17,7 +17,12 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
-from slide_perception.convert import msg_to_grid, pose_to_planar, xyz_to_cloud  # noqa: E402
+from slide_perception.convert import (  # noqa: E402
+    cloud_to_xyz,
+    msg_to_grid,
+    pose_to_planar,
+    xyz_to_cloud,
+)
 from slide_perception.node import PerceptionNode  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -44,6 +49,10 @@ class Harness:
         self.poses: list[PoseStamped] = []
         self.diagnostics: list[DiagnosticStatus] = []
         self.probe.create_subscription(PoseStamped, '/object/pose', self.poses.append, 10)
+        self.clouds: list[PointCloud2] = []
+        self.probe.create_subscription(
+            PointCloud2, '/object/cloud', self.clouds.append, qos_profile_sensor_data
+        )
         self.probe.create_subscription(
             DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(m.status), 10
         )
@@ -112,6 +121,12 @@ def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
         X1 = pose_to_planar(h.poses[-1].pose)
         assert np.linalg.norm(X1[:2] - X0[:2] - [0.02, 0.0]) < 0.003
         assert abs(abs(X1[2] - X0[2]) - np.radians(5)) < np.radians(1)
+        # The segmented cloud: the box's top, 5 cm above the table, where the pose says.
+        assert h.spin_until(lambda: len(h.clouds) >= 2)
+        seg = cloud_to_xyz(h.clouds[-1])
+        assert seg.shape[0] > 500
+        assert np.median(seg[:, 2]) == pytest.approx(0.05, abs=0.003)
+        assert np.linalg.norm(np.median(seg[:, :2], axis=0) - X1[:2]) < 0.02
 
         # An all-NaN cloud: a status, no pose.
         n = len(h.poses)
