@@ -29,6 +29,8 @@ COMMAND_MODULES = (
     'slide_bringup.commands.doctor',
     'slide_bringup.commands.objects',
     'slide_bringup.commands.record',
+    'slide_bringup.commands.identify',
+    'slide_bringup.commands.evaluate',
     'slide_bringup.commands.bench',
 )
 

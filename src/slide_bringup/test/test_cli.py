@@ -110,3 +110,28 @@ def test_record_writes_a_bag_and_reports_progress(tmp_path) -> None:  # type: ig
     assert (bag / 'metadata.yaml').exists()
     again = _run('record', '--object', 'toothpaste', '--pushes', '1', '--out', str(bag))
     assert again.returncode == 2 and 'exists' in again.stderr
+
+
+def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bag = tmp_path / 'bag'
+    assert _run('record', '--object', 'box', '--pushes', '4', '--seed', '2', '--out', str(bag))
+    model, png = tmp_path / 'box.yaml', tmp_path / 'box.png'
+    out = _run(
+        'identify', str(bag), '--train', '0-2', '--models', '4', '--budget', '400',
+        '--out', str(model), '--png', str(png), '--json',
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result['models'] == 4 and result['simulations'] <= 400
+    assert abs(sum(result['weights']) - 1) < 1e-3
+    assert model.exists() and png.stat().st_size > 10_000
+    out = _run('evaluate', str(model), str(bag), '--test', '3', '--json')
+    assert out.returncode == 0, out.stderr
+    ev = json.loads(out.stdout)
+    assert ev['test'] == [3]
+    assert 0 <= ev['add_error_m'] < 0.05 and 0 <= ev['uniform_add_error_m'] < 0.05
+    assert ev['com_error_m'] is not None and isinstance(ev['truth_in_support'], bool)
+    bad = _run('identify', str(bag), '--train', '7-9', '--out', str(model))
+    assert bad.returncode == 2 and 'asked for' in bad.stderr
+    other = _run('evaluate', str(png), str(bag))
+    assert other.returncode == 2

@@ -40,6 +40,7 @@ class PushData:
         X_WO0: (3,) observed pose at the first step.
         obs_steps: (J,) steps at which the pose was observed; X_obs: (J, 3) those poses.
         p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays).
+        X_steps: (T+1, 3) the observed poses interpolated to the step boundaries.
     """
 
     index: int
@@ -48,6 +49,7 @@ class PushData:
     obs_steps: NDArray[np.int64]
     X_obs: FloatArray
     p_WF: FloatArray
+    X_steps: FloatArray
 
 
 def parse_range(text: str) -> list[int]:
@@ -97,9 +99,14 @@ def read_grid(msg: Any) -> Grid:
     )
 
 
-def read_pushes(path: str | Path, indices: list[int] | None = None) -> tuple[Grid, list[PushData]]:
-    """The object grid and the requested pushes (all when ``indices`` is None)."""
+def read_pushes(
+    path: str | Path, indices: list[int] | None = None, dt: float = DT
+) -> tuple[Grid, list[PushData]]:
+    """The object grid and the requested pushes (all when ``indices`` is None), on replay
+    steps of ``dt`` seconds."""
     path = Path(path)
+    if not 0.0005 <= dt <= 0.05:
+        raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
     series: dict[str, list[tuple[float, Any]]] = {t: [] for t in REQUIRED}
     with _open(path) as reader:
         topics = {c.topic for c in reader.connections}
@@ -131,7 +138,7 @@ def read_pushes(path: str | Path, indices: list[int] | None = None) -> tuple[Gri
     )
     bounds = [*starts, np.inf]
     return grid, [
-        _push(grid, i, bounds[i], bounds[i + 1], poses, tips, wrench, path) for i in wanted
+        _push(grid, i, bounds[i], bounds[i + 1], poses, tips, wrench, path, dt) for i in wanted
     ]
 
 
@@ -144,6 +151,7 @@ def _push(
     tips: FloatArray,
     wrench: FloatArray,
     path: Path,
+    dt: float,
 ) -> PushData:
     sel = (poses[:, 0] >= t_start - 1e-9) & (poses[:, 0] < t_next)
     P = poses[sel]
@@ -159,10 +167,10 @@ def _push(
             'poses in time'
         )
     Tp = tips[tip_sel]
-    steps = int(np.floor((P[-1, 0] - P[0, 0]) / DT))
+    steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
     if steps < 2:
         raise SlideInputError(f'{path}: push {index} lasts less than two steps')
-    t = P[0, 0] + DT * np.arange(steps + 1)
+    t = P[0, 0] + dt * np.arange(steps + 1)
     yaw = np.unwrap(P[:, 3])
     X = np.column_stack(
         [
@@ -171,9 +179,9 @@ def _push(
             np.interp(t, P[:, 0], yaw),
         ]
     )
-    mid = t[:-1] + DT / 2
+    mid = t[:-1] + dt / 2
     tip = np.column_stack([np.interp(mid, Tp[:, 0], Tp[:, 1]), np.interp(mid, Tp[:, 0], Tp[:, 2])])
-    k = np.clip(((W[:, 0] - t[0]) // DT).astype(int), 0, steps - 1)
+    k = np.clip(((W[:, 0] - t[0]) // dt).astype(int), 0, steps - 1)
     counts = np.bincount(k, minlength=steps)
     sums = np.column_stack([np.bincount(k, W[:, c], minlength=steps) for c in (1, 2)])
     f = np.asarray(sums / np.maximum(counts, 1)[:, None], dtype=float)
@@ -191,11 +199,11 @@ def _push(
         # The point of the object's cells closest to the fingertip (RigidModel works at G).
         q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
         contact[s] = last = q_B[0] + model.p_OG
-    push = WrenchPush.create(grid, contact, f, DT)
-    obs_steps = np.clip(np.round((P[:, 0] - t[0]) / DT).astype(np.int64), 0, steps)
+    push = WrenchPush.create(grid, contact, f, dt)
+    obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
-    return PushData(index, push, X[0], obs_steps, X_obs, p_WF)
+    return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
 
 
 @dataclass(frozen=True, eq=False)

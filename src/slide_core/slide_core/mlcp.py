@@ -129,6 +129,11 @@ def solve_mlcp(
         # Plain iteration converges when the fingertip friction barely changes the normal
         # impulse; relax later iterations to damp oscillation near the solver's precision.
         lam_n = sol.lam_n if it < 10 else 0.5 * (lam_n + sol.lam_n)
+    # Near a stick/slip switch the iteration can cycle between two close normal impulses;
+    # their mean is the step's answer to within the cycle's width (1% at most).
+    if abs(sol.lam_n - lam_n) <= 1e-12 * scale + 1e-2 * abs(lam_n):
+        L[finger.group] = finger.mu * lam_n
+        return _solve_qp(M, v_star, G, o, E, L, finger, check=False)
     raise MlcpError('the fingertip friction problem did not settle')
 
 

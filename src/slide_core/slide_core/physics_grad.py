@@ -489,6 +489,7 @@ def one_step_loss(
     friction: ArrayLike,
     push: WrenchPush,
     X_WO_obs: ArrayLike,
+    steps: ArrayLike | None = None,
 ) -> LossGrad:
     """The paper's one-step-ahead loss (Eq. 1) and its exact gradient.
 
@@ -497,7 +498,7 @@ def one_step_loss(
     centre of mass and spin from the poses at t-1 and t) and the force of step t predict
     the pose at t+1 (the indexing of this simulator's semi-implicit step); the loss sums
     the mean squared cell position errors of these predictions. All predictions run as
-    one batch.
+    one batch. ``steps`` restricts the sum to some t (default: all of 1..T-1).
     """
     if not isinstance(push, WrenchPush):
         raise PhysicsError('gradients need a wrench-driven push (WrenchPush)')
@@ -511,7 +512,12 @@ def one_step_loss(
     model = RigidModel.of(grid)
     K, n = m.shape
     h = push.dt
-    steps = np.arange(1, T)
+    if steps is None:
+        steps = np.arange(1, T)
+    else:
+        steps = np.unique(np.asarray(steps, dtype=np.int64))
+        if steps.size == 0 or steps[0] < 1 or steps[-1] > T - 1:
+            raise PhysicsError(f'steps must be a non-empty subset of 1..{T - 1}')
     S = steps.size
     rep = np.repeat(np.arange(K), S)  # hypothesis of each batch row
     t_of = np.tile(steps, K)  # step of each batch row

@@ -115,3 +115,24 @@ def _save(fig: Figure, path: str | Path, title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def belief_figure(path: str | Path, belief: Any, title: str) -> Path:
+    """Every model of a belief (slide_core.identify.Belief): mass maps on top, friction
+    maps below, each titled with its probability; centres of mass marked."""
+    K = belief.K
+    fig, axes = plt.subplots(2, K, figsize=(3.2 * K, 6.0), squeeze=False)
+    coms = belief.com()
+    for k in range(K):
+        draw_map(
+            axes[0, k],
+            belief.grid,
+            belief.mass[k] * 1000,
+            f'p = {belief.weight[k]:.2f}',
+            'g',
+            'viridis',
+        )
+        draw_map(axes[1, k], belief.grid, belief.friction[k], 'friction', 'mu', 'magma')
+        for ax in axes[:, k]:
+            ax.plot(*coms[k], marker='+', color='red', ms=12, mew=2)
+    return _save(fig, path, title)

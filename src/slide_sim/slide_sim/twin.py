@@ -312,6 +312,11 @@ class Twin:
                 ]
             )
             travel = rng.uniform(0.03, 0.07)
+            # The fingertip comes down beside the object, not on it (a concave outline can
+            # put the approach over another part).
+            start = contact - direction * (0.02 + self.cell.fingertip_radius)
+            if _distance_to_cells(self.spec, start) < self.cell.fingertip_radius + 0.003:
+                continue
             c, s = math.cos(X[2]), math.sin(X[2])
             moved = X[:2] + travel * np.array(
                 [c * direction[0] - s * direction[1], s * direction[0] + c * direction[1]]
@@ -332,6 +337,13 @@ class GraspResult:
 
 def _yaw_quat(yaw: float) -> FloatArray:
     return np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+
+
+def _distance_to_cells(spec: ObjectSpec, p_O: FloatArray) -> float:
+    """Distance [m] from a point of the object frame to the nearest cell square."""
+    g = spec.grid
+    d = np.abs(p_O[None, :] - g.p_OC) - g.cell_size / 2
+    return float(np.linalg.norm(np.maximum(d, 0.0), axis=1).min())
 
 
 def contour_point(spec: ObjectSpec, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:

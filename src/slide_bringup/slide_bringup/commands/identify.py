@@ -1,0 +1,85 @@
+"""``slide identify BAG``: per-cell mass and friction maps from recorded pushes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+from typing import Any
+
+NAME = 'identify'
+HELP = 'identify mass and friction maps from the pushes of a bag; write the belief as YAML'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from slide_core.identify import METHODS
+
+    parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
+    parser.add_argument('--train', default='0-4', help='training pushes, like 0-4 or 0,2,5')
+    parser.add_argument(
+        '--method', default='probabilistic', choices=METHODS, help='identification method'
+    )
+    parser.add_argument('--models', type=int, default=8, help='K models (probabilistic)')
+    parser.add_argument(
+        '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
+    )
+    parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
+    parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
+    parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from slide_core.bag import parse_range, read_pushes
+    from slide_core.identify import TrainingSet, identify, save_belief
+    from slide_core.plot import belief_figure
+
+    if args.out.suffix.lower() not in ('.yaml', '.yml'):
+        raise ValueError(f'--out must name a .yaml file, got {args.out}')
+    if args.png is not None and args.png.suffix.lower() != '.png':
+        raise ValueError(f'--png must name a .png file, got {args.png}')
+    grid, pushes = read_pushes(args.bag, parse_range(args.train), dt=0.01)
+    train = TrainingSet.from_pushes(grid, pushes)
+    with tqdm(
+        total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
+    ) as bar:
+        belief = identify(
+            train,
+            args.method,
+            K=args.models,
+            budget=args.budget,
+            seed=args.seed,
+            progress=lambda done, total: bar.update(done - bar.n),
+        )
+    save_belief(belief, args.out, name=args.bag.name)
+    if args.png is not None:
+        belief_figure(args.png, belief, f'{args.bag.name}: {args.method} identification')
+    k = belief.best
+    return {
+        'bag': str(args.bag),
+        'method': args.method,
+        'train': [pd.index for pd in pushes],
+        'steps_used': train.steps,
+        'models': belief.K,
+        'simulations': belief.simulations,
+        'seconds': round(belief.seconds, 3),
+        'loss_n2': [round(float(v), 6) for v in belief.loss],
+        'weights': [round(float(v), 4) for v in belief.weight],
+        'most_probable': k,
+        'total_mass_kg': round(float(belief.mass[k].sum()), 4),
+        'com_m': [round(float(v), 4) for v in belief.com()[k]],
+        'out': str(args.out),
+        'png': str(args.png) if args.png else None,
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    return (
+        f'{result["method"]} identification from pushes {result["train"]} '
+        f'({result["steps_used"]} moving steps): {result["models"]} model(s), '
+        f'{result["simulations"]} simulations in {result["seconds"]} s\n'
+        f'most probable model {result["most_probable"]}: {result["total_mass_kg"]} kg, centre '
+        f'of mass {result["com_m"]} m; weights {result["weights"]}\n'
+        f'belief: {result["out"]}' + (f', picture: {result["png"]}' if result['png'] else '')
+    )
