@@ -4,14 +4,15 @@ here, not in timed tests)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import sys
 import time
 from typing import Any
 
 NAME = 'bench'
-HELP = 'run a benchmark suite and print its figures (physics, ft, perception)'
+HELP = 'run a benchmark suite and print its figures (physics, ft, perception, identification)'
 
-SUITES = ('physics', 'ft', 'perception')
+SUITES = ('physics', 'ft', 'perception', 'identification')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,12 +26,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--objects',
         nargs='+',
         metavar='NAME',
-        help='perception: library objects to use (default: all)',
+        help='perception, identification: library objects to use (default: all)',
     )
     parser.add_argument(
         '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
     )
-    parser.add_argument('--seed', type=int, default=0, help='perception: random seed')
+    parser.add_argument('--seed', type=int, default=0, help='random seed')
+    parser.add_argument(
+        '--methods', nargs='+', metavar='METHOD', help='identification: methods (default: all)'
+    )
+    parser.add_argument(
+        '--png',
+        type=Path,
+        default=Path('out/bench_identification.png'),
+        help='identification: loss-against-simulations picture',
+    )
 
 
 def _progress(message: str) -> None:
@@ -47,6 +57,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from slide_sim import bench_perception
 
         result = bench_perception.run(args.objects, args.poses, args.seed, progress=_progress)
+    elif args.suite == 'identification':
+        from slide_sim import bench_identification
+
+        result = bench_identification.run(
+            args.objects, args.methods, args.seed, args.png, progress=_progress
+        )
     else:
         from ati_netft import bench as bench_ft
 
