@@ -2,7 +2,8 @@
 
 Topics read (as ``slide record`` writes them): ``/object/grid``, ``/object/pose``,
 ``/pusher/pose``, ``/ft/wrench`` (force the fingertip applies to the object, world
-axes), ``/push/start``, ``/push/primitive``. ``/ground_truth`` is read only by
+axes), ``/push/start``, ``/push/end`` (optional: a push then ends 0.3 s after its stroke,
+before the fingertip retracts), ``/push/primitive``. ``/ground_truth`` is read only by
 :func:`read_ground_truth`, never by :func:`read_pushes`, so identification cannot see it.
 
 Each push becomes a wrench-driven replay on a fixed time step: the force of each step is
@@ -25,6 +26,7 @@ from slide_core.grid import FloatArray, Grid, rotation
 from slide_core.physics import RigidModel, WrenchPush
 
 DT = 0.004  # s, the replay's time step
+SETTLE_S = 0.3  # s after the stroke's end that still belong to the push (free sliding)
 CONTACT_FORCE_N = 0.05  # below this the fingertip is taken as not touching
 
 REQUIRED = ('/object/grid', '/object/pose', '/pusher/pose', '/ft/wrench', '/push/start')
@@ -107,7 +109,7 @@ def read_pushes(
     path = Path(path)
     if not 0.0005 <= dt <= 0.05:
         raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
-    series: dict[str, list[tuple[float, Any]]] = {t: [] for t in REQUIRED}
+    series: dict[str, list[tuple[float, Any]]] = {t: [] for t in (*REQUIRED, '/push/end')}
     with _open(path) as reader:
         topics = {c.topic for c in reader.connections}
         missing = [t for t in REQUIRED if t not in topics]
@@ -136,9 +138,16 @@ def read_pushes(
     wrench = np.array(
         [(_stamp(m), m.wrench.force.x, m.wrench.force.y) for _, m in series['/ft/wrench']]
     )
+    # A push ends SETTLE_S after its stroke (/push/end; the object comes to rest, before
+    # the fingertip retracts and leaves), or at the next push when there is no end marker.
+    ends = [t for t, _ in series['/push/end']]
     bounds = [*starts, np.inf]
+    stops = []
+    for i in range(len(starts)):
+        after = [t for t in ends if bounds[i] <= t < bounds[i + 1]]
+        stops.append(min(after[0] + SETTLE_S, bounds[i + 1]) if after else bounds[i + 1])
     return grid, [
-        _push(grid, i, bounds[i], bounds[i + 1], poses, tips, wrench, path, dt) for i in wanted
+        _push(grid, i, bounds[i], stops[i], poses, tips, wrench, path, dt) for i in wanted
     ]
 
 
