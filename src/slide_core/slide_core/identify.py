@@ -56,7 +56,7 @@ its maximum and mass at (2k/K - 1) of it; each model starts at half its bounds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import math
 from pathlib import Path
 import time
@@ -541,8 +541,9 @@ class Belief:
         mass, friction: (K, n) maps of the models [kg], [-].
         loss: (K,) training losses [N^2]; weight: (K,) probabilities (sum 1).
         method: how they were found; simulations: hypothesis evaluations used;
-        seconds: wall time of the identification; trace: (simulations, model index-free
-        best (m, mu) so far) checkpoints, for convergence plots.
+        seconds: wall time of the identification; trace: (simulations used, best
+        theta = (m, mu) (2n,) so far) each time the best loss improved, for convergence
+        plots.
     """
 
     grid: Grid
@@ -722,11 +723,6 @@ def identify(
         time.perf_counter() - t0,
         counter.trace,
     )
-
-
-def with_weights(belief: Belief, temperature: float) -> Belief:
-    """The same models re-weighted at another temperature."""
-    return replace(belief, weight=softmax_weights(belief.loss, temperature))
 
 
 __all__ = [
