@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 NAME = 'bench'
-HELP = 'run a benchmark suite and print its figures (physics, ft, perception, identification)'
+HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
 
-SUITES = ('physics', 'ft', 'perception', 'identification')
+SUITES = ('physics', 'ft', 'perception', 'identification', 'mit-push')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path('out/bench_identification.png'),
         help='identification: loss-against-simulations picture',
     )
+    parser.add_argument(
+        '--data',
+        type=Path,
+        default=Path('../shared/data/mit-push'),
+        help='mit-push: the dataset folder (default ../shared/data/mit-push)',
+    )
 
 
 def _progress(message: str) -> None:
@@ -63,6 +69,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result = bench_identification.run(
             args.objects, args.methods, args.seed, args.png, progress=_progress
         )
+    elif args.suite == 'mit-push':
+        from slide_core import mitpush
+
+        result = mitpush.run(args.data, progress=_progress)
     else:
         from ati_netft import bench as bench_ft
 

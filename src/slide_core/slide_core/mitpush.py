@@ -1,0 +1,275 @@
+"""Real pushes from the MIT pushing dataset: loading, open-loop prediction, evaluation.
+
+The data (``shared/data/mit-push``, see its README) are homogeneous steel objects pushed
+on ABS by a point tip. Conventions, as established from the data: an object's pose is
+the origin of its outline with yaw + pi/2; the tip is a disc of 4.70 mm radius; scores are
+taken at the last time stamp all three streams share. Each push is replayed open loop
+from the tip's recorded path, starting from the object's first recorded pose, with:
+
+- the planar physics core (:mod:`slide_core.physics`, kinematic fingertip mode), its
+  object a grid of cells over the outline with uniform mass and friction; the support and
+  tip friction are fitted on the train split;
+- the quasi-static ellipsoidal limit-surface model (:mod:`slide_core.limit_surface`), its
+  tip friction fitted on the train split;
+- no motion at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+import re
+
+import numpy as np
+from numpy.typing import NDArray
+
+from slide_core import limit_surface
+from slide_core.errors import SlideInputError
+from slide_core.grid import Grid, rotation, wrap_angle
+from slide_core.physics import FingertipPush, simulate
+
+FloatArray = NDArray[np.float64]
+
+TIP_RADIUS = 0.0047  # m
+YAW_OFFSET = np.pi / 2
+DT = 0.004  # s, the replay's time step
+CELL = 0.01  # m, the replay's cell size
+START_CLEARANCE = 0.0005  # m between the tip and the cells at the start of a replay
+
+
+@dataclass(frozen=True, eq=False)
+class RealPush:
+    """One recorded push on a common time base (step DT).
+
+    Attributes:
+        name: file name.
+        shape: object shape name.
+        t: (T,) seconds from the first common time stamp.
+        X_WO: (T, 3) object pose (outline origin, yaw with the pi/2 offset applied).
+        p_WT: (T, 2) tip centre.
+    """
+
+    name: str
+    shape: str
+    t: FloatArray
+    X_WO: FloatArray
+    p_WT: FloatArray
+
+
+@dataclass(frozen=True, eq=False)
+class Shape:
+    """An object of the dataset: outline (M, 2) in its frame [m] and mass [kg]."""
+
+    name: str
+    outline: FloatArray
+    mass: float
+
+
+def load_shape(root: Path, name: str) -> Shape:
+    outline = np.load(root / 'obj' / f'{name}_ext.npy')
+    urdf = (root / 'obj' / f'{name}.urdf').read_text()
+    # The dataset stores the mass in the object link's ixx (its README says so).
+    section = urdf[urdf.index('link_object') :]
+    m = re.search(r'ixx="([^"]+)"', section)
+    if m is None:
+        raise SlideInputError(f'{name}.urdf: no ixx (mass) in link_object')
+    return Shape(name, np.asarray(outline, dtype=float), float(m.group(1)))
+
+
+def load_push(path: Path) -> RealPush:
+    """Read one .h5 push and resample its tip and object streams onto one time base."""
+    import h5py  # type: ignore[import-untyped]
+
+    with h5py.File(path, 'r') as f:
+        try:
+            tip = np.asarray(f['tip_pose'], dtype=float)
+            obj = np.asarray(f['object_pose'], dtype=float)
+            ft = np.asarray(f['ft_wrench'], dtype=float)
+        except KeyError as exc:
+            raise SlideInputError(f'{path.name}: missing dataset {exc}') from None
+    t0 = max(tip[0, 0], obj[0, 0], ft[0, 0])
+    t1 = min(tip[-1, 0], obj[-1, 0], ft[-1, 0])
+    if not t1 > t0:
+        raise SlideInputError(f'{path.name}: the streams share no time span')
+    t = np.arange(0.0, t1 - t0 + 1e-9, DT)
+    tt = t + t0
+
+    def resample(a: FloatArray, cols: Sequence[int]) -> FloatArray:
+        return np.column_stack([np.interp(tt, a[:, 0], a[:, c]) for c in cols])
+
+    yaw = np.interp(tt, obj[:, 0], np.unwrap(obj[:, 3])) + YAW_OFFSET
+    X = np.column_stack((resample(obj, (1, 2)), yaw))
+    shape = re.search(r'shape=([a-z0-9]+)', path.name)
+    return RealPush(path.name, shape.group(1) if shape else '', t, X, resample(tip, (1, 2)))
+
+
+def load_split(root: Path, split: str) -> list[RealPush]:
+    files = sorted((root / 'abs' / split).glob('*.h5'))
+    if not files:
+        raise SlideInputError(f'no .h5 pushes in {root / "abs" / split}')
+    return [load_push(f) for f in files]
+
+
+@dataclass(frozen=True, eq=False)
+class CoreObject:
+    """The physics core's model of a shape: a grid over the outline, uniform mass."""
+
+    grid: Grid
+    mass: FloatArray
+    p_outline_O: FloatArray  # outline origin in the grid's object frame
+
+
+def core_object(shape: Shape, cell: float = CELL) -> CoreObject:
+    grid = Grid.from_polygon(shape.outline, cell)
+    lo, hi = shape.outline.min(axis=0), shape.outline.max(axis=0)
+    return CoreObject(grid, np.full(grid.n, shape.mass / grid.n), -(lo + hi) / 2)
+
+
+def predict_core(
+    obj: CoreObject, push: RealPush, mu_support: FloatArray, mu_tip: float
+) -> FloatArray:
+    """Final outline-origin poses (K, 3) for K support frictions, open loop."""
+    X0 = push.X_WO[0]
+    R0 = rotation(X0[2])
+    # The grid frame sits at the outline's bounding box centre.
+    X_grid0 = np.array([*(X0[:2] - R0 @ obj.p_outline_O), X0[2]])
+    path = _clear_start(obj, X_grid0, push.p_WT)
+    tip = FingertipPush.create(path, TIP_RADIUS, mu_tip, DT)
+    mu = np.asarray(mu_support, dtype=float).reshape(-1, 1) * np.ones((1, obj.grid.n))
+    m = np.tile(obj.mass, (mu.shape[0], 1))
+    X = simulate(obj.grid, m, mu, tip, X_grid0).X_WO[:, -1]
+    R = rotation(X[:, 2])
+    return np.column_stack((X[:, :2] + np.einsum('kij,j->ki', R, obj.p_outline_O), X[:, 2]))
+
+
+def _clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> FloatArray:
+    """The tip path, moved back along its travel where the grid's square cells (which
+    reach past the real outline by up to half a cell) would overlap the tip's start."""
+    R = rotation(X_grid0[2])
+    p_O = R.T @ (p_WT[0] - X_grid0[:2])
+    d = np.abs(p_O[None, :] - obj.grid.p_OC) - obj.grid.cell_size / 2
+    gap = float(np.linalg.norm(np.maximum(d, 0.0), axis=1).min()) - TIP_RADIUS
+    if gap >= START_CLEARANCE:
+        return p_WT
+    travel = p_WT[-1] - p_WT[0]
+    u = travel / max(float(np.linalg.norm(travel)), 1e-12)
+    return np.asarray(p_WT - u * (START_CLEARANCE - gap), dtype=float)
+
+
+def errors(X_pred: FloatArray, X_true: FloatArray) -> tuple[float, float]:
+    """Final position error [m] and absolute yaw error [rad]."""
+    return (
+        float(np.linalg.norm(X_pred[:2] - X_true[:2])),
+        float(abs(wrap_angle(X_pred[2] - X_true[2]))),
+    )
+
+
+@dataclass(frozen=True)
+class Fit:
+    mu_support: float
+    mu_tip: float
+    train_position_error_m: float
+
+
+def fit_core(
+    root: Path,
+    train: list[RealPush],
+    mu_tips: Sequence[float] = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4),
+    mu_supports: Sequence[float] = (0.15, 0.25, 0.35),
+    progress: Callable[[str], None] = lambda _: None,
+) -> Fit:
+    """Grid search of the support and tip friction minimising the train position error
+    (the support frictions run as one batch per tip friction)."""
+    objects = {s: core_object(load_shape(root, s)) for s in {p.shape for p in train}}
+    totals = np.zeros((len(mu_tips), len(mu_supports)))
+    for i, mu_tip in enumerate(mu_tips):
+        progress(f'fit: tip friction {mu_tip} ({i + 1}/{len(mu_tips)})')
+        for push in train:
+            finals = predict_core(objects[push.shape], push, np.array(mu_supports), mu_tip)
+            totals[i] += [errors(x, push.X_WO[-1])[0] for x in finals]
+    best_i, best_j = (int(v) for v in np.unravel_index(int(np.argmin(totals)), totals.shape))
+    return Fit(
+        float(mu_supports[best_j]),
+        float(mu_tips[best_i]),
+        float(totals[best_i, best_j] / len(train)),
+    )
+
+
+def fit_limit_surface(
+    root: Path,
+    train: list[RealPush],
+    mu_tips: Sequence[float] = tuple(np.arange(0.05, 0.61, 0.025)),
+) -> tuple[float, float]:
+    """Tip friction of the limit-surface model minimising the train position error."""
+    objects = {
+        s: limit_surface.LimitSurfaceObject.from_outline(load_shape(root, s).outline)
+        for s in {p.shape for p in train}
+    }
+    best = (np.inf, 0.0)
+    for mu_tip in mu_tips:
+        err = np.mean(
+            [
+                errors(
+                    limit_surface.simulate(
+                        objects[p.shape], p.X_WO[0], p.p_WT, TIP_RADIUS, mu_tip
+                    )[-1],
+                    p.X_WO[-1],
+                )[0]
+                for p in train
+            ]
+        )
+        best = min(best, (float(err), float(mu_tip)))
+    return best[1], best[0]
+
+
+def run(
+    root: Path,
+    fit_pushes: int = 10,
+    mu_tips: Sequence[float] = (0.15, 0.225, 0.3),
+    mu_support: float = 0.25,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, object]:
+    """The real-data benchmark: fit on the train split, predict every test_butter push.
+
+    The core's tip friction is chosen from ``mu_tips`` on ``fit_pushes`` train pushes
+    spread over the split (replays cost seconds each); its support friction is fixed
+    (uniform friction does not change quasi-static motion, only coasting).
+    """
+    if not (root / 'abs').is_dir():
+        raise SlideInputError(f'{root}: not the mit-push data folder (no abs/ inside)')
+    train = load_split(root, 'train')
+    test = load_split(root, 'test_butter')
+    progress(f'{len(train)} train and {len(test)} test pushes')
+    mu_ls, ls_train = fit_limit_surface(root, train)
+    progress(f'limit surface: tip friction {mu_ls:.3f} (train error {ls_train * 1000:.1f} mm)')
+    subset = train[:: max(1, len(train) // fit_pushes)][:fit_pushes]
+    fit = fit_core(root, subset, mu_tips, (mu_support,), progress)
+    progress(
+        f'core: tip friction {fit.mu_tip} (train error {fit.train_position_error_m * 1000:.1f} mm)'
+    )
+    butter = load_shape(root, 'butter')
+    core = core_object(butter)
+    ls = limit_surface.LimitSurfaceObject.from_outline(butter.outline)
+    rows = []
+    for i, p in enumerate(test):
+        X_true = p.X_WO[-1]
+        X_core = predict_core(core, p, np.array([fit.mu_support]), fit.mu_tip)[0]
+        X_ls = limit_surface.simulate(ls, p.X_WO[0], p.p_WT, TIP_RADIUS, mu_ls)[-1]
+        rows.append((*errors(X_core, X_true), *errors(X_ls, X_true), *errors(p.X_WO[0], X_true)))
+        progress(f'test {i + 1}/{len(test)}: core {rows[-1][0] * 1000:.1f} mm')
+    e = np.asarray(rows)
+    return {
+        'test_pushes': len(test),
+        'test_position_error_m': float(e[:, 0].mean()),
+        'test_position_error_median_m': float(np.median(e[:, 0])),
+        'test_yaw_error_rad': float(e[:, 1].mean()),
+        'limit_surface_position_error_m': float(e[:, 2].mean()),
+        'limit_surface_yaw_error_rad': float(e[:, 3].mean()),
+        'no_motion_position_error_m': float(e[:, 4].mean()),
+        'no_motion_yaw_error_rad': float(e[:, 5].mean()),
+        'core_tip_friction': fit.mu_tip,
+        'core_support_friction': fit.mu_support,
+        'core_fit_pushes': len(subset),
+        'limit_surface_tip_friction': mu_ls,
+    }
