@@ -7,8 +7,9 @@ taken at the last time stamp all three streams share. Each push is replayed open
 from the tip's recorded path, starting from the object's first recorded pose, with:
 
 - the planar physics core (:mod:`slide_core.physics`, kinematic fingertip mode), its
-  object a grid of cells over the outline with uniform mass and friction; the support and
-  tip friction are fitted on the train split;
+  object a grid of 1 cm cells over the outline with uniform mass and friction; the tip
+  friction is fitted on train pushes, the support friction fixed (uniform support friction
+  does not change quasi-static motion);
 - the quasi-static ellipsoidal limit-surface model (:mod:`slide_core.limit_surface`), its
   tip friction fitted on the train split;
 - no motion at all.
