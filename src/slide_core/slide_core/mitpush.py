@@ -145,17 +145,25 @@ def predict_core(
 
 
 def _clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> FloatArray:
-    """The tip path, moved back along its travel where the grid's square cells (which
-    reach past the real outline by up to half a cell) would overlap the tip's start."""
+    """The tip path, moved away from the grid where the grid's square cells (which reach
+    past the real outline by up to half a cell) would overlap the tip's start: along the
+    normal of the nearest cell by the overlap plus START_CLEARANCE (up to 3 mm on the
+    dataset's shapes)."""
     R = rotation(X_grid0[2])
     p_O = R.T @ (p_WT[0] - X_grid0[:2])
-    d = np.abs(p_O[None, :] - obj.grid.p_OC) - obj.grid.cell_size / 2
-    gap = float(np.linalg.norm(np.maximum(d, 0.0), axis=1).min()) - TIP_RADIUS
+    w = obj.grid.cell_size
+    q = obj.grid.p_OC + np.clip(p_O[None, :] - obj.grid.p_OC, -w / 2, w / 2)
+    dist = np.linalg.norm(p_O[None, :] - q, axis=1)
+    k = int(np.argmin(dist))
+    gap = float(dist[k]) - TIP_RADIUS
     if gap >= START_CLEARANCE:
         return p_WT
-    travel = p_WT[-1] - p_WT[0]
-    u = travel / max(float(np.linalg.norm(travel)), 1e-12)
-    return np.asarray(p_WT - u * (START_CLEARANCE - gap), dtype=float)
+    if dist[k] > 1e-9:
+        n_O = (p_O - q[k]) / dist[k]
+    else:  # the tip's centre inside a cell: back along its travel
+        travel = R.T @ (p_WT[-1] - p_WT[0])
+        n_O = -travel / max(float(np.linalg.norm(travel)), 1e-12)
+    return np.asarray(p_WT + (R @ n_O) * (START_CLEARANCE - gap), dtype=float)
 
 
 def errors(X_pred: FloatArray, X_true: FloatArray) -> tuple[float, float]:
