@@ -83,6 +83,7 @@ METHODS = (
     'weighted-sampling',
     'uniform',
 )
+DT = 0.01  # s: identification and evaluation read pushes on 10 ms steps (the pose rate)
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
 SPIN_EPS = 0.02  # rad/s: regularisation of the spin's sign

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from slide_core import limit_surface
 from slide_core.errors import SlideInputError
 from slide_core.grid import Grid, rotation, wrap_angle
-from slide_core.physics import FingertipPush, simulate
+from slide_core.physics import FingertipPush, RigidModel, simulate
 
 FloatArray = NDArray[np.float64]
 
@@ -151,15 +151,14 @@ def _clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> Floa
     dataset's shapes)."""
     R = rotation(X_grid0[2])
     p_O = R.T @ (p_WT[0] - X_grid0[:2])
-    w = obj.grid.cell_size
-    q = obj.grid.p_OC + np.clip(p_O[None, :] - obj.grid.p_OC, -w / 2, w / 2)
-    dist = np.linalg.norm(p_O[None, :] - q, axis=1)
-    k = int(np.argmin(dist))
-    gap = float(dist[k]) - TIP_RADIUS
+    model = RigidModel.of(obj.grid)
+    q_B, dist_k = model.closest_point((p_O - model.p_OG)[None, :])
+    q, dist = q_B[0] + model.p_OG, float(dist_k[0])
+    gap = dist - TIP_RADIUS
     if gap >= START_CLEARANCE:
         return p_WT
-    if dist[k] > 1e-9:
-        n_O = (p_O - q[k]) / dist[k]
+    if dist > 1e-9:
+        n_O = (p_O - q) / dist
     else:  # the tip's centre inside a cell: back along its travel
         travel = R.T @ (p_WT[-1] - p_WT[0])
         n_O = -travel / max(float(np.linalg.norm(travel)), 1e-12)

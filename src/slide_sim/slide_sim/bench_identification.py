@@ -23,7 +23,7 @@ import numpy as np
 from slide_core.bag import read_ground_truth, read_pushes
 from slide_core.evaluate import evaluate
 from slide_core.grid import cell_positions
-from slide_core.identify import METHODS, Belief, TrainingSet, identify
+from slide_core.identify import DT, METHODS, Belief, TrainingSet, identify
 from slide_core.objects import ObjectSpec, library_names, load_object
 from slide_sim.record import record
 from slide_sim.twin import Twin
@@ -83,8 +83,8 @@ def run(
             spec = load_object(name)
             bag = Path(tmp) / name
             record(spec, 10, seed, bag)
-            grid, train_pd = read_pushes(bag, list(range(5)), dt=0.01)
-            _, test_pd = read_pushes(bag, list(range(5, 10)), dt=0.01)
+            grid, train_pd = read_pushes(bag, list(range(5)), dt=DT)
+            _, test_pd = read_pushes(bag, list(range(5, 10)), dt=DT)
             truth = read_ground_truth(bag)
             train = TrainingSet.from_pushes(grid, train_pd)
             test = TrainingSet.from_pushes(grid, test_pd)

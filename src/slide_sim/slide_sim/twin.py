@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.objects import ObjectSpec
+from slide_core.physics import RigidModel
 from slide_sim.scene import Workcell, default_pose, object_extent, workcell_xml
 
 FloatArray = NDArray[np.float64]
@@ -341,9 +342,8 @@ def _yaw_quat(yaw: float) -> FloatArray:
 
 def _distance_to_cells(spec: ObjectSpec, p_O: FloatArray) -> float:
     """Distance [m] from a point of the object frame to the nearest cell square."""
-    g = spec.grid
-    d = np.abs(p_O[None, :] - g.p_OC) - g.cell_size / 2
-    return float(np.linalg.norm(np.maximum(d, 0.0), axis=1).min())
+    model = RigidModel.of(spec.grid)
+    return float(model.closest_point((p_O - model.p_OG)[None, :])[1][0])
 
 
 def contour_point(spec: ObjectSpec, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:

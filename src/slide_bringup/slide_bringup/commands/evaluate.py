@@ -21,10 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_core.bag import parse_range, read_ground_truth, read_pushes
     from slide_core.evaluate import evaluate
-    from slide_core.identify import load_belief
+    from slide_core.identify import DT, load_belief
 
     belief = load_belief(args.model)
-    grid, pushes = read_pushes(args.bag, parse_range(args.test), dt=0.01)
+    grid, pushes = read_pushes(args.bag, parse_range(args.test), dt=DT)
     if (
         grid.occupancy.shape != belief.grid.occupancy.shape
         or not (grid.occupancy == belief.grid.occupancy).all()

@@ -32,14 +32,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     from slide_core.bag import parse_range, read_pushes
-    from slide_core.identify import TrainingSet, identify, save_belief
+    from slide_core.identify import DT, TrainingSet, identify, save_belief
     from slide_core.plot import belief_figure
 
     if args.out.suffix.lower() not in ('.yaml', '.yml'):
         raise ValueError(f'--out must name a .yaml file, got {args.out}')
     if args.png is not None and args.png.suffix.lower() != '.png':
         raise ValueError(f'--png must name a .png file, got {args.png}')
-    grid, pushes = read_pushes(args.bag, parse_range(args.train), dt=0.01)
+    grid, pushes = read_pushes(args.bag, parse_range(args.train), dt=DT)
     train = TrainingSet.from_pushes(grid, pushes)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
