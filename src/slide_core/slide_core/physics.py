@@ -810,19 +810,28 @@ def _fast_step(
 def _start_state(
     model: RigidModel, X_WO0: ArrayLike, V_WO0: ArrayLike | None, c_B: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Initial centre of mass positions (K, 2), orientations (K,) and twists (K, 3)."""
-    X = check_pose(X_WO0, 'X_WO0')
-    if X.shape != (3,):
-        raise PhysicsError(f'X_WO0 must be one pose (3,), got {X.shape}')
-    V = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
-    if V.shape != (3,):
-        raise PhysicsError(f'V_WO0 must be one twist (3,), got {V.shape}')
+    """Initial centre of mass positions (K, 2), orientations (K,) and twists (K, 3).
+
+    ``X_WO0`` and ``V_WO0`` are one pose / twist (3,) for every hypothesis or one per
+    hypothesis (K, 3) (the planner batches candidate pushes this way)."""
     K = c_B.shape[0]
-    R = rotation(X[2])
-    p_OC = (model.p_OG[None, :] + c_B) @ R.T  # O to C, world frame
-    p_WC = X[:2] + p_OC
-    v_WC = V[:2] + V[2] * (p_OC @ _S.T)
-    return p_WC, np.full(K, X[2]), np.column_stack((v_WC, np.full(K, V[2])))
+    X = check_pose(X_WO0, 'X_WO0')
+    if X.shape not in ((3,), (K, 3)):
+        raise PhysicsError(
+            f'X_WO0 must be one pose (3,) or one per hypothesis ({K}, 3), got {X.shape}'
+        )
+    V = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
+    if V.shape not in ((3,), (K, 3)):
+        raise PhysicsError(
+            f'V_WO0 must be one twist (3,) or one per hypothesis ({K}, 3), got {V.shape}'
+        )
+    X = np.broadcast_to(X, (K, 3))
+    V = np.broadcast_to(V, (K, 3))
+    R = rotation(X[:, 2])
+    p_OC = np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)  # O to C, world frame
+    p_WC = X[:, :2] + p_OC
+    v_WC = V[:, :2] + V[:, 2:3] * (p_OC @ _S.T)
+    return p_WC, X[:, 2].copy(), np.column_stack((v_WC, V[:, 2]))
 
 
 def body_twist(theta: FloatArray, V_WC: FloatArray, c_B: FloatArray) -> FloatArray:
@@ -856,8 +865,9 @@ def simulate(
         grid: the object's cells.
         mass, friction: (n,) or (K, n) per-cell mass [kg] and friction [-].
         push: a :class:`WrenchPush` or :class:`FingertipPush`.
-        X_WO0: (3,) initial object pose in the world (table) frame.
-        V_WO0: (3,) initial twist of O (velocity of the origin [m/s], spin [rad/s]);
+        X_WO0: (3,) initial object pose in the world (table) frame, or (K, 3): one per
+            hypothesis.
+        V_WO0: (3,) or (K, 3) initial twist of O (velocity of the origin [m/s], spin [rad/s]);
             at rest when omitted.
     """
     m, mu = check_params(grid, mass, friction)
@@ -963,11 +973,11 @@ def _simulate(
 def _check_fingertip_start(
     model: RigidModel, push: FingertipPush, p_WG: FloatArray, th: FloatArray
 ) -> None:
-    R = rotation(th[0])
-    p_BF = R.T @ (push.p_WF[0] - p_WG[0])
-    _, dist = model.closest_point(p_BF[None, :])
-    if dist[0] < push.radius - 1e-6:
+    Rt = np.swapaxes(rotation(th), 1, 2)
+    p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[0][None, :] - p_WG)
+    _, dist = model.closest_point(p_BF)
+    if np.any(dist < push.radius - 1e-6):
         raise PhysicsError(
             'the fingertip path starts inside the object '
-            f'(penetration {1e3 * (push.radius - dist[0]):.2f} mm): start it outside'
+            f'(penetration {1e3 * (push.radius - dist.min()):.2f} mm): start it outside'
         )

@@ -151,6 +151,21 @@ def test_a_batch_equals_its_hypotheses_simulated_one_by_one() -> None:
     assert spread > 1e-3  # different hypotheses, different outcomes
 
 
+def test_per_hypothesis_start_poses_equal_separate_simulations() -> None:
+    # The planner batches candidate pushes as hypotheses with their own start pose and twist.
+    m, mu = uniform(BLOCK)
+    push = FingertipPush.straight([-0.0705, 0.0], [1.0, 0.0], 0.04, 0.05, DT)
+    X0 = np.array([[0.0, 0.0, 0.0], [0.0, 0.02, 0.0], [0.0, -0.01, 0.1]])
+    V0 = np.array([[0.05, 0.0, 0.0], [0.0, 0.0, 0.0], [0.05, 0.0, 0.0]])
+    batch = simulate(BLOCK, np.tile(m, (3, 1)), np.tile(mu, (3, 1)), push, X0, V0)
+    for k in range(3):
+        one = simulate(BLOCK, m, mu, push, X0[k], V0[k])
+        np.testing.assert_allclose(batch.X_WO[k], one.X_WO[0], atol=1e-12)
+    assert abs(batch.X_WO[1, -1, 2]) > 0.01  # pushed off centre: it turned
+    with pytest.raises(SlideInputError, match='one per hypothesis'):
+        simulate(BLOCK, m, mu, push, X0)
+
+
 def test_most_sliding_steps_take_the_explicit_path() -> None:
     m, mu = uniform(BLOCK)
     push = FingertipPush.straight([-0.075, 0.02], [1.0, 0.0], 0.06, 0.05, DT, dwell=0.2)
