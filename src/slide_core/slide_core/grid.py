@@ -162,6 +162,20 @@ class Grid:
         inner = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
         return np.asarray(~inner[self.occupancy])
 
+    def outline_sides(self) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
+        """The free sides of the contour cells: cell numbers (S,), side midpoints (S, 2) and
+        outward unit normals (S, 2), object frame [m] (row index grows along -y)."""
+        padded = np.pad(self.occupancy, 1)
+        cells, normals = [], []
+        for dr, dc, n_out in ((-1, 0, (0, 1)), (1, 0, (0, -1)), (0, -1, (-1, 0)), (0, 1, (1, 0))):
+            for i, (r, c) in enumerate(self.cell_rc):
+                if not padded[r + 1 + dr, c + 1 + dc]:
+                    cells.append(i)
+                    normals.append(n_out)
+        idx = np.asarray(cells, dtype=np.int64)
+        n = np.asarray(normals, dtype=float)
+        return idx, self.p_OC[idx] + n * (self.cell_size / 2), n
+
     def adjacent_pairs(self) -> NDArray[np.int64]:
         """(m, 2) cell numbers of 4-adjacent occupied pairs, each pair once."""
         idx = self._index

@@ -43,6 +43,17 @@ def test_outer_cells_and_adjacency() -> None:
     assert not Grid.from_occupancy([[1, 0, 1]], 0.01).is_connected()
 
 
+def test_outline_sides_lie_on_the_outline_with_outward_normals() -> None:
+    g = Grid.from_occupancy(L_SHAPE, 0.02)
+    cells, mid, n_out = g.outline_sides()
+    assert len(cells) == 10  # the L of 4 cells has a perimeter of 10 cell sides
+    # Each midpoint is half a cell from its cell's centre along the normal, and the point a
+    # little outside it is on no cell.
+    np.testing.assert_allclose(np.linalg.norm(mid - g.p_OC[cells], axis=1), 0.01)
+    outside = mid + 0.001 * n_out
+    assert not np.any(np.all(np.abs(outside[:, None] - g.p_OC[None]) < 0.01, axis=2))
+
+
 def test_maps_round_trip() -> None:
     g = Grid.from_occupancy(L_SHAPE, 0.02)
     values = np.array([1.0, 2.0, 3.0, 4.0])
