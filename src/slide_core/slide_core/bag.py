@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, rotation
@@ -149,6 +149,40 @@ def read_pushes(
     return grid, [
         _push(grid, i, bounds[i], stops[i], poses, tips, wrench, path, dt) for i in wanted
     ]
+
+
+def push_from_samples(
+    grid: Grid,
+    index: int,
+    t: ArrayLike,
+    X_WO: ArrayLike,
+    p_WF: ArrayLike,
+    f_W: ArrayLike,
+    t_start: float,
+    t_end: float,
+    dt: float = DT,
+) -> PushData:
+    """A push from time series sampled in memory, as :func:`read_pushes` makes it from a bag.
+
+    t: (N,) times [s]; X_WO: (N, 3) object poses; p_WF: (N, >=2) fingertip centres;
+    f_W: (N, >=2) force the fingertip applies [N]; the push runs from ``t_start`` to
+    ``t_end`` (the stroke's end) plus SETTLE_S.
+    """
+    tt = np.asarray(t, dtype=float)
+    X, p, f = (np.asarray(a, dtype=float) for a in (X_WO, p_WF, f_W))
+    if tt.ndim != 1 or X.shape != (len(tt), 3) or p.shape[0] != len(tt) or f.shape[0] != len(tt):
+        raise SlideInputError('t (N,), X_WO (N, 3), p_WF and f_W (N, 2+) must agree in length')
+    return _push(
+        grid,
+        index,
+        t_start,
+        t_end + SETTLE_S,
+        np.column_stack((tt, X)),
+        np.column_stack((tt, p[:, :2])),
+        np.column_stack((tt, f[:, :2])),
+        Path(f'<push {index}>'),
+        dt,
+    )
 
 
 def _push(

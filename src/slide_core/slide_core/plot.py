@@ -136,3 +136,91 @@ def belief_figure(path: str | Path, belief: Any, title: str) -> Path:
         for ax in axes[:, k]:
             ax.plot(*coms[k], marker='+', color='red', ms=12, mew=2)
     return _save(fig, path, title)
+
+
+def _draw_table(ax: Axes, depth: float, width: float) -> None:
+    ax.add_patch(
+        Polygon(
+            [[0, -width / 2], [depth, -width / 2], [depth, width / 2], [0, width / 2]],
+            closed=True,
+            fc='0.93',
+            ec='0.5',
+        )
+    )
+    ax.axvline(0.0, color='k', lw=2)
+    ax.text(0.0, width / 2, ' edge', va='top', ha='left')
+
+
+def plan_axes(
+    ax: Axes,
+    grid: Grid,
+    com_O: FloatArray,
+    trace: dict[str, Any],
+    config: Any,
+) -> None:
+    """Top view of a planned episode: table and edge, start and goal poses, each push's
+    path (dotted), target waypoint (x) and fingertip stroke (arrow), the final pose, the
+    grasp's finger pads, and the most probable model's centre of mass at start and end."""
+    _draw_table(ax, config.table.depth, config.table.width)
+    start = np.asarray(trace['X_start'])
+    draw_object(ax, grid, start, 'tab:blue', 0.35)
+    for X, label in ((start, 'start'),):
+        ax.annotate(label, X[:2], color='tab:blue')
+    if 'goal' in trace:
+        goal = np.asarray(trace['goal'])
+        draw_object(ax, grid, goal, 'tab:green', 0.3)
+        ax.annotate('goal', goal[:2], color='tab:green')
+    for k, p in enumerate(trace.get('pushes', [])):
+        path = np.asarray(p['path'])
+        ax.plot(path[:, 0], path[:, 1], ':', color='tab:green', lw=1, alpha=0.6)
+        if p.get('target') is not None:
+            ax.plot(*p['target'][:2], 'x', color='tab:green', ms=6)
+        a = np.asarray(p['p_WF0'])
+        d = np.asarray(p['direction_W']) * p['travel']
+        ax.annotate(
+            '', a + d, a, arrowprops={'arrowstyle': '->', 'color': 'tab:red', 'lw': 1.5}
+        )
+        ax.text(*a, str(k + 1), color='tab:red', fontsize=7)
+    if 'X_final' in trace:
+        final = np.asarray(trace['X_final'])
+        draw_object(ax, grid, final, 'tab:orange', 0.6)
+        c = com_O @ rotation(final[2]).T + final[:2]
+        ax.plot(c[:, 0], c[:, 1], '+', color='k', ms=12, mew=2)
+    if 'grasp' in trace:
+        g = trace['grasp']
+        front = np.asarray(g['p_W'])
+        w = config.gripper.finger_width / 2
+        depth = config.gripper.finger_depth
+        pad = [
+            [front[0] - depth, front[1] - w],
+            [front[0], front[1] - w],
+            [front[0], front[1] + w],
+            [front[0] - depth, front[1] + w],
+        ]
+        ax.add_patch(Polygon(pad, closed=True, fc='none', ec='k', lw=1.5, ls='--'))
+        ax.annotate('grasp', front, color='k')
+    pts = [start[:2]] + [np.asarray(p['p_WF0']) for p in trace.get('pushes', [])]
+    if 'X_final' in trace:
+        pts.append(np.asarray(trace['X_final'])[:2])
+    pts_a = np.asarray(pts)
+    r = float(np.linalg.norm(grid.p_OC, axis=1).max()) + 0.05
+    ax.set_xlim(min(-0.1, pts_a[:, 0].min() - r), pts_a[:, 0].max() + r)
+    ax.set_ylim(pts_a[:, 1].min() - r, pts_a[:, 1].max() + r)
+    ax.set_aspect('equal')
+    ax.set_xlabel('x (table frame) [m]')
+    ax.set_ylabel('y [m]')
+    ax.set_title('plan and pushes')
+
+
+def episode_figure(
+    path: str | Path, grid: Grid, models: Any, trace: dict[str, Any], config: Any, title: str
+) -> Path:
+    """The most probable model's maps beside the top view of the episode (:func:`plan_axes`)."""
+    best = int(np.argmax(models.weight))
+    fig, axes = _maps_figure(grid, models.mass[best], models.friction[best], 1, 4.2)
+    fig.set_size_inches(4.2 * 2 + 7.5, 5.5)
+    com = models.com()[best]
+    for ax in axes[:2]:
+        ax.plot(*com, marker='+', color='red', ms=12, mew=2)
+    plan_axes(axes[2], grid, com[None, :], trace, config)
+    return _save(fig, path, title)

@@ -32,17 +32,19 @@ distribution acts through friction alone); the centre of mass matters for balanc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, check_pose, rotation
 from slide_core.physics import GRAVITY, SPIN_ARM, RigidModel
 
-_BISECTIONS = 28
+_BISECTIONS = 22
 _SLIP_ROUNDS = 3
+_S = np.array([[0.0, -1.0], [1.0, 0.0]])  # z x (.)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,15 +56,100 @@ class QuasiStaticRollout:
     slipping: np.ndarray
 
 
-def _bisect(grad: object, lo: FloatArray, hi: FloatArray) -> FloatArray:
+def _bisect(
+    grad: Callable[[FloatArray], FloatArray], lo: FloatArray, hi: FloatArray
+) -> FloatArray:
     """Root of the non-decreasing derivative ``grad(s)`` (B,) within [lo, hi] per row."""
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        g = grad(mid)  # type: ignore[operator]
-        up = g > 0.0
+        up = grad(mid) > 0.0
         hi = np.where(up, mid, hi)
         lo = np.where(up, lo, mid)
     return np.asarray(0.5 * (lo + hi))
+
+
+@dataclass(frozen=True, eq=False)
+class _Support:
+    """Friction forces of B hypotheses: cells c (B, n) [N] at r (n, 2) about G, torsion
+    c_tau (B,) [N m]."""
+
+    c: FloatArray
+    c_tau: FloatArray
+    r: FloatArray
+    r_perp: FloatArray  # (n, 2): z x r
+
+    def take(self, rows: NDArray[np.int64]) -> _Support:
+        return _Support(self.c[rows], self.c_tau[rows], self.r, self.r_perp)
+
+    def gradient(self, nu: FloatArray) -> FloatArray:
+        """Gradient (B, 3) of the dissipation D at body displacements nu (B, 3)."""
+        u = nu[:, None, :2] + nu[:, None, 2:3] * self.r_perp[None]
+        s = np.sqrt(np.einsum('bni,bni->bn', u, u))
+        w = self.c / np.maximum(s, 1e-15)
+        g_xy = np.einsum('bn,bni->bi', w, u)
+        g_w = np.einsum('bn,bni,ni->b', w, u, self.r_perp) + self.c_tau * np.sign(nu[:, 2])
+        return np.column_stack((g_xy, g_w))
+
+
+def _along(
+    sup: _Support, base: FloatArray, z: FloatArray, extra: FloatArray | None = None
+) -> Callable[[FloatArray], FloatArray]:
+    """Derivative of D along z at base + a z, as a function of a (B,) (minus ``extra``)."""
+
+    def grad(a: FloatArray) -> FloatArray:
+        g = np.einsum('bi,bi->b', sup.gradient(base + a[:, None] * z), z)
+        return g if extra is None else g - extra
+
+    return grad
+
+
+def _contact_step(
+    sup: _Support,
+    q: FloatArray,
+    n_in: FloatArray,
+    dF: FloatArray,
+    pen: FloatArray,
+    mu_tip: float,
+    ds: float,
+) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Body displacements (B, 3) of touching hypotheses and whether each slips.
+
+    q: (B, 2) contact points about G; n_in: (B, 2) inward normals; dF: (B, 2) fingertip
+    displacement; pen: (B,) penetration to remove; all in the body frame.
+    """
+    B = len(q)
+    t = np.column_stack((-n_in[:, 1], n_in[:, 0]))
+    # Sticking: the contact point moves with the fingertip tangentially and out of the
+    # penetration normally; the rotation about it minimises D.
+    dc = t * np.einsum('bi,bi->b', t, dF)[:, None] + n_in * pen[:, None]
+    base = np.column_stack((dc, np.zeros(B)))
+    z1 = np.column_stack((q[:, 1], -q[:, 0], np.ones(B)))  # rotation about q
+    lim = np.full(B, 0.5)
+    alpha = _bisect(_along(sup, base, z1), -lim, lim)
+    nu = base + alpha[:, None] * z1
+    f = sup.gradient(nu)[:, :2]  # force on the object at the contact
+    f_n = np.einsum('bi,bi->b', f, n_in)
+    f_t = np.einsum('bi,bi->b', f, t)
+    slip = np.abs(f_t) > mu_tip * np.maximum(f_n, 0.0) + 1e-12
+    if not slip.any():
+        return nu, slip
+    j = np.nonzero(slip)[0]
+    sj = sup.take(j)
+    sigma = np.sign(f_t[j])  # the fingertip's friction on the object acts along sigma t
+    z1j = z1[j]
+    z2 = np.column_stack((t[j], np.zeros(len(j))))  # tangential slip of the contact point
+    fn = np.maximum(f_n[j], 0.0)
+    a, beta = alpha[j], np.zeros(len(j))
+    lim_a, lim_b = np.full(len(j), 0.5), 3 * ds + pen[j]
+    for _ in range(_SLIP_ROUNDS):
+        a = _bisect(_along(sj, base[j] + beta[:, None] * z2, z1j), -lim_a, lim_a)
+        beta = _bisect(
+            _along(sj, base[j] + a[:, None] * z1j, z2, sigma * mu_tip * fn), -lim_b, lim_b
+        )
+        g = sj.gradient(base[j] + a[:, None] * z1j + beta[:, None] * z2)
+        fn = np.maximum(np.einsum('bi,bi->b', g[:, :2], n_in[j]), 0.0)
+    nu[j] = base[j] + a[:, None] * z1j + beta[:, None] * z2
+    return nu, slip
 
 
 def push(
@@ -108,8 +195,8 @@ def push(
     d = d / np.linalg.norm(d)
     model = RigidModel.of(grid)
     c = mu * m * GRAVITY  # (B, n) friction force of each cell [N]
-    c_tau = SPIN_ARM * grid.cell_size * c.sum(axis=1)
     r = model.r_B  # (n, 2) cells about G
+    sup = _Support(c, SPIN_ARM * grid.cell_size * c.sum(axis=1), r, r @ _S.T)
     S = max(1, int(np.ceil(travel / step)))
     ds = travel / S
     X = np.zeros((B, S + 1, 3))
@@ -135,84 +222,9 @@ def push(
             X[:, k + 1] = X[:, k]
             continue
         b = np.nonzero(hit)[0]
-        n_in = -n_out[b]
-        t = np.column_stack((-n_in[:, 1], n_in[:, 0]))
         dF = np.einsum('bji,j->bi', R[b], d * ds)  # fingertip displacement, body frame
-        qb = q[b]
-        # Contact point displacement when sticking: tangential part of the fingertip's,
-        # and the penetration removed along the inward normal.
-        dc = t * np.einsum('bi,bi->b', t, dF)[:, None] + n_in * pen[b][:, None]
-        cb, ctb = c[b], c_tau[b]
-        z1 = np.column_stack((qb[:, 1], -qb[:, 0], np.ones(len(b))))  # rotation about q
-
-        def gradient(nu: FloatArray) -> FloatArray:
-            u = nu[:, None, :2] + nu[:, None, 2:3] * np.stack((-r[None, :, 1], r[None, :, 0]), 2)
-            s = np.linalg.norm(u, axis=2)
-            uhat = u / np.maximum(s, 1e-15)[..., None]
-            g_xy = np.einsum('bn,bni->bi', cb, uhat)
-            g_w = np.einsum('bn,bni,ni->b', cb, uhat, np.column_stack((-r[:, 1], r[:, 0])))
-            g_w = g_w + ctb * np.sign(nu[:, 2])
-            return np.column_stack((g_xy, g_w))
-
-        base = np.column_stack((dc, np.zeros(len(b))))
-        alpha = _bisect(
-            lambda a: np.einsum('bi,bi->b', gradient(base + a[:, None] * z1), z1),
-            np.full(len(b), -0.5),
-            np.full(len(b), 0.5),
-        )
-        nu = base + alpha[:, None] * z1
-        gr = gradient(nu)
-        # Force on the object at the contact (J_q^T f = grad D; its first two rows).
-        f = gr[:, :2]
-        f_n = np.einsum('bi,bi->b', f, n_in)
-        f_t = np.einsum('bi,bi->b', f, t)
-        slip = np.abs(f_t) > mu_tip * np.maximum(f_n, 0.0) + 1e-12
-        if slip.any():
-            j = np.nonzero(slip)[0]
-            sigma = np.sign(f_t[j])  # friction on the object acts along sigma t
-            base_j = np.column_stack(
-                (
-                    n_in[j] * pen[b[j]][:, None]
-                    + t[j] * np.einsum('bi,bi->b', t[j], dF[j])[:, None],
-                    np.zeros(len(j)),
-                )
-            )
-            z1j = z1[j]
-            z2 = np.column_stack((t[j], np.zeros(len(j))))
-            fn = np.maximum(f_n[j], 0.0)
-            a_j, beta = alpha[j].copy(), np.zeros(len(j))
-            lim = 3 * ds + pen[b[j]]
-
-            def grad_j(nu_j: FloatArray) -> FloatArray:
-                full = np.zeros((len(b), 3))
-                full[j] = nu_j
-                return gradient(full)[j]
-
-            for _ in range(_SLIP_ROUNDS):
-                for _sweep in range(2):
-                    a_j = _bisect(
-                        lambda a: np.einsum(
-                            'bi,bi->b', grad_j(base_j + a[:, None] * z1j + beta[:, None] * z2), z1j
-                        ),
-                        np.full(len(j), -0.5),
-                        np.full(len(j), 0.5),
-                    )
-                    beta = _bisect(
-                        lambda s: (
-                            np.einsum(
-                                'bi,bi->b',
-                                grad_j(base_j + a_j[:, None] * z1j + s[:, None] * z2),
-                                z2,
-                            )
-                            - sigma * mu_tip * fn
-                        ),
-                        -lim,
-                        lim,
-                    )
-                g_j = grad_j(base_j + a_j[:, None] * z1j + beta[:, None] * z2)
-                fn = np.maximum(np.einsum('bi,bi->b', g_j[:, :2], n_in[j]), 0.0)
-            nu[j] = base_j + a_j[:, None] * z1j + beta[:, None] * z2
-            slipping[b[j], k] = True
+        nu, slip = _contact_step(sup.take(b), q[b], -n_out[b], dF, pen[b], mu_tip, ds)
+        slipping[b, k] = slip
         # Apply the body displacement (small: first order, rotation about G).
         full = np.zeros((B, 3))
         full[b] = nu
