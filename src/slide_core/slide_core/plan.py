@@ -83,8 +83,8 @@ class Gripper:
     max_opening: float = 0.08
     finger_depth: float = 0.04
     finger_width: float = 0.02
-    clearance: float = 0.01
-    min_grip: float = 0.02
+    clearance: float = 0.005
+    min_grip: float = 0.04
     height_margin: float = 0.005
 
 
@@ -190,8 +190,8 @@ def load_config(path: str | Path, **overrides: Any) -> PlannerConfig:
             max_opening=float(g.get('max_opening', 0.08)),
             finger_depth=float(g.get('finger_depth', 0.04)),
             finger_width=float(g.get('finger_width', 0.02)),
-            clearance=float(g.get('clearance_under_table', 0.01)),
-            min_grip=float(g.get('min_grip', 0.02)),
+            clearance=float(g.get('clearance_under_table', 0.005)),
+            min_grip=float(g.get('min_grip', 0.04)),
         )
         obstacles = tuple(
             Obstacle(
@@ -337,7 +337,7 @@ class Grasp:
     table) level with the object's mid-height; its pads' front end is at ``p_W``.
 
     Attributes:
-        p_W: (2,) pads' front end, table frame [m]; z: mid-height of the object [m].
+        p_W: (2,) pads' front end, table frame [m]; z: mid-height of the held part [m].
         yaw: approach direction [rad]; grip: object length between the pads [m].
     """
 
@@ -355,58 +355,78 @@ class Grasp:
         }
 
 
-_SUB = 4  # samples per cell side for footprint areas
+def covered(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> np.ndarray:
+    """Whether table-frame points p_W (..., 2) lie on the object's cells at X_WO."""
+    p_O = (p_W - X_WO[:2]) @ rotation(float(X_WO[2]))
+    rows, cols = grid.shape
+    w = grid.cell_size
+    c = np.floor((p_O[..., 0] + cols * w / 2) / w).astype(np.int64)
+    r = np.floor((rows * w / 2 - p_O[..., 1]) / w).astype(np.int64)
+    inside = (c >= 0) & (c < cols) & (r >= 0) & (r < rows)
+    out = np.zeros(p_O.shape[:-1], dtype=bool)
+    out[inside] = grid.occupancy[r[inside], c[inside]]
+    return out
 
 
-def _footprint_samples(grid: Grid) -> FloatArray:
-    """(n * SUB^2, 2) points spread evenly over the cells, object frame."""
-    h = grid.cell_size
-    s = (np.arange(_SUB) + 0.5) / _SUB * h - h / 2
-    offsets = np.stack(np.meshgrid(s, s), axis=-1).reshape(-1, 2)
-    return np.asarray((grid.p_OC[:, None, :] + offsets[None]).reshape(-1, 2))
+_LINE_STEP = 0.001  # m between samples along the pads
+
+
+def _held_height(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> float:
+    """Tallest cell [m] under table-frame points p_W (..., 2) on the object."""
+    p_O = (p_W.reshape(-1, 2) - X_WO[:2]) @ rotation(float(X_WO[2]))
+    rows, cols = grid.shape
+    w = grid.cell_size
+    c = np.clip(np.floor((p_O[:, 0] + cols * w / 2) / w).astype(np.int64), 0, cols - 1)
+    r = np.clip(np.floor((rows * w / 2 - p_O[:, 1]) / w).astype(np.int64), 0, rows - 1)
+    return float(grid.heights[r, c].max()) if len(p_O) else 0.0
 
 
 def grasp_at(
     grid: Grid, X_WO: Any, gripper: Gripper, com_O: FloatArray | None = None
 ) -> Grasp | None:
-    """The best grasp of the overhang at X_WO, or None when none holds ``min_grip``.
+    """The grasp of the overhang at X_WO nearest the centre of mass, or None.
 
-    Bands of the pads' width across the edge are tried every 5 mm; the pads reach as far
-    in as the clearance to the edge allows, or less when the object sticks out further
-    than the pads are deep (the palm must not touch it). The band holding the most
-    object is taken; ties go to the band nearest the centre of mass (less torque).
+    Bands of the pads' width across the edge are tried every 5 mm. In each, the pads
+    reach as far in as the clearance to the edge allows, or less when the object sticks
+    out further than the pads are deep (the palm must not touch it). The grip of a band
+    is the object length under the pads along three lines across their width (both sides
+    and the middle), the shortest of the three: a corner that only the middle of a pad
+    touches does not count as held. Bands holding at least ``min_grip`` qualify; the
+    one nearest the centre of mass is taken (the least roll torque on the pads).
     """
     X = check_pose(X_WO, 'X_WO')
     height = float(grid.heights[grid.occupancy].max())
     if height > gripper.max_opening - 2 * gripper.height_margin:
         return None
-    pts = _to_world(X, _footprint_samples(grid))
-    area = (grid.cell_size / _SUB) ** 2
+    corners = _to_world(X, _corners_O(grid).reshape(-1, 2))
     front_max = -gripper.clearance
-    out = pts[pts[:, 0] < front_max]
-    if len(out) == 0:
+    if corners[:, 0].min() >= front_max:
         return None
     half_w = gripper.finger_width / 2
-    centres = np.arange(out[:, 1].min() + half_w, out[:, 1].max() - half_w + 1e-9, 0.005)
+    xs = np.arange(corners[:, 0].min(), front_max + 1e-9, _LINE_STEP)
+    centres = np.arange(corners[:, 1].min() + half_w, corners[:, 1].max() - half_w + 1e-9, 0.005)
     if len(centres) == 0:
-        centres = np.array([out[:, 1].mean()])
-    com_y = float(_to_world(X, com_O)[1]) if com_O is not None else float(pts[:, 1].mean())
+        return None
+    offsets = np.array([-0.9, 0.0, 0.9]) * half_w
+    lines_y = centres[:, None] + offsets[None, :]  # (B, 3)
+    pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
+    cov = covered(grid, X, pts)  # (B, 3, Nx)
+    com_y = float(_to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
     best: tuple[float, Grasp] | None = None
-    for y in centres:
-        band = pts[np.abs(pts[:, 1] - y) <= half_w]
-        beyond = band[band[:, 0] < front_max]
-        if len(beyond) == 0:
+    for i, y in enumerate(centres):
+        hit = np.nonzero(cov[i].any(axis=0))[0]
+        if len(hit) == 0:
             continue
-        front = min(front_max, float(beyond[:, 0].min()) + gripper.finger_depth)
-        held = np.count_nonzero(
-            (band[:, 0] >= front - gripper.finger_depth) & (band[:, 0] <= front)
-        )
-        grip = held * area / gripper.finger_width
+        front = min(front_max, float(xs[hit[0]]) + gripper.finger_depth)
+        pad = (xs >= front - gripper.finger_depth - 1e-9) & (xs <= front + 1e-9)
+        grip = float(cov[i][:, pad].sum(axis=1).min()) * _LINE_STEP
         if grip < gripper.min_grip:
             continue
-        score = min(grip, gripper.finger_depth) - 0.5 * abs(y - com_y)
+        score = -abs(float(y) - com_y)
         if best is None or score > best[0]:
-            best = (score, Grasp(np.array([front, y]), height / 2, 0.0, float(grip)))
+            held = covered(grid, X, pts[i][:, pad]).any(axis=0)
+            z = _held_height(grid, X, pts[i][:, pad][:, held]) / 2
+            best = (score, Grasp(np.array([front, float(y)]), z, 0.0, grip))
     return None if best is None else best[1]
 
 

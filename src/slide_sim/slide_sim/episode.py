@@ -245,7 +245,9 @@ def run_episode(
         else:
             trace['grasp'] = grasp.to_dict()
             say(f'grasping at {np.round(grasp.p_W, 3).tolist()}')
-            outcome = twin.grasp((float(grasp.p_W[0]), float(grasp.p_W[1])), grasp.yaw, 0.1)
+            outcome = twin.grasp(
+                (float(grasp.p_W[0]), float(grasp.p_W[1])), grasp.yaw, 0.1, z=grasp.z
+            )
             result.lifted_m = outcome.lifted_m
             result.success = outcome.success
             result.fell = outcome.fell or twin.fell()

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from slide_core.errors import SlideInputError
 from slide_core.objects import ObjectSpec
 from slide_core.physics import RigidModel
-from slide_sim.scene import Workcell, default_pose, object_extent, workcell_xml
+from slide_sim.scene import FINGER_KP, Workcell, default_pose, object_extent, workcell_xml
 
 FloatArray = NDArray[np.float64]
 
@@ -263,16 +263,23 @@ class Twin:
             self.data.mocap_pos[self._hand] = start + (target - start) * (k / steps)
             mujoco.mj_step(self.model, self.data)
 
-    def grasp(self, p_W: tuple[float, float], yaw: float = 0.0, lift: float = 0.1) -> GraspResult:
+    def grasp(
+        self,
+        p_W: tuple[float, float],
+        yaw: float = 0.0,
+        lift: float = 0.1,
+        z: float | None = None,
+    ) -> GraspResult:
         """Grasp an overhang with the parallel gripper and lift it.
 
-        The hand comes level with the object's mid-thickness, fingers open (8 cm) one above
-        and one below it, pointing along ``yaw``; the finger pads' front ends at ``p_W``.
+        The hand comes level with ``z`` (the held part's mid-height; the object's by
+        default), fingers open (8 cm) one above and one below it, pointing along ``yaw``;
+        the finger pads' front ends at ``p_W``.
         It closes, lifts by ``lift`` metres and holds for half a second. Success: the object
         rose with the hand and is still held.
         """
         d = np.array([math.cos(yaw), math.sin(yaw)])
-        z_mid = float(self.spec.grid.heights.max()) / 2
+        z_mid = float(self.spec.grid.heights.max()) / 2 if z is None else float(z)
         front = np.asarray(p_W, dtype=float)
         origin = front - d * self.cell.finger_depth
         z0 = self.object_height()
@@ -283,9 +290,14 @@ class Twin:
         self._move_hand(np.array([*origin, z_mid]), 0.1)
         # Close at a finger speed of 8 cm/s (a sudden set point would drive the light
         # fingers through the object), then squeeze.
+        # As a real parallel gripper's grasp(width, force): the set point lies just inside
+        # the object, so the servo squeezes with the configured force at its surfaces
+        # (a set point far inside drove the pads through the object once it was lifted).
+        open_ = self.cell.gripper_opening / 2
+        target = max(0.0, z_mid - self.cell.gripper_force / FINGER_KP)
         steps = int(0.5 / self.model.opt.timestep)
         for k in range(1, steps + 1):
-            self.data.ctrl[3:5] = self.cell.gripper_opening / 2 * (1 - k / steps)
+            self.data.ctrl[3:5] = open_ + (target - open_) * k / steps
             mujoco.mj_step(self.model, self.data)
         self.settle(0.3)
         self._move_hand(np.array([*origin, z_mid + lift]), 0.1)
