@@ -26,6 +26,7 @@ from slide_bringup import __version__
 # Subcommand modules, in the order --help lists them.
 COMMAND_MODULES = (
     'slide_bringup.commands.demo',
+    'slide_bringup.commands.episode',
     'slide_bringup.commands.doctor',
     'slide_bringup.commands.objects',
     'slide_bringup.commands.record',

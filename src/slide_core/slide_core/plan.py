@@ -27,9 +27,10 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   pushes at the object's outline sides along the inward normal; each is simulated with
   every model at once (:mod:`slide_core.quasistatic`, the quasi-static limit of the core's
   per-cell model with a kinematic fingertip, batched as hypotheses that each start in
-  their own push frame) and the push length is read off the rollout at every step. The cost is the probability-weighted SE(2) distance to the waypoint. The best
-  candidate's contact point is refined by finite differences along its side (paper 1);
-  the exhaustive ablation instead tries several points per side and does not refine.
+  their own push frame) and the push length is read off the rollout at every step. The
+  cost is the probability-weighted SE(2) distance to the waypoint. The best candidate's
+  contact point is refined by finite differences along its side (paper 1); the
+  exhaustive ablation instead tries several points per side and does not refine.
   Pushes after which more than epsilon of the belief would fall are rejected.
 """
 
@@ -46,9 +47,9 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 import yaml
 
+from slide_core import quasistatic
 from slide_core.errors import SlideInputError
 from slide_core.grid import FloatArray, Grid, check_pose, rotation, wrap_angle
-from slide_core import quasistatic
 from slide_core.physics import RigidModel
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push
@@ -200,7 +201,7 @@ def load_config(path: str | Path, **overrides: Any) -> PlannerConfig:
             )
             for o in doc.get('obstacles', []) or []
         )
-        settings = {k: v for k, v in (doc.get('planner', {}) or {}).items()}
+        settings = dict(doc.get('planner', {}) or {})
         settings.update(overrides)
         if 'radius' in fingertip:
             settings.setdefault('tip_radius', float(fingertip['radius']))
@@ -798,7 +799,7 @@ class _Evaluator:
             cfg.sim_step,
         ).X_WO.reshape(len(idx), K, S + 1, 3)
         self.simulations += len(idx) * K
-        for a, j in enumerate(idx):
+        for a, j in enumerate(idx.tolist()):
             p = roll[a, :, :, :2] @ R_WP[j].T + p_WP[j]
             yaw = roll[a, :, :, 2] + math.atan2(R_WP[j][1, 0], R_WP[j][0, 0])
             X_W[j] = np.concatenate((p, yaw[..., None]), axis=2)

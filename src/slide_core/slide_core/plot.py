@@ -164,12 +164,11 @@ def plan_axes(
     _draw_table(ax, config.table.depth, config.table.width)
     start = np.asarray(trace['X_start'])
     draw_object(ax, grid, start, 'tab:blue', 0.35)
-    for X, label in ((start, 'start'),):
-        ax.annotate(label, X[:2], color='tab:blue')
+    ax.annotate('start', (float(start[0]), float(start[1])), color='tab:blue')
     if 'goal' in trace:
         goal = np.asarray(trace['goal'])
         draw_object(ax, grid, goal, 'tab:green', 0.3)
-        ax.annotate('goal', goal[:2], color='tab:green')
+        ax.annotate('goal', (float(goal[0]), float(goal[1])), color='tab:green')
     for k, p in enumerate(trace.get('pushes', [])):
         path = np.asarray(p['path'])
         ax.plot(path[:, 0], path[:, 1], ':', color='tab:green', lw=1, alpha=0.6)
@@ -178,9 +177,12 @@ def plan_axes(
         a = np.asarray(p['p_WF0'])
         d = np.asarray(p['direction_W']) * p['travel']
         ax.annotate(
-            '', a + d, a, arrowprops={'arrowstyle': '->', 'color': 'tab:red', 'lw': 1.5}
+            '',
+            (float(a[0] + d[0]), float(a[1] + d[1])),
+            (float(a[0]), float(a[1])),
+            arrowprops={'arrowstyle': '->', 'color': 'tab:red', 'lw': 1.5},
         )
-        ax.text(*a, str(k + 1), color='tab:red', fontsize=7)
+        ax.text(float(a[0]), float(a[1]), str(k + 1), color='tab:red', fontsize=7)
     if 'X_final' in trace:
         final = np.asarray(trace['X_final'])
         draw_object(ax, grid, final, 'tab:orange', 0.6)
@@ -198,7 +200,7 @@ def plan_axes(
             [front[0] - depth, front[1] + w],
         ]
         ax.add_patch(Polygon(pad, closed=True, fc='none', ec='k', lw=1.5, ls='--'))
-        ax.annotate('grasp', front, color='k')
+        ax.annotate('grasp', (float(front[0]), float(front[1])), color='k')
     pts = [start[:2]] + [np.asarray(p['p_WF0']) for p in trace.get('pushes', [])]
     if 'X_final' in trace:
         pts.append(np.asarray(trace['X_final'])[:2])

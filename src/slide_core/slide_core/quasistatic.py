@@ -97,7 +97,7 @@ def _along(
     """Derivative of D along z at base + a z, as a function of a (B,) (minus ``extra``)."""
 
     def grad(a: FloatArray) -> FloatArray:
-        g = np.einsum('bi,bi->b', sup.gradient(base + a[:, None] * z), z)
+        g = np.asarray(np.einsum('bi,bi->b', sup.gradient(base + a[:, None] * z), z))
         return g if extra is None else g - extra
 
     return grad

@@ -18,7 +18,6 @@ import numpy as np
 
 from slide_core.objects import ObjectSpec
 
-
 FINGER_KP = 3000.0  # N/m, the finger position servos
 
 

@@ -12,7 +12,7 @@ from typing import Any
 NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
 
-SUITES = ('physics', 'ft', 'perception', 'identification', 'mit-push')
+SUITES = ('physics', 'ft', 'perception', 'identification', 'mit-push', 'pregrasp')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,14 +26,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--objects',
         nargs='+',
         metavar='NAME',
-        help='perception, identification: library objects to use (default: all)',
+        help='perception, identification, pregrasp: library objects to use (default: all)',
     )
     parser.add_argument(
         '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
     )
     parser.add_argument('--seed', type=int, default=0, help='random seed')
     parser.add_argument(
-        '--methods', nargs='+', metavar='METHOD', help='identification: methods (default: all)'
+        '--methods',
+        nargs='+',
+        metavar='METHOD',
+        help='identification, pregrasp: methods (default: all)',
+    )
+    parser.add_argument(
+        '--seeds', type=int, default=3, help='pregrasp: episodes per object and method'
+    )
+    parser.add_argument(
+        '--planning-trials',
+        type=int,
+        default=2,
+        help='pregrasp: planning-benchmark trials per object (0: skip it)',
+    )
+    parser.add_argument(
+        '--jobs', type=int, default=None, help='pregrasp: parallel processes (default: cores)'
     )
     parser.add_argument(
         '--png',
@@ -68,6 +83,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         result = bench_identification.run(
             args.objects, args.methods, args.seed, args.png, progress=_progress
+        )
+    elif args.suite == 'pregrasp':
+        from slide_sim import bench_pregrasp
+
+        result = bench_pregrasp.run(
+            args.objects,
+            args.methods,
+            args.seeds,
+            args.seed,
+            args.planning_trials,
+            args.jobs,
+            progress=_progress,
         )
     elif args.suite == 'mit-push':
         from slide_core import mitpush

@@ -1,0 +1,86 @@
+"""``slide episode``: the whole pre-grasp task once in the MuJoCo twin, without ROS.
+
+Random initial pose, exploratory pushes, identification, a goal at the table edge,
+closed-loop planned pushes, the grasp of the overhang and a lift
+(:func:`slide_sim.episode.run_episode`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+import time
+from typing import Any
+
+NAME = 'episode'
+HELP = 'run the whole pre-grasp task once in the MuJoCo twin (explore, identify, plan, grasp)'
+METHODS = ('probabilistic', 'deterministic', 'uniform', 'ground-truth')
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_episode_arguments(parser, default_png=None)
+
+
+def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | None) -> None:
+    """The options ``slide episode`` and ``slide demo`` share."""
+    parser.add_argument('--object', default='hammer', help='library name or .yaml file')
+    parser.add_argument('--seed', type=int, default=0, help='random seed (initial pose, pushes)')
+    parser.add_argument(
+        '--method',
+        choices=METHODS,
+        default='probabilistic',
+        help='which models the planner gets (default probabilistic)',
+    )
+    parser.add_argument(
+        '--exploration-pushes', type=int, default=5, help='exploratory pushes (1 to 20)'
+    )
+    parser.add_argument(
+        '--push-budget', type=int, default=25, help='planned pushes allowed (default 25)'
+    )
+    parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
+
+
+def _progress(message: str) -> None:
+    print(f'[{time.strftime("%H:%M:%S")}] {message}', file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from slide_core.objects import load_object
+    from slide_sim.episode import run_episode
+
+    if args.png is not None and args.png.suffix.lower() != '.png':
+        raise ValueError(f'--png must name a .png file, got {args.png}')
+    spec = load_object(args.object)
+    result = run_episode(
+        spec,
+        args.seed,
+        args.method,
+        exploration_pushes=args.exploration_pushes,
+        push_budget=args.push_budget,
+        png=args.png,
+        progress=_progress,
+    )
+    out = result.to_dict()
+    if args.png is not None:
+        out['png'] = str(args.png)
+    return out
+
+
+def format_text(result: dict[str, Any]) -> str:
+    verdict = 'lifted and held' if result['success'] else 'FAILED'
+    lines = [
+        f'{result["object"]}, seed {result["seed"]}, {result["method"]}: {verdict}',
+        f'  {result["exploration_pushes"]} exploratory pushes, identification '
+        f'{result["identification_s"]:.1f} s',
+        f'  {result["pushes"]} planned pushes, planning {result["planning_s"]:.1f} s '
+        f'({result["simulations"]} model rollouts)',
+        f'  overhang {100 * result["overhang_m"]:.1f} cm, P(stay) {result["stay_probability"]:.2f}'
+        f', lifted {100 * result["lifted_m"]:.1f} cm, fell: {result["fell"]}',
+        f'  total {result["total_s"]:.1f} s',
+    ]
+    if result['failure']:
+        lines.append(f'  why: {result["failure"]}')
+    if 'png' in result:
+        lines.append(f'picture: {result["png"]}')
+    return '\n'.join(lines)
