@@ -19,7 +19,8 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
 - Goal (:func:`select_goal`): poses along the edge at sampled yaws and overhangs; kept when
   a grasp exists, the pose is free of obstacles and the stay probability is at least
   1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief
-  enjoys.
+  enjoys and minus the width of edge along which the grasp would hold (a long side
+  parallel to the edge tolerates pose errors, a corner does not).
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints.
@@ -116,6 +117,7 @@ class PlannerConfig:
         refine_iterations: finite-difference steps on the contact point.
         exhaustive_per_side: contact points per outline side in the exhaustive search.
         margin_weight: metres of pushing effort one metre of balance margin is worth.
+        grasp_weight: ... one metre of graspable edge is worth (both capped at 5 cm).
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
     """
 
@@ -138,6 +140,7 @@ class PlannerConfig:
     refine_iterations: int = 3
     exhaustive_per_side: int = 5
     margin_weight: float = 1.0
+    grasp_weight: float = 1.0
     goal_yaws: int = 36
     goal_y_step: float = 0.05
 
@@ -339,13 +342,15 @@ class Grasp:
 
     Attributes:
         p_W: (2,) pads' front end, table frame [m]; z: mid-height of the held part [m].
-        yaw: approach direction [rad]; grip: object length between the pads [m].
+        yaw: approach direction [rad]; grip: object length between the pads [m];
+        width: how wide [m] the stretch of edge is along which a grasp would hold.
     """
 
     p_W: FloatArray
     z: float
     yaw: float
     grip: float
+    width: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -353,6 +358,7 @@ class Grasp:
             'z': self.z,
             'yaw': self.yaw,
             'grip_m': self.grip,
+            'graspable_width_m': self.width,
         }
 
 
@@ -392,8 +398,9 @@ def grasp_at(
     out further than the pads are deep (the palm must not touch it). The grip of a band
     is the object length under the pads along three lines across their width (both sides
     and the middle), the shortest of the three: a corner that only the middle of a pad
-    touches does not count as held. Bands holding at least ``min_grip`` qualify; the
-    one nearest the centre of mass is taken (the least roll torque on the pads).
+    touches does not count as held. Bands holding at least ``min_grip`` qualify; of those
+    whose neighbours 1 cm either side qualify too (if any), the one nearest the centre of
+    mass is taken (the least roll torque on the pads).
     """
     X = check_pose(X_WO, 'X_WO')
     height = float(grid.heights[grid.occupancy].max())
@@ -413,22 +420,29 @@ def grasp_at(
     pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
     cov = covered(grid, X, pts)  # (B, 3, Nx)
     com_y = float(_to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
-    best: tuple[float, Grasp] | None = None
-    for i, y in enumerate(centres):
+    fronts = np.zeros(len(centres))
+    grips = np.zeros(len(centres))
+    pads = []
+    for i in range(len(centres)):
         hit = np.nonzero(cov[i].any(axis=0))[0]
-        if len(hit) == 0:
-            continue
-        front = min(front_max, float(xs[hit[0]]) + gripper.finger_depth)
+        front = min(front_max, float(xs[hit[0]]) + gripper.finger_depth) if len(hit) else 0.0
         pad = (xs >= front - gripper.finger_depth - 1e-9) & (xs <= front + 1e-9)
-        grip = float(cov[i][:, pad].sum(axis=1).min()) * _LINE_STEP
-        if grip < gripper.min_grip:
-            continue
-        score = -abs(float(y) - com_y)
-        if best is None or score > best[0]:
-            held = covered(grid, X, pts[i][:, pad]).any(axis=0)
-            z = _held_height(grid, X, pts[i][:, pad][:, held]) / 2
-            best = (score, Grasp(np.array([front, float(y)]), z, 0.0, grip))
-    return None if best is None else best[1]
+        fronts[i] = front
+        grips[i] = float(cov[i][:, pad].sum(axis=1).min()) * _LINE_STEP if len(hit) else 0.0
+        pads.append(pad)
+    ok = grips >= gripper.min_grip
+    if not ok.any():
+        return None
+    # Prefer bands whose neighbours 1 cm either side hold too (tolerant of pose errors).
+    robust = ok & np.roll(ok, 2) & np.roll(ok, -2)
+    robust[:2] = robust[-2:] = False
+    pick = robust if robust.any() else ok
+    i = int(np.argmin(np.where(pick, np.abs(centres - com_y), np.inf)))
+    held = covered(grid, X, pts[i][:, pads[i]]).any(axis=0)
+    z = _held_height(grid, X, pts[i][:, pads[i]][:, held]) / 2
+    return Grasp(
+        np.array([fronts[i], float(centres[i])]), z, 0.0, float(grips[i]), float(ok.sum() * 0.005)
+    )
 
 
 # -- validity --------------------------------------------------------------------------------
@@ -548,7 +562,11 @@ def select_goal(models: Models, X_WO: Any, config: PlannerConfig) -> Goal:
                 if not in_workspace(grid, Xy, config):
                     continue
                 effort = float(se2_distance(Xy, X0, rho))
-                score = effort - config.margin_weight * min(margin, 0.05)
+                score = (
+                    effort
+                    - config.margin_weight * min(margin, 0.05)
+                    - config.grasp_weight * min(grasp.width, 0.05)
+                )
                 if best is None or score < best[0]:
                     shifted = replace(grasp, p_W=grasp.p_W + np.array([0.0, y]))
                     best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))

@@ -49,3 +49,22 @@ def test_bad_bags_and_ranges_give_clear_errors(bag: Path, tmp_path: Path) -> Non
         read_pushes(bag, [7])
     with pytest.raises(SlideInputError, match='no such bag'):
         read_pushes(tmp_path / 'absent')
+
+
+def test_pushes_from_memory_are_the_recorded_push() -> None:
+    # The episode builds its training pushes from the twin's recordings directly, with the
+    # same conversion as read_pushes.
+    from slide_core.bag import SETTLE_S, push_from_samples
+    from slide_sim.twin import exploration
+
+    spec = load_object('box')
+    _, (rec,) = exploration(spec, 1, seed=2)
+    t0, t1 = float(rec.t[rec.start]), float(rec.t[rec.end])
+    mem = push_from_samples(spec.grid, 0, rec.t, rec.X_WO, rec.p_WF, rec.wrench_W, t0, t1)
+    np.testing.assert_allclose(mem.X_WO0, rec.X_WO[rec.start], atol=1e-9)
+    assert abs(mem.push.steps - (t1 + SETTLE_S - t0) / mem.push.dt) <= 1
+    window = (rec.t >= t0) & (rec.t < t0 + mem.push.steps * mem.push.dt)
+    impulse = rec.wrench_W[window, :2].sum(axis=0) * float(np.mean(np.diff(rec.t)))
+    np.testing.assert_allclose(mem.push.f_W.sum(axis=0) * mem.push.dt, impulse, rtol=0.03)
+    with pytest.raises(SlideInputError, match='must agree in length'):
+        push_from_samples(spec.grid, 0, rec.t[:-1], rec.X_WO, rec.p_WF, rec.wrench_W, t0, t1)
