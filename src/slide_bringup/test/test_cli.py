@@ -53,24 +53,28 @@ def test_no_subcommand_prints_help_and_fails(capsys: pytest.CaptureFixture[str])
     assert 'COMMAND' in capsys.readouterr().err
 
 
-def test_demo_writes_its_picture_and_one_json_object(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     png = tmp_path / 'demo.png'
-    out = _run('demo', '--json', '--pushes', '2', '--png', str(png))
+    out = _run('demo', '--json', '--object', 'crimp', '--seed', '2', '--png', str(png))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b'\x89PNG'
-    assert len(result['pushes']) == 2
-    for p in result['pushes']:
-        assert p['moved_m'] > 0.01  # the twin's pushes move the object
-        assert p['add_true_maps_m'] < p['moved_m']  # the core predicts better than no motion
+    assert result['success'] is True and result['fell'] is False
+    assert result['exploration_pushes'] == 5 and result['pushes'] >= 1
+    assert result['overhang_m'] > 0.04 and result['stay_probability'] >= 0.95
+    assert 'push 1' in out.stderr  # progress on stderr
 
 
 def test_bad_arguments_give_one_line_reasons() -> None:
     out = _run('demo', '--png', 'picture.jpg')
     assert out.returncode == 2 and out.stdout == ''
     assert out.stderr.strip() == 'slide demo: error: --png must name a .png file, got picture.jpg'
-    out = _run('demo', '--pushes', '0')
-    assert out.returncode == 2 and 'between 1 and 8' in out.stderr
+    out = _run('episode', '--exploration-pushes', '0')
+    assert out.returncode == 2 and 'exploration pushes must be 1 to 20' in out.stderr
+    out = _run('episode', '--object', 'anvil')
+    assert out.returncode == 2 and 'no library object' in out.stderr
+    out = _run('episode', '--method', 'psychic')
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     out = _run('bench', 'everything')
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
 
