@@ -18,7 +18,7 @@ import numpy as np
 
 from slide_core.objects import ObjectSpec
 
-FINGER_KP = 3000.0  # N/m, the finger position servos
+FINGER_KP = 10000.0  # N/m, the finger position servos
 
 
 @dataclass(frozen=True)
@@ -100,16 +100,16 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
                damping="20"/>
         <geom name="finger_top" type="box"
               size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
-              pos="{cell.finger_depth / 2} 0 0.005" mass="0.05" friction="1.0 0.01 0.001"
-              priority="3" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
+              pos="{cell.finger_depth / 2} 0 0.005" mass="0.5" friction="1.0 0.02 0.02"
+              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
       </body>
       <body name="finger_bottom" gravcomp="1">
         <joint name="finger_bottom" type="slide" axis="0 0 -1"
                range="0 {cell.gripper_opening / 2}" damping="20"/>
         <geom name="finger_bottom" type="box"
               size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
-              pos="{cell.finger_depth / 2} 0 -0.005" mass="0.05" friction="1.0 0.01 0.001"
-              priority="3" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
+              pos="{cell.finger_depth / 2} 0 -0.005" mass="0.5" friction="1.0 0.02 0.02"
+              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
       </body>
     </body>
   </worldbody>
@@ -120,9 +120,9 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
               ctrlrange="-2 2"/>
     <position name="pusher_z" joint="pusher_z" kp="{cell.pusher_kp}" kv="{cell.pusher_kv}"
               ctrlrange="-1 2"/>
-    <position name="finger_top" joint="finger_top" kp="{FINGER_KP}" kv="30"
+    <position name="finger_top" joint="finger_top" kp="{FINGER_KP}" kv="40"
               forcerange="{-cell.gripper_force} {cell.gripper_force}" ctrlrange="0 0.04"/>
-    <position name="finger_bottom" joint="finger_bottom" kp="{FINGER_KP}" kv="30"
+    <position name="finger_bottom" joint="finger_bottom" kp="{FINGER_KP}" kv="40"
               forcerange="{-cell.gripper_force} {cell.gripper_force}" ctrlrange="0 0.04"/>
   </actuator>
   <sensor>

@@ -275,8 +275,9 @@ class Twin:
         The hand comes level with ``z`` (the held part's mid-height; the object's by
         default), fingers open (8 cm) one above and one below it, pointing along ``yaw``;
         the finger pads' front ends at ``p_W``.
-        It closes, lifts by ``lift`` metres and holds for half a second. Success: the object
-        rose with the hand and is still held.
+        It closes, lifts by ``lift`` metres and holds for half a second. Success: both
+        fingers still hold the object, it no longer touches the table and it rose with the
+        hand (see :class:`GraspResult`).
         """
         d = np.array([math.cos(yaw), math.sin(yaw)])
         z_mid = float(self.spec.grid.heights.max()) / 2 if z is None else float(z)
@@ -303,9 +304,24 @@ class Twin:
         self._move_hand(np.array([*origin, z_mid + lift]), 0.1)
         self.settle(0.5)
         lifted = self.object_height() - z0
+        held = self._touches('finger_top') and self._touches('finger_bottom')
+        off_table = not self._touches('table')
         return GraspResult(
-            success=lifted > 0.8 * lift, lifted_m=float(lifted), fell=lifted < -0.02
+            success=held and off_table and lifted > 0.5 * lift,
+            lifted_m=float(lifted),
+            fell=lifted < -0.02,
+            tilt=self.tilt(),
         )
+
+    def _touches(self, geom: str) -> bool:
+        """Whether the object is in contact with the named geom now."""
+        g = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, geom)
+        body = self.model.geom_bodyid
+        for c in self.data.contact[: self.data.ncon]:
+            pair = (int(c.geom1), int(c.geom2))
+            if g in pair and self._obj in (body[pair[0]], body[pair[1]]):
+                return True
+        return False
 
     def random_push(self, rng: np.random.Generator) -> PushRecording:
         """An exploratory push: a point on the contour, along the inward normal plus a random
@@ -341,11 +357,14 @@ class Twin:
 
 @dataclass
 class GraspResult:
-    """Outcome of a grasp: lifted and held, how high the object came, whether it fell."""
+    """Outcome of a grasp. success: held by both fingers, clear of the table and carried
+    up at least half the lift; lifted_m: how far the object's origin rose; fell: it
+    dropped; tilt: its angle to the vertical at the end [rad] (it may pivot in the grip)."""
 
     success: bool
     lifted_m: float
     fell: bool
+    tilt: float = 0.0
 
 
 def _yaw_quat(yaw: float) -> FloatArray:
