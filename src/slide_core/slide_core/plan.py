@@ -50,7 +50,10 @@ import yaml
 
 from slide_core import quasistatic
 from slide_core.errors import SlideInputError
+from slide_core.evaluate import uniform_maps
 from slide_core.grid import FloatArray, Grid, check_pose, rotation, wrap_angle
+from slide_core.identify import Belief
+from slide_core.objects import ObjectSpec
 from slide_core.physics import RigidModel
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push
@@ -258,6 +261,35 @@ class Models:
     def radius(self) -> float:
         """Largest distance [m] from the grid centroid to a cell corner (rho of the metric)."""
         return _radius(self.grid)
+
+
+METHODS = ('probabilistic', 'deterministic', 'uniform', 'ground-truth')
+
+
+def models_for(method: str, spec: ObjectSpec, belief: Belief | None) -> Models:
+    """The models the planner gets under ``method``:
+
+    - ``probabilistic``: the K weighted models of the probabilistic identification
+      (paper 2).
+    - ``deterministic``: only its most probable model (paper 1).
+    - ``uniform``: uniform maps with that model's total mass and mean friction (no
+      identification of the distribution).
+    - ``ground-truth``: the object's true maps (``spec``; an upper bound, twin only).
+    """
+    grid = spec.grid
+    if method == 'ground-truth':
+        return Models.create(grid, spec.mass, spec.friction)
+    if belief is None:
+        raise SlideInputError(f'method {method!r} needs an identified belief')
+    if method == 'probabilistic':
+        return Models.create(grid, belief.mass, belief.friction, belief.weight)
+    best = belief.best
+    if method == 'deterministic':
+        return Models.create(grid, belief.mass[best], belief.friction[best])
+    if method == 'uniform':
+        m, mu = uniform_maps(grid, belief.mass[best], belief.friction[best])
+        return Models.create(grid, m, mu)
+    raise SlideInputError(f'unknown method {method!r}; choose from {", ".join(METHODS)}')
 
 
 def _radius(grid: Grid) -> float:

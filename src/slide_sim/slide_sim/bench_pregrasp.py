@@ -30,6 +30,7 @@ from slide_core.grid import rotation, wrap_angle
 from slide_core.identify import Bounds
 from slide_core.objects import library_names, load_object
 from slide_core.plan import (
+    METHODS,
     Models,
     PlannerConfig,
     PlanningError,
@@ -38,7 +39,7 @@ from slide_core.plan import (
     plan_path,
     select_push,
 )
-from slide_sim.episode import METHODS, planner_config, run_episode
+from slide_sim.episode import planner_config, run_episode
 
 Progress = Callable[[str], None]
 GOAL_TOL_M = 0.02

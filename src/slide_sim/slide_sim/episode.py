@@ -6,13 +6,8 @@ the edge; closed-loop planned pushes (observe the pose, replan, push) until the 
 reached or the push budget runs out; the grasp of the overhang and a lift. The decisions
 are :mod:`slide_core.plan`'s, exactly as the ROS nodes make them.
 
-Methods (which models the planner gets):
-
-- ``probabilistic``: the K weighted models of the probabilistic identification (paper 2).
-- ``deterministic``: only its most probable model (paper 1).
-- ``uniform``: uniform maps with that model's total mass and mean friction (no
-  identification of the distribution).
-- ``ground-truth``: the object's true maps (an upper bound).
+Methods (which models the planner gets): :data:`slide_core.plan.METHODS`, see
+:func:`slide_core.plan.models_for`.
 """
 
 from __future__ import annotations
@@ -28,11 +23,11 @@ import numpy as np
 
 from slide_core.bag import push_from_samples
 from slide_core.errors import SlideInputError
-from slide_core.evaluate import uniform_maps
 from slide_core.grid import rotation
-from slide_core.identify import DT, Belief, TrainingSet, identify
+from slide_core.identify import DT, TrainingSet, identify
 from slide_core.objects import ObjectSpec
 from slide_core.plan import (
+    METHODS,
     Gripper,
     Models,
     PlannerConfig,
@@ -41,6 +36,7 @@ from slide_core.plan import (
     com_margins,
     goal_acceptable,
     grasp_at,
+    models_for,
     next_step,
     overhang,
     select_goal,
@@ -49,7 +45,6 @@ from slide_core.plan import (
 from slide_sim.scene import Workcell, object_extent
 from slide_sim.twin import PushRecording, Twin
 
-METHODS = ('probabilistic', 'deterministic', 'uniform', 'ground-truth')
 Progress = Callable[[str], None]
 
 
@@ -67,24 +62,6 @@ def planner_config(cell: Workcell | None = None, **overrides: Any) -> PlannerCon
         tip_mu=cell.fingertip_mu,
         **overrides,
     )
-
-
-def models_for(method: str, spec: ObjectSpec, belief: Belief | None) -> Models:
-    """The models the planner gets under ``method`` (see the module docstring)."""
-    grid = spec.grid
-    if method == 'ground-truth':
-        return Models.create(grid, spec.mass, spec.friction)
-    if belief is None:
-        raise SlideInputError(f'method {method!r} needs an identified belief')
-    if method == 'probabilistic':
-        return Models.create(grid, belief.mass, belief.friction, belief.weight)
-    best = belief.best
-    if method == 'deterministic':
-        return Models.create(grid, belief.mass[best], belief.friction[best])
-    if method == 'uniform':
-        m, mu = uniform_maps(grid, belief.mass[best], belief.friction[best])
-        return Models.create(grid, m, mu)
-    raise SlideInputError(f'unknown method {method!r}; choose from {", ".join(METHODS)}')
 
 
 def random_start(spec: ObjectSpec, cell: Workcell, rng: np.random.Generator) -> np.ndarray:

@@ -95,13 +95,17 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     <body name="hand" mocap="true" pos="-0.6 0 0.4">
       <geom type="box" size="0.01 0.04 0.05" pos="-0.01 0 0" contype="0" conaffinity="0"
             rgba="0.9 0.9 0.9 1"/>
+      <!-- Fingers of 0.5 kg (weight compensated): MuJoCo scales contact stiffness by the
+           bodies' mass, and 50 g pads sank through light objects under 70 N. Pads resist
+           rolling (condim 6), as a flat pad's pressure distribution resists tipping. -->
       <body name="finger_top" gravcomp="1">
         <joint name="finger_top" type="slide" axis="0 0 1" range="0 {cell.gripper_opening / 2}"
                damping="20"/>
         <geom name="finger_top" type="box"
               size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
               pos="{cell.finger_depth / 2} 0 0.005" mass="0.5" friction="1.0 0.02 0.02"
-              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
+              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
+              rgba="0.2 0.2 0.2 1"/>
       </body>
       <body name="finger_bottom" gravcomp="1">
         <joint name="finger_bottom" type="slide" axis="0 0 -1"
@@ -109,7 +113,8 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
         <geom name="finger_bottom" type="box"
               size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
               pos="{cell.finger_depth / 2} 0 -0.005" mass="0.5" friction="1.0 0.02 0.02"
-              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001" rgba="0.2 0.2 0.2 1"/>
+              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
+              rgba="0.2 0.2 0.2 1"/>
       </body>
     </body>
   </worldbody>

@@ -9,7 +9,8 @@ import pytest
 
 from slide_core.errors import SlideInputError
 from slide_core.objects import load_object
-from slide_sim.episode import METHODS, models_for, run_episode
+from slide_core.plan import METHODS, models_for
+from slide_sim.episode import run_episode
 
 
 def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> None:

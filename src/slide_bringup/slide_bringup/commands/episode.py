@@ -13,9 +13,10 @@ import sys
 import time
 from typing import Any
 
+from slide_core.plan import METHODS
+
 NAME = 'episode'
 HELP = 'run the whole pre-grasp task once in the MuJoCo twin (explore, identify, plan, grasp)'
-METHODS = ('probabilistic', 'deterministic', 'uniform', 'ground-truth')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
