@@ -121,6 +121,8 @@ class PlannerConfig:
         exhaustive_per_side: contact points per outline side in the exhaustive search.
         margin_weight: metres of pushing effort one metre of balance margin is worth.
         grasp_weight: ... one metre of graspable edge is worth (both capped at 5 cm).
+        overhang_weight: ... one metre more overhang is worth (0: just what the grasp
+            needs; large: as far out as balance allows, as the papers' goals ask).
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
     """
 
@@ -144,6 +146,7 @@ class PlannerConfig:
     exhaustive_per_side: int = 5
     margin_weight: float = 1.0
     grasp_weight: float = 1.0
+    overhang_weight: float = 0.0
     goal_yaws: int = 36
     goal_y_step: float = 0.05
 
@@ -165,6 +168,7 @@ class PlannerConfig:
             'exhaustive_per_side': self.exhaustive_per_side >= 1,
             'goal_yaws': self.goal_yaws >= 1,
             'goal_y_step': self.goal_y_step > 0.0,
+            'overhang_weight': self.overhang_weight >= 0.0,
             'table': self.table.depth > 0 and self.table.width > 0,
             'gripper': min(
                 self.gripper.max_opening, self.gripper.finger_depth, self.gripper.finger_width
@@ -598,6 +602,7 @@ def select_goal(models: Models, X_WO: Any, config: PlannerConfig) -> Goal:
                     effort
                     - config.margin_weight * min(margin, 0.05)
                     - config.grasp_weight * min(grasp.width, 0.05)
+                    - config.overhang_weight * o
                 )
                 if best is None or score < best[0]:
                     shifted = replace(grasp, p_W=grasp.p_W + np.array([0.0, y]))

@@ -1,9 +1,10 @@
 """``slide bench pregrasp``: the whole task over the library, and paper 1's planning bench.
 
 Episodes: every object x seeds x methods (:mod:`slide_sim.episode`), run in parallel
-processes. Per method: success rate (lifted and held), falls, planned pushes per episode,
-planning and total time, and how often the chosen goal would have let the true object
-fall (``unsafe_goals``: the true centre of mass outside the support polygon at the goal).
+processes; ``overhang_weight`` > 0 asks for goals as far out as balance allows (the
+papers' setting, where the belief's accuracy decides whether the object stays). Per
+method: success rate (lifted and held), falls, planned pushes per episode, planning and
+total time, and how often the chosen goal would have let the true object fall (``unsafe_goals``: the true centre of mass outside the support polygon at the goal).
 
 Planning (pure simulation, paper 1's benchmark): per object, random maps (cell masses and
 frictions drawn within the identification bounds), random start and goal poses on the
@@ -47,10 +48,11 @@ GOAL_TOL_RAD = 0.2
 MAX_PUSHES = 30
 
 
-def _episode(job: tuple[str, int, str]) -> dict[str, Any]:
-    name, seed, method = job
+def _episode(job: tuple[str, int, str, float]) -> dict[str, Any]:
+    name, seed, method, overhang_weight = job
     try:
-        return run_episode(load_object(name), seed, method).to_dict()
+        config = planner_config(overhang_weight=overhang_weight)
+        return run_episode(load_object(name), seed, method, config=config).to_dict()
     except Exception as exc:  # noqa: BLE001 - a crash is a failed episode, with its reason
         return {'object': name, 'seed': seed, 'method': method, 'error': repr(exc)}
 
@@ -147,6 +149,7 @@ def run(
     planning_trials: int = 2,
     workers: int | None = None,
     progress: Progress | None = None,
+    overhang_weight: float = 0.0,
 ) -> dict[str, Any]:
     say = progress or (lambda _m: None)
     names = list(objects or library_names())
@@ -157,7 +160,9 @@ def run(
     if seeds < 1 or planning_trials < 0:
         raise ValueError('seeds must be >= 1 and planning trials >= 0')
     workers = workers or max(1, os.cpu_count() or 1)
-    jobs = [(n, seed + s, m) for n in names for s in range(seeds) for m in methods]
+    jobs = [
+        (n, seed + s, m, overhang_weight) for n in names for s in range(seeds) for m in methods
+    ]
     rows = _map(_episode, jobs, workers, say, 'episode')
     per_method: dict[str, Any] = {}
     for m in methods:
@@ -197,6 +202,7 @@ def run(
     return {
         'objects': names,
         'seeds': seeds,
+        'overhang_weight': overhang_weight,
         'methods': per_method,
         'planning': planning,
         'episodes': [{k: v for k, v in x.items() if k not in ('goal',)} for x in rows],

@@ -227,7 +227,8 @@ def run_episode(
             )
             result.lifted_m = outcome.lifted_m
             result.success = outcome.success
-            result.fell = outcome.fell or twin.fell()
+            # Held but tilted in the grip is not a fall; dropped or left tipped over is.
+            result.fell = outcome.fell or (not outcome.success and twin.fell())
             if not outcome.success:
                 result.failure = result.failure or 'the grasp did not lift the object'
         if not result.reached and not result.failure:

@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--jobs', type=int, default=None, help='pregrasp: parallel processes (default: cores)'
     )
     parser.add_argument(
+        '--overhang-weight',
+        type=float,
+        default=0.0,
+        help='pregrasp: goal preference for overhang (0: what the grasp needs; 5: far out)',
+    )
+    parser.add_argument(
         '--png',
         type=Path,
         default=Path('out/bench_identification.png'),
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             args.planning_trials,
             args.jobs,
             progress=_progress,
+            overhang_weight=args.overhang_weight,
         )
     elif args.suite == 'mit-push':
         from slide_core import mitpush
