@@ -4,7 +4,8 @@ Episodes: every object x seeds x methods (:mod:`slide_sim.episode`), run in para
 processes; ``overhang_weight`` > 0 asks for goals as far out as balance allows (the
 papers' setting, where the belief's accuracy decides whether the object stays). Per
 method: success rate (lifted and held), falls, planned pushes per episode, planning and
-total time, and how often the chosen goal would have let the true object fall (``unsafe_goals``: the true centre of mass outside the support polygon at the goal).
+total time, and how often the chosen goal would have let the true object fall
+(``unsafe_goals``: the true centre of mass outside the support polygon at the goal).
 
 Planning (pure simulation, paper 1's benchmark): per object, random maps (cell masses and
 frictions drawn within the identification bounds), random start and goal poses on the
