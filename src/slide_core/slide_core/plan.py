@@ -637,7 +637,8 @@ def plan_path(models: Models, X_start: Any, X_goal: Any, config: PlannerConfig) 
     from ompl import util as ou
 
     t0 = time.perf_counter()
-    Xs, Xg = check_pose(X_start, 'X_start'), check_pose(X_goal, 'X_goal')
+    Xs, Xg = check_pose(X_start, 'X_start').copy(), check_pose(X_goal, 'X_goal').copy()
+    Xs[2], Xg[2] = wrap_angle(Xs[2]), wrap_angle(Xg[2])  # OMPL's SE(2) yaw is in [-pi, pi]
     rho = models.radius()
     if not is_valid(models, Xg, config):
         raise PlanningError(f'the goal {np.round(Xg, 4).tolist()} is not a valid pose')

@@ -124,6 +124,9 @@ def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
     assert np.abs(W[:, 1]).max() > 0.2  # it went round the wall
     with pytest.raises(PlanningError, match='not a valid pose'):
         plan_path(models, start, [0.4, 0.0, np.pi / 2], config)
+    # Yaws that went round more than half a turn (as rollouts leave them) are fine.
+    wound = plan_path(models, start + [0, 0, 2 * np.pi], goal - [0, 0, 2 * np.pi], config)
+    assert se2_distance(wound.waypoints[-1], goal, models.radius()) < 2e-3
 
 
 def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
