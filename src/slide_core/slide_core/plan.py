@@ -398,15 +398,23 @@ class Grasp:
         }
 
 
-def covered(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> np.ndarray:
-    """Whether table-frame points p_W (..., 2) lie on the object's cells at X_WO."""
+def _cells_at(
+    grid: Grid, X_WO: FloatArray, p_W: FloatArray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and in-grid mask (...) of the grid squares under table-frame points
+    p_W (..., 2) with the object at X_WO."""
     p_O = (p_W - X_WO[:2]) @ rotation(float(X_WO[2]))
     rows, cols = grid.shape
     w = grid.cell_size
     c = np.floor((p_O[..., 0] + cols * w / 2) / w).astype(np.int64)
     r = np.floor((rows * w / 2 - p_O[..., 1]) / w).astype(np.int64)
-    inside = (c >= 0) & (c < cols) & (r >= 0) & (r < rows)
-    out = np.zeros(p_O.shape[:-1], dtype=bool)
+    return r, c, (c >= 0) & (c < cols) & (r >= 0) & (r < rows)
+
+
+def covered(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> np.ndarray:
+    """Whether table-frame points p_W (..., 2) lie on the object's cells at X_WO."""
+    r, c, inside = _cells_at(grid, X_WO, p_W)
+    out = np.zeros(r.shape, dtype=bool)
     out[inside] = grid.occupancy[r[inside], c[inside]]
     return out
 
@@ -416,12 +424,8 @@ _LINE_STEP = 0.001  # m between samples along the pads
 
 def _held_height(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> float:
     """Tallest cell [m] under table-frame points p_W (..., 2) on the object."""
-    p_O = (p_W.reshape(-1, 2) - X_WO[:2]) @ rotation(float(X_WO[2]))
-    rows, cols = grid.shape
-    w = grid.cell_size
-    c = np.clip(np.floor((p_O[:, 0] + cols * w / 2) / w).astype(np.int64), 0, cols - 1)
-    r = np.clip(np.floor((rows * w / 2 - p_O[:, 1]) / w).astype(np.int64), 0, rows - 1)
-    return float(grid.heights[r, c].max()) if len(p_O) else 0.0
+    r, c, inside = _cells_at(grid, X_WO, p_W.reshape(-1, 2))
+    return float(grid.heights[r[inside], c[inside]].max()) if inside.any() else 0.0
 
 
 def grasp_at(

@@ -380,20 +380,10 @@ def _distance_to_cells(spec: ObjectSpec, p_O: FloatArray) -> float:
 def contour_point(spec: ObjectSpec, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
     """A random point on the object's outline (object frame) and the inward normal there."""
     g = spec.grid
-    padded = np.pad(g.occupancy, 1)
     half = g.cell_size / 2
-    sides = []
-    # (row step, col step) to the neighbour, and that side's outward normal in the O frame.
-    for dr, dc, normal in (
-        (-1, 0, (0.0, 1.0)),
-        (1, 0, (0.0, -1.0)),
-        (0, -1, (-1.0, 0.0)),
-        (0, 1, (1.0, 0.0)),
-    ):
-        for i, (r, c) in enumerate(g.cell_rc):
-            if not padded[r + 1 + dr, c + 1 + dc]:
-                sides.append((i, np.array(normal)))
-    i, n_out = sides[rng.integers(len(sides))]
+    cells, _, normals = g.outline_sides()
+    k = int(rng.integers(len(cells)))
+    i, n_out = int(cells[k]), normals[k]
     along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half
     return g.p_OC[i] + n_out * half + along, -n_out
 
