@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.physics import RigidModel, WrenchPush
 
 DT = 0.004  # s, the replay's time step

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from slide_core.grid import FloatArray, Grid, cell_positions
+from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.physics import WrenchPush, simulate
 from slide_core.physics_grad import one_step_loss, rollout_loss
 from slide_core.physics_reference import simulate_reference

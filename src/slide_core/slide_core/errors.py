@@ -1,11 +1,26 @@
-"""The error every slide_core function raises on bad input.
+"""The errors of slide_core: one root with two branches.
 
-It derives from ValueError; its message says what was wrong and what to do. Command-line
-tools print it as a one-line reason.
+- :class:`SlideInputError` (also a ``ValueError``): the input cannot describe a physical
+  object, push, measurement or setting. The message says what was wrong and what to do.
+  The command line exits with code 2.
+- :class:`NoSolutionError`: the input was fine, but what was asked has no solution: no goal
+  at the edge is graspable and balanced, no path or push exists, identification found no
+  model. The command line exits with its own code (3) and the message says why.
+
+Every subpackage derives its own errors from one of the two (``GridError``,
+``PlanningError``, ...), so callers can catch a whole branch.
 """
 
 from __future__ import annotations
 
 
-class SlideInputError(ValueError):
-    """Input that cannot describe a physical object, push or measurement."""
+class SlideError(Exception):
+    """Root of every error slide_core raises on purpose."""
+
+
+class SlideInputError(SlideError, ValueError):
+    """Input that cannot describe a physical object, push, measurement or setting."""
+
+
+class NoSolutionError(SlideError):
+    """A well-posed request without a solution (no goal, no path, no model)."""

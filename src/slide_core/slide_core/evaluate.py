@@ -19,7 +19,7 @@ import numpy as np
 from scipy.spatial import Delaunay, QhullError
 
 from slide_core.bag import PushData
-from slide_core.grid import FloatArray, Grid, cell_positions
+from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.identify import Belief, IdentificationError
 from slide_core.physics import FingertipPush, simulate
 

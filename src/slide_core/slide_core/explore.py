@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, cell_positions, rotation
+from slide_core.geometry import FloatArray, cell_positions, rotation
 from slide_core.identify import Belief
 from slide_core.physics import FingertipPush, simulate
 

@@ -70,7 +70,7 @@ import yaml
 
 from slide_core.bag import PushData
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.physics import GRAVITY, SPIN_ARM
 
 METHODS = (

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 
 FloatArray = NDArray[np.float64]
 

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from slide_core import limit_surface
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid, rotation, wrap_angle
+from slide_core.geometry import Grid, rotation, wrap_angle
 from slide_core.physics import FingertipPush, RigidModel, simulate
 
 FloatArray = NDArray[np.float64]

@@ -13,7 +13,7 @@ One object per file::
       - [0.3, 0.3, 0.0]
 
 A cell with mass 0 is empty. The object frame's origin is the centre of the grid's bounding
-box, x along columns, y towards row 0 (as :mod:`slide_core.grid`). Every validation error
+box, x along columns, y towards row 0 (as :mod:`slide_core.geometry`). Every validation error
 names the field and the problem.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid
+from slide_core.geometry import FloatArray, Grid
 
 FRICTION_MAX = 2.0
 FIELDS = {'name', 'cell_size', 'height', 'heights', 'mass', 'friction', 'description'}

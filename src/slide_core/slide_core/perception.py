@@ -42,7 +42,7 @@ import transforms3d  # type: ignore[import-untyped]
 import yaml
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid, rotation
+from slide_core.geometry import Grid, rotation
 
 FloatArray = NDArray[np.float64]
 

@@ -1,7 +1,7 @@
 r"""Planar grid-of-cells physics: a pushed object sliding on a table, with mass and friction
 gradients.
 
-The object is a grid of ``n`` square cells (:class:`slide_core.grid.Grid`) rigidly attached
+The object is a grid of ``n`` square cells (:class:`slide_core.geometry.Grid`) rigidly attached
 to each other; cell ``i`` has mass ``m_i`` [kg] and Coulomb friction ``mu_i`` [-] against
 the table. Two simulators share one discrete model (below): the *reference* one
 (:mod:`slide_core.physics_reference`) keeps the paper's per-cell 3-DOF state and weld
@@ -52,7 +52,7 @@ positions ``x+ = x + h v+``. Per step:
    gap after the step is non-negative) with Coulomb friction ``mu_F`` (two tangential
    rows, limit ``mu_F lambda_n``).
 
-Sign conventions: frames and angles as in :mod:`slide_core.grid` (z up, counter-clockwise
+Sign conventions: frames and angles as in :mod:`slide_core.geometry` (z up, counter-clockwise
 positive). Generalised coordinates per cell and for the rigid body are ``(x, y, theta)``
 (the paper lists the mass diagonal as ``(I, M, M)`` but the state as ``(x, y, theta)``;
 we use ``(x, y, theta)`` for both).
@@ -109,7 +109,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import lsq_linear
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid, check_pose, rotation
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.mlcp import Fingertip, MlcpSolution, solve_mlcp
 
 GRAVITY = 9.81

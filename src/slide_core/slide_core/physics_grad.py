@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from slide_core.grid import FloatArray, Grid, check_pose, rotation
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics import (
     _S,
     _SPIN_NEG,

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from slide_core.grid import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.mlcp import Fingertip, solve_mlcp
 from slide_core.physics import (
     _S,

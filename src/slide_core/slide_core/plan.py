@@ -4,7 +4,7 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
 
 - Frames: W is the table frame of ``config/workcell.yaml``: z up, the free edge is the
   line x = 0, the table covers 0 <= x <= depth, |y| <= width / 2. O is the object frame of
-  the grid (:mod:`slide_core.grid`). Poses are X_WO = (x, y, theta) [m, m, rad].
+  the grid (:mod:`slide_core.geometry`). Poses are X_WO = (x, y, theta) [m, m, rad].
 - Balance (:func:`com_margins`): a rigid object resting on the table stays if its centre
   of mass lies inside the support polygon, the convex hull of the part of its footprint
   that is over the table (its cell squares clipped at the edge). The margin is the signed
@@ -51,7 +51,7 @@ import yaml
 from slide_core import quasistatic
 from slide_core.errors import SlideInputError
 from slide_core.evaluate import uniform_maps
-from slide_core.grid import FloatArray, Grid, check_pose, rotation, wrap_angle
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation, wrap_angle
 from slide_core.identify import Belief
 from slide_core.objects import ObjectSpec
 from slide_core.physics import RigidModel

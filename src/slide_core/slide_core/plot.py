@@ -16,7 +16,7 @@ from matplotlib.patches import Circle, Polygon  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from slide_core.grid import FloatArray, Grid, rotation  # noqa: E402
+from slide_core.geometry import FloatArray, Grid, rotation  # noqa: E402
 
 
 def draw_map(ax: Axes, grid: Grid, values: FloatArray, title: str, unit: str, cmap: str) -> None:

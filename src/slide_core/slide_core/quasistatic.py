@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid, check_pose, rotation
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics import GRAVITY, SPIN_ARM, RigidModel
 
 _BISECTIONS = 22

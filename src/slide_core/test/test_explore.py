@@ -7,7 +7,7 @@ import pytest
 
 from slide_core.errors import SlideInputError
 from slide_core.explore import candidates, choose
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 from slide_core.identify import Belief
 
 GRID = Grid(0.02, np.ones((2, 4), bool), np.full((2, 4), 0.03))

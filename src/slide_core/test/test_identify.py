@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 from slide_core.identify import (
     METHODS,
     Belief,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import rotation
+from slide_core.geometry import rotation
 from slide_core.perception import (
     KeepOut,
     PerceptionConfig,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid, cell_positions
+from slide_core.geometry import Grid, cell_positions
 from slide_core.physics import (
     GRAVITY,
     FingertipPush,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 from slide_core.physics import FingertipPush, PhysicsError, WrenchPush, simulate
 from slide_core.physics_grad import one_step_loss, rollout_loss
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.grid import Grid, cell_positions
+from slide_core.geometry import Grid, cell_positions
 from slide_core.physics import FingertipPush, WrenchPush, simulate
 from slide_core.physics_reference import simulate_reference, weld_tree
 

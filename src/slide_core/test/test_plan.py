@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid, cell_positions, rotation
+from slide_core.geometry import Grid, cell_positions, rotation
 from slide_core.plan import (
     Gripper,
     Models,

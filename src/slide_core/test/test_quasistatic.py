@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 from slide_core.physics import FingertipPush, simulate
 from slide_core.quasistatic import push
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.grid import Grid, GridError, cell_positions, check_pose, rotation, wrap_angle
+from slide_core.geometry import Grid, GridError, cell_positions, check_pose, rotation, wrap_angle
 
 L_SHAPE = [[1, 0, 0], [1, 1, 1]]
 # A 3 mm U whose bounding box centre lies in its notch.

@@ -1,4 +1,4 @@
-"""Objects as grids of square cells, and planar poses.
+"""Objects as grids of square cells.
 
 Conventions (shared with the object specification files and slide_interfaces/ObjectGrid):
 
@@ -9,8 +9,6 @@ Conventions (shared with the object specification files and slide_interfaces/Obj
   ``p_OC = ((c - (cols - 1) / 2) w, ((rows - 1) / 2 - r) w)``.
 - Occupied cells are numbered 0..n-1 in row-major order; per-cell arrays (mass, friction,
   positions) have shape (n,) or (n, 2) in that order.
-- A planar pose is ``X_WO = (x, y, theta)``: position of O in the world (table) frame W [m]
-  and rotation about z [rad]; arrays of poses have shape (..., 3).
 """
 
 from __future__ import annotations
@@ -23,13 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
 
-from slide_core.errors import SlideInputError
-
-FloatArray = NDArray[np.float64]
-
-
-class GridError(SlideInputError):
-    """An object grid or pose that cannot describe a physical object."""
+from slide_core.geometry.se2 import FloatArray, GridError, check_pose, rotation
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,32 +203,8 @@ class Grid:
         return {'rows': rows, 'cols': cols, 'cells': self.n, 'cell_size_m': self.cell_size}
 
 
-# -- SE(2) --------------------------------------------------------------------------------
-def check_pose(X_WO: ArrayLike, name: str = 'pose') -> FloatArray:
-    """Return a planar pose (..., 3) as floats; raise GridError on a wrong shape or NaN."""
-    X = np.asarray(X_WO, dtype=float)
-    if X.shape[-1:] != (3,):
-        raise GridError(f'{name} must be (x, y, theta) with shape (..., 3), got {X.shape}')
-    if not np.all(np.isfinite(X)):
-        raise GridError(f'{name} contains NaN or infinite values: {X}')
-    return X
-
-
-def rotation(theta: ArrayLike) -> FloatArray:
-    """Rotation matrices (..., 2, 2) for angles (...) [rad]."""
-    t = np.asarray(theta, dtype=float)
-    c, s = np.cos(t), np.sin(t)
-    return np.stack((np.stack((c, -s), -1), np.stack((s, c), -1)), -2)
-
-
 def cell_positions(grid: Grid, X_WO: ArrayLike) -> FloatArray:
     """World positions (..., n, 2) of the cell centres for object poses X_WO (..., 3)."""
     X = check_pose(X_WO, 'X_WO')
     R = rotation(X[..., 2])
     return np.asarray(np.einsum('...ij,nj->...ni', R, grid.p_OC) + X[..., None, :2], dtype=float)
-
-
-def wrap_angle(theta: ArrayLike) -> FloatArray:
-    """Angles wrapped to [-pi, pi)."""
-    t = np.asarray(theta, dtype=float)
-    return np.asarray((t + np.pi) % (2.0 * np.pi) - np.pi, dtype=float)

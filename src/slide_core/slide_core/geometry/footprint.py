@@ -1,0 +1,102 @@
+"""An object's footprint at a pose in the table frame: the support polygon at the edge,
+the overhang, the cells under given points, and centre-of-mass margins.
+
+The table frame W has its free edge on the line x = 0 and the table at x >= 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.spatial import ConvexHull, QhullError
+
+from slide_core.geometry.grid import Grid
+from slide_core.geometry.se2 import FloatArray, check_pose, rotation, to_frame, to_world
+
+
+def cell_corners(grid: Grid) -> FloatArray:
+    """(n, 4, 2) corners of every cell square, counter-clockwise, object frame [m]."""
+    h = grid.cell_size / 2
+    d = np.array([[-h, -h], [h, -h], [h, h], [-h, h]])
+    return np.asarray(grid.p_OC[:, None, :] + d[None, :, :])
+
+
+def grid_radius(grid: Grid) -> float:
+    """Largest distance [m] from the cells' centroid to a cell corner (the rho that weighs
+    rotation against translation in SE(2) distances)."""
+    r = grid.p_OC - grid.p_OC.mean(axis=0)
+    return float(np.linalg.norm(r, axis=1).max() + grid.cell_size / math.sqrt(2))
+
+
+def support_polygon(grid: Grid, X_WO: ArrayLike) -> FloatArray | None:
+    """Vertices (V, 2) of the support polygon in the table frame: the convex hull of the
+    footprint clipped to the table (x >= 0); None when less than a sliver rests on it."""
+    X = check_pose(X_WO, 'X_WO')
+    A = cell_corners(grid) @ rotation(float(X[2])).T + X[:2]
+    B = np.roll(A, -1, axis=1)
+    keep = A[..., 0] >= 0.0
+    crossing = (A[..., 0] < 0.0) != (B[..., 0] < 0.0)
+    t = np.where(crossing, -A[..., 0] / np.where(crossing, B[..., 0] - A[..., 0], 1.0), 0.0)
+    P = A + t[..., None] * (B - A)
+    points = np.concatenate((A[keep], P[crossing]))
+    if len(points) < 3:
+        return None
+    try:
+        hull = ConvexHull(points)
+    except QhullError:
+        return None
+    return np.asarray(points[hull.vertices])
+
+
+def com_margins(grid: Grid, p_OBcm: FloatArray, X_WO: ArrayLike) -> FloatArray:
+    """Signed distance [m] (K,) of centres of mass p_OBcm (K, 2) inside the support polygon
+    at X_WO (negative outside; an object wholly on the table gets +inf: it cannot tip)."""
+    X = check_pose(X_WO, 'X_WO')
+    corners_W = cell_corners(grid).reshape(-1, 2) @ rotation(float(X[2])).T + X[:2]
+    if corners_W[:, 0].min() >= 0.0:
+        return np.full(len(p_OBcm), np.inf)
+    poly = support_polygon(grid, X)
+    if poly is None:
+        return np.full(len(p_OBcm), -np.inf)
+    p_WBcm = p_OBcm @ rotation(float(X[2])).T + X[:2]
+    edges = np.roll(poly, -1, axis=0) - poly
+    normals = np.column_stack((edges[:, 1], -edges[:, 0]))  # outward for counter-clockwise
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    out = np.einsum('kvj,vj->kv', p_WBcm[:, None, :] - poly[None], normals)
+    return np.asarray(-out.max(axis=1))
+
+
+def overhang(grid: Grid, X_WO: ArrayLike) -> float:
+    """How far [m] the object's footprint reaches past the edge (0 when it does not)."""
+    X = check_pose(X_WO, 'X_WO')
+    x = to_world(X, cell_corners(grid).reshape(-1, 2))[:, 0]
+    return float(max(0.0, -x.min()))
+
+
+def cells_under(
+    grid: Grid, X_WO: FloatArray, p_W: FloatArray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and in-grid mask (...) of the grid squares under table-frame points
+    p_W (..., 2) with the object at X_WO."""
+    p_O = to_frame(X_WO, p_W)
+    rows, cols = grid.shape
+    w = grid.cell_size
+    c = np.floor((p_O[..., 0] + cols * w / 2) / w).astype(np.int64)
+    r = np.floor((rows * w / 2 - p_O[..., 1]) / w).astype(np.int64)
+    return r, c, (c >= 0) & (c < cols) & (r >= 0) & (r < rows)
+
+
+def covered(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> np.ndarray:
+    """Whether table-frame points p_W (..., 2) lie on the object's cells at X_WO."""
+    r, c, inside = cells_under(grid, X_WO, p_W)
+    out = np.zeros(r.shape, dtype=bool)
+    out[inside] = grid.occupancy[r[inside], c[inside]]
+    return out
+
+
+def tallest_under(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> float:
+    """Tallest cell [m] under table-frame points p_W (..., 2) on the object (0 if none)."""
+    r, c, inside = cells_under(grid, X_WO, p_W.reshape(-1, 2))
+    return float(grid.heights[r[inside], c[inside]].max()) if inside.any() else 0.0

@@ -1,0 +1,233 @@
+"""The belief: K weighted (mass, friction) models of one object, from identification to
+planning to messages, and its YAML file.
+
+One type serves every stage: identification returns it, the planner reads it, the nodes
+send it as ``slide_interfaces/ModelBelief`` (see :mod:`slide_core.io`), and ``slide
+identify`` writes it as YAML. Its maps are validated once, here, at the boundary: finite,
+masses positive and below what the densest material could put in a cell, friction within
+[0, FRICTION_MAX], weights non-negative and summing to 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+import yaml
+
+from slide_core.errors import SlideInputError
+from slide_core.files import write_text_atomic
+from slide_core.geometry import FloatArray, Grid, GridError, grid_radius
+from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
+
+BELIEF_KIND = 'slide/belief'
+
+
+class BeliefError(SlideInputError):
+    """A belief whose maps or weights cannot describe an object."""
+
+
+def max_cell_mass(grid: Grid) -> FloatArray:
+    """(n,) the most mass [kg] a cell can hold: its volume of the densest material (a cell
+    of unknown height counts as a cube)."""
+    h = grid.heights[grid.occupancy]
+    w = grid.cell_size
+    return np.asarray(MAX_DENSITY * w * w * np.where(h > 0, h, w), dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class Belief:
+    """K models of one object with their probabilities.
+
+    Attributes:
+        grid: the object's cells (n occupied).
+        mass: (K, n) per-cell masses [kg]; friction: (K, n) Coulomb coefficients [-].
+        weight: (K,) probabilities, summing to 1.
+        loss: (K,) training losses [N^2] (wrench residual of identification), NaN when
+            unknown (a ground truth, a uniform model).
+        method: how the models were found ('' when unknown).
+    """
+
+    grid: Grid
+    mass: FloatArray
+    friction: FloatArray
+    weight: FloatArray
+    loss: FloatArray
+    method: str = ''
+
+    @classmethod
+    def create(
+        cls,
+        grid: Grid,
+        mass: ArrayLike,
+        friction: ArrayLike,
+        weight: ArrayLike | None = None,
+        loss: ArrayLike | None = None,
+        method: str = '',
+    ) -> Belief:
+        """Validate and build a belief; (n,) maps make one model. Weights are normalised
+        (uniform when omitted). Raises BeliefError saying what is wrong."""
+        try:
+            m = np.atleast_2d(np.asarray(mass, dtype=float))
+            mu = np.atleast_2d(np.asarray(friction, dtype=float))
+        except (TypeError, ValueError):
+            raise BeliefError('mass and friction must be arrays of numbers') from None
+        if m.ndim != 2 or m.shape != mu.shape or m.shape[1] != grid.n or m.shape[0] < 1:
+            raise BeliefError(
+                f'mass {m.shape} and friction {mu.shape} must both be (K, {grid.n}), K >= 1'
+            )
+        K = m.shape[0]
+        if not (np.all(np.isfinite(m)) and np.all(np.isfinite(mu))):
+            raise BeliefError('the maps contain NaN or infinite values')
+        if np.any(m <= 0):
+            raise BeliefError('every cell of every model needs a positive mass')
+        heavy = m > max_cell_mass(grid)[None]
+        if heavy.any():
+            k, i = np.argwhere(heavy)[0]
+            raise BeliefError(
+                f'model {k}, cell {i}: {m[k, i]:.4g} kg is more than its volume of the '
+                f'densest material ({MAX_DENSITY:g} kg/m^3) can weigh'
+            )
+        if np.any(mu < 0) or np.any(mu > FRICTION_MAX):
+            raise BeliefError(f'friction coefficients must lie in [0, {FRICTION_MAX}]')
+        w = np.full(K, 1.0 / K) if weight is None else np.asarray(weight, dtype=float)
+        if w.shape != (K,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise BeliefError(f'weights must be ({K},) finite, >= 0 and not all 0')
+        lo = np.full(K, np.nan) if loss is None else np.asarray(loss, dtype=float)
+        if lo.shape != (K,):
+            raise BeliefError(f'losses must be ({K},), got {lo.shape}')
+        return cls(grid, m, mu, w / w.sum(), lo, str(method))
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def K(self) -> int:
+        """Number of models."""
+        return int(self.mass.shape[0])
+
+    @property
+    def best(self) -> int:
+        """Index of the most probable model."""
+        return int(np.argmax(self.weight))
+
+    def com(self) -> FloatArray:
+        """(K, 2) centres of mass p_OBcm of the models, object frame [m]."""
+        return np.asarray(self.mass @ self.grid.p_OC / self.mass.sum(axis=1, keepdims=True))
+
+    def radius(self) -> float:
+        """The object's radius [m] (see :func:`slide_core.geometry.grid_radius`)."""
+        return grid_radius(self.grid)
+
+    # -- derived beliefs --------------------------------------------------------------------
+    def most_probable(self) -> Belief:
+        """The most probable model alone (paper 1's deterministic planner)."""
+        k = self.best
+        return Belief.create(
+            self.grid,
+            self.mass[k],
+            self.friction[k],
+            loss=self.loss[k : k + 1],
+            method=self.method,
+        )
+
+    def uniform(self) -> Belief:
+        """Uniform maps with the most probable model's total mass and total friction force
+        (no identification of how they are distributed)."""
+        m, mu = uniform_maps(self.mass[self.best], self.friction[self.best])
+        return Belief.create(self.grid, m, mu, method='uniform')
+
+
+def uniform_maps(mass: FloatArray, friction: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Uniform maps (n,) with the same total mass and total friction force as (mass,
+    friction) (n,)."""
+    n = mass.size
+    total = float(mass.sum())
+    mu = float(np.sum(mass * friction) / total)
+    return np.full(n, total / n), np.full(n, mu)
+
+
+# -- YAML ---------------------------------------------------------------------------------------
+def belief_to_dict(belief: Belief, name: str = '') -> dict[str, Any]:
+    """The YAML document of a belief: the grid, then each model's maps, weight and loss."""
+    g = belief.grid
+
+    def rows(values: FloatArray) -> list[list[float]]:
+        return [[float(round(v, 7)) for v in row] for row in g.to_map(values, fill=0.0)]
+
+    return {
+        'kind': BELIEF_KIND,
+        'name': name,
+        'method': belief.method,
+        'cell_size': float(g.cell_size),
+        'occupancy': g.occupancy.astype(int).tolist(),
+        'heights': [[float(round(v, 5)) for v in row] for row in g.heights],
+        'models': [
+            {
+                'weight': float(belief.weight[k]),
+                'loss': float(belief.loss[k]),
+                'mass': rows(belief.mass[k]),
+                'friction': rows(belief.friction[k]),
+            }
+            for k in range(belief.K)
+        ],
+    }
+
+
+def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
+    """A belief from its YAML document (raises BeliefError naming what is wrong)."""
+    if not isinstance(doc, dict) or doc.get('kind') != BELIEF_KIND:
+        raise BeliefError(
+            f'{source}: not a slide belief (kind: {BELIEF_KIND}); write one with slide identify'
+        )
+    try:
+        grid = Grid(
+            float(doc['cell_size']),
+            np.asarray(doc['occupancy'], dtype=bool),
+            np.asarray(doc['heights'], dtype=float),
+        )
+        models = doc['models']
+        if not isinstance(models, list) or not models:
+            raise BeliefError(f'{source}: models must be a non-empty list')
+        for k, m in enumerate(models):
+            for key in ('mass', 'friction', 'weight'):
+                if not isinstance(m, dict) or key not in m:
+                    raise BeliefError(f'{source}: model {k} lacks {key}')
+            if isinstance(m['weight'], bool) or not isinstance(m['weight'], int | float):
+                raise BeliefError(f'{source}: model {k}: weight must be a number')
+        mass = np.stack([grid.from_map(np.asarray(m['mass'], float), 'mass') for m in models])
+        friction = np.stack(
+            [grid.from_map(np.asarray(m['friction'], float), 'friction') for m in models]
+        )
+        weight = np.asarray([float(m['weight']) for m in models])
+        loss = np.asarray([float(m.get('loss', np.nan)) for m in models])
+    except BeliefError:
+        raise
+    except (KeyError, TypeError, ValueError, GridError) as exc:
+        raise BeliefError(f'{source}: malformed belief ({exc})') from None
+    if abs(weight.sum() - 1.0) > 1e-6:
+        raise BeliefError(f'{source}: the weights sum to {weight.sum():.6g}, not 1')
+    try:
+        return Belief.create(grid, mass, friction, weight, loss, str(doc.get('method', '')))
+    except BeliefError as exc:
+        raise BeliefError(f'{source}: {exc}') from None
+
+
+def save_belief(belief: Belief, path: str | Path, name: str = '') -> Path:
+    """Write a belief as YAML, atomically (a failed write leaves any old file intact)."""
+    text = '# slide belief: K models (per-cell mass [kg] and friction maps) and probabilities\n'
+    text += yaml.safe_dump(belief_to_dict(belief, name), sort_keys=False, default_flow_style=None)
+    return write_text_atomic(path, text)
+
+
+def load_belief(path: str | Path) -> Belief:
+    """Read a belief written by :func:`save_belief` (raises BeliefError)."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise BeliefError(f'{p}: cannot read ({exc.strerror})') from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise BeliefError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
+    return belief_from_dict(doc, str(p))

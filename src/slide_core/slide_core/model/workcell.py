@@ -1,0 +1,249 @@
+"""The workcell: table, fingertip, gripper, obstacles and camera, read from one file.
+
+``config/workcell.yaml`` is the only place a dimension of the workcell is written. The twin,
+the planner, the command line and the nodes all read it through :func:`load_workcell`;
+nothing in code carries a default for a length of the workcell.
+
+The file is found by :func:`workcell_path`: an explicit path, else ``$SLIDE_CONFIG_DIR``,
+else ``share/slide_bringup/config`` of a sourced ROS workspace (``AMENT_PREFIX_PATH``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slide_core.errors import SlideInputError
+
+WORKCELL_FILE = 'workcell.yaml'
+
+
+class WorkcellError(SlideInputError):
+    """A workcell file that is missing, unreadable, or describes no possible workcell."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The table top in the table frame W: free edge x = 0, 0 <= x <= depth, |y| <= width/2.
+
+    Attributes:
+        frame_id: name of the table frame in ROS messages.
+        depth, width, thickness [m]; height: of the top above the robot base plane [m].
+    """
+
+    frame_id: str
+    depth: float
+    width: float
+    thickness: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Fingertip:
+    """The pushing fingertip, a vertical cylinder.
+
+    Attributes:
+        radius: [m]; length: along its axis [m]; mu: Coulomb friction against objects [-];
+        height: of its centre above the table top while pushing [m] (its bottom clears the
+        table by ``height - length / 2``).
+    """
+
+    radius: float
+    length: float
+    mu: float
+    height: float
+
+    @property
+    def clearance(self) -> float:
+        """Gap [m] between the fingertip's bottom and the table top while pushing."""
+        return self.height - self.length / 2
+
+
+@dataclass(frozen=True)
+class Gripper:
+    """A parallel gripper that grasps the overhang, approaching across the edge.
+
+    Attributes:
+        max_opening: distance between the open fingers [m].
+        finger_depth, finger_width: size of the finger pads [m].
+        clearance: horizontal gap between the pads' front end and the table edge [m].
+        min_grip: object length the pads must hold [m].
+        height_margin: room left above and below the object in the open gripper [m].
+        force: squeezing force per finger [N].
+    """
+
+    max_opening: float
+    finger_depth: float
+    finger_width: float
+    clearance: float
+    min_grip: float
+    height_margin: float
+    force: float
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """An axis-aligned box on the table: centre (x, y) and half sizes [m], table frame."""
+
+    centre: tuple[float, float]
+    half_size: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Workcell:
+    """Everything slide knows about the cell it works in.
+
+    Attributes:
+        table, fingertip, gripper, obstacles: as above.
+        camera_extrinsics: the camera calibration file (X_WK), absolute path.
+        planner: the ``planner:`` section (settings of ``slide_core.planning``).
+        source: the file it was read from.
+    """
+
+    table: Table
+    fingertip: Fingertip
+    gripper: Gripper
+    obstacles: tuple[Obstacle, ...]
+    camera_extrinsics: Path
+    planner: dict[str, Any]
+    source: Path
+
+
+def config_dir() -> Path:
+    """The folder of slide's configuration files (see the module docstring)."""
+    env = os.environ.get('SLIDE_CONFIG_DIR')
+    if env:
+        return Path(env)
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        candidate = Path(prefix) / 'share' / 'slide_bringup' / 'config'
+        if prefix and (candidate / WORKCELL_FILE).is_file():
+            return candidate
+    raise WorkcellError(
+        "cannot find the configuration folder: set SLIDE_CONFIG_DIR to the repository's "
+        'config/ folder, or source the workspace (scripts/run.sh does both)'
+    )
+
+
+def workcell_path(path: str | Path | None = None) -> Path:
+    """``path`` if given, else ``workcell.yaml`` of :func:`config_dir`."""
+    return Path(path) if path is not None else config_dir() / WORKCELL_FILE
+
+
+def _number(section: dict[str, Any], key: str, where: str, positive: bool = True) -> float:
+    if key not in section:
+        raise WorkcellError(f'{where}.{key}: missing')
+    value = section[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise WorkcellError(f'{where}.{key}: must be a number, got {value!r}')
+    if positive and value <= 0:
+        raise WorkcellError(f'{where}.{key}: must be positive, got {value}')
+    if not positive and value < 0:
+        raise WorkcellError(f'{where}.{key}: must not be negative, got {value}')
+    return float(value)
+
+
+def _section(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if not isinstance(value, dict):
+        raise WorkcellError(f'{key}: missing section (a mapping)')
+    return value
+
+
+def _pair(value: Any, where: str) -> tuple[float, float]:
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) != 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ):
+        raise WorkcellError(f'{where}: must be two numbers [x, y], got {value!r}')
+    return (float(value[0]), float(value[1]))
+
+
+def parse_workcell(doc: Any, source: Path) -> Workcell:
+    """Validate a parsed workcell document (raises WorkcellError naming the field)."""
+    if not isinstance(doc, dict):
+        raise WorkcellError(f'{source}: a workcell file is a YAML mapping')
+    t = _section(doc, 'table')
+    frame_id = t.get('frame_id', 'table')
+    if not isinstance(frame_id, str) or not frame_id:
+        raise WorkcellError('table.frame_id: must be a non-empty string')
+    table = Table(
+        frame_id,
+        _number(t, 'depth', 'table'),
+        _number(t, 'width', 'table'),
+        _number(t, 'thickness', 'table'),
+        _number(t, 'height', 'table'),
+    )
+    f = _section(doc, 'fingertip')
+    fingertip = Fingertip(
+        _number(f, 'radius', 'fingertip'),
+        _number(f, 'length', 'fingertip'),
+        _number(f, 'mu', 'fingertip', positive=False),
+        _number(f, 'height', 'fingertip'),
+    )
+    if fingertip.clearance < 0:
+        raise WorkcellError(
+            f'fingertip.height: {fingertip.height} m puts the fingertip into the table '
+            f'(its length is {fingertip.length} m); give at least half its length'
+        )
+    g = _section(doc, 'gripper')
+    gripper = Gripper(
+        _number(g, 'max_opening', 'gripper'),
+        _number(g, 'finger_depth', 'gripper'),
+        _number(g, 'finger_width', 'gripper'),
+        _number(g, 'clearance_under_table', 'gripper', positive=False),
+        _number(g, 'min_grip', 'gripper'),
+        _number(g, 'height_margin', 'gripper', positive=False),
+        _number(g, 'force', 'gripper'),
+    )
+    if gripper.min_grip > gripper.finger_depth:
+        raise WorkcellError(
+            f'gripper.min_grip: {gripper.min_grip} m is longer than the pads '
+            f'({gripper.finger_depth} m)'
+        )
+    raw = doc.get('obstacles') or []
+    if not isinstance(raw, list):
+        raise WorkcellError('obstacles: must be a list of {centre: [x, y], half_size: [hx, hy]}')
+    obstacles = []
+    for i, o in enumerate(raw):
+        if not isinstance(o, dict):
+            raise WorkcellError(f'obstacles[{i}]: must be a mapping with centre and half_size')
+        half = _pair(o.get('half_size'), f'obstacles[{i}].half_size')
+        if min(half) <= 0:
+            raise WorkcellError(f'obstacles[{i}].half_size: must be positive, got {half}')
+        obstacles.append(Obstacle(_pair(o.get('centre'), f'obstacles[{i}].centre'), half))
+    camera = _section(doc, 'camera')
+    extrinsics = camera.get('extrinsics')
+    if not isinstance(extrinsics, str) or not extrinsics:
+        raise WorkcellError('camera.extrinsics: must name the calibration file (X_WK)')
+    planner = doc.get('planner') or {}
+    if not isinstance(planner, dict):
+        raise WorkcellError('planner: must be a mapping of planner settings')
+    return Workcell(
+        table,
+        fingertip,
+        gripper,
+        tuple(obstacles),
+        (source.parent / extrinsics).resolve(),
+        dict(planner),
+        source,
+    )
+
+
+def load_workcell(path: str | Path | None = None) -> Workcell:
+    """Read and validate the workcell file (:func:`workcell_path` finds the default)."""
+    p = workcell_path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise WorkcellError(f'{p}: cannot read the workcell file ({exc.strerror})') from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkcellError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
+    return parse_workcell(doc, p)
