@@ -3,8 +3,10 @@
 RDT over UDP (real-time and buffered streaming, sample counts, sequence numbers, status
 word, the 0x0042 bias), calibration over TCP (READCALINFO) and HTTP (``netftapi2.xml``).
 The wrench comes from a source function of time (the MuJoCo twin feeds it later); noise,
-dropouts, lost and reordered datagrams and status bits can be injected for tests.
-Only one RDT client is served at a time, as on the real sensor. Meant for loopback:
+dropouts, lost and reordered datagrams, status bits, a restarted output stream and raw
+(corrupt) datagrams can be injected for tests.
+Only one RDT client is served at a time, as on the real sensor. As the manual describes,
+``rdt_sequence`` is 1 for the first record after each start request. Meant for loopback:
 it binds to 127.0.0.1 unless told otherwise.
 """
 
@@ -77,6 +79,9 @@ class NetFTEmulator:
         self._drop = 0
         self._swap_next = False
         self._held: RdtRecord | None = None
+        self._inject: list[bytes] = []
+        self._lock = threading.Lock()
+        self.records_sent = 0  # records that left the emulator (dropouts excluded)
         self._running = False
         self._t0 = time.monotonic()
 
@@ -148,8 +153,26 @@ class NetFTEmulator:
 
     # -- fault injection --------------------------------------------------------------------
     def pause(self, seconds: float) -> None:
-        """Lose everything for ``seconds``, as a network dropout (sequence numbers go on)."""
+        """Lose everything for ``seconds``, both ways, as a network dropout.
+
+        The sensor samples on (sequence numbers go on); requests sent to it meanwhile are lost.
+        """
         self._pause_until = time.monotonic() + seconds
+
+    def restart_sequence(self) -> None:
+        """Restart the output stream: the next record carries rdt_sequence and ft_sequence 1.
+
+        What a client sees when the sensor reboots and resumes streaming to it, or when the
+        stream is restarted by a start request.
+        """
+        with self._lock:
+            self._rdt_seq = 0
+            self._ft_seq = 0
+
+    def inject(self, payload: bytes) -> None:
+        """Send ``payload`` to the client from the RDT port, as is (a corrupt datagram)."""
+        with self._lock:
+            self._inject.append(payload)
 
     def drop(self, datagrams: int) -> None:
         """Lose the next ``datagrams`` datagrams (their sequence numbers are used up)."""
@@ -174,9 +197,10 @@ class NetFTEmulator:
         if self.noise_counts:
             counts = tuple(int(round(c + self._rng.gauss(0, self.noise_counts))) for c in counts)  # type: ignore[assignment]
         counts = tuple(c - b for c, b in zip(counts, self._bias, strict=True))  # type: ignore[assignment]
-        self._rdt_seq = (self._rdt_seq + 1) % 2**32
-        self._ft_seq = (self._ft_seq + 1) % 2**32
-        return RdtRecord(self._rdt_seq, self._ft_seq, self.status, counts)
+        with self._lock:
+            self._rdt_seq = (self._rdt_seq + 1) % 2**32
+            self._ft_seq = (self._ft_seq + 1) % 2**32
+            return RdtRecord(self._rdt_seq, self._ft_seq, self.status, counts)
 
     def _handle_request(self, data: bytes, addr: tuple[str, int]) -> None:
         try:
@@ -192,6 +216,8 @@ class NetFTEmulator:
             self._client = addr
             self._buffered = command == Command.START_BUFFERED
             self._remaining = count
+            with self._lock:
+                self._rdt_seq = 0  # "1 for the first record after the start command"
         elif command == Command.SET_SOFTWARE_BIAS:
             raw = self.calibration.to_counts(self.source(time.monotonic() - self._t0))
             self._bias = raw
@@ -204,7 +230,8 @@ class NetFTEmulator:
             try:
                 self._udp.settimeout(0 if self._client else 0.01)
                 data, addr = self._udp.recvfrom(64)
-                self._handle_request(data, addr)
+                if time.monotonic() >= self._pause_until:  # a dropout loses requests too
+                    self._handle_request(data, addr)
                 continue
             except (BlockingIOError, TimeoutError):
                 pass
@@ -212,6 +239,14 @@ class NetFTEmulator:
                 return
             client = self._client
             now = time.monotonic()
+            if client is not None and self._inject:
+                with self._lock:
+                    raw, self._inject = self._inject, []
+                for payload in raw:
+                    try:
+                        self._udp.sendto(payload, client)
+                    except OSError:
+                        pass
             if client is None:
                 next_t = now
                 continue
@@ -234,8 +269,10 @@ class NetFTEmulator:
             payload = pack_records(records)
             try:
                 self._udp.sendto(payload, client)
+                self.records_sent += len(records)
                 if self._held is not None:
                     self._udp.sendto(pack_records([self._held]), client)
+                    self.records_sent += 1
                     self._held = None
                     self._swap_next = False
             except OSError:
