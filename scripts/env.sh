@@ -7,6 +7,8 @@
 
 SLIDE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export SLIDE_ROOT
+# The configuration folder (workcell.yaml, camera extrinsics) slide_core reads.
+export SLIDE_CONFIG_DIR="${SLIDE_CONFIG_DIR:-$SLIDE_ROOT/config}"
 SLIDE_VENV="$SLIDE_ROOT/.venv"
 export SLIDE_ROS_DISTRO_DIR="${SLIDE_ROS_DISTRO_DIR:-/opt/ros/jazzy}"
 

@@ -6,7 +6,7 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
-    package_data={package_name: ['py.typed', 'library/*.yaml']},
+    package_data={package_name: ['py.typed', 'model/library/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

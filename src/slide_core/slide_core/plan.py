@@ -53,7 +53,7 @@ from slide_core.errors import SlideInputError
 from slide_core.evaluate import uniform_maps
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation, wrap_angle
 from slide_core.identify import Belief
-from slide_core.objects import ObjectSpec
+from slide_core.model import ObjectSpec
 from slide_core.physics import RigidModel
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push

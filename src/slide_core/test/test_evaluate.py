@@ -12,7 +12,7 @@ from slide_core.evaluate import evaluate, in_hull, uniform_maps
 from slide_core.identify import Belief, TrainingSet, identify
 
 pytest.importorskip('mujoco')
-from slide_core.objects import load_object  # noqa: E402
+from slide_core.model import load_object  # noqa: E402
 from slide_sim.record import record  # noqa: E402
 
 

@@ -29,9 +29,21 @@ import numpy as np
 import yaml
 
 from slide_core.errors import SlideInputError
+from slide_core.files import write_text_atomic
 from slide_core.geometry import FloatArray, Grid
 
 FRICTION_MAX = 2.0
+"""Largest Coulomb coefficient slide accepts for a cell against the table [-]."""
+MAX_DENSITY = 22_600.0
+"""Densest material (osmium) [kg/m^3]: no cell weighs more than its volume of it."""
+CELL_SIZE_RANGE = (0.001, 0.1)
+"""Cell edges slide accepts [m]."""
+MAX_EXTENT = 1.0
+"""Longest side [m] of an object's grid (the table is 0.8 m deep)."""
+MAX_HEIGHT = 0.5
+"""Tallest cell [m]."""
+MAX_CELLS = 2500
+"""Most occupied cells of an object (simulation and planning cost grow with them)."""
 FIELDS = {'name', 'cell_size', 'height', 'heights', 'mass', 'friction', 'description'}
 
 
@@ -108,10 +120,11 @@ def _matrix(doc: dict[str, Any], key: str) -> FloatArray:
     widths = {len(r) for r in value}
     if len(widths) != 1 or 0 in widths:
         raise SpecError(f'{key}: every row must have the same, non-zero number of values')
-    try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise SpecError(f'{key}: values must be numbers') from None
+    for r, row in enumerate(value):
+        for c, v in enumerate(row):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise SpecError(f'{key}: row {r}, column {c} is {v!r}, not a number')
+    a = np.array(value, dtype=float)
     if not np.all(np.isfinite(a)):
         raise SpecError(f'{key}: values must be finite numbers')
     return a
@@ -140,8 +153,17 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
     if not isinstance(name, str) or not name.strip():
         raise SpecError('name: must be a non-empty string')
     cell_size = _positive(doc, 'cell_size')
+    lo, hi = CELL_SIZE_RANGE
+    if not lo <= cell_size <= hi:
+        raise SpecError(f'cell_size: {cell_size} m is outside [{lo}, {hi}] m')
     mass = _matrix(doc, 'mass')
     friction = _matrix(doc, 'friction')
+    longest = max(mass.shape) * cell_size
+    if longest > MAX_EXTENT:
+        raise SpecError(
+            f'mass: {mass.shape[0]} x {mass.shape[1]} cells of {cell_size} m make an object '
+            f'{longest:.3g} m long; at most {MAX_EXTENT} m fits the workcell'
+        )
     if friction.shape != mass.shape:
         raise SpecError(f'friction: shape {friction.shape} differs from mass {mass.shape}')
     if np.any(mass < 0):
@@ -150,6 +172,10 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
     occupied = mass > 0
     if not occupied.any():
         raise SpecError('mass: no cells (every mass is 0)')
+    if occupied.sum() > MAX_CELLS:
+        raise SpecError(
+            f'mass: {int(occupied.sum())} cells; at most {MAX_CELLS} (use larger cells)'
+        )
     bad = occupied & ((friction < 0) | (friction > FRICTION_MAX))
     if bad.any():
         r, c = np.argwhere(bad)[0]
@@ -166,6 +192,17 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
             raise SpecError('heights: every occupied cell needs a positive height')
     else:
         heights = np.full(mass.shape, _positive(doc, 'height') if 'height' in doc else 0.02)
+    if np.any(heights[occupied] > MAX_HEIGHT):
+        raise SpecError(f'heights: a cell is taller than {MAX_HEIGHT} m')
+    volume = cell_size**2 * heights
+    heavy = occupied & (mass > MAX_DENSITY * volume)
+    if heavy.any():
+        r, c = np.argwhere(heavy)[0]
+        raise SpecError(
+            f'mass: {mass[r, c]:.4g} kg at row {r}, column {c} is more than its '
+            f'{volume[r, c] * 1e6:.3g} cm^3 of the densest material ({MAX_DENSITY:g} kg/m^3) '
+            'weighs'
+        )
     grid = Grid(cell_size, occupied, np.where(occupied, heights, 0.0))
     if not grid.is_connected():
         raise SpecError('mass: the cells are disconnected (an object is one 4-connected piece)')
@@ -186,20 +223,20 @@ def load_spec(path: str | Path) -> ObjectSpec:
         raise SpecError(f'{p}: cannot read ({exc.strerror})') from None
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise SpecError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
     return parse_spec(doc, str(p))
 
 
 def save_spec(spec: ObjectSpec, path: str | Path) -> Path:
-    p = Path(path)
-    p.write_text(yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None))
-    return p
+    """Write an object specification file, atomically."""
+    text = yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None)
+    return write_text_atomic(path, text)
 
 
 def library_dir() -> Path:
     """Folder of the object library shipped with slide_core."""
-    return Path(str(resources.files('slide_core') / 'library'))
+    return Path(str(resources.files('slide_core.model') / 'library'))
 
 
 def library_names() -> list[str]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from slide_core.objects import (
+from slide_core.model import (
     SpecError,
     library_names,
     load_object,
@@ -76,7 +76,13 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
         ({'masss': 1}, r'^masss: unknown field'),
         ({'cell_size': -0.02}, r'^cell_size: must be positive'),
         ({'cell_size': 'two'}, r'^cell_size: must be a number'),
-        ({'mass': [[0.05, 'x', 0.05], [0.02, 0.02, 0.0]]}, r'^mass: values must be numbers'),
+        ({'mass': [[0.05, 'x', 0.05], [0.02, 0.02, 0.0]]}, r'^mass: row 0, column 1 is .x., not'),
+        ({'mass': [[0.05, '0.1', 0.05], [0.02, 0.02, 0.0]]}, r'^mass: row 0, column 1 is .0\.1.'),
+        ({'mass': [[0.05, True, 0.05], [0.02, 0.02, 0.0]]}, r'^mass: row 0, column 1 is True'),
+        ({'mass': [[0.05, 1e30, 0.05], [0.02, 0.02, 0.0]]}, r'^mass: 1e\+30 kg at row 0'),
+        ({'cell_size': 50.0}, r'^cell_size: 50.0 m is outside'),
+        ({'friction': [[0.0, 50.0, 0.5], [0.3, 0.3, 0.0]]}, r'^friction: 50.0 at row 0'),
+        ({'height': True}, r'^height: must be a number'),
         ({'mass': [[0.05, 0.05], [0.02, 0.02, 0.0]]}, r'^mass: every row must have the same'),
         ({'heights': [[0.03] * 3] * 2}, r'^heights: give either height or heights'),
     ],
@@ -102,3 +108,15 @@ def test_missing_fields_and_bad_files(tmp_path: Path) -> None:
     good = tmp_path / 'ok.yaml'
     good.write_text(yaml.safe_dump(EXAMPLE))
     assert load_object(good).name == 'hammer'
+
+
+def test_an_object_of_too_many_cells_is_refused_at_once(tmp_path):
+    doc = {
+        'name': 'carpet',
+        'cell_size': 0.005,
+        'height': 0.01,
+        'mass': [[0.001] * 200] * 200,
+        'friction': [[0.3] * 200] * 200,
+    }
+    with pytest.raises(SpecError, match=r'^mass: 40000 cells; at most'):
+        parse_spec(doc)

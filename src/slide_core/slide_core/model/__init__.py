@@ -1,0 +1,79 @@
+"""What slide knows before and after it pokes: the workcell, objects and beliefs.
+
+- the workcell (:func:`load_workcell`, from ``config/workcell.yaml``: the only place its
+  dimensions are written);
+- object specifications and the object library (:func:`load_object`; YAML format in
+  :mod:`slide_core.model.objects`);
+- the belief (:class:`Belief`): K weighted (mass, friction) models, the one type used from
+  identification to planning to messages, with its YAML file (:func:`save_belief`).
+"""
+
+from __future__ import annotations
+
+from slide_core.model.belief import (
+    BELIEF_KIND,
+    Belief,
+    BeliefError,
+    belief_from_dict,
+    belief_to_dict,
+    load_belief,
+    max_cell_mass,
+    save_belief,
+    uniform_maps,
+)
+from slide_core.model.objects import (
+    FRICTION_MAX,
+    MAX_DENSITY,
+    ObjectSpec,
+    SpecError,
+    library_dir,
+    library_names,
+    load_object,
+    load_spec,
+    parse_spec,
+    save_spec,
+)
+from slide_core.model.workcell import (
+    Fingertip,
+    Gripper,
+    Obstacle,
+    Table,
+    Workcell,
+    WorkcellError,
+    config_dir,
+    load_workcell,
+    parse_workcell,
+    workcell_path,
+)
+
+__all__ = [
+    'BELIEF_KIND',
+    'FRICTION_MAX',
+    'MAX_DENSITY',
+    'Belief',
+    'BeliefError',
+    'Fingertip',
+    'Gripper',
+    'ObjectSpec',
+    'Obstacle',
+    'SpecError',
+    'Table',
+    'Workcell',
+    'WorkcellError',
+    'belief_from_dict',
+    'belief_to_dict',
+    'config_dir',
+    'library_dir',
+    'library_names',
+    'load_belief',
+    'load_object',
+    'load_spec',
+    'load_workcell',
+    'max_cell_mass',
+    'parse_spec',
+    'parse_workcell',
+    'save_belief',
+    'save_spec',
+    'uniform_maps',
+    'workcell_path',
+]

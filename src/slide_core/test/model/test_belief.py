@@ -1,0 +1,91 @@
+"""The belief: validation at the boundary, derived beliefs, and its YAML file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from slide_core.model import Belief, BeliefError, load_belief, load_object, save_belief
+
+
+@pytest.fixture
+def hammer():
+    return load_object('hammer')
+
+
+def _belief(spec, K=3):
+    rng = np.random.default_rng(0)
+    m = spec.mass[None] * rng.uniform(0.8, 1.2, (K, spec.grid.n))
+    mu = np.clip(spec.friction[None] * rng.uniform(0.8, 1.2, (K, spec.grid.n)), 0, 1)
+    return Belief.create(spec.grid, m, mu, rng.uniform(0.1, 1.0, K), np.arange(K) + 1.0, 'test')
+
+
+def test_weights_are_normalised_and_the_most_probable_model_is_the_heaviest_weight(hammer):
+    b = _belief(hammer)
+    assert b.weight.sum() == pytest.approx(1.0)
+    one = b.most_probable()
+    assert one.K == 1
+    np.testing.assert_allclose(one.mass[0], b.mass[b.best])
+    u = b.uniform()
+    assert np.allclose(u.mass, u.mass[0, 0])
+    assert u.mass.sum() == pytest.approx(b.mass[b.best].sum())
+    total_friction = np.sum(b.mass[b.best] * b.friction[b.best])
+    assert np.sum(u.mass * u.friction) == pytest.approx(total_friction)
+
+
+@pytest.mark.parametrize(
+    ('change', 'message'),
+    [
+        ({'weight': [np.nan, 1.0, 1.0]}, 'weights must be'),
+        ({'weight': [-1.0, 1.0, 1.0]}, 'weights must be'),
+        ({'friction_value': 50.0}, r'friction coefficients must lie in \[0, 2'),
+        ({'mass_value': 1e6}, 'more than its volume of the densest material'),
+        ({'mass_value': np.nan}, 'NaN or infinite'),
+        ({'mass_value': 0.0}, 'positive mass'),
+    ],
+)
+def test_implausible_beliefs_are_refused(hammer, change, message):
+    b = _belief(hammer)
+    m, mu, w = b.mass.copy(), b.friction.copy(), b.weight.copy()
+    if 'weight' in change:
+        w = np.asarray(change['weight'])
+    if 'friction_value' in change:
+        mu[0, 0] = change['friction_value']
+    if 'mass_value' in change:
+        m[0, 0] = change['mass_value']
+    with pytest.raises(BeliefError, match=message):
+        Belief.create(hammer.grid, m, mu, w)
+
+
+def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path, monkeypatch):
+    b = _belief(hammer)
+    path = save_belief(b, tmp_path / 'b.yaml', name='hammer')
+    back = load_belief(path)
+    np.testing.assert_allclose(back.mass, b.mass, atol=1e-7)
+    np.testing.assert_allclose(back.weight, b.weight)
+    before = path.read_text()
+
+    def broken_dump(*args, **kwargs):
+        raise OSError('disk full')
+
+    monkeypatch.setattr(yaml, 'safe_dump', broken_dump)
+    with pytest.raises(OSError):
+        save_belief(b, path)
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ['b.yaml']
+
+
+def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, tmp_path):
+    b = _belief(hammer)
+    path = save_belief(b, tmp_path / 'b.yaml')
+    doc = yaml.safe_load(path.read_text())
+    w0 = doc['models'][0]['weight']
+    doc['models'][0]['weight'] = -0.5
+    doc['models'][1]['weight'] += w0 + 0.5  # still summing to 1
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(BeliefError, match=r'b\.yaml: weights must be'):
+        load_belief(path)
+    path.write_text('models: [')
+    with pytest.raises(BeliefError, match='not valid YAML'):
+        load_belief(path)

@@ -1,0 +1,59 @@
+"""The workcell file: the repository's own is valid, and each bad field is named."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slide_core.model import WorkcellError, load_workcell, parse_workcell, workcell_path
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def _doc() -> dict:
+    return yaml.safe_load((ROOT / 'config' / 'workcell.yaml').read_text())
+
+
+def test_the_repository_workcell_loads_and_names_the_camera_file():
+    cell = load_workcell(ROOT / 'config' / 'workcell.yaml')
+    assert cell.table.depth > 0 and cell.table.width > 0
+    assert cell.fingertip.clearance >= 0
+    assert cell.camera_extrinsics == (ROOT / 'config' / 'twin_camera.yaml').resolve()
+    assert cell.camera_extrinsics.is_file()
+
+
+def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_path):
+    (tmp_path / 'workcell.yaml').write_text(yaml.safe_dump(_doc()))
+    monkeypatch.setenv('SLIDE_CONFIG_DIR', str(tmp_path))
+    assert workcell_path() == tmp_path / 'workcell.yaml'
+    assert load_workcell().source == tmp_path / 'workcell.yaml'
+
+
+@pytest.mark.parametrize(
+    ('path', 'value', 'message'),
+    [
+        (('table', 'depth'), -1.0, r'^table\.depth: must be positive'),
+        (('table', 'width'), '1.2', r'^table\.width: must be a number'),
+        (('fingertip', 'radius'), True, r'^fingertip\.radius: must be a number'),
+        (('fingertip', 'height'), 0.001, r'^fingertip\.height: .* into the table'),
+        (('gripper', 'min_grip'), 0.5, r'^gripper\.min_grip: .* longer than the pads'),
+        (('camera', 'extrinsics'), '', r'^camera\.extrinsics: must name'),
+        (('obstacles',), [{'centre': [0.1], 'half_size': [0.1, 0.1]}], r'^obstacles\[0\]'),
+    ],
+)
+def test_bad_fields_are_named(path, value, message):
+    doc = copy.deepcopy(_doc())
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(WorkcellError, match=message):
+        parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(WorkcellError, match='cannot read the workcell file'):
+        load_workcell(tmp_path / 'nope.yaml')
