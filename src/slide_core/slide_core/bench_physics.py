@@ -14,9 +14,13 @@ from typing import Any
 import numpy as np
 
 from slide_core.geometry import FloatArray, Grid, cell_positions
-from slide_core.physics import WrenchPush, simulate
-from slide_core.physics_grad import one_step_loss, rollout_loss
-from slide_core.physics_reference import simulate_reference
+from slide_core.physics import (
+    WrenchPush,
+    one_step_loss,
+    rollout_loss,
+    simulate,
+    simulate_reference,
+)
 
 DT = 0.004  # s
 PUSH_S = 1.0  # s

@@ -10,7 +10,7 @@ from the tip's recorded path, starting from the object's first recorded pose, wi
   object a grid of 1 cm cells over the outline with uniform mass and friction; the tip
   friction is fitted on train pushes, the support friction fixed (uniform support friction
   does not change quasi-static motion);
-- the quasi-static ellipsoidal limit-surface model (:mod:`slide_core.limit_surface`), its
+- the quasi-static ellipsoidal limit-surface model (:mod:`slide_core.physics.limit_surface`), its
   tip friction fitted on the train split;
 - no motion at all.
 """
@@ -25,10 +25,9 @@ import re
 import numpy as np
 from numpy.typing import NDArray
 
-from slide_core import limit_surface
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, rotation, wrap_angle
-from slide_core.physics import FingertipPush, RigidModel, simulate
+from slide_core.physics import FingertipPush, RigidModel, limit_surface, simulate
 
 FloatArray = NDArray[np.float64]
 

@@ -26,7 +26,7 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   clear of obstacles and balanced; resampled to waypoints.
 - Push (:func:`select_push`): paper 2's multiverse rule. Candidates are straight fingertip
   pushes at the object's outline sides along the inward normal; each is simulated with
-  every model at once (:mod:`slide_core.quasistatic`, the quasi-static limit of the core's
+  every model at once (:mod:`slide_core.physics.quasistatic`, the quasi-static limit of the core's
   per-cell model with a kinematic fingertip, batched as hypotheses that each start in
   their own push frame) and the push length is read off the rollout at every step. The
   cost is the probability-weighted SE(2) distance to the waypoint. The best candidate's
@@ -48,13 +48,12 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 import yaml
 
-from slide_core import quasistatic
 from slide_core.errors import SlideInputError
 from slide_core.evaluate import uniform_maps
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation, wrap_angle
 from slide_core.identify import Belief
 from slide_core.model import ObjectSpec
-from slide_core.physics import RigidModel
+from slide_core.physics import RigidModel, quasistatic
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push
 

@@ -9,6 +9,7 @@ import pytest
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, cell_positions, rotation
+from slide_core.physics.quasistatic import push
 from slide_core.plan import (
     Gripper,
     Models,
@@ -32,7 +33,6 @@ from slide_core.plan import (
     stay_probability,
     support_polygon,
 )
-from slide_core.quasistatic import push
 
 ROOT = Path(__file__).resolve().parents[3]
 BAR = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 cm x 6 cm, 1 cm thick by default

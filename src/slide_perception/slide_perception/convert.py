@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from slide_core.bag import read_grid
 from slide_core.errors import SlideInputError
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 
 FloatArray = NDArray[np.float64]
 
@@ -77,18 +77,18 @@ def xyz_to_cloud(points: FloatArray, msg: Any, field_type: type) -> Any:
     return msg
 
 
-def grid_to_msg(grid: Grid, X_TO: FloatArray, msg: Any) -> Any:
+def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
     """Fill a slide_interfaces/ObjectGrid ``msg`` (header set by the caller)."""
     msg.cell_size = float(grid.cell_size)
     msg.rows, msg.cols = (int(v) for v in grid.occupancy.shape)
     msg.occupancy = grid.occupancy.astype(np.uint8).ravel().tolist()
     msg.heights = grid.heights.astype(np.float32).ravel().tolist()
-    set_pose(msg.pose, X_TO)
+    set_pose(msg.pose, X_WO)
     return msg
 
 
 def msg_to_grid(msg: Any) -> tuple[Grid, FloatArray]:
-    """The core grid and the planar pose X_TO (3,) of an ObjectGrid message."""
+    """The core grid and the planar pose X_WO (3,) of an ObjectGrid message."""
     return read_grid(msg), pose_to_planar(msg.pose)
 
 

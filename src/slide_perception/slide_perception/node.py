@@ -34,7 +34,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import rotation
+from slide_core.geometry import rotation
 from slide_core.perception import (
     KeepOut,
     ObjectEstimate,
@@ -136,8 +136,8 @@ class PerceptionNode(Node):
             'serial', '', ParameterDescriptor(description='pyrealsense2 source: camera serial')
         ).value
         if not extrinsics:
-            raise SlideInputError('perception needs the extrinsics_file parameter (X_TC)')
-        self.R_TC, self.p_TC = load_extrinsics(extrinsics)
+            raise SlideInputError('perception needs the extrinsics_file parameter (X_WK)')
+        self.R_WK, self.p_WK = load_extrinsics(extrinsics)
         self.config = PerceptionConfig(
             cell_size=cell_size,
             workspace_min=tuple(ws_min),
@@ -231,22 +231,22 @@ class PerceptionNode(Node):
             return
         stamp, p_C = cloud
         t0 = time.perf_counter()
-        p_T = to_table_frame(p_C, self.R_TC, self.p_TC)
+        p_T = to_table_frame(p_C, self.R_WK, self.p_WK)
         keep_out = self._keep_out()
         try:
             if self.tracker is None:
                 estimate = acquire(p_T, self.config, keep_out)
                 self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
-                X_TO = estimate.X_TO
+                X_WO = estimate.X_WO
                 model = estimate.model_O
                 segmented = np.column_stack(
-                    (X_TO[:2] + model[:, :2] @ rotation(float(X_TO[2])).T, model[:, 2])
+                    (X_WO[:2] + model[:, :2] @ rotation(float(X_WO[2])).T, model[:, 2])
                 )
                 self._publish_grid(estimate, stamp)
                 detail = {'cells': str(estimate.grid.n)}
             else:
                 result = self.tracker.update(p_T, keep_out)
-                X_TO, segmented = result.X_TO, result.points_T
+                X_WO, segmented = result.X_WO, result.points_W
                 detail = {
                     'fitness': f'{result.fitness:.3f}',
                     'rmse_mm': f'{result.rmse * 1e3:.2f}',
@@ -257,7 +257,7 @@ class PerceptionNode(Node):
         pose = PoseStamped()
         pose.header.stamp = stamp
         pose.header.frame_id = self.table_frame
-        set_pose(pose.pose, X_TO)
+        set_pose(pose.pose, X_WO)
         self.pub_pose.publish(pose)
         if self.pub_cloud.get_subscription_count():
             cloud_msg = PointCloud2()
@@ -270,11 +270,11 @@ class PerceptionNode(Node):
         msg = ObjectGrid()
         msg.header.stamp = stamp
         msg.header.frame_id = self.table_frame
-        self.pub_grid.publish(grid_to_msg(estimate.grid, estimate.X_TO, msg))
+        self.pub_grid.publish(grid_to_msg(estimate.grid, estimate.X_WO, msg))
         self.pub_markers.publish(self._markers(estimate, stamp))
 
     def _markers(self, estimate: ObjectEstimate, stamp: Any) -> MarkerArray:
-        grid, X = estimate.grid, estimate.X_TO
+        grid, X = estimate.grid, estimate.X_WO
         R = rotation(float(X[2]))
         heights = grid.heights[grid.occupancy]
         markers = []

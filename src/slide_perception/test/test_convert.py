@@ -17,7 +17,7 @@ from slide_perception.convert import (  # noqa: E402
 )
 
 from slide_core.errors import SlideInputError  # noqa: E402
-from slide_core.grid import Grid  # noqa: E402
+from slide_core.geometry import Grid  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 
 
@@ -90,7 +90,7 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
     through the extrinsics file, perception, the ObjectGrid message and back."""
     from pathlib import Path
 
-    from slide_core.objects import load_object
+    from slide_core.model import load_object
     from slide_core.perception import PerceptionConfig, acquire, load_extrinsics, to_table_frame
     from slide_sim.camera import RgbdCamera, point_cloud
     from slide_sim.twin import Twin
@@ -101,10 +101,10 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
         frame = camera.capture(twin.data)
     cloud = xyz_to_cloud(point_cloud(frame, world=False), PointCloud2(), PointField)
     root = Path(__file__).resolve().parents[3]
-    R_TC, p_TC = load_extrinsics(root / 'config' / 'twin_camera.yaml')
-    assert np.allclose(R_TC, frame.R_WC, atol=1e-6) and np.allclose(p_TC, frame.p_WC)
-    est = acquire(to_table_frame(cloud_to_xyz(cloud), R_TC, p_TC), PerceptionConfig())
-    grid, X = msg_to_grid(grid_to_msg(est.grid, est.X_TO, ObjectGrid()))
+    R_WK, p_WK = load_extrinsics(root / 'config' / 'twin_camera.yaml')
+    assert np.allclose(R_WK, frame.R_WC, atol=1e-6) and np.allclose(p_WK, frame.p_WC)
+    est = acquire(to_table_frame(cloud_to_xyz(cloud), R_WK, p_WK), PerceptionConfig())
+    grid, X = msg_to_grid(grid_to_msg(est.grid, est.X_WO, ObjectGrid()))
     assert grid.n == spec.grid.n
     assert np.allclose(
         np.sort(grid.heights[grid.occupancy]),

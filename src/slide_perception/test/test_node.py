@@ -26,7 +26,7 @@ from slide_perception.convert import (  # noqa: E402
 from slide_perception.node import PerceptionNode  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_core.objects import load_object  # noqa: E402
+from slide_core.model import load_object  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 from slide_sim.camera import RgbdCamera, point_cloud  # noqa: E402
 from slide_sim.twin import Twin  # noqa: E402

@@ -22,9 +22,9 @@ import numpy as np
 
 from slide_core.bag import read_ground_truth, read_pushes
 from slide_core.evaluate import evaluate
-from slide_core.grid import cell_positions
+from slide_core.geometry import cell_positions
 from slide_core.identify import DT, METHODS, Belief, TrainingSet, identify
-from slide_core.objects import ObjectSpec, library_names, load_object
+from slide_core.model import ObjectSpec, library_names, load_object
 from slide_sim.record import record
 from slide_sim.twin import Twin
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.grid import FloatArray, Grid, rotation, wrap_angle
-from slide_core.objects import library_names, load_object
+from slide_core.geometry import FloatArray, Grid, rotation, wrap_angle
+from slide_core.model import library_names, load_object
 from slide_core.perception import (
     KeepOut,
     PerceptionConfig,
@@ -50,12 +50,12 @@ def inverse(X_AB: FloatArray) -> FloatArray:
     return np.array([p[0], p[1], -X_AB[2]])
 
 
-def footprint_mask(grid: Grid, X_TO: FloatArray, lo: FloatArray, n: int) -> FloatArray:
+def footprint_mask(grid: Grid, X_WO: FloatArray, lo: FloatArray, n: int) -> FloatArray:
     """(n * n,) bool raster (pitch IOU_PITCH, lower-left ``lo``) of the grid's footprint."""
     xs = lo[0] + (np.arange(n) + 0.5) * IOU_PITCH
     ys = lo[1] + (np.arange(n) + 0.5) * IOU_PITCH
     gx, gy = np.meshgrid(xs, ys)
-    q = (np.column_stack((gx.ravel(), gy.ravel())) - X_TO[:2]) @ rotation(float(X_TO[2]))
+    q = (np.column_stack((gx.ravel(), gy.ravel())) - X_WO[:2]) @ rotation(float(X_WO[2]))
     rows, cols = grid.occupancy.shape
     w = grid.cell_size
     c = np.floor(q[:, 0] / w + cols / 2).astype(int)
@@ -127,7 +127,7 @@ class _Watcher:
             self.poor += 1
             return
         self.frame_ms.append((time.perf_counter() - t) * 1000)
-        X_pred = compose(res.X_TO, self.offset)
+        X_pred = compose(res.X_WO, self.offset)
         X_true = self.twin.object_pose()
         self.errors_mm.append(float(np.linalg.norm(X_pred[:2] - X_true[:2])) * 1000)
         self.errors_deg.append(abs(math.degrees(float(wrap_angle(X_pred[2] - X_true[2])))))
@@ -162,12 +162,12 @@ def run(
                 est = acquire(point_cloud(shot), config)
                 acquire_ms.append((time.perf_counter() - t) * 1000)
                 X_true0 = twin.object_pose()
-                obj_iou.append(footprint_iou(spec.grid, X_true0, est.grid, est.X_TO))
+                obj_iou.append(footprint_iou(spec.grid, X_true0, est.grid, est.X_WO))
                 watcher = _Watcher(
                     twin,
                     camera,
                     PoseTracker(est, config),
-                    compose(inverse(est.X_TO), X_true0),
+                    compose(inverse(est.X_WO), X_true0),
                     max(1, round(1.0 / CAMERA_HZ / twin.model.opt.timestep)),
                 )
                 contact, inward = contour_point(spec, rng)

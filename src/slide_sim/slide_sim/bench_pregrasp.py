@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from slide_core import quasistatic
-from slide_core.grid import rotation, wrap_angle
+from slide_core.geometry import rotation, wrap_angle
 from slide_core.identify import Bounds
-from slide_core.objects import library_names, load_object
+from slide_core.model import library_names, load_object
+from slide_core.physics import quasistatic
 from slide_core.plan import (
     METHODS,
     Models,

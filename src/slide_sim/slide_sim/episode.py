@@ -23,9 +23,9 @@ import numpy as np
 
 from slide_core.bag import push_from_samples
 from slide_core.errors import SlideInputError
-from slide_core.grid import rotation
+from slide_core.geometry import rotation
 from slide_core.identify import DT, TrainingSet, identify
-from slide_core.objects import ObjectSpec
+from slide_core.model import ObjectSpec
 from slide_core.plan import (
     METHODS,
     Gripper,

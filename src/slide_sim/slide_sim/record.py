@@ -31,7 +31,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
 from slide_core.errors import SlideInputError
-from slide_core.objects import ObjectSpec
+from slide_core.model import ObjectSpec
 from slide_sim.twin import PushRecording, Twin
 
 EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01 00:00:00 UTC: the bag's time origin

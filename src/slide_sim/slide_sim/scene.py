@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slide_core.objects import ObjectSpec
+from slide_core.model import ObjectSpec
 
 FINGER_KP = 10000.0  # N/m, the finger position servos
 

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.objects import ObjectSpec
+from slide_core.model import ObjectSpec
 from slide_core.physics import RigidModel
 from slide_sim.scene import FINGER_KP, Workcell, default_pose, object_extent, workcell_xml
 

@@ -9,7 +9,7 @@ import pytest
 
 from slide_core.bag import parse_range, read_ground_truth, read_pushes
 from slide_core.errors import SlideInputError
-from slide_core.objects import load_object
+from slide_core.model import load_object
 from slide_core.physics import contact_cell
 from slide_sim.record import record
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slide_core.grid import Grid
+from slide_core.geometry import Grid
 from slide_sim.bench_perception import compose, footprint_iou, inverse, run
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slide_core.objects import load_object
+from slide_core.model import load_object
 from slide_sim.camera import DEPTH_UNIT_M, RgbdCamera, point_cloud
 from slide_sim.twin import Twin
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.objects import load_object
+from slide_core.model import load_object
 from slide_core.plan import METHODS, models_for
 from slide_sim.episode import run_episode
 

@@ -9,7 +9,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from slide_core.errors import SlideInputError
-from slide_core.objects import load_object
+from slide_core.model import load_object
 from slide_sim.record import TOPICS, record
 
 

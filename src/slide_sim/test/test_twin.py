@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.objects import library_names, load_object, parse_spec
+from slide_core.model import library_names, load_object, parse_spec
 from slide_sim.twin import LIFT_Z, Twin, contour_point, exploration
 
 UNIFORM_BOX = parse_spec(

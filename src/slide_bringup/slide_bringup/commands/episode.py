@@ -47,7 +47,7 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from slide_core.objects import load_object
+    from slide_core.model import load_object
     from slide_sim.episode import run_episode
 
     if args.png is not None and args.png.suffix.lower() != '.png':

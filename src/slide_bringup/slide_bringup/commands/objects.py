@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from slide_core.objects import library_dir, library_names, load_object
+    from slide_core.model import library_dir, library_names, load_object
 
     if args.action == 'list':
         objects = [load_object(name).summary() for name in library_names()]

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from slide_core.objects import load_object
+    from slide_core.model import load_object
     from slide_sim.record import record
 
     spec = load_object(args.object)

@@ -40,11 +40,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
-from slide_core.physics import GRAVITY, SPIN_ARM, RigidModel
+from slide_core.physics.rigid import GRAVITY, S90, SPIN_ARM, RigidModel
 
 _BISECTIONS = 22
 _SLIP_ROUNDS = 3
-_S = np.array([[0.0, -1.0], [1.0, 0.0]])  # z x (.)
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,8 +159,8 @@ def push(
     p_WF0: ArrayLike,
     direction_W: ArrayLike,
     travel: float,
-    radius: float = 0.008,
-    mu_tip: float = 0.3,
+    radius: float,
+    mu_tip: float,
     step: float = 0.002,
 ) -> QuasiStaticRollout:
     """Push B hypotheses with a fingertip disc moving straight from ``p_WF0`` along
@@ -196,7 +195,7 @@ def push(
     model = RigidModel.of(grid)
     c = mu * m * GRAVITY  # (B, n) friction force of each cell [N]
     r = model.r_B  # (n, 2) cells about G
-    sup = _Support(c, SPIN_ARM * grid.cell_size * c.sum(axis=1), r, r @ _S.T)
+    sup = _Support(c, SPIN_ARM * grid.cell_size * c.sum(axis=1), r, r @ S90.T)
     S = max(1, int(np.ceil(travel / step)))
     ds = travel / S
     X = np.zeros((B, S + 1, 3))

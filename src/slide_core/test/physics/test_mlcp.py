@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.mlcp import Fingertip, solve_mlcp
+from slide_core.physics.mlcp import Fingertip, solve_mlcp
 
 M1 = np.diag([2.0, 2.0, 0.1])
 

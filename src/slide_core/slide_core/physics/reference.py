@@ -26,23 +26,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.mlcp import Fingertip, solve_mlcp
-from slide_core.physics import (
-    _S,
+from slide_core.physics.inputs import FingertipPush, Push, Rollout, WrenchPush, check_params
+from slide_core.physics.mlcp import Fingertip, solve_mlcp
+from slide_core.physics.rigid import (
     MOVING_SPEED,
+    S90,
     SPIN_ARM,
-    FingertipPush,
-    Push,
     RigidModel,
-    Rollout,
-    WrenchPush,
-    _check_fingertip_start,
-    _limits,
-    _start_state,
-    check_params,
+    friction_limits,
     polygon_angles,
     polygon_directions,
+    start_state,
 )
+from slide_core.physics.simulate import check_fingertip_start
 
 
 def weld_tree(grid: Grid) -> NDArray[np.int64]:
@@ -80,7 +76,7 @@ def _weld_jacobian(p: FloatArray, th: FloatArray, tree: NDArray[np.int64]) -> Fl
         for cell, sign in ((a, 1.0), (b, -1.0)):
             r = m - p[cell]
             J[3 * k : 3 * k + 2, 3 * cell : 3 * cell + 2] = sign * np.eye(2)
-            J[3 * k : 3 * k + 2, 3 * cell + 2] = sign * (_S @ r)
+            J[3 * k : 3 * k + 2, 3 * cell + 2] = sign * (S90 @ r)
             J[3 * k + 2, 3 * cell + 2] = sign
     return J
 
@@ -126,7 +122,7 @@ def simulate_reference(
     model = RigidModel.of(grid)
     tree = weld_tree(grid)
     n, w, h, T = grid.n, grid.cell_size, push.dt, push.steps
-    L, _ = _limits(grid, m2, mu2, h)
+    L, _ = friction_limits(grid, m2, mu2, h)
     L_cell = L[0]
     L_spin = SPIN_ARM * w * L_cell  # per-cell torsion limits
     Mdiag = np.repeat(m, 3)
@@ -135,15 +131,15 @@ def simulate_reference(
     M_inv = np.diag(1.0 / Mdiag)
 
     c_B = model.com(m2)
-    p_C, th_arr, v_C = _start_state(model, X_WO0, V_WO0, c_B)
+    p_C, th_arr, v_C = start_state(model, X_WO0, V_WO0, c_B)
     th = float(th_arr[0])
     r_C = model.r_B - c_B[0]  # cell centres relative to the centre of mass, body frame
     if isinstance(push, FingertipPush):
-        _check_fingertip_start(model, push, p_C - rotation(th) @ c_B[0], th_arr)
+        check_fingertip_start(model, push, p_C - rotation(th) @ c_B[0], th_arr)
     r_W = r_C @ rotation(th).T
     p = p_C[0] + r_W  # (n, 2) cell positions
     vel = np.zeros((n, 3))
-    vel[:, :2] = v_C[0, :2] + v_C[0, 2] * (r_W @ _S.T)
+    vel[:, :2] = v_C[0, :2] + v_C[0, 2] * (r_W @ S90.T)
     vel[:, 2] = v_C[0, 2]
     cells_th = np.full(n, th)
 
@@ -212,7 +208,7 @@ def simulate_reference(
             P[3 * c + 2] = h * (r[0] * f[1] - r[1] * f[0] + push.tau[t])
         elif contact is not None:
             c, q, n_out, gap, v_F = contact
-            t_dir = _S @ n_out
+            t_dir = S90 @ n_out
             r = q - p[c]
             g_n = np.zeros(3 * n)
             g_n[3 * c : 3 * c + 2] = n_out
@@ -256,7 +252,7 @@ def simulate_reference(
         r_W = r_C @ rotation(th_new).T
         p = centre + r_W
         cells_th = np.full(n, th_new)
-        vel[:, :2] = v_C_new + omega * (r_W @ _S.T)
+        vel[:, :2] = v_C_new + omega * (r_W @ S90.T)
         vel[:, 2] = omega
         record(t + 1)
     return Rollout(X, V, F, general_steps=T)

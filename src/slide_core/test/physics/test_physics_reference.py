@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from slide_core.geometry import Grid, cell_positions
-from slide_core.physics import FingertipPush, WrenchPush, simulate
-from slide_core.physics_reference import simulate_reference, weld_tree
+from slide_core.physics import FingertipPush, WrenchPush, simulate, simulate_reference, weld_tree
 
 DT = 0.004
 # An irregular 10-cell object: small enough for the reference to be quick.

@@ -15,6 +15,9 @@ from slide_core.physics import (
     simulate,
 )
 
+TIP_RADIUS = 0.008  # m, a fingertip for these tests
+TIP_MU = 0.3
+
 DT = 0.004
 BLOCK = Grid.from_occupancy(np.ones((4, 6)), 0.02)  # 12 cm x 8 cm
 
@@ -53,7 +56,9 @@ def test_off_centre_fingertip_push_turns_as_the_voting_theorem_says(
 ) -> None:
     # Pushing along +x on a line above the centre of friction turns the object clockwise.
     m, mu = uniform(BLOCK)
-    push = FingertipPush.straight([-0.075, offset], [1.0, 0.0], 0.05, 0.05, DT, mu=0.5)
+    push = FingertipPush.straight(
+        [-0.075, offset], [1.0, 0.0], 0.05, 0.05, DT, mu=0.5, radius=TIP_RADIUS
+    )
     r = simulate(BLOCK, m, mu, push, [0.0, 0.0, 0.0])
     assert sense * r.X_WO[0, -1, 2] > 0.05
     assert r.X_WO[0, -1, 0] > 0.01
@@ -82,7 +87,9 @@ def test_heavier_or_grippier_side_turns_the_object_towards_it(which: str) -> Non
         m = np.where(top, 0.02, 0.005)
     else:
         mu = np.where(top, 0.8, 0.2)
-    push = FingertipPush.straight([-0.075, 0.0], [1.0, 0.0], 0.05, 0.05, DT, mu=0.5)
+    push = FingertipPush.straight(
+        [-0.075, 0.0], [1.0, 0.0], 0.05, 0.05, DT, mu=0.5, radius=TIP_RADIUS
+    )
     spin = simulate(BLOCK, m, mu, push, [0, 0, 0]).X_WO[0, -1, 2]
     # The +y half lags behind: counter-clockwise. The mirrored object turns the other way.
     assert spin > 0.02
@@ -118,7 +125,9 @@ def test_fingertip_never_penetrates_and_reports_its_force() -> None:
     rng = np.random.default_rng(1)
     m = rng.uniform(0.005, 0.02, BLOCK.n)
     mu = rng.uniform(0.2, 0.8, BLOCK.n)
-    push = FingertipPush.straight([-0.07, 0.02], [1.0, 0.3], 0.08, 0.1, DT, radius=0.008)
+    push = FingertipPush.straight(
+        [-0.07, 0.02], [1.0, 0.3], 0.08, 0.1, DT, radius=0.008, mu=TIP_MU
+    )
     r = simulate(BLOCK, m, mu, push, [0, 0, 0])
     model = RigidModel.of(BLOCK)
     gaps = []
@@ -141,7 +150,9 @@ def test_a_batch_equals_its_hypotheses_simulated_one_by_one() -> None:
     rng = np.random.default_rng(2)
     m = rng.uniform(0.005, 0.02, (4, BLOCK.n))
     mu = rng.uniform(0.2, 0.8, (4, BLOCK.n))
-    push = FingertipPush.straight([-0.07, 0.01], [1.0, 0.0], 0.05, 0.08, DT, dwell=0.1)
+    push = FingertipPush.straight(
+        [-0.07, 0.01], [1.0, 0.0], 0.05, 0.08, DT, dwell=0.1, radius=TIP_RADIUS, mu=TIP_MU
+    )
     batch = simulate(BLOCK, m, mu, push, [0, 0, 0])
     assert batch.X_WO.shape == (4, push.steps + 1, 3)
     for k in range(4):
@@ -154,7 +165,9 @@ def test_a_batch_equals_its_hypotheses_simulated_one_by_one() -> None:
 def test_per_hypothesis_start_poses_equal_separate_simulations() -> None:
     # The planner batches candidate pushes as hypotheses with their own start pose and twist.
     m, mu = uniform(BLOCK)
-    push = FingertipPush.straight([-0.0705, 0.0], [1.0, 0.0], 0.04, 0.05, DT)
+    push = FingertipPush.straight(
+        [-0.0705, 0.0], [1.0, 0.0], 0.04, 0.05, DT, radius=TIP_RADIUS, mu=TIP_MU
+    )
     X0 = np.array([[0.0, 0.0, 0.0], [0.0, 0.02, 0.0], [0.0, -0.01, 0.1]])
     V0 = np.array([[0.05, 0.0, 0.0], [0.0, 0.0, 0.0], [0.05, 0.0, 0.0]])
     batch = simulate(BLOCK, np.tile(m, (3, 1)), np.tile(mu, (3, 1)), push, X0, V0)
@@ -168,7 +181,9 @@ def test_per_hypothesis_start_poses_equal_separate_simulations() -> None:
 
 def test_most_sliding_steps_take_the_explicit_path() -> None:
     m, mu = uniform(BLOCK)
-    push = FingertipPush.straight([-0.075, 0.02], [1.0, 0.0], 0.06, 0.05, DT, dwell=0.2)
+    push = FingertipPush.straight(
+        [-0.075, 0.02], [1.0, 0.0], 0.06, 0.05, DT, dwell=0.2, radius=TIP_RADIUS, mu=TIP_MU
+    )
     r = simulate(BLOCK, m, mu, push, [0, 0, 0])
     assert r.general_steps <= 5 < push.steps
 
@@ -203,7 +218,9 @@ def test_most_sliding_steps_take_the_explicit_path() -> None:
                 BLOCK,
                 np.ones(BLOCK.n),
                 np.ones(BLOCK.n),
-                FingertipPush.straight([0, 0], [1, 0], 0.01, 0.1, DT),
+                FingertipPush.straight(
+                    [0, 0], [1, 0], 0.01, 0.1, DT, radius=TIP_RADIUS, mu=TIP_MU
+                ),
                 [0, 0, 0],
             ),
             'starts inside the object',

@@ -60,10 +60,10 @@ def test_box_grid_pose_and_heights():
     assert est.grid.occupancy.shape in ((4, 8), (8, 4))
     assert est.grid.n == 32
     assert np.allclose(est.grid.heights[est.grid.occupancy], 0.03, atol=0.002)
-    assert np.linalg.norm(est.X_TO[:2] - X[:2]) < 0.002
+    assert np.linalg.norm(est.X_WO[:2] - X[:2]) < 0.002
     # The x axis lies along the long side, pointing to +x of the table.
-    assert abs(math.remainder(est.X_TO[2] - X[2], math.pi)) < math.radians(0.5)
-    assert math.cos(est.X_TO[2]) > 0
+    assert abs(math.remainder(est.X_WO[2] - X[2], math.pi)) < math.radians(0.5)
+    assert math.cos(est.X_WO[2]) > 0
 
 
 def test_tracking_follows_motion_and_ignores_the_pusher():
@@ -76,7 +76,7 @@ def test_tracking_follows_motion_and_ignores_the_pusher():
     pusher = pusher[np.linalg.norm(pusher[:, :2] - tip, axis=1) < 0.008]
     keep_out = (KeepOut((tip[0], tip[1], 0.017), 0.012, 0.02),)
     res = tracker.update(scene(box_top(X1), pusher, seed=1), keep_out)
-    moved = res.X_TO - est.X_TO
+    moved = res.X_WO - est.X_WO
     assert np.allclose(moved[:2], X1[:2] - X0[:2], atol=0.001)
     assert abs(moved[2] - math.radians(4)) < math.radians(0.7)  # noise floor ~0.4 deg
     assert res.fitness > 0.9
@@ -88,7 +88,7 @@ def test_tracking_reports_a_lost_object_and_keeps_the_last_pose():
     with pytest.raises(PerceptionError) as err:
         tracker.update(scene())  # the object is gone
     assert err.value.status is PerceptionStatus.POOR_REGISTRATION
-    assert np.array_equal(tracker.X_TO, est.X_TO)
+    assert np.array_equal(tracker.X_WO, est.X_WO)
 
 
 @pytest.mark.parametrize(
@@ -140,9 +140,9 @@ def test_extrinsics_file_and_frame_change(tmp_path):
         'parent_frame: table\nchild_frame: camera_color_optical_frame\n'
         'translation: [0.35, 0.0, 0.9]\nrotation: [0.7071068, -0.7071068, 0.0, 0.0]\n'
     )
-    R_TC, p_TC = load_extrinsics(path)
-    assert np.allclose(R_TC @ [0, 0, 1], [0, 0, -1], atol=1e-6)  # optical axis down
-    p_T = to_table_frame([[0.0, 0.0, 0.9], [np.nan, 0, 1], [0.1, 0, 0.0]], R_TC, p_TC)
+    R_WK, p_WK = load_extrinsics(path)
+    assert np.allclose(R_WK @ [0, 0, 1], [0, 0, -1], atol=1e-6)  # optical axis down
+    p_T = to_table_frame([[0.0, 0.0, 0.9], [np.nan, 0, 1], [0.1, 0, 0.0]], R_WK, p_WK)
     assert p_T.shape == (1, 3)  # NaN and zero-depth points dropped
     assert np.allclose(p_T[0], [0.35, 0.0, 0.0], atol=1e-6)
     path.write_text('translation: [0, 0, 1]\nrotation: [0, 0, 0, 2]\n')

@@ -9,7 +9,10 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.physics import FingertipPush, simulate
-from slide_core.quasistatic import push
+from slide_core.physics.quasistatic import push
+
+TIP_RADIUS = 0.008  # m, a fingertip for these tests
+TIP_MU = 0.3
 
 BLOCK = Grid.from_occupancy(np.ones((4, 6)), 0.02)  # 12 cm x 8 cm, centred at O
 M = np.full(BLOCK.n, 0.01)
@@ -18,7 +21,17 @@ MU = np.full(BLOCK.n, 0.4)
 
 def test_centred_push_translates_by_the_fingertip_travel() -> None:
     # The fingertip starts 5 mm from the -x side and goes 5 cm: the block moves 4.5 cm.
-    r = push(BLOCK, M, MU, [0.3, 0.0, 0.0], [0.3 - 0.06 - 0.013, 0.0], [1.0, 0.0], 0.05)
+    r = push(
+        BLOCK,
+        M,
+        MU,
+        [0.3, 0.0, 0.0],
+        [0.3 - 0.06 - 0.013, 0.0],
+        [1.0, 0.0],
+        0.05,
+        TIP_RADIUS,
+        TIP_MU,
+    )
     X = r.X_WO[0, -1]
     np.testing.assert_allclose(X, [0.3 + 0.045, 0.0, 0.0], atol=2e-4)
     assert not r.slipping.any()
@@ -26,7 +39,7 @@ def test_centred_push_translates_by_the_fingertip_travel() -> None:
 
 
 def test_a_fingertip_that_misses_leaves_it_in_place() -> None:
-    r = push(BLOCK, M, MU, [0.3, 0.0, 0.0], [0.2, 0.1], [1.0, 0.0], 0.05)
+    r = push(BLOCK, M, MU, [0.3, 0.0, 0.0], [0.2, 0.1], [1.0, 0.0], 0.05, TIP_RADIUS, TIP_MU)
     np.testing.assert_array_equal(r.X_WO[0, -1], [0.3, 0.0, 0.0])
     assert not r.touching.any()
 
@@ -42,7 +55,17 @@ def test_the_side_with_more_friction_force_lags_behind(which: str) -> None:
             m[half] *= 3
         else:
             mu[half] *= 3
-        r = push(BLOCK, m, mu, [0.3, 0.0, 0.0], [0.3 - 0.06 - 0.009, 0.0], [1.0, 0.0], 0.05)
+        r = push(
+            BLOCK,
+            m,
+            mu,
+            [0.3, 0.0, 0.0],
+            [0.3 - 0.06 - 0.009, 0.0],
+            [1.0, 0.0],
+            0.05,
+            TIP_RADIUS,
+            TIP_MU,
+        )
         yaws.append(r.X_WO[0, -1, 2])
     assert yaws[0] > 0.02
     assert yaws[1] == pytest.approx(-yaws[0], abs=1e-9)  # mirror images
@@ -54,7 +77,7 @@ def test_agrees_with_the_dynamic_core_on_a_slipping_off_centre_push() -> None:
     mu = rng.uniform(0.2, 0.8, BLOCK.n)
     start = np.array([-0.06 - 0.0085, 0.0])  # oblique: the fingertip slips as it turns it
     d = np.array([1.0, 0.6])
-    q = push(BLOCK, m, mu, [0.0, 0.0, 0.0], start, d, 0.05, 0.008, 0.3)
+    q = push(BLOCK, m, mu, [0.0, 0.0, 0.0], start, d, 0.05, TIP_RADIUS, TIP_MU)
     tip = FingertipPush.straight(start, d, 0.05, 0.05, 0.004, radius=0.008, mu=0.3, dwell=0.1)
     dyn = simulate(BLOCK, m, mu, tip, [0.0, 0.0, 0.0]).X_WO[0, -1]
     assert q.slipping.any()
@@ -69,9 +92,9 @@ def test_hypotheses_in_a_batch_equal_their_single_runs() -> None:
     mu = rng.uniform(0.2, 0.8, (3, BLOCK.n))
     X0 = np.array([[0.0, 0.0, 0.0], [0.0, 0.01, 0.2], [0.0, -0.02, -0.1]])
     start, d = [-0.09, 0.0], [1.0, 0.0]
-    batch = push(BLOCK, m, mu, X0, start, d, 0.04)
+    batch = push(BLOCK, m, mu, X0, start, d, 0.04, TIP_RADIUS, TIP_MU)
     for k in range(3):
-        one = push(BLOCK, m[k], mu[k], X0[k], start, d, 0.04)
+        one = push(BLOCK, m[k], mu[k], X0[k], start, d, 0.04, TIP_RADIUS, TIP_MU)
         np.testing.assert_allclose(batch.X_WO[k], one.X_WO[0], atol=1e-12)
 
 
@@ -88,4 +111,4 @@ def test_hypotheses_in_a_batch_equal_their_single_runs() -> None:
 )
 def test_bad_input_is_refused_with_a_reason(args: tuple, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(SlideInputError, match=message):
-        push(BLOCK, *args)
+        push(BLOCK, *args, TIP_RADIUS, TIP_MU)

@@ -49,28 +49,17 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
-from slide_core.physics import (
-    _S,
-    _SPIN_NEG,
-    _SPIN_POS,
-    _SPIN_SLIDING,
-    _SPIN_STUCK,
-    GRAVITY,
-    MOVING_SPEED,
-    SPIN_ARM,
-    PhysicsError,
+from slide_core.physics.inputs import PhysicsError, Rollout, WrenchPush, check_params
+from slide_core.physics.jacobians import step_jacobians
+from slide_core.physics.rigid import (
+    S90,
     RigidModel,
-    Rollout,
-    WrenchPush,
-    _fast_step,
-    _limits,
-    _simulate,
-    _StepResult,
     body_twist,
-    check_params,
     com_twist,
-    wrench_impulse,
+    friction_limits,
 )
+from slide_core.physics.simulate import run_rollout, wrench_impulse
+from slide_core.physics.step import StepResult, fast_step
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,223 +77,6 @@ class LossGrad:
     d_mass: FloatArray
     d_friction: FloatArray
     rollout: Rollout | None
-
-
-def _structure(
-    model: RigidModel,
-    nu: FloatArray,
-    nu_new: FloatArray,
-    L: FloatArray,
-    step: _StepResult,
-    k: int,
-) -> tuple[FloatArray, NDArray[np.bool_], list[tuple[FloatArray, int]], float]:
-    """Active structure of hypothesis k's step.
-
-    Returns b (n, 3) the unit-limit impulse direction of each saturated cell (zeros
-    elsewhere), moving (n,) whether b depends on nu (direction from the previous
-    velocity), the equality rows [(c (3,), cell whose direction it is or -1)], and the
-    spin sign s_tau (0 when the spin is held or has no friction).
-    """
-    n = model.grid.n
-    u = model.J @ nu
-    speed = np.linalg.norm(u, axis=1)
-    active = L > 0
-    was_moving = (speed > MOVING_SPEED) & active
-    d = u / np.where(speed > 0, speed, 1.0)[:, None]
-    g = np.einsum('nij,ni->nj', model.J, d)
-    b = np.zeros((n, 3))
-    moving = np.zeros(n, dtype=bool)
-    eq: list[tuple[FloatArray, int]] = []
-    e3 = np.array([0.0, 0.0, 1.0])
-    if not step.general[k]:
-        b[was_moving] = g[was_moving]
-        moving[:] = was_moving
-        # Cells breaking away from rest push on a fixed polygon vertex.
-        broke = np.any(step.vertex_dirs[k] != 0.0, axis=1)
-        b[broke] = np.einsum('nij,ni->nj', model.J[broke], step.vertex_dirs[k][broke])
-        p = int(step.pinned[k])
-        if p >= 0:
-            eq += [(model.J[p][0], -1), (model.J[p][1], -1)]
-        mode = int(step.spin_mode[k])
-        if mode == _SPIN_STUCK:
-            eq.append((e3, -1))
-            s_tau = 0.0
-        elif mode == _SPIN_SLIDING:
-            s_tau = float(np.sign(nu[2]))
-        elif mode == _SPIN_POS:
-            s_tau = 1.0
-        elif mode == _SPIN_NEG:
-            s_tau = -1.0
-        else:  # free (the spin reversed against its row): no spin friction
-            s_tau = 0.0
-        return b, moving, eq, s_tau
-    G, E, Lg, cells, sol = step.solutions[k]
-    group = np.argmax(E, axis=1)
-    v_after = model.J @ nu_new
-    speed_after = np.linalg.norm(v_after, axis=1)
-    v_scale = 1e-9 + float(np.abs(nu_new).max()) + float(np.abs(nu).max())
-    s_tau = 0.0
-    for gi in range(E.shape[1]):
-        rows = np.nonzero(group == gi)[0]
-        cell = int(cells[rows[0]])
-        impulse = G[rows].T @ sol.lam[rows]
-        total = float(sol.lam[rows].sum())
-        saturated = total >= Lg[gi] * (1 - 1e-7)
-        unloaded = total <= Lg[gi] * 1e-9
-        single = rows.size == 1  # a direction from the previous velocity
-        if cell == -1:  # spin group
-            if single and unloaded:
-                continue  # the spin reversed: its row carries nothing
-            if abs(nu_new[2]) > 1e-9 * v_scale and saturated:
-                s_tau = float(np.sign(impulse[2]))
-            else:
-                eq.append((e3, -1))
-            continue
-        if cell < 0:
-            continue
-        if was_moving[cell]:
-            if unloaded:
-                continue  # moves against its previous direction: no friction on that row
-            if saturated and g[cell] @ nu_new > 1e-9 * v_scale:
-                b[cell] = g[cell]
-                moving[cell] = True
-            else:
-                eq.append((g[cell], cell))
-        elif speed_after[cell] > 1e-9 * v_scale and saturated:
-            # Broke away from rest, sliding against a vertex of the friction polygon (one
-            # loaded row: fixed direction) or along a face (two rows: the limit along one,
-            # the split between them free, the velocity normal to the face).
-            loaded = rows[sol.lam[rows] > 1e-9 * Lg[gi]]
-            b[cell] = G[loaded[-1]]
-            for r in loaded[:-1]:
-                eq.append((G[r] - G[loaded[-1]], -1))
-        else:
-            eq += [(model.J[cell][0], -1), (model.J[cell][1], -1)]
-    return b, moving, eq, s_tau
-
-
-def _step_jacobians(
-    model: RigidModel,
-    M: FloatArray,
-    m: FloatArray,
-    mu: FloatArray,
-    L: FloatArray,
-    h: float,
-    nu: FloatArray,
-    P: FloatArray,
-    step: _StepResult,
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Jacobians of nu' (K, 3) w.r.t. nu (K, 3, 3), P (K, 3, 3), mass and friction (K, 3, n).
-
-    ``nu`` and ``P`` are the step's inputs, ``step`` its result (with general solutions).
-    """
-    K, n = m.shape
-    w = model.grid.cell_size
-    e3 = np.array([0.0, 0.0, 1.0])
-    nu_new = step.nu
-    d_nu = np.zeros((K, 3, 3))
-    d_P = np.zeros((K, 3, 3))
-    d_m = np.zeros((K, 3, n))
-    d_mu = np.zeros((K, 3, n))
-    # Explicit steps with every friction saturated (no pivot, spin not held): closed form.
-    simple = (
-        ~step.general
-        & (step.pinned < 0)
-        & (step.spin_mode != _SPIN_STUCK)
-        & ~np.any(step.vertex_dirs != 0.0, axis=(1, 2))
-        & ~step.stopped
-    )
-    if simple.any():
-        _explicit_jacobians(model, M, m, mu, L, h, nu, step, simple, d_nu, d_P, d_m, d_mu)
-    for k in np.nonzero(~simple & ~step.stopped)[0]:  # a stop's sensitivity is zero
-        b, moving, eq, s_tau = _structure(model, nu[k], nu_new[k], L[k], step, int(k))
-        if not moving.any() and s_tau == 0.0 and not np.any(nu_new[k]):
-            continue  # held at rest: locally constant, zero sensitivity
-        u = model.J @ nu[k]
-        speed = np.maximum(np.linalg.norm(u, axis=1), 1e-300)
-        # db_i/dnu for cells whose direction comes from the previous velocity.
-        dirs = u / speed[:, None]
-        proj = (np.eye(2)[None] - np.einsum('ni,nj->nij', dirs, dirs)) / speed[:, None, None]
-        db = np.einsum('nai,nab,nbj->nij', model.J, proj, model.J)  # (n, 3, 3)
-        q = len(eq)
-        C = np.array([c for c, _ in eq]).reshape(q, 3)
-        A = np.zeros((3 + q, 3 + q))
-        A[:3, :3] = M[k]
-        A[:3, 3:] = C.T
-        A[3:, :3] = C
-        fixed = L[k] @ b + s_tau * SPIN_ARM * w * L[k].sum() * e3
-        dE_nu = np.zeros((3 + q, 3))
-        dE_nu[:3] = -M[k] + np.einsum('i,ijk->jk', L[k] * moving, db)
-        if q:
-            # Impulses of the equality rows, from the momentum balance.
-            lam_eq = np.linalg.lstsq(C.T, P[k] - M[k] @ (nu_new[k] - nu[k]) - fixed, rcond=None)[0]
-            for r, (_, cell) in enumerate(eq):
-                if cell >= 0:  # a stopped sliding cell: its row turns with nu
-                    dE_nu[:3] += lam_eq[r] * db[cell]
-                    dE_nu[3 + r] = nu_new[k] @ db[cell]
-        dE_P = np.zeros((3 + q, 3))
-        dE_P[:3] = -np.eye(3)
-        spin = s_tau * SPIN_ARM * w * GRAVITY * h
-        dE_m = np.zeros((3 + q, n))
-        dE_m[:3] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k])
-        dE_m[:3] += (b * (mu[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * mu[k])
-        dE_mu = np.zeros((3 + q, n))
-        dE_mu[:3] = (b * (m[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * m[k])
-        rhs = np.hstack((dE_nu, dE_P, dE_m, dE_mu))
-        sol = -np.linalg.lstsq(A, rhs, rcond=None)[0][:3]
-        d_nu[k] = sol[:, :3]
-        d_P[k] = sol[:, 3:6]
-        d_m[k] = sol[:, 6 : 6 + n]
-        d_mu[k] = sol[:, 6 + n :]
-    return d_nu, d_P, d_m, d_mu
-
-
-def _explicit_jacobians(
-    model: RigidModel,
-    M: FloatArray,
-    m: FloatArray,
-    mu: FloatArray,
-    L: FloatArray,
-    h: float,
-    nu: FloatArray,
-    step: _StepResult,
-    sel: NDArray[np.bool_],
-    d_nu: FloatArray,
-    d_P: FloatArray,
-    d_m: FloatArray,
-    d_mu: FloatArray,
-) -> None:
-    """Closed-form Jacobians (the paper's W_M, W_mu plus the direction term), in place."""
-    w = model.grid.cell_size
-    Mi = np.linalg.inv(M[sel])
-    v0, v1 = nu[sel], step.nu[sel]
-    u = np.einsum('nij,kj->kni', model.J, v0)
-    speed = np.linalg.norm(u, axis=2)
-    moving = (speed > MOVING_SPEED) & (L[sel] > 0)
-    safe = np.where(moving, speed, 1.0)
-    dirs = u / safe[..., None]
-    b = np.einsum('nij,kni->knj', model.J, dirs) * moving[..., None]
-    proj = (np.eye(2) - np.einsum('kni,knj->knij', dirs, dirs)) / safe[..., None, None]
-    db = np.einsum('nai,knab,nbj->knij', model.J, proj, model.J)
-    mode = step.spin_mode[sel]
-    s_tau = np.where(
-        mode == _SPIN_SLIDING,
-        np.sign(v0[:, 2]),
-        np.where(mode == _SPIN_POS, 1.0, np.where(mode == _SPIN_NEG, -1.0, 0.0)),
-    )
-    ghm = GRAVITY * h
-    spin = (s_tau * SPIN_ARM * w * ghm)[:, None]
-    dE_nu = -M[sel] + np.einsum('kn,knij->kij', L[sel] * moving, db)
-    dE_m = np.einsum('nij,kj->kin', model.Q, v1 - v0) + np.swapaxes(
-        b * (mu[sel] * ghm)[..., None], 1, 2
-    )
-    dE_m[:, 2, :] += spin * mu[sel]
-    dE_mu = np.swapaxes(b * (m[sel] * ghm)[..., None], 1, 2)
-    dE_mu[:, 2, :] += spin * m[sel]
-    d_nu[sel] = -Mi @ dE_nu
-    d_P[sel] = Mi
-    d_m[sel] = -Mi @ dE_m
-    d_mu[sel] = -Mi @ dE_mu
 
 
 def _check_observations(
@@ -340,7 +112,7 @@ def _twist_map(theta: FloatArray, c_B: FloatArray) -> FloatArray:
     R = rotation(theta)
     D = np.zeros((theta.size, 3, 3))
     D[:, :2, :2] = R
-    D[:, :2, 2] = np.einsum('kij,kj->ki', R, c_B @ _S.T)
+    D[:, :2, 2] = np.einsum('kij,kj->ki', R, c_B @ S90.T)
     D[:, 2, 2] = 1.0
     return D
 
@@ -353,21 +125,21 @@ def _input_jacobians(
     nu = body_twist(theta, V, c_B)
     K = theta.size
     dth = np.zeros((K, 3))
-    dth[:, :2] = -(nu[:, :2] + V[:, 2:3] * (c_B @ _S.T)) @ _S.T
+    dth[:, :2] = -(nu[:, :2] + V[:, 2:3] * (c_B @ S90.T)) @ S90.T
     Rt = np.swapaxes(rotation(theta), 1, 2)
     dV = np.zeros((K, 3, 3))
     dV[:, :2, :2] = Rt
-    dV[:, :2, 2] = -(c_B @ _S.T)
+    dV[:, :2, 2] = -(c_B @ S90.T)
     dV[:, 2, 2] = 1.0
     dm = np.zeros((K, 3, dc.shape[2]))
-    dm[:, :2] = -V[:, 2, None, None] * np.einsum('ij,kjn->kin', _S, dc)
+    dm[:, :2] = -V[:, 2, None, None] * np.einsum('ij,kjn->kin', S90, dc)
     return dth, dV, dm
 
 
 def _output_mass_term(theta: FloatArray, omega: FloatArray, dc: FloatArray) -> FloatArray:
     """Explicit d V_WC / d m (K, 3, n) of com_twist at fixed nu: R omega S dc."""
     out = np.zeros((theta.size, 3, dc.shape[2]))
-    out[:, :2] = omega[:, None, None] * np.einsum('kij,jl,kln->kin', rotation(theta), _S, dc)
+    out[:, :2] = omega[:, None, None] * np.einsum('kij,jl,kln->kin', rotation(theta), S90, dc)
     return out
 
 
@@ -390,14 +162,14 @@ class _Tracker:
         self.r_c = push.p_OC - model.p_OG
         K, n = m.shape
         self.M = model.mass_matrix(m)
-        self.L, _ = _limits(model.grid, m, mu, push.dt)
+        self.L, _ = friction_limits(model.grid, m, mu, push.dt)
         self.c_B = model.com(m)
         self.dc = _com_sensitivity(model, m)
         # The initial centre of mass state depends on the masses through c_B.
         R0 = rotation(X_WO0[2])
         self.S = np.zeros((K, 6, 2 * n))  # d (p_WC, theta, V_WC) / d (m, mu)
         self.S[:, :2, :n] = np.einsum('ij,kjn->kin', R0, self.dc)
-        self.S[:, 3:5, :n] = V_WO0[2] * np.einsum('ij,jl,kln->kin', _S, R0, self.dc)
+        self.S[:, 3:5, :n] = V_WO0[2] * np.einsum('ij,jl,kln->kin', S90, R0, self.dc)
         self.obs = obs
         self.loss = np.zeros(K)
         self.grad = np.zeros((K, 2 * n))
@@ -411,7 +183,7 @@ class _Tracker:
         err = p_WC[:, None, :] + r_W - self.obs[t][None]  # (K, n, 2)
         self.loss += np.einsum('kni,kni->k', err, err) / n
         e_sum = 2.0 * err.sum(axis=1) / n  # (K, 2)
-        dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ _S.T) / n
+        dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ S90.T) / n
         self.grad += np.einsum('ki,kij->kj', e_sum, self.S[:, :2])
         self.grad += dl_dth[:, None] * self.S[:, 2]
         # Direct dependence of the cells on c_B: p_i = p_WC + R (r_i - c_B).
@@ -424,16 +196,16 @@ class _Tracker:
         nu: FloatArray,
         P: FloatArray,
         f_B: FloatArray,
-        result: _StepResult,
+        result: StepResult,
     ) -> None:
         h, n = self.h, self.model.grid.n
-        J_nu, J_P, J_m, J_mu = _step_jacobians(
+        J_nu, J_P, J_m, J_mu = step_jacobians(
             self.model, self.M, self.m, self.mu, self.L, h, nu, P, result
         )
         V = com_twist(theta, nu, self.c_B)
         dnu_dth, dnu_dV, dnu_dm = _input_jacobians(theta, V, self.c_B, self.dc)
         # The applied impulse turns with the body: f_B = R^T f_W.
-        df_dth = -f_B @ _S.T
+        df_dth = -f_B @ S90.T
         r_c = self.r_c[t]
         dP_dth = np.column_stack((h * df_dth, h * (r_c[0] * df_dth[:, 1] - r_c[1] * df_dth[:, 0])))
         dnu1_dth = np.einsum('kij,kj->ki', J_nu, dnu_dth) + np.einsum('kij,kj->ki', J_P, dP_dth)
@@ -442,7 +214,7 @@ class _Tracker:
         D = _twist_map(theta, self.c_B)
         V1 = com_twist(theta, result.nu, self.c_B)
         dV1_dth = np.einsum('kij,kj->ki', D, dnu1_dth)
-        dV1_dth[:, :2] += V1[:, :2] @ _S.T
+        dV1_dth[:, :2] += V1[:, :2] @ S90.T
         dV1_dV = D @ dnu1_dV
         dV1_dpi = D @ dnu1_dpi
         dV1_dpi[:, :, :n] += _output_mass_term(theta, V1[:, 2], self.dc)
@@ -478,7 +250,7 @@ def rollout_loss(
     model = RigidModel.of(grid)
     obs = {int(t): _cells(grid, X) for t, X in zip(t_obs, X_obs, strict=True)}
     tracker = _Tracker(model, m, mu, push, obs, X0, V0)
-    rollout = _simulate(model, m, mu, push, X0, V0, observer=tracker)
+    rollout = run_rollout(model, m, mu, push, X0, V0, observer=tracker)
     n = grid.n
     return LossGrad(tracker.loss, tracker.grad[:, :n], tracker.grad[:, n:], rollout)
 
@@ -537,9 +309,9 @@ def one_step_loss(
         P[rows], _ = wrench_impulse(model, push, int(t), th[rows])
     M = model.mass_matrix(mb)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
-    L, L_tau = _limits(grid, mb, mub, h)
-    result = _fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
-    J_nu, _, J_m, J_mu = _step_jacobians(model, M, mb, mub, L, h, nu, P, result)
+    L, L_tau = friction_limits(grid, mb, mub, h)
+    result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
+    J_nu, _, J_m, J_mu = step_jacobians(model, M, mb, mub, L, h, nu, P, result)
     V1 = com_twist(th, result.nu, c_B)
     p_pred = p_C_now + h * V1[:, :2]
     th_pred = th + h * V1[:, 2]
@@ -549,7 +321,7 @@ def one_step_loss(
     err = p_pred[:, None, :] + r_W - target
     loss = np.einsum('kni,kni->k', err, err) / n
     e_sum = 2.0 * err.sum(axis=1) / n
-    dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ _S.T) / n
+    dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ S90.T) / n
     # Through the predicted twist V1 = D nu1 (+ its explicit c_B term).
     dl_dV1 = np.column_stack((h * e_sum, h * dl_dth))
     D = _twist_map(th, c_B)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.limit_surface import LimitSurfaceObject, simulate
+from slide_core.physics.limit_surface import LimitSurfaceObject, simulate
 
 SQUARE = np.array([[-0.045, -0.045], [0.045, -0.045], [0.045, 0.045], [-0.045, 0.045]])
 R_TIP = 0.0047

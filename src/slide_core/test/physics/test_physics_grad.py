@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from slide_core.geometry import Grid
-from slide_core.physics import FingertipPush, PhysicsError, WrenchPush, simulate
-from slide_core.physics_grad import one_step_loss, rollout_loss
+from slide_core.physics import (
+    FingertipPush,
+    PhysicsError,
+    WrenchPush,
+    one_step_loss,
+    rollout_loss,
+    simulate,
+)
+
+TIP_RADIUS = 0.008  # m, a fingertip for these tests
+TIP_MU = 0.3
 
 DT = 0.004
 SHAPE = Grid.from_occupancy([[1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 1, 1]], 0.02)
@@ -104,7 +113,7 @@ def test_sticking_and_zero_friction_give_finite_gradients() -> None:
 def test_gradients_need_a_wrench_push_and_matching_observations() -> None:
     n = SHAPE.n
     push = WrenchPush.create(SHAPE, [0.0, 0.0], np.ones((5, 2)), DT)
-    tip = FingertipPush.straight([-0.1, 0.0], [1, 0], 0.01, 0.1, DT)
+    tip = FingertipPush.straight([-0.1, 0.0], [1, 0], 0.01, 0.1, DT, radius=TIP_RADIUS, mu=TIP_MU)
     with pytest.raises(PhysicsError, match='wrench-driven'):
         rollout_loss(SHAPE, np.ones(n), np.ones(n), tip, [0, 0, 0], [1], [[0, 0, 0]])  # type: ignore[arg-type]
     with pytest.raises(PhysicsError, match='must match'):

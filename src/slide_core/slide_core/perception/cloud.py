@@ -1,0 +1,323 @@
+"""A depth camera's cloud in the table frame: the table plane and the one object on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import enum
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.spatial import ConvexHull, QhullError, cKDTree
+import transforms3d  # type: ignore[import-untyped]
+import yaml
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray
+
+
+class PerceptionStatus(enum.Enum):
+    """What a perception step found; every value but OK means: no grid, no pose."""
+
+    OK = 'ok'
+    EMPTY_CLOUD = 'empty_cloud'
+    NO_TABLE = 'no_table'
+    NO_OBJECT = 'no_object'
+    SEVERAL_OBJECTS = 'several_objects'
+    PARTIAL_VIEW = 'partial_view'
+    POOR_REGISTRATION = 'poor_registration'
+
+
+class PerceptionError(SlideInputError):
+    """A frame from which no trustworthy grid or pose can be made."""
+
+    def __init__(self, status: PerceptionStatus, message: str) -> None:
+        super().__init__(f'{status.value}: {message}')
+        self.status = status
+
+
+@dataclass(frozen=True)
+class PerceptionConfig:
+    """Settings; lengths in metres, in the table frame W.
+
+    Attributes:
+        cell_size: edge of a grid cell.
+        workspace_min, workspace_max: (3,) corners of the box the object must lie in.
+        table_inlier_distance: RANSAC inlier band of the table plane.
+        max_table_tilt_deg, max_table_offset: how far the fitted plane may be from the
+            calibrated z = 0 plane before the frame is refused (calibration or view wrong).
+        min_table_fraction: least share of the workspace points on the table plane.
+        min_height: points at least this high above the plane are object candidates.
+        voxel_size: downsampling for clustering and registration.
+        cluster_eps: DBSCAN neighbourhood; points closer than this are one object.
+        min_cluster_points: clusters with fewer (downsampled) points are noise.
+        view_margin: an object closer than this to the edge of what the camera sees (or to
+            the workspace box) is partly out of view.
+        fill_fraction: a cell belongs to the object when this share of it is covered.
+        icp_distance: correspondence distance of the coarse ICP pass (the fine pass uses a
+            quarter of it).
+        max_motion: how far the object may move between two tracked frames.
+        min_fitness: least share of model points matched for a pose to be trusted.
+        max_rmse: largest RMS distance of the matched points for a pose to be trusted.
+    """
+
+    cell_size: float = 0.02
+    workspace_min: tuple[float, float, float] = (-0.2, -0.7, -0.05)
+    workspace_max: tuple[float, float, float] = (1.0, 0.7, 0.4)
+    table_inlier_distance: float = 0.004
+    max_table_tilt_deg: float = 5.0
+    max_table_offset: float = 0.03
+    min_table_fraction: float = 0.2
+    min_height: float = 0.006
+    voxel_size: float = 0.003
+    cluster_eps: float = 0.012
+    min_cluster_points: int = 30
+    view_margin: float = 0.01
+    fill_fraction: float = 0.5
+    icp_distance: float = 0.02
+    max_motion: float = 0.05
+    min_fitness: float = 0.6
+    max_rmse: float = 0.004
+
+    def __post_init__(self) -> None:
+        positive = (
+            'cell_size',
+            'table_inlier_distance',
+            'max_table_offset',
+            'min_height',
+            'voxel_size',
+            'cluster_eps',
+            'icp_distance',
+            'max_motion',
+            'max_rmse',
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise SlideInputError(f'perception {name} must be positive, got {value}')
+        for name in ('fill_fraction', 'min_fitness', 'min_table_fraction'):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise SlideInputError(f'perception {name} must be in (0, 1], got {value}')
+        lo, hi = np.asarray(self.workspace_min), np.asarray(self.workspace_max)
+        if lo.shape != (3,) or hi.shape != (3,) or not np.all(lo < hi):
+            raise SlideInputError('workspace_min must be below workspace_max on every axis')
+        if self.voxel_size > self.cell_size / 2:
+            raise SlideInputError('voxel_size must be at most half the cell size')
+
+
+@dataclass(frozen=True)
+class KeepOut:
+    """A known body to cut out of the cloud: a vertical cylinder in the table frame.
+
+    Attributes:
+        p_W: (3,) centre of the body [m].
+        radius: cylinder radius [m] (the body's radius plus a margin).
+        half_height: half its extent along z [m].
+    """
+
+    p_W: tuple[float, float, float]
+    radius: float
+    half_height: float
+
+    def contains(self, points_W: FloatArray) -> NDArray[np.bool_]:
+        c = np.asarray(self.p_W, dtype=float)
+        d2 = (points_W[:, 0] - c[0]) ** 2 + (points_W[:, 1] - c[1]) ** 2
+        inside = (d2 <= self.radius**2) & (np.abs(points_W[:, 2] - c[2]) <= self.half_height)
+        return np.asarray(inside, dtype=bool)
+
+
+@dataclass(frozen=True)
+class TablePlane:
+    """The table top: points p with n . p + d = 0, n (3,) unit and up."""
+
+    normal: tuple[float, float, float]
+    offset: float
+    inliers: int
+
+    def height(self, points_W: FloatArray) -> FloatArray:
+        """(N,) signed heights [m] of points (N, 3) above the plane."""
+        return np.asarray(points_W @ np.asarray(self.normal) + self.offset, dtype=float)
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """The object's points in one frame: p_W (M, 3) and their heights (M,) above the table."""
+
+    points_W: FloatArray
+    heights: FloatArray
+    table: TablePlane
+    clusters: int
+
+
+def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
+    """Camera extrinsics from YAML: ``parent_frame``, ``child_frame``, ``translation``
+    [x, y, z] (m) and ``rotation`` [x, y, z, w] (unit quaternion of the optical frame in the
+    table frame, the ROS order). Returns R_WK (3, 3), p_WK (3,)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SlideInputError(f'cannot read camera extrinsics {path}: {exc}') from exc
+    if not isinstance(data, dict) or not {'translation', 'rotation'} <= set(data):
+        raise SlideInputError(f'{path}: needs translation [x, y, z] and rotation [x, y, z, w]')
+    p = np.asarray(data['translation'], dtype=float)
+    q = np.asarray(data['rotation'], dtype=float)
+    if p.shape != (3,) or q.shape != (4,) or not (np.isfinite(p).all() and np.isfinite(q).all()):
+        raise SlideInputError(f'{path}: translation must have 3 numbers and rotation 4')
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1.0) > 1e-3:
+        raise SlideInputError(f'{path}: rotation must be a unit quaternion, its norm is {norm}')
+    x, y, z, w = q / norm
+    return np.asarray(transforms3d.quaternions.quat2mat([w, x, y, z])), p
+
+
+def to_table_frame(points_K: ArrayLike, R_WK: ArrayLike, p_WK: ArrayLike) -> FloatArray:
+    """Finite, non-zero points p_K (N, 3) of the optical frame mapped to p_W (M, 3)."""
+    p = np.asarray(points_K, dtype=np.float64).reshape(-1, 3)
+    keep = np.flatnonzero((p[:, 2] > 0) & np.isfinite(p[:, 0]) & np.isfinite(p[:, 1]))
+    p_W = (np.asarray(R_WK, dtype=float) @ p[keep].T).T  # (R p^T)^T: contiguous, fast
+    p_W += np.asarray(p_WK, dtype=float)
+    return np.asarray(p_W, dtype=float)
+
+
+def _o3d_cloud(points: FloatArray) -> Any:
+    import open3d as o3d
+
+    return o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
+
+
+def _in_box(points: FloatArray, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.bool_]:
+    return np.asarray(np.all((points >= np.asarray(lo)) & (points <= np.asarray(hi)), axis=1))
+
+
+# -- table ------------------------------------------------------------------------------------
+def fit_table(points_W: FloatArray, config: PerceptionConfig, seed: int = 0) -> TablePlane:
+    """RANSAC plane of the table in a cloud p_W (N, 3) already in the table frame."""
+    import open3d as o3d
+
+    if points_W.shape[0] == 0:
+        raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')
+    work = points_W[_in_box(points_W, config.workspace_min, config.workspace_max)]
+    if work.shape[0] < 3 * config.min_cluster_points:
+        raise PerceptionError(
+            PerceptionStatus.NO_TABLE,
+            f'only {work.shape[0]} points inside the workspace box; is the camera aimed at the '
+            'table and the extrinsics file right?',
+        )
+    cloud = _o3d_cloud(work).voxel_down_sample(config.voxel_size)
+    o3d.utility.random.seed(seed)
+    model, inliers = cloud.segment_plane(config.table_inlier_distance, 3, 200)
+    n = np.asarray(model[:3], dtype=float)
+    d = float(model[3])
+    scale = float(np.linalg.norm(n))
+    n, d = n / scale, d / scale
+    if n[2] < 0:
+        n, d = -n, -d
+    tilt = math.degrees(math.acos(min(1.0, float(n[2]))))
+    total = len(cloud.points)
+    if len(inliers) < config.min_table_fraction * total or tilt > config.max_table_tilt_deg:
+        raise PerceptionError(
+            PerceptionStatus.NO_TABLE,
+            f'no table plane: the best plane holds {len(inliers)} of {total} points and is '
+            f'tilted {tilt:.1f} deg from the calibrated table (max '
+            f'{config.max_table_tilt_deg} deg)',
+        )
+    if abs(d) > config.max_table_offset:
+        raise PerceptionError(
+            PerceptionStatus.NO_TABLE,
+            f'the table plane is {abs(d) * 1000:.0f} mm from z = 0 of the table frame (max '
+            f'{config.max_table_offset * 1000:.0f} mm): check the camera extrinsics',
+        )
+    return TablePlane((float(n[0]), float(n[1]), float(n[2])), d, len(inliers))
+
+
+def _view_hull(points_W: FloatArray) -> FloatArray | None:
+    """(k, 3) half-planes a x + b y + c <= 0 of the convex hull of what the camera sees."""
+    xy = points_W[:: max(1, points_W.shape[0] // 5000), :2]
+    try:
+        hull = ConvexHull(xy)
+    except (QhullError, ValueError):
+        return None
+    eq = np.asarray(hull.equations, dtype=float)
+    return np.asarray(eq / np.linalg.norm(eq[:, :2], axis=1, keepdims=True), dtype=float)
+
+
+# -- segmentation ---------------------------------------------------------------------------
+def segment(
+    points_W: FloatArray,
+    config: PerceptionConfig,
+    keep_out: tuple[KeepOut, ...] = (),
+    table: TablePlane | None = None,
+) -> Segmentation:
+    """The object's points in a table-frame cloud p_W (N, 3).
+
+    Raises PerceptionError: EMPTY_CLOUD, NO_TABLE, NO_OBJECT, SEVERAL_OBJECTS or
+    PARTIAL_VIEW (the object touches the edge of the view or of the workspace box).
+    """
+    points_W = np.asarray(points_W, dtype=float).reshape(-1, 3)
+    points_W = points_W[np.isfinite(points_W).all(axis=1)]
+    if points_W.shape[0] == 0:
+        raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')
+    plane = table or fit_table(points_W, config)
+    h = plane.height(points_W)
+    candidate = (h >= config.min_height) & _in_box(
+        points_W, config.workspace_min, config.workspace_max
+    )
+    for body in keep_out:
+        candidate &= ~body.contains(points_W)
+    above = points_W[candidate]
+    if above.shape[0] < config.min_cluster_points:
+        raise PerceptionError(
+            PerceptionStatus.NO_OBJECT,
+            f'{above.shape[0]} points above the table in the workspace: no object there',
+        )
+    # Cluster in the table plane: a step in an object's top whose wall faces away from the
+    # camera leaves a gap in 3D but none in the footprint.
+    flat = np.column_stack((above[:, :2], np.zeros(above.shape[0])))
+    cloud = _o3d_cloud(flat).voxel_down_sample(config.voxel_size)
+    down = np.asarray(cloud.points)
+    labels = np.asarray(cloud.cluster_dbscan(config.cluster_eps, 4))
+    sizes = np.bincount(labels[labels >= 0]) if (labels >= 0).any() else np.zeros(0, int)
+    objects = np.flatnonzero(sizes >= config.min_cluster_points)
+    if objects.size == 0:
+        raise PerceptionError(
+            PerceptionStatus.NO_OBJECT,
+            f'no cluster of at least {config.min_cluster_points} points above the table',
+        )
+    if objects.size > 1:
+        raise PerceptionError(
+            PerceptionStatus.SEVERAL_OBJECTS,
+            f'{objects.size} separate objects above the table (sizes '
+            f'{sorted(sizes[objects].tolist(), reverse=True)}); clear the table or give the '
+            'pusher and gripper poses so they are cut out',
+        )
+    # Back to full resolution: every candidate point near the kept cluster.
+    kept = down[labels == objects[0]]
+
+    near = cKDTree(kept).query(flat, distance_upper_bound=config.voxel_size * 1.5)[0]
+    obj = above[np.isfinite(near)]
+    _check_in_view(obj, points_W, config)
+    return Segmentation(obj, plane.height(obj), plane, int(objects.size))
+
+
+def _check_in_view(obj: FloatArray, points_W: FloatArray, config: PerceptionConfig) -> None:
+    lo = np.asarray(config.workspace_min)[:2] + config.view_margin
+    hi = np.asarray(config.workspace_max)[:2] - config.view_margin
+    if not np.all((obj[:, :2] >= lo) & (obj[:, :2] <= hi)):
+        raise PerceptionError(
+            PerceptionStatus.PARTIAL_VIEW, 'the object reaches past the workspace box'
+        )
+    hull = _view_hull(points_W)
+    if hull is None:
+        raise PerceptionError(PerceptionStatus.PARTIAL_VIEW, 'the view has no area')
+    inside = obj[:, :2] @ hull[:, :2].T + hull[:, 2]
+    if inside.max() > -config.view_margin:
+        raise PerceptionError(
+            PerceptionStatus.PARTIAL_VIEW,
+            'the object touches the edge of the camera view; move the camera or the object',
+        )
+
+
+# -- grid -----------------------------------------------------------------------------------

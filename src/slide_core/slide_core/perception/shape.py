@@ -1,0 +1,174 @@
+"""The object's grid of cells from its segmented points (acquisition)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import ndimage
+from scipy.spatial import ConvexHull, QhullError
+
+from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.perception.cloud import (
+    KeepOut,
+    PerceptionConfig,
+    PerceptionError,
+    PerceptionStatus,
+    Segmentation,
+    TablePlane,
+    segment,
+)
+
+
+@dataclass(frozen=True)
+class ObjectEstimate:
+    """An acquired object: its grid, the pose X_WO (3,) of its frame in T, the top-surface
+    model points p_O (M, 3) (z = height above the table) for tracking, the table plane."""
+
+    grid: Grid
+    X_WO: FloatArray
+    model_O: FloatArray
+    table: TablePlane
+
+
+def footprint_image(
+    xy: FloatArray, origin: FloatArray, shape: tuple[int, int], pitch: float
+) -> NDArray[np.bool_]:
+    """Covered sub-cells (rows, cols) of points xy (M, 2); row 0 at +y, pixel (0, 0)'s
+    lower-left corner at origin + (0, (rows - 1) * pitch)."""
+    rows, cols = shape
+    c = np.floor((xy[:, 0] - origin[0]) / pitch).astype(int)
+    r = rows - 1 - np.floor((xy[:, 1] - origin[1]) / pitch).astype(int)
+    ok = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
+    image = np.zeros(shape, dtype=bool)
+    image[r[ok], c[ok]] = True
+    image = ndimage.binary_closing(image, np.ones((3, 3), bool), border_value=0)
+    image = ndimage.binary_fill_holes(image)
+    labels, count = ndimage.label(image)
+    if count > 1:
+        image = labels == 1 + int(np.argmax(ndimage.sum(image, labels, range(1, count + 1))))
+    return np.asarray(image, dtype=bool)
+
+
+@dataclass(frozen=True)
+class _Raster:
+    origin: FloatArray  # (2,) lower-left corner of the grid in the rotated frame
+    rows: int
+    cols: int
+    coverage: FloatArray  # (rows, cols) covered share of each cell
+    mismatch: float  # sub-cells a thresholded grid gets wrong, in cells
+
+
+def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
+    """Cells of edge w over the bounding box of points xy_P (M, 2), centred on it."""
+    lo, hi = xy_P.min(axis=0), xy_P.max(axis=0)
+    cols, rows = (int(v) for v in np.maximum(1, np.round((hi - lo) / w)))
+    origin = (lo + hi) / 2 - np.array([cols, rows]) * w / 2
+    fine = footprint_image(xy_P, origin, (rows * sub, cols * sub), w / sub)
+    coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
+    return _Raster(origin, rows, cols, coverage, float(np.minimum(coverage, 1 - coverage).sum()))
+
+
+def _lattice_angle(xy: FloatArray) -> float:
+    """The rotation in [0, pi/2) of the footprint's minimum-area bounding rectangle.
+
+    One of its sides lies on a side of the convex hull of the points xy (M, 2), so only the
+    hull's edge directions are tried. For a box (book, tray) this puts the sides along the
+    cells; for other shapes it is a well-defined, repeatable choice.
+    """
+    try:
+        hull = xy[ConvexHull(xy).vertices]
+    except (QhullError, ValueError):
+        return 0.0
+    edges = np.diff(np.vstack((hull, hull[:1])), axis=0)
+    angles = np.arctan2(edges[:, 1], edges[:, 0]) % (math.pi / 2)
+    c, s = np.cos(angles), np.sin(angles)
+    u = hull @ np.vstack((c, s))  # (h, k) coordinates along each candidate's axes
+    v = hull @ np.vstack((-s, c))
+    area = (u.max(axis=0) - u.min(axis=0)) * (v.max(axis=0) - v.min(axis=0))
+    return float(angles[int(np.argmin(area))])
+
+
+def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
+    """Rasterise a segmented object into its cell grid and the pose of its frame in T.
+
+    The cell lattice is turned to the angle at which the footprint fills whole cells best
+    (a box's sides then lie on cell sides); of the four lattice directions, the object's x
+    axis is the one nearest the footprint's major principal axis, pointing to +x of T.
+    """
+    w = config.cell_size
+    sub = 5  # coverage is measured on sub-cells of w / 5
+    pitch = w / sub
+    xy = seg.points_W[:, :2]
+    # Principal axes of the covered area (not of the points: their density varies).
+    lo = xy.min(axis=0) - 2 * pitch
+    n_px = np.ceil((xy.max(axis=0) + 2 * pitch - lo) / pitch).astype(int)
+    cover = footprint_image(xy, lo, (int(n_px[1]), int(n_px[0])), pitch)
+    rr, cc = np.nonzero(cover)
+    centres = np.column_stack(
+        (lo[0] + (cc + 0.5) * pitch, lo[1] + (cover.shape[0] - 1 - rr + 0.5) * pitch)
+    )
+    mean = centres.mean(axis=0)
+    cov = np.cov((centres - mean).T) if centres.shape[0] > 2 else np.eye(2)
+    evals, evecs = np.linalg.eigh(cov)
+    major = evecs[:, int(np.argmax(evals))]
+    base = _lattice_angle(xy)
+    directions = base + np.arange(4) * math.pi / 2
+    yaw = float(
+        directions[int(np.argmax(np.cos(directions) * major[0] + np.sin(directions) * major[1]))]
+    )
+    if math.cos(yaw) < 0 or (abs(math.cos(yaw)) < 1e-12 and math.sin(yaw) < 0):
+        yaw += math.pi
+    yaw = math.atan2(math.sin(yaw), math.cos(yaw))
+    R = rotation(yaw)
+    # Points in the lattice frame P (origin at the area centroid, axes along the cells).
+    xy_P = (xy - mean) @ R
+    ras = _raster(xy_P, w, sub)
+    rows, cols, origin = ras.rows, ras.cols, ras.origin
+    centre_P = origin + np.array([cols, rows]) * w / 2
+    occupancy = ras.coverage >= config.fill_fraction
+    if not occupancy.any():
+        raise PerceptionError(
+            PerceptionStatus.NO_OBJECT,
+            f'the object covers no {w * 100:.0f} cm cell to {config.fill_fraction:.0%}; '
+            'use a smaller cell_size',
+        )
+    # Heights: a robust top of the points falling in each cell.
+    c = np.floor((xy_P[:, 0] - origin[0]) / w).astype(int)
+    r = int(rows) - 1 - np.floor((xy_P[:, 1] - origin[1]) / w).astype(int)
+    ok = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
+    heights = np.zeros((rows, cols))
+    flat = r[ok] * int(cols) + c[ok]
+    h_ok = seg.heights[ok]
+    order = np.argsort(flat, kind='stable')
+    flat, h_ok = flat[order], h_ok[order]
+    starts = np.searchsorted(flat, np.arange(int(rows) * int(cols)))
+    ends = np.searchsorted(flat, np.arange(int(rows) * int(cols)), side='right')
+    for k in np.flatnonzero(occupancy.ravel()):
+        if ends[k] > starts[k]:
+            heights.flat[k] = float(np.percentile(h_ok[starts[k] : ends[k]], 75))
+    missing = occupancy & (heights <= 0)
+    if missing.any():  # a covered cell without its own points: its neighbours' median
+        known = np.where(occupancy & (heights > 0), heights, np.nan)
+        fill = ndimage.generic_filter(known, np.nanmedian, size=3, mode='constant', cval=np.nan)
+        heights[missing] = np.nan_to_num(fill[missing], nan=float(np.nanmedian(known)))
+    grid = Grid(w, occupancy, heights)
+    p_WO = mean + R @ centre_P
+    X_WO = np.array([p_WO[0], p_WO[1], yaw])
+    model_xy = (xy - p_WO) @ R
+    model = np.column_stack((model_xy, seg.heights))
+    return ObjectEstimate(grid, X_WO, model, seg.table)
+
+
+def acquire(
+    points_W: ArrayLike,
+    config: PerceptionConfig,
+    keep_out: tuple[KeepOut, ...] = (),
+) -> ObjectEstimate:
+    """Segment a table-frame cloud p_W (N, 3) and build the object's grid and pose."""
+    return build_grid(segment(np.asarray(points_W, dtype=float), config, keep_out), config)
+
+
+# -- tracking -------------------------------------------------------------------------------

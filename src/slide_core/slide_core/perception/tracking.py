@@ -1,0 +1,164 @@
+"""Tracking the acquired object's SE(2) pose from frame to frame by registering its
+footprint outline (chamfer distance field, robust least squares in x, y, yaw)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import ndimage
+from scipy.optimize import least_squares
+
+from slide_core.geometry import FloatArray, rotation
+from slide_core.perception.cloud import (
+    KeepOut,
+    PerceptionError,
+    PerceptionStatus,
+)
+from slide_core.perception.shape import ObjectEstimate, PerceptionConfig, footprint_image
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    """One tracked frame: pose X_WO (3,), fitness (share of the visible outline within
+    the fine tolerance of the acquired one), inlier RMSE [m], and the object's points p_W
+    (M, 3) in this frame."""
+
+    X_WO: FloatArray
+    fitness: float
+    rmse: float
+    points_W: FloatArray
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+
+def _outline(xy: FloatArray, pitch: float, anchor: FloatArray) -> FloatArray:
+    """Centres (K, 2) of the outline pixels of the footprint of points xy (M, 2), on a raster
+    of ``pitch`` whose pixel corners include ``anchor`` (2,)."""
+    lo = anchor + pitch * np.floor((xy.min(axis=0) - 3 * pitch - anchor) / pitch)
+    n = np.ceil((xy.max(axis=0) + 3 * pitch - lo) / pitch).astype(int)
+    image = footprint_image(xy, lo, (int(n[1]), int(n[0])), pitch)
+    edge = image & ~ndimage.binary_erosion(image)
+    r, c = np.nonzero(edge)
+    return np.column_stack(
+        (lo[0] + (c + 0.5) * pitch, lo[1] + (image.shape[0] - 1 - r + 0.5) * pitch)
+    )
+
+
+@dataclass
+class PoseTracker:
+    """Tracks an acquired object's SE(2) pose from frame to frame.
+
+    Registration is chamfer matching of footprint outlines: the acquired footprint's outline
+    becomes a distance field in the object frame; each frame's outline points are fitted to
+    it over (x, y, yaw) by robust least squares, warm-started from the last pose. Unlike
+    point-to-point ICP this does not stall along weakly constrained directions (sliding
+    along a long handle). Outline points next to the pusher or gripper are not used: there
+    the outline is the cut, not the object. A frame whose outline matches poorly raises
+    PerceptionError(POOR_REGISTRATION) and leaves the last good pose unchanged.
+    """
+
+    estimate: ObjectEstimate
+    config: PerceptionConfig
+    X_WO: FloatArray = field(init=False)
+    _radius: float = field(init=False)
+    _pitch: float = field(init=False)
+    _field: FloatArray = field(init=False)
+    _field_lo: FloatArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.X_WO = np.array(self.estimate.X_WO, dtype=float)
+        xy = self.estimate.model_O[:, :2]
+        self._radius = float(np.linalg.norm(xy, axis=1).max())
+        self._pitch = self.config.voxel_size / 2
+        pad = self.config.icp_distance
+        lo = xy.min(axis=0) - pad
+        n = np.ceil((xy.max(axis=0) + pad - lo) / self._pitch).astype(int)
+        image = footprint_image(xy, lo, (int(n[1]), int(n[0])), self._pitch)
+        edge = image & ~ndimage.binary_erosion(image)
+        # Distance [m] to the outline; rows flipped so that index 0 is the lowest y.
+        self._field = (
+            np.asarray(ndimage.distance_transform_edt(~edge[::-1]), dtype=float) * self._pitch
+        )
+        self._field_lo = lo
+
+    def _distance(self, p_O: FloatArray) -> FloatArray:
+        idx = (p_O - self._field_lo) / self._pitch - 0.5
+        return np.asarray(
+            ndimage.map_coordinates(self._field, [idx[:, 1], idx[:, 0]], order=1, mode='nearest'),
+            dtype=float,
+        )
+
+    def update(self, points_W: ArrayLike, keep_out: tuple[KeepOut, ...] = ()) -> TrackResult:
+        """Register one table-frame cloud p_W (N, 3); return the new pose and its scores
+        (fitness: share of outline points within the fine tolerance icp_distance / 4)."""
+        cfg = self.config
+        p = np.asarray(points_W, dtype=float).reshape(-1, 3)
+        if p.shape[0] == 0:
+            raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')
+        reach = self._radius + cfg.max_motion
+        d2 = (p[:, 0] - self.X_WO[0]) ** 2 + (p[:, 1] - self.X_WO[1]) ** 2
+        p = p[d2 <= reach**2]
+        h = self.estimate.table.height(p)
+        keep = (h >= cfg.min_height) & np.isfinite(h)
+        for body in keep_out:
+            keep &= ~body.contains(p)
+        xy = p[keep, :2]
+        if xy.shape[0] < cfg.min_cluster_points:
+            raise PerceptionError(
+                PerceptionStatus.POOR_REGISTRATION,
+                f'only {xy.shape[0]} object points near the last pose: object lost',
+            )
+        # Outline on a raster aligned with the model's (the last pose's object frame), so
+        # that both staircases alias alike and cancel instead of biasing the yaw.
+        R_last = rotation(float(self.X_WO[2]))
+        outline_O = _outline((xy - self.X_WO[:2]) @ R_last, self._pitch, self._field_lo)
+        outline = self.X_WO[:2] + outline_O @ R_last.T
+        for body in keep_out:
+            c = np.asarray(body.p_W)[:2]
+            far = np.sum((outline - c) ** 2, axis=1) > (body.radius + 2 * self._pitch) ** 2
+            outline = outline[far]
+        if outline.shape[0] < cfg.min_cluster_points:
+            raise PerceptionError(
+                PerceptionStatus.POOR_REGISTRATION, 'too little of the outline is visible'
+            )
+
+        def residuals(X: FloatArray) -> FloatArray:
+            p_O = (outline - X[:2]) @ rotation(float(X[2]))
+            return self._distance(p_O)
+
+        tol = cfg.icp_distance / 4
+        fit = least_squares(
+            residuals, self.X_WO, loss='soft_l1', f_scale=tol / 2, x_scale=[0.01, 0.01, 0.1]
+        )
+        X = np.array(fit.x, dtype=float)
+        X[2] = math.atan2(math.sin(X[2]), math.cos(X[2]))
+        res = np.abs(fit.fun)
+        inlier = res <= tol
+        fitness = float(inlier.mean())
+        rmse = float(np.sqrt(np.mean(res[inlier] ** 2))) if inlier.any() else math.inf
+        moved = float(np.linalg.norm(X[:2] - self.X_WO[:2]))
+        if fitness < cfg.min_fitness or rmse > cfg.max_rmse or moved > cfg.max_motion:
+            raise PerceptionError(
+                PerceptionStatus.POOR_REGISTRATION,
+                f'registration fitness {fitness:.2f} (min {cfg.min_fitness}), rmse '
+                f'{rmse * 1000:.1f} mm (max {cfg.max_rmse * 1000:.1f}), jump '
+                f'{moved * 1000:.0f} mm (max {cfg.max_motion * 1000:.0f})',
+            )
+        self.X_WO = X
+        return TrackResult(X, fitness, rmse, p[keep])
+
+
+def _se2_matrix(X: FloatArray) -> FloatArray:
+    T = np.eye(4)
+    T[:2, :2] = rotation(float(X[2]))
+    T[:2, 3] = X[:2]
+    return T
+
+
+def _project_se2(T: FloatArray) -> FloatArray:
+    """The planar part of a rigid transform: yaw about z and the x, y translation."""
+    return _se2_matrix(np.array([T[0, 3], T[1, 3], math.atan2(T[1, 0], T[0, 0])]))

@@ -1,0 +1,229 @@
+"""Jacobians of one step's solution with respect to the twist, the applied impulse and the
+parameters, on the solution's active set (derivation in :mod:`slide_core.physics.grad`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from slide_core.geometry import FloatArray
+from slide_core.physics.modes import SPIN_NEG, SPIN_POS, SPIN_SLIDING, SPIN_STUCK
+from slide_core.physics.rigid import GRAVITY, MOVING_SPEED, SPIN_ARM, RigidModel
+from slide_core.physics.step import StepResult
+
+
+def _structure(
+    model: RigidModel,
+    nu: FloatArray,
+    nu_new: FloatArray,
+    L: FloatArray,
+    step: StepResult,
+    k: int,
+) -> tuple[FloatArray, NDArray[np.bool_], list[tuple[FloatArray, int]], float]:
+    """Active structure of hypothesis k's step.
+
+    Returns b (n, 3) the unit-limit impulse direction of each saturated cell (zeros
+    elsewhere), moving (n,) whether b depends on nu (direction from the previous
+    velocity), the equality rows [(c (3,), cell whose direction it is or -1)], and the
+    spin sign s_tau (0 when the spin is held or has no friction).
+    """
+    n = model.grid.n
+    u = model.J @ nu
+    speed = np.linalg.norm(u, axis=1)
+    active = L > 0
+    was_moving = (speed > MOVING_SPEED) & active
+    d = u / np.where(speed > 0, speed, 1.0)[:, None]
+    g = np.einsum('nij,ni->nj', model.J, d)
+    b = np.zeros((n, 3))
+    moving = np.zeros(n, dtype=bool)
+    eq: list[tuple[FloatArray, int]] = []
+    e3 = np.array([0.0, 0.0, 1.0])
+    if not step.general[k]:
+        b[was_moving] = g[was_moving]
+        moving[:] = was_moving
+        # Cells breaking away from rest push on a fixed polygon vertex.
+        broke = np.any(step.vertex_dirs[k] != 0.0, axis=1)
+        b[broke] = np.einsum('nij,ni->nj', model.J[broke], step.vertex_dirs[k][broke])
+        p = int(step.pinned[k])
+        if p >= 0:
+            eq += [(model.J[p][0], -1), (model.J[p][1], -1)]
+        mode = int(step.spin_mode[k])
+        if mode == SPIN_STUCK:
+            eq.append((e3, -1))
+            s_tau = 0.0
+        elif mode == SPIN_SLIDING:
+            s_tau = float(np.sign(nu[2]))
+        elif mode == SPIN_POS:
+            s_tau = 1.0
+        elif mode == SPIN_NEG:
+            s_tau = -1.0
+        else:  # free (the spin reversed against its row): no spin friction
+            s_tau = 0.0
+        return b, moving, eq, s_tau
+    G, E, Lg, cells, sol = step.solutions[k]
+    group = np.argmax(E, axis=1)
+    v_after = model.J @ nu_new
+    speed_after = np.linalg.norm(v_after, axis=1)
+    v_scale = 1e-9 + float(np.abs(nu_new).max()) + float(np.abs(nu).max())
+    s_tau = 0.0
+    for gi in range(E.shape[1]):
+        rows = np.nonzero(group == gi)[0]
+        cell = int(cells[rows[0]])
+        impulse = G[rows].T @ sol.lam[rows]
+        total = float(sol.lam[rows].sum())
+        saturated = total >= Lg[gi] * (1 - 1e-7)
+        unloaded = total <= Lg[gi] * 1e-9
+        single = rows.size == 1  # a direction from the previous velocity
+        if cell == -1:  # spin group
+            if single and unloaded:
+                continue  # the spin reversed: its row carries nothing
+            if abs(nu_new[2]) > 1e-9 * v_scale and saturated:
+                s_tau = float(np.sign(impulse[2]))
+            else:
+                eq.append((e3, -1))
+            continue
+        if cell < 0:
+            continue
+        if was_moving[cell]:
+            if unloaded:
+                continue  # moves against its previous direction: no friction on that row
+            if saturated and g[cell] @ nu_new > 1e-9 * v_scale:
+                b[cell] = g[cell]
+                moving[cell] = True
+            else:
+                eq.append((g[cell], cell))
+        elif speed_after[cell] > 1e-9 * v_scale and saturated:
+            # Broke away from rest, sliding against a vertex of the friction polygon (one
+            # loaded row: fixed direction) or along a face (two rows: the limit along one,
+            # the split between them free, the velocity normal to the face).
+            loaded = rows[sol.lam[rows] > 1e-9 * Lg[gi]]
+            b[cell] = G[loaded[-1]]
+            for r in loaded[:-1]:
+                eq.append((G[r] - G[loaded[-1]], -1))
+        else:
+            eq += [(model.J[cell][0], -1), (model.J[cell][1], -1)]
+    return b, moving, eq, s_tau
+
+
+def step_jacobians(
+    model: RigidModel,
+    M: FloatArray,
+    m: FloatArray,
+    mu: FloatArray,
+    L: FloatArray,
+    h: float,
+    nu: FloatArray,
+    P: FloatArray,
+    step: StepResult,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Jacobians of nu' (K, 3) w.r.t. nu (K, 3, 3), P (K, 3, 3), mass and friction (K, 3, n).
+
+    ``nu`` and ``P`` are the step's inputs, ``step`` its result (with general solutions).
+    """
+    K, n = m.shape
+    w = model.grid.cell_size
+    e3 = np.array([0.0, 0.0, 1.0])
+    nu_new = step.nu
+    d_nu = np.zeros((K, 3, 3))
+    d_P = np.zeros((K, 3, 3))
+    d_m = np.zeros((K, 3, n))
+    d_mu = np.zeros((K, 3, n))
+    # Explicit steps with every friction saturated (no pivot, spin not held): closed form.
+    simple = (
+        ~step.general
+        & (step.pinned < 0)
+        & (step.spin_mode != SPIN_STUCK)
+        & ~np.any(step.vertex_dirs != 0.0, axis=(1, 2))
+        & ~step.stopped
+    )
+    if simple.any():
+        _explicit_jacobians(model, M, m, mu, L, h, nu, step, simple, d_nu, d_P, d_m, d_mu)
+    for k in np.nonzero(~simple & ~step.stopped)[0]:  # a stop's sensitivity is zero
+        b, moving, eq, s_tau = _structure(model, nu[k], nu_new[k], L[k], step, int(k))
+        if not moving.any() and s_tau == 0.0 and not np.any(nu_new[k]):
+            continue  # held at rest: locally constant, zero sensitivity
+        u = model.J @ nu[k]
+        speed = np.maximum(np.linalg.norm(u, axis=1), 1e-300)
+        # db_i/dnu for cells whose direction comes from the previous velocity.
+        dirs = u / speed[:, None]
+        proj = (np.eye(2)[None] - np.einsum('ni,nj->nij', dirs, dirs)) / speed[:, None, None]
+        db = np.einsum('nai,nab,nbj->nij', model.J, proj, model.J)  # (n, 3, 3)
+        q = len(eq)
+        C = np.array([c for c, _ in eq]).reshape(q, 3)
+        A = np.zeros((3 + q, 3 + q))
+        A[:3, :3] = M[k]
+        A[:3, 3:] = C.T
+        A[3:, :3] = C
+        fixed = L[k] @ b + s_tau * SPIN_ARM * w * L[k].sum() * e3
+        dE_nu = np.zeros((3 + q, 3))
+        dE_nu[:3] = -M[k] + np.einsum('i,ijk->jk', L[k] * moving, db)
+        if q:
+            # Impulses of the equality rows, from the momentum balance.
+            lam_eq = np.linalg.lstsq(C.T, P[k] - M[k] @ (nu_new[k] - nu[k]) - fixed, rcond=None)[0]
+            for r, (_, cell) in enumerate(eq):
+                if cell >= 0:  # a stopped sliding cell: its row turns with nu
+                    dE_nu[:3] += lam_eq[r] * db[cell]
+                    dE_nu[3 + r] = nu_new[k] @ db[cell]
+        dE_P = np.zeros((3 + q, 3))
+        dE_P[:3] = -np.eye(3)
+        spin = s_tau * SPIN_ARM * w * GRAVITY * h
+        dE_m = np.zeros((3 + q, n))
+        dE_m[:3] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k])
+        dE_m[:3] += (b * (mu[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * mu[k])
+        dE_mu = np.zeros((3 + q, n))
+        dE_mu[:3] = (b * (m[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * m[k])
+        rhs = np.hstack((dE_nu, dE_P, dE_m, dE_mu))
+        sol = -np.linalg.lstsq(A, rhs, rcond=None)[0][:3]
+        d_nu[k] = sol[:, :3]
+        d_P[k] = sol[:, 3:6]
+        d_m[k] = sol[:, 6 : 6 + n]
+        d_mu[k] = sol[:, 6 + n :]
+    return d_nu, d_P, d_m, d_mu
+
+
+def _explicit_jacobians(
+    model: RigidModel,
+    M: FloatArray,
+    m: FloatArray,
+    mu: FloatArray,
+    L: FloatArray,
+    h: float,
+    nu: FloatArray,
+    step: StepResult,
+    sel: NDArray[np.bool_],
+    d_nu: FloatArray,
+    d_P: FloatArray,
+    d_m: FloatArray,
+    d_mu: FloatArray,
+) -> None:
+    """Closed-form Jacobians (the paper's W_M, W_mu plus the direction term), in place."""
+    w = model.grid.cell_size
+    Mi = np.linalg.inv(M[sel])
+    v0, v1 = nu[sel], step.nu[sel]
+    u = np.einsum('nij,kj->kni', model.J, v0)
+    speed = np.linalg.norm(u, axis=2)
+    moving = (speed > MOVING_SPEED) & (L[sel] > 0)
+    safe = np.where(moving, speed, 1.0)
+    dirs = u / safe[..., None]
+    b = np.einsum('nij,kni->knj', model.J, dirs) * moving[..., None]
+    proj = (np.eye(2) - np.einsum('kni,knj->knij', dirs, dirs)) / safe[..., None, None]
+    db = np.einsum('nai,knab,nbj->knij', model.J, proj, model.J)
+    mode = step.spin_mode[sel]
+    s_tau = np.where(
+        mode == SPIN_SLIDING,
+        np.sign(v0[:, 2]),
+        np.where(mode == SPIN_POS, 1.0, np.where(mode == SPIN_NEG, -1.0, 0.0)),
+    )
+    ghm = GRAVITY * h
+    spin = (s_tau * SPIN_ARM * w * ghm)[:, None]
+    dE_nu = -M[sel] + np.einsum('kn,knij->kij', L[sel] * moving, db)
+    dE_m = np.einsum('nij,kj->kin', model.Q, v1 - v0) + np.swapaxes(
+        b * (mu[sel] * ghm)[..., None], 1, 2
+    )
+    dE_m[:, 2, :] += spin * mu[sel]
+    dE_mu = np.swapaxes(b * (m[sel] * ghm)[..., None], 1, 2)
+    dE_mu[:, 2, :] += spin * m[sel]
+    d_nu[sel] = -Mi @ dE_nu
+    d_P[sel] = Mi
+    d_m[sel] = -Mi @ dE_m
+    d_mu[sel] = -Mi @ dE_mu

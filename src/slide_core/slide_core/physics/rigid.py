@@ -1,0 +1,168 @@
+"""The rigid reduction of the welded cells: constants, the body model and its twists.
+
+The body frame B has its origin at the cells' centroid G and the axes of the object frame
+O; cell offsets from G are constant. The state carried between steps is the position and
+twist of the centre of mass Bcm (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation
+from slide_core.physics.inputs import PhysicsError
+
+GRAVITY = 9.81
+"""Standard gravity [m/s^2]."""
+
+SPIN_ARM = (math.sqrt(2.0) + math.log(1.0 + math.sqrt(2.0))) / 6.0
+"""Spin friction lever of a uniformly loaded square, as a fraction of its edge (~0.3826)."""
+
+N_PYRAMID = 8
+"""Directions of the polygonal friction cone of a cell at rest."""
+
+MOVING_SPEED = 1e-6
+"""Below this speed [m/s] a cell counts as at rest (its friction direction is undefined)."""
+
+S90 = np.array([[0.0, -1.0], [1.0, 0.0]])
+"""The 90 degree rotation: ``S90 @ r`` is z x r."""
+
+
+# -- the rigid body -------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class RigidModel:
+    """Constant per-grid quantities of the rigid reduction (body frame B at centroid G).
+
+    Attributes:
+        p_OG: (2,) centroid of the cells in the object frame.
+        r_B: (n, 2) cell centres relative to G.
+        J: (n, 2, 3) cell velocity Jacobians ``u_i = J_i nu``.
+        Q: (n, 3, 3) per-unit-mass inertia contributions, ``M_B = sum m_i Q_i``.
+    """
+
+    grid: Grid
+    p_OG: FloatArray
+    r_B: FloatArray
+    J: FloatArray
+    Q: FloatArray
+
+    @classmethod
+    def of(cls, grid: Grid) -> RigidModel:
+        p_OG = grid.p_OC.mean(axis=0)
+        r = grid.p_OC - p_OG
+        n = grid.n
+        J = np.zeros((n, 2, 3))
+        J[:, 0, 0] = 1.0
+        J[:, 1, 1] = 1.0
+        J[:, 0, 2] = -r[:, 1]
+        J[:, 1, 2] = r[:, 0]
+        Q = np.einsum('nai,naj->nij', J, J)
+        Q[:, 2, 2] += grid.cell_size**2 / 6.0
+        return cls(grid, p_OG, r, J, Q)
+
+    def com(self, mass: FloatArray) -> FloatArray:
+        """(K, 2) centres of mass relative to G (body frame) for masses (K, n)."""
+        return np.asarray(mass @ self.r_B / mass.sum(axis=1, keepdims=True), dtype=float)
+
+    def mass_matrix(self, mass: FloatArray) -> FloatArray:
+        """(K, 3, 3) body-frame mass matrices for masses (K, n)."""
+        return np.asarray(np.einsum('kn,nij->kij', mass, self.Q), dtype=float)
+
+    def point_jacobian(self, p_B: FloatArray) -> FloatArray:
+        """(..., 2, 3) velocity Jacobian of body points p_B (..., 2) (relative to G)."""
+        J = np.zeros(p_B.shape[:-1] + (2, 3))
+        J[..., 0, 0] = 1.0
+        J[..., 1, 1] = 1.0
+        J[..., 0, 2] = -p_B[..., 1]
+        J[..., 1, 2] = p_B[..., 0]
+        return J
+
+    def closest_point(self, p_BF: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Closest object points (K, 2) to fingertip centres p_BF (K, 2), and distances."""
+        half = self.grid.cell_size / 2.0
+        d = p_BF[:, None, :] - self.r_B[None, :, :]
+        q = self.r_B[None, :, :] + np.clip(d, -half, half)
+        dist = np.linalg.norm(p_BF[:, None, :] - q, axis=2)
+        k = np.argmin(dist, axis=1)
+        idx = np.arange(p_BF.shape[0])
+        return q[idx, k], dist[idx, k]
+
+
+def friction_limits(
+    grid: Grid, mass: FloatArray, friction: FloatArray, h: float
+) -> tuple[FloatArray, FloatArray]:
+    """Per-cell friction impulse limits (K, n) and merged torsion limits (K,)."""
+    L = friction * mass * GRAVITY * h
+    L_tau = SPIN_ARM * grid.cell_size * L.sum(axis=1)
+    return L, L_tau
+
+
+def polygon_directions(angle: float) -> FloatArray:
+    """(N_PYRAMID, 2) unit directions of a resting cell's friction polygon, the first at
+    ``angle`` [rad]."""
+    a = angle + 2.0 * np.pi * np.arange(N_PYRAMID) / N_PYRAMID
+    return np.column_stack((np.cos(a), np.sin(a)))
+
+
+def polygon_angles(along: FloatArray) -> FloatArray:
+    """Orientations (K,) of resting cells' friction polygons from directions (K, 2).
+
+    The caller passes, per hypothesis, the fingertip's push direction when it touches the
+    object, else the applied force. A vertex points along it (0 where it is zero: the
+    frame's x axis): along that direction the polygon's limit equals the Coulomb limit
+    exactly, so a straight push below the friction limit sticks and one above it breaks
+    away, as with a true cone.
+    """
+    return np.asarray(
+        np.where(np.any(along != 0.0, axis=1), np.arctan2(along[:, 1], along[:, 0]), 0.0),
+        dtype=float,
+    )
+
+
+# -- the fast simulator -----------------------------------------------------------------------
+def start_state(
+    model: RigidModel, X_WO0: ArrayLike, V_WO0: ArrayLike | None, c_B: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Initial centre of mass positions (K, 2), orientations (K,) and twists (K, 3).
+
+    ``X_WO0`` and ``V_WO0`` are one pose / twist (3,) for every hypothesis or one per
+    hypothesis (K, 3) (the planner batches candidate pushes this way)."""
+    K = c_B.shape[0]
+    X = check_pose(X_WO0, 'X_WO0')
+    if X.shape not in ((3,), (K, 3)):
+        raise PhysicsError(
+            f'X_WO0 must be one pose (3,) or one per hypothesis ({K}, 3), got {X.shape}'
+        )
+    V = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
+    if V.shape not in ((3,), (K, 3)):
+        raise PhysicsError(
+            f'V_WO0 must be one twist (3,) or one per hypothesis ({K}, 3), got {V.shape}'
+        )
+    X = np.broadcast_to(X, (K, 3))
+    V = np.broadcast_to(V, (K, 3))
+    R = rotation(X[:, 2])
+    p_OC = np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)  # O to C, world frame
+    p_WC = X[:, :2] + p_OC
+    v_WC = V[:, :2] + V[:, 2:3] * (p_OC @ S90.T)
+    return p_WC, X[:, 2].copy(), np.column_stack((v_WC, V[:, 2]))
+
+
+def body_twist(theta: FloatArray, V_WC: FloatArray, c_B: FloatArray) -> FloatArray:
+    """Body-frame twist at G (K, 3) from the centre of mass twist V_WC (K, 3)."""
+    c, s = np.cos(theta), np.sin(theta)
+    v = V_WC[:, :2]
+    v_B = np.column_stack((c * v[:, 0] + s * v[:, 1], -s * v[:, 0] + c * v[:, 1]))
+    return np.column_stack((v_B - V_WC[:, 2:3] * (c_B @ S90.T), V_WC[:, 2]))
+
+
+def com_twist(theta: FloatArray, nu: FloatArray, c_B: FloatArray) -> FloatArray:
+    """World twist of the centre of mass (K, 3) from the body-frame twist at G (K, 3)."""
+    v_B = nu[:, :2] + nu[:, 2:3] * (c_B @ S90.T)
+    c, s = np.cos(theta), np.sin(theta)
+    return np.column_stack(
+        (c * v_B[:, 0] - s * v_B[:, 1], s * v_B[:, 0] + c * v_B[:, 1], nu[:, 2])
+    )

@@ -1,0 +1,158 @@
+"""The fast simulator: a push for K hypotheses at once, step by step."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.physics.inputs import (
+    FingertipPush,
+    PhysicsError,
+    Push,
+    Rollout,
+    WrenchPush,
+    check_params,
+)
+from slide_core.physics.rigid import (
+    RigidModel,
+    body_twist,
+    com_twist,
+    friction_limits,
+    start_state,
+)
+from slide_core.physics.step import FingertipStep, StepResult, fast_step
+
+
+def simulate(
+    grid: Grid,
+    mass: ArrayLike,
+    friction: ArrayLike,
+    push: Push,
+    X_WO0: ArrayLike,
+    V_WO0: ArrayLike | None = None,
+) -> Rollout:
+    """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
+
+    Args:
+        grid: the object's cells.
+        mass, friction: (n,) or (K, n) per-cell mass [kg] and friction [-].
+        push: a :class:`WrenchPush` or :class:`FingertipPush`.
+        X_WO0: (3,) initial object pose in the world (table) frame, or (K, 3): one per
+            hypothesis.
+        V_WO0: (3,) or (K, 3) initial twist of O (velocity of the origin [m/s], spin [rad/s]);
+            at rest when omitted.
+    """
+    m, mu = check_params(grid, mass, friction)
+    return run_rollout(RigidModel.of(grid), m, mu, push, X_WO0, V_WO0)
+
+
+class StepObserver(Protocol):
+    """Watches a rollout step by step (the gradient tracker is one)."""
+
+    keep_solutions: bool
+
+    def state(self, t: int, p_WG: FloatArray, theta: FloatArray) -> None:
+        """The state at step boundary t (after t steps)."""
+
+    def step(
+        self,
+        t: int,
+        theta: FloatArray,
+        nu: FloatArray,
+        P: FloatArray,
+        f_B: FloatArray,
+        result: StepResult,
+    ) -> None:
+        """Step t: orientation and body twist before it, applied impulse, its result."""
+
+
+def wrench_impulse(
+    model: RigidModel, push: WrenchPush, t: int, theta: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Body-frame impulse P (K, 3) of step t of a wrench push at orientations theta (K,),
+    and the body-frame force f_B (K, 2)."""
+    c, s = np.cos(theta), np.sin(theta)
+    f = push.f_W[t]
+    f_B = np.column_stack((c * f[0] + s * f[1], -s * f[0] + c * f[1]))
+    r_c = push.p_OC[t] - model.p_OG
+    h = push.dt
+    P = np.column_stack((h * f_B, h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])))
+    return P, f_B
+
+
+def run_rollout(
+    model: RigidModel,
+    m: FloatArray,
+    mu: FloatArray,
+    push: Push,
+    X_WO0: ArrayLike,
+    V_WO0: ArrayLike | None,
+    observer: StepObserver | None = None,
+) -> Rollout:
+    K = m.shape[0]
+    h = push.dt
+    T = push.steps
+    M = model.mass_matrix(m)
+    M_inv = np.asarray(np.linalg.inv(M), dtype=float)
+    L, L_tau = friction_limits(model.grid, m, mu, h)
+    c_B = model.com(m)
+    p, th, v = start_state(model, X_WO0, V_WO0, c_B)
+    if isinstance(push, FingertipPush):
+        check_fingertip_start(model, push, p - np.einsum('kij,kj->ki', rotation(th), c_B), th)
+    X = np.zeros((K, T + 1, 3))
+    V = np.zeros((K, T + 1, 3))
+    F = np.zeros((K, T, 2))
+    general_steps = 0
+    keep = observer is not None and observer.keep_solutions
+
+    def record(t: int) -> None:
+        R = rotation(th)
+        X[:, t, :2] = p - np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)
+        X[:, t, 2] = th
+        V[:, t] = v
+        if observer is not None:
+            observer.state(t, p, th)
+
+    record(0)
+    for t in range(T):
+        nu = body_twist(th, v, c_B)
+        finger = None
+        if isinstance(push, WrenchPush):
+            P, f_B = wrench_impulse(model, push, t, th)
+        else:
+            P, f_B = np.zeros((K, 3)), np.zeros((K, 2))
+            R = rotation(th)
+            Rt = np.swapaxes(R, 1, 2)
+            p_WG = p - np.einsum('kij,kj->ki', R, c_B)
+            p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p_WG)
+            v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
+            finger = FingertipStep(p_BF, v_BF, push.radius, push.mu, h)
+        step = fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
+        if observer is not None:
+            observer.step(t, th, nu, P, f_B, step)
+        general_steps += int(step.general.sum())
+        if isinstance(push, WrenchPush):
+            F[:, t] = push.f_W[t]
+        else:
+            F[:, t] = np.einsum('kij,kj->ki', rotation(th), step.impulse_B) / h
+        v = com_twist(th, step.nu, c_B)
+        p = p + h * v[:, :2]
+        th = th + h * v[:, 2]
+        record(t + 1)
+    return Rollout(X, V, F, general_steps)
+
+
+def check_fingertip_start(
+    model: RigidModel, push: FingertipPush, p_WG: FloatArray, th: FloatArray
+) -> None:
+    Rt = np.swapaxes(rotation(th), 1, 2)
+    p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[0][None, :] - p_WG)
+    _, dist = model.closest_point(p_BF)
+    if np.any(dist < push.radius - 1e-6):
+        raise PhysicsError(
+            'the fingertip path starts inside the object '
+            f'(penetration {1e3 * (push.radius - dist.min()):.2f} mm): start it outside'
+        )
