@@ -2,8 +2,19 @@
 
 No ROS here: the node wraps :class:`RdtClient`. A reader thread drains the UDP socket as
 fast as datagrams arrive (a driver that reads one datagram per timer tick falls behind and
-builds a growing lag), accepts datagrams only from the configured sensor address, keeps
-sequence statistics and hands each new sample to a callback.
+builds a growing lag), accepts datagrams only from the sensor's address AND port, passes
+them through :class:`~ati_netft.protocol.RdtStream` (whole records, plausible content, a
+sequence that follows the stream), keeps statistics and hands each accepted sample to a
+callback. Nothing a datagram holds and no exception of the callback stops the reader: it
+is counted in :class:`Stats` and the latest reason kept in ``Stats.last_problem``.
+
+Staleness (:meth:`RdtClient.seconds_since_data`) is measured from the last ACCEPTED sample:
+a sensor that streams records the driver cannot use is a sensor without data. While there
+is none for ``restart_after_s``, the start request is sent again (a sensor that rebooted,
+lost its client or streams garbage restarts its stream; the sequence tracker follows).
+
+Only datagrams whose IP source address and port are the sensor's are read: this keeps out
+other programs and hosts, not an attacker on the sensor's network who forges both.
 """
 
 from __future__ import annotations
@@ -21,13 +32,13 @@ from ati_netft.protocol import (
     TCP_PORT,
     Calibration,
     Command,
+    Plausibility,
     ProtocolError,
-    SequenceTracker,
+    RdtStream,
     calibration_request,
     pack_request,
     parse_calibration_response,
     parse_calibration_xml,
-    parse_datagram,
 )
 
 Wrench = tuple[float, float, float, float, float, float]
@@ -38,9 +49,17 @@ def fetch_calibration_http(address: str, port: int = 80, timeout_s: float = 2.0)
     url = f'http://{address}:{port}/netftapi2.xml'
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as reply:  # noqa: S310
-            return parse_calibration_xml(reply.read().decode('utf-8', 'replace'))
+            text = reply.read().decode('utf-8', 'replace')
     except OSError as exc:
-        raise ConnectionError(f'could not read the calibration from {url}: {exc}') from exc
+        reason = getattr(exc, 'reason', exc)
+        raise ConnectionError(
+            f'could not read the calibration from {url}: {reason}; check that the sensor is '
+            'powered and reachable at that address, or choose another calibration_source'
+        ) from None
+    try:
+        return parse_calibration_xml(text)
+    except ProtocolError as exc:
+        raise ProtocolError(f'{url} is not a Net F/T calibration page: {exc}') from None
 
 
 def fetch_calibration_tcp(
@@ -58,14 +77,27 @@ def fetch_calibration_tcp(
                 data += chunk
     except OSError as exc:
         raise ConnectionError(
-            f'could not read the calibration from {address}:{port}: {exc}'
-        ) from exc
+            f'could not read the calibration from {address}:{port} (TCP READCALINFO): {exc}; '
+            'check that the sensor is powered and reachable, or choose another '
+            'calibration_source'
+        ) from None
     return parse_calibration_response(data)
 
 
-@dataclass
+def resolve(address: str) -> str:
+    """The IPv4 address of a host name; ConnectionError with a one-line reason otherwise."""
+    try:
+        return socket.gethostbyname(address)
+    except (OSError, UnicodeError) as exc:
+        raise ConnectionError(
+            f'cannot resolve the sensor address {address!r}: {exc}; set the address parameter '
+            "to the sensor's IP address"
+        ) from None
+
+
+@dataclass(slots=True)
 class Sample:
-    """One received record in SI units (bias applied)."""
+    """One accepted record in SI units (bias applied)."""
 
     wrench: Wrench
     status: int
@@ -75,13 +107,36 @@ class Sample:
 
 @dataclass
 class Stats:
-    """What the stream has done so far."""
+    """What the stream has done since it was started.
+
+    Attributes:
+        received: records from the sensor in whole datagrams (every one is counted, used or
+            not).
+        accepted: records used (handed on as samples).
+        lost: records the sensor sent that never came (from sequence gaps).
+        out_of_order: records that came after a newer one (counted, not used).
+        resyncs: restarts of the sensor's sequence that were followed.
+        unconfirmed: sequence jumps that the next record did not confirm (not used).
+        implausible: records whose content a Net F/T cannot send (not used).
+        malformed: datagrams that are not whole records.
+        foreign: datagrams from another address or port than the sensor's (not read).
+        errors: exceptions while handling a datagram or in the sample callback.
+        last_problem: what the latest rejected datagram or record, or error, was.
+        status: the status word of the latest accepted record.
+        last_monotonic: when the latest record was accepted (0 before the first).
+    """
 
     received: int = 0
+    accepted: int = 0
     lost: int = 0
     out_of_order: int = 0
-    foreign: int = 0  # datagrams from another address, ignored
+    resyncs: int = 0
+    unconfirmed: int = 0
+    implausible: int = 0
     malformed: int = 0
+    foreign: int = 0
+    errors: int = 0
+    last_problem: str = ''
     status: int = 0
     last_monotonic: float = 0.0
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -91,12 +146,18 @@ class RdtClient:
     """Streams RDT records from one Net F/T sensor.
 
     Args:
-        address: the sensor's IP address; datagrams from anywhere else are ignored.
+        address: the sensor's host name or IP address (resolved here: ConnectionError with
+            a one-line reason when it cannot be).
         calibration: counts per unit and units (see ``fetch_calibration_*``).
-        on_sample: called from the reader thread with each new sample (keep it short).
-        port: the sensor's RDT port.
-        restart_after_s: while no data arrives for this long, the start request is sent
+        on_sample: called from the reader thread with each accepted sample (keep it short;
+            an exception it raises is counted in ``stats.errors``, the reader goes on).
+        port: the sensor's RDT port: requests go there.
+        restart_after_s: while no record is accepted for this long, the start request is sent
             again (a sensor that rebooted or lost the client resumes streaming).
+        source_port: the port the sensor's datagrams come from (its RDT port unless a
+            network in between translates it); datagrams from any other are not read.
+        plausibility: what a record may hold (default: the sensor's rating, see
+            :meth:`Plausibility.of`).
     """
 
     def __init__(
@@ -106,14 +167,18 @@ class RdtClient:
         on_sample: Callable[[Sample], None] | None = None,
         port: int = RDT_PORT,
         restart_after_s: float = 0.5,
+        source_port: int = 0,
+        plausibility: Plausibility | None = None,
     ) -> None:
-        self.address = socket.gethostbyname(address)
+        self.address = resolve(address)
         self.port = port
+        self.source_port = source_port or port
         self.calibration = calibration
+        self.plausibility = plausibility or Plausibility.of(calibration)
         self.on_sample = on_sample
         self.restart_after_s = restart_after_s
         self.stats = Stats()
-        self._tracker = SequenceTracker()
+        self._stream = RdtStream(self.plausibility)
         self._bias = (0.0,) * 6
         self._bias_pending = False
         self._latest: Sample | None = None
@@ -123,29 +188,46 @@ class RdtClient:
         self._running = False
 
     # -- lifecycle --------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open the UDP socket (the sensor streams to its port once started)."""
+        if self._sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
+                sock.bind(('', 0))
+                sock.settimeout(0.05)
+            except OSError:
+                sock.close()
+                raise
+            self._sock = sock
+
     def start(self) -> None:
-        """Open the socket, ask the sensor to stream, start the reader thread."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        sock.bind(('', 0))
-        sock.settimeout(0.05)
-        self._sock = sock
-        self._running = True
+        """Ask the sensor to stream and start the reader thread (opens the socket if needed)."""
+        if self._running:
+            return
+        self.open()
         self.stats = Stats()
+        self._stream = RdtStream(self.plausibility)
         self._send(Command.START_REALTIME)
+        self._running = True
         self._thread = threading.Thread(target=self._read, name='netft-rdt', daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Ask the sensor to stop and close the socket."""
+        """Stop the reader thread and ask the sensor to stop (the socket stays open)."""
         self._running = False
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+            self._thread = None
+        try:
+            self._send(Command.STOP)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Stop, then close the socket."""
+        self.stop()
         if self._sock is not None:
-            try:
-                self._send(Command.STOP)
-            except OSError:
-                pass
             self._sock.close()
             self._sock = None
 
@@ -154,7 +236,11 @@ class RdtClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()
+
+    @property
+    def streaming(self) -> bool:
+        return self._running
 
     # -- commands ---------------------------------------------------------------------------
     def bias_software(self) -> None:
@@ -174,9 +260,14 @@ class RdtClient:
             return self._latest
 
     def seconds_since_data(self) -> float:
-        """Seconds since the last accepted datagram (since start when none came)."""
+        """Seconds since the last accepted record (since start when none was)."""
         last = self.stats.last_monotonic or self.stats.started_monotonic
         return time.monotonic() - last
+
+    @property
+    def error(self) -> bool:
+        """True when the last accepted status word has its error summary bit set."""
+        return bool(self.stats.status & ERROR_BIT)
 
     # -- internals --------------------------------------------------------------------------
     def _send(self, command: Command) -> None:
@@ -184,57 +275,87 @@ class RdtClient:
             self._sock.sendto(pack_request(command), (self.address, self.port))
 
     def _read(self) -> None:
-        assert self._sock is not None
         sock = self._sock
+        assert sock is not None
+        sensor = (self.address, self.source_port)
+        stats = self.stats
         last_request = time.monotonic()
         while self._running:
             try:
-                data, (host, _) = sock.recvfrom(65536)
+                data, source = sock.recvfrom(65536)
             except TimeoutError:
-                now = time.monotonic()
-                if now - last_request > self.restart_after_s and self.seconds_since_data() > (
-                    self.restart_after_s
-                ):
-                    try:
-                        self._send(Command.START_REALTIME)
-                    except OSError:
-                        pass
-                    last_request = now
-                continue
+                data, source = b'', None
             except OSError:
                 if not self._running:
                     return
+                time.sleep(0.01)
                 continue
             now = time.monotonic()
-            if host != self.address:
-                self.stats.foreign += 1
+            if now - last_request > self.restart_after_s and (
+                now - (stats.last_monotonic or stats.started_monotonic) > self.restart_after_s
+            ):
+                try:  # no usable data: ask again (restarts the sensor's stream at 1)
+                    self._send(Command.START_REALTIME)
+                except OSError:
+                    pass
+                last_request = now
+            if source is None:
+                continue
+            if source != sensor:
+                stats.foreign += 1
                 continue
             try:
-                records = parse_datagram(data)
-            except ProtocolError:
-                self.stats.malformed += 1
-                continue
-            for record in records:
-                newest = self._tracker.update(record.rdt_sequence)
-                self.stats.received = self._tracker.received
-                self.stats.lost = self._tracker.lost
-                self.stats.out_of_order = self._tracker.out_of_order
-                self.stats.last_monotonic = now
-                if not newest:
-                    continue  # late records are counted, not published
-                self.stats.status = record.status
-                raw = self.calibration.to_si(record.counts)
-                with self._lock:
-                    if self._bias_pending:
-                        self._bias = raw
-                        self._bias_pending = False
-                    wrench = tuple(r - b for r, b in zip(raw, self._bias, strict=True))
-                    sample = Sample(wrench, record.status, record.rdt_sequence, now)  # type: ignore[arg-type]
-                    self._latest = sample
-                if self.on_sample is not None:
-                    self.on_sample(sample)
+                self._handle(data, now)
+            except Exception as exc:  # noqa: BLE001 - no datagram may stop the reader
+                stats.errors += 1
+                stats.last_problem = f'{type(exc).__name__}: {exc}'
 
-    @property
-    def error(self) -> bool:
-        """True when the last status word has its error summary bit set."""
-        return bool(self.stats.status & ERROR_BIT)
+    def _handle(self, data: bytes, now: float) -> None:
+        stream, stats = self._stream, self.stats
+        records = stream.feed(data)
+        tracker = stream.tracker
+        stats.received = tracker.received + stream.implausible
+        stats.lost = tracker.lost
+        stats.out_of_order = tracker.out_of_order
+        stats.resyncs = tracker.resyncs
+        stats.unconfirmed = tracker.unconfirmed
+        stats.implausible = stream.implausible
+        stats.malformed = stream.malformed
+        if stream.last_problem:
+            stats.last_problem = stream.last_problem
+            stream.last_problem = ''
+        if not records:
+            return
+        f = self.calibration.newton_per_count
+        t = self.calibration.newton_metre_per_count
+        on_sample = self.on_sample
+        for record in records:
+            c = record.counts
+            with self._lock:
+                if self._bias_pending:
+                    self._bias = (c[0] * f, c[1] * f, c[2] * f, c[3] * t, c[4] * t, c[5] * t)
+                    self._bias_pending = False
+                b = self._bias
+                sample = Sample(
+                    (
+                        c[0] * f - b[0],
+                        c[1] * f - b[1],
+                        c[2] * f - b[2],
+                        c[3] * t - b[3],
+                        c[4] * t - b[4],
+                        c[5] * t - b[5],
+                    ),
+                    record.status,
+                    record.rdt_sequence,
+                    now,
+                )
+                self._latest = sample
+            stats.accepted += 1
+            stats.status = record.status
+            stats.last_monotonic = now
+            if on_sample is not None:
+                try:
+                    on_sample(sample)
+                except Exception as exc:  # noqa: BLE001 - a callback bug must not stop the reader
+                    stats.errors += 1
+                    stats.last_problem = f'sample callback: {type(exc).__name__}: {exc}'

@@ -136,9 +136,10 @@ class NetFTEmulator:
         return self
 
     def stop(self) -> None:
+        if self._running:  # shutdown() waits for a serve_forever() that never ran otherwise
+            self._tcp.shutdown()
+            self._http.shutdown()
         self._running = False
-        self._tcp.shutdown()
-        self._http.shutdown()
         for thread in self._threads:
             thread.join(timeout=1.0)
         self._tcp.server_close()

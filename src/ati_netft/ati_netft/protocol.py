@@ -12,14 +12,23 @@ sections on Raw Data Transfer (RDT), the TCP interface and the XML configuration
   bytes) answers 24 bytes ``uint16 0x1234, uint8 force_units, uint8 torque_units,
   uint32 counts_per_force, uint32 counts_per_torque, uint16 scale_factors[6]``.
 - Calibration over HTTP: ``/netftapi2.xml`` holds ``cfgcpf`` and ``cfgcpt`` (counts per
-  force and torque unit), ``scfgfu`` and ``scfgtu`` (the unit names) and ``comrdtrate``
-  (the RDT output rate, Hz).
+  force and torque unit), ``scfgfu`` and ``scfgtu`` (the unit names), ``comrdtrate``
+  (the RDT output rate, Hz) and ``cfgmr`` (the rating of each axis, ``;``-separated, in the
+  configured units).
+
+What a datagram from the sensor's address and port must pass before its records are used
+(:class:`RdtStream`): whole 36-byte records (:func:`parse_datagram`), plausible content
+(:class:`Plausibility`: counts within the sensor's range, no reserved status bits) and a
+sequence number that follows the stream (:class:`SequenceTracker`: a jump is held until the
+next record confirms it, so one corrupt or spoofed record neither stalls the stream nor
+poisons a counter, and a sensor that restarts its sequence is followed after one record).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cached_property
 import re
 import struct
 
@@ -69,7 +78,7 @@ def parse_request(data: bytes) -> tuple[Command, int]:
         raise ProtocolError(f'unknown RDT command 0x{command:04x}') from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RdtRecord:
     """One RDT record: sequence numbers, status word and the six raw counts."""
 
@@ -133,6 +142,8 @@ class Calibration:
         counts_per_torque: counts per torque unit.
         force_unit, torque_unit: unit names (as in FORCE_UNITS / TORQUE_UNITS).
         rdt_rate_hz: the sensor's RDT output rate (0 when unknown).
+        max_rating: the rating of each axis (Fx, Fy, Fz, Tx, Ty, Tz) in the configured units
+            (empty when unknown: READCALINFO does not carry it).
     """
 
     counts_per_force: float
@@ -140,8 +151,15 @@ class Calibration:
     force_unit: str = 'N'
     torque_unit: str = 'N-m'
     rdt_rate_hz: float = 0.0
+    max_rating: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.max_rating and (
+            len(self.max_rating) != 6 or not all(r > 0 for r in self.max_rating)
+        ):
+            raise ProtocolError(
+                f'max_rating needs 6 positive values (Fx..Tz), got {self.max_rating}'
+            )
         if not (self.counts_per_force > 0 and self.counts_per_torque > 0):
             raise ProtocolError(
                 'counts per force and per torque must be positive, got '
@@ -158,13 +176,22 @@ class Calibration:
                 + ', '.join(n for n, _ in TORQUE_UNITS.values())
             )
 
-    @property
+    @cached_property
     def newton_per_count(self) -> float:
         return _FORCE_BY_NAME[_normalise(self.force_unit)][1] / self.counts_per_force
 
-    @property
+    @cached_property
     def newton_metre_per_count(self) -> float:
         return _TORQUE_BY_NAME[_normalise(self.torque_unit)][1] / self.counts_per_torque
+
+    @property
+    def rating_si(self) -> tuple[float, ...]:
+        """max_rating in N and N m (empty when unknown)."""
+        if not self.max_rating:
+            return ()
+        f = _FORCE_BY_NAME[_normalise(self.force_unit)][1]
+        t = _TORQUE_BY_NAME[_normalise(self.torque_unit)][1]
+        return tuple(r * (f if i < 3 else t) for i, r in enumerate(self.max_rating))
 
     def to_si(self, counts: tuple[int, ...]) -> tuple[float, float, float, float, float, float]:
         """(Fx, Fy, Fz [N], Tx, Ty, Tz [N m]) of raw counts."""
@@ -235,8 +262,20 @@ def parse_calibration_xml(text: str) -> Calibration:
         rate = float(_xml_field(text, 'comrdtrate'))
     except (ProtocolError, ValueError):
         pass
+    rating: tuple[float, ...] = ()
+    try:
+        rating = tuple(float(v) for v in _xml_field(text, 'cfgmr').split(';') if v.strip())
+    except (ProtocolError, ValueError):
+        pass
+    if len(rating) != 6 or not all(r > 0 for r in rating):
+        rating = ()  # unknown: no count bound from the rating
     return Calibration(
-        cpf, cpt, _xml_field(text, 'scfgfu'), _xml_field(text, 'scfgtu'), rdt_rate_hz=rate
+        cpf,
+        cpt,
+        _xml_field(text, 'scfgfu'),
+        _xml_field(text, 'scfgtu'),
+        rdt_rate_hz=rate,
+        max_rating=rating,
     )
 
 
@@ -249,7 +288,12 @@ def calibration_xml(cal: Calibration) -> str:
         f'<scfgfu>{cal.force_unit}</scfgfu>\n'
         f'<scfgtu>{cal.torque_unit}</scfgtu>\n'
         f'<comrdtrate>{cal.rdt_rate_hz:g}</comrdtrate>\n'
-        '</netft>\n'
+        + (
+            '<cfgmr>' + ';'.join(f'{r:g}' for r in cal.max_rating) + '</cfgmr>\n'
+            if cal.max_rating
+            else ''
+        )
+        + '</netft>\n'
     )
 
 
@@ -270,6 +314,10 @@ STATUS_BITS = {
     31: 'error (summary)',
 }
 ERROR_BIT = 1 << 31
+# Bits 18 to 30: no status code of the Net F/T uses them, so a record that sets one is not
+# from the sensor (a random word sets one with probability 1 - 2^-13). Bits 9, 10 and 13 to
+# 16 are left alone: unnamed here, but not known to be unused.
+RESERVED_STATUS_BITS = ((1 << 31) - 1) & ~((1 << 18) - 1)
 
 
 def decode_status(status: int) -> list[str]:
@@ -277,27 +325,197 @@ def decode_status(status: int) -> list[str]:
     return [STATUS_BITS.get(b, f'bit {b}') for b in range(32) if status >> b & 1]
 
 
-class SequenceTracker:
-    """Counts lost and out-of-order datagrams from ``rdt_sequence`` (32-bit, wraps)."""
+AXES = ('Fx', 'Fy', 'Fz', 'Tx', 'Ty', 'Tz')
+NO_BOUND = 2**31 - 1  # any int32 count
+RATING_MARGIN = 4.0  # default plausibility bound: this many times the sensor's rating
 
-    def __init__(self) -> None:
+
+@dataclass(frozen=True)
+class Plausibility:
+    """What a record from a Net F/T can hold.
+
+    Attributes:
+        max_counts: the largest |count| of each axis (Fx..Tz) the sensor can send.
+        reserved_status: status bits the sensor never sets.
+    """
+
+    max_counts: tuple[int, int, int, int, int, int] = (NO_BOUND,) * 6
+    reserved_status: int = RESERVED_STATUS_BITS
+
+    @classmethod
+    def of(
+        cls, calibration: Calibration, max_force_n: float = 0.0, max_torque_nm: float = 0.0
+    ) -> Plausibility:
+        """Bounds from explicit limits in N and N m, else from the sensor's rating.
+
+        A limit of 0 takes RATING_MARGIN times the rating of each axis when the calibration
+        knows it (netftapi2.xml's ``cfgmr``), and leaves that axis unbounded otherwise.
+        """
+        rating = calibration.rating_si
+        per_count = (calibration.newton_per_count,) * 3 + (calibration.newton_metre_per_count,) * 3
+        bounds = []
+        for i in range(6):
+            limit = max_force_n if i < 3 else max_torque_nm
+            if limit <= 0 and rating:
+                limit = RATING_MARGIN * rating[i]
+            counts = limit / per_count[i] if limit > 0 else NO_BOUND
+            bounds.append(int(min(counts, NO_BOUND)))
+        return cls(tuple(bounds))  # type: ignore[arg-type]
+
+    def problem(self, record: RdtRecord) -> str | None:
+        """What makes ``record`` implausible (None when it is plausible)."""
+        reserved = record.status & self.reserved_status
+        if reserved:
+            return f'status 0x{record.status:08x} sets reserved bits 0x{reserved:08x}'
+        for axis, count, bound in zip(AXES, record.counts, self.max_counts, strict=True):
+            if not -bound <= count <= bound:
+                return f'{axis} of {count} counts is beyond the plausible +-{bound}'
+        return None
+
+
+class Verdict(IntEnum):
+    """What :meth:`SequenceTracker.update` made of a record."""
+
+    NEW = 0  # follows the stream: use it
+    LATE = 1  # older than the newest (or a repeat): counted, not used
+    HELD = 2  # a jump: kept until the next record confirms it
+    CONFIRMED = 3  # follows a held record: use the held one, then this one
+
+
+_WRAP = 2**32
+_MASK = _WRAP - 1
+
+
+class SequenceTracker:
+    """Follows ``rdt_sequence`` (32-bit, wraps): loss, reordering, restarts.
+
+    A record up to ``max_gap`` ahead of the newest is used at once (the records in between
+    count as lost); one up to ``max_late`` behind arrived late (counted, not used). Any other
+    sequence is a jump: the record is held, and used only when the next record follows it
+    (within ``max_gap``); so is the first record of a stream. Then a jump forward of less
+    than ``max_dropout`` was a dropout (the sensor sampled on: its records count as lost),
+    and anything else was a restart of the sensor's stream (counted in ``resyncs``; nothing
+    lost). A held record that nothing confirms counts in ``unconfirmed``. So one corrupt or
+    spoofed record can neither stall the stream nor move the loss counter by more than
+    ``max_gap``. A sensor that restarts within its first ``max_late`` records looks late for
+    at most that many records.
+
+    Attributes:
+        received: records seen.
+        lost, out_of_order, resyncs, unconfirmed: counters as above.
+        last_resync: (newest sequence before, first sequence after) of the latest restart.
+    """
+
+    def __init__(self, max_gap: int = 32, max_late: int = 256, max_dropout: int = 2**24) -> None:
+        self.max_gap = max_gap
+        self.max_late = max_late
+        self.max_dropout = max_dropout
         self.last: int | None = None
+        self.held: int | None = None
         self.received = 0
         self.lost = 0
         self.out_of_order = 0
+        self.resyncs = 0
+        self.unconfirmed = 0
+        self.last_resync: tuple[int, int] | None = None
 
-    def update(self, sequence: int) -> bool:
-        """Account for one record; True when it is newer than every one seen before."""
+    def update(self, sequence: int) -> Verdict:
+        """Account for one record's sequence number."""
         self.received += 1
-        if self.last is None:
+        last = self.last
+        if last is None:  # the first record: held like a jump, so a bad one poisons nothing
+            held = self.held
+            if held is not None and 0 < (sequence - held) & _MASK <= self.max_gap:
+                self.lost += ((sequence - held) & _MASK) - 1
+                self.last = sequence
+                self.held = None
+                return Verdict.CONFIRMED
+            if held is not None:
+                self.unconfirmed += 1
+            self.held = sequence
+            return Verdict.HELD
+        delta = (sequence - last) & _MASK
+        if 0 < delta <= self.max_gap:
+            self.lost += delta - 1
             self.last = sequence
-            return True
-        delta = (sequence - self.last) % 2**32
-        if delta == 0 or delta >= 2**31:  # a repeat or an older record: arrived late
+            if self.held is not None:  # the jump was not the stream's: drop it
+                self.unconfirmed += 1
+                self.held = None
+            return Verdict.NEW
+        if delta == 0 or delta >= _WRAP - self.max_late:
             self.out_of_order += 1
-            # It was counted lost when the gap was seen; it is not lost after all.
-            self.lost = max(0, self.lost - 1) if delta else self.lost
-            return False
-        self.lost += delta - 1
-        self.last = sequence
-        return True
+            if delta and self.lost:
+                self.lost -= 1  # counted lost when the gap was seen: it was not lost
+            return Verdict.LATE
+        held = self.held
+        if held is not None and 0 < (sequence - held) & _MASK <= self.max_gap:
+            jump = (held - last) & _MASK
+            if jump < self.max_dropout:  # a dropout: the sensor sampled on meanwhile
+                self.lost += jump - 1 + ((sequence - held) & _MASK) - 1
+            else:  # the sensor restarted its stream (or jumped far): follow it
+                self.resyncs += 1
+                self.last_resync = (last, held)
+                self.lost += ((sequence - held) & _MASK) - 1
+            self.last = sequence
+            self.held = None
+            return Verdict.CONFIRMED
+        if held is not None:
+            self.unconfirmed += 1
+        self.held = sequence
+        return Verdict.HELD
+
+
+class RdtStream:
+    """Datagrams from the sensor in, the records to use out (in order).
+
+    Each datagram must hold whole records; each record must be plausible and follow the
+    stream (see :class:`SequenceTracker`). Nothing here raises on bad bytes: they are
+    counted (``malformed`` datagrams, ``implausible`` records) and the latest reason is kept
+    in ``last_problem``.
+    """
+
+    def __init__(self, plausibility: Plausibility | None = None) -> None:
+        self.plausibility = plausibility or Plausibility()
+        self.tracker = SequenceTracker()
+        self.datagrams = 0
+        self.malformed = 0
+        self.implausible = 0
+        self.last_problem = ''
+        self._held: RdtRecord | None = None
+
+    def feed(self, data: bytes) -> list[RdtRecord]:
+        """The records of one datagram that can be used (none for a bad datagram)."""
+        self.datagrams += 1
+        if not data or len(data) % RECORD_SIZE:
+            self.malformed += 1
+            self.last_problem = f'a datagram of {len(data)} bytes is not whole 36-byte records'
+            return []
+        out: list[RdtRecord] = []
+        reserved = self.plausibility.reserved_status
+        mx, my, mz, ma, mb, mc = self.plausibility.max_counts
+        update = self.tracker.update
+        for rdt, ft, status, fx, fy, fz, tx, ty, tz in _RECORD.iter_unpack(data):
+            if status & reserved or not (
+                -mx <= fx <= mx
+                and -my <= fy <= my
+                and -mz <= fz <= mz
+                and -ma <= tx <= ma
+                and -mb <= ty <= mb
+                and -mc <= tz <= mc
+            ):
+                record = RdtRecord(rdt, ft, status, (fx, fy, fz, tx, ty, tz))
+                self.implausible += 1
+                self.last_problem = f'record {rdt}: {self.plausibility.problem(record)}'
+                continue
+            verdict = update(rdt)
+            if verdict == Verdict.NEW:
+                out.append(RdtRecord(rdt, ft, status, (fx, fy, fz, tx, ty, tz)))
+            elif verdict == Verdict.HELD:
+                self._held = RdtRecord(rdt, ft, status, (fx, fy, fz, tx, ty, tz))
+                self.last_problem = f'record {rdt}: a sequence jump, held until confirmed'
+            elif verdict == Verdict.CONFIRMED:
+                if self._held is not None:
+                    out.append(self._held)
+                    self._held = None
+                out.append(RdtRecord(rdt, ft, status, (fx, fy, fz, tx, ty, tz)))
+        return out

@@ -9,11 +9,12 @@ from ati_netft.protocol import Calibration
 import pytest
 
 CAL = Calibration(1_000_000, 1_000_000, 'N', 'N-mm', 1000.0)
+WRENCH = (1.0, -2.0, 3.0, 0.004, -0.005, 0.006)  # what the emulator fixture sends [N, N m]
 
 
 @pytest.fixture
 def emulator() -> Iterator[NetFTEmulator]:
-    wrench = [1.0, -2.0, 3.0, 0.004, -0.005, 0.006]
+    wrench = list(WRENCH)
     emu = NetFTEmulator(CAL, rate_hz=1000.0, source=lambda t: tuple(wrench)).start()
     emu.wrench = wrench  # type: ignore[attr-defined]  # tests change it in place
     yield emu

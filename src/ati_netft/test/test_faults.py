@@ -1,0 +1,151 @@
+"""Faults a careful user found (issue 19), against the client over real sockets.
+
+Each test reproduces one report: a sensor whose sequence restarts, a record far ahead,
+spoofed and random datagrams, a failing callback, a stream the driver cannot use.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import time
+
+from ati_netft.client import RdtClient, Sample
+from ati_netft.emulator import NetFTEmulator
+from ati_netft.protocol import RdtRecord, pack_records
+import pytest
+
+from .conftest import CAL, WRENCH
+
+MASK = 2**32 - 1
+
+
+def wait_for(condition, timeout: float = 3.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_a_sensor_that_restarts_its_sequence_streams_on(emulator: NetFTEmulator) -> None:
+    # Reported: a sensor reboot (sequence back to 1) gave 0 wrenches in 8 s while the
+    # diagnostics said OK ("streaming; 0 lost, 7882 out of order").
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(samples) > 300)
+        emulator.restart_sequence()
+        assert wait_for(lambda: samples[-1].rdt_sequence < 100, timeout=1.0)
+        count = len(samples)
+        time.sleep(0.2)
+        assert len(samples) > count + 100  # streams on
+        assert client.stats.out_of_order < 5
+        assert client.stats.resyncs == 1  # counted once
+        assert client.stats.lost == 0  # a restart is not a loss
+
+
+def test_a_killed_and_restarted_sensor_streams_again() -> None:
+    # Reported: killing and restarting the emulator gave 3.6 s without a wrench.
+    emu = NetFTEmulator(CAL, rate_hz=4000.0).start()
+    port = emu.rdt_port
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=port) as client:
+        assert wait_for(lambda: samples and samples[-1].rdt_sequence > 3000, timeout=5.0)
+        emu.stop()
+        emu2 = NetFTEmulator(CAL, rate_hz=1000.0, rdt_port=port).start()  # forgot its client
+        try:
+            count = len(samples)
+            assert wait_for(lambda: len(samples) > count + 100, timeout=2.0)
+            assert client.stats.resyncs == 1
+        finally:
+            emu2.stop()
+
+
+def test_one_record_far_ahead_neither_stalls_the_stream_nor_poisons_loss(
+    emulator: NetFTEmulator,
+) -> None:
+    # Reported: one record 2^30 ahead (corrupt or spoofed) stalled the stream for days.
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(samples) > 50)
+        ahead = (emulator.next_sequence + 2**30) & MASK
+        emulator.inject(pack_records([RdtRecord(ahead, 0, 0, (1000,) * 6)]))
+        count = len(samples)
+        time.sleep(0.3)
+        assert len(samples) > count + 150
+        assert all(s.rdt_sequence < 2**29 for s in samples)
+        assert client.stats.lost == 0
+        assert client.stats.unconfirmed == 1  # reported: a jump nothing confirmed
+
+
+def test_datagrams_from_another_port_of_the_sensor_address_are_ignored(
+    emulator: NetFTEmulator,
+) -> None:
+    # Reported: 5 spoofed 999 N records from another local port were published.
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(samples) > 20)
+        port = client._sock.getsockname()[1]  # type: ignore[union-attr]
+        intruder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        intruder.bind(('127.0.0.1', 0))
+        try:
+            seq = emulator.next_sequence
+            for i in range(5):  # plausible sequence numbers, just ahead of the sensor's
+                fake = RdtRecord((seq + 1 + i) & MASK, 0, 0, (999_000_000, 0, 0, 0, 0, 0))
+                intruder.sendto(pack_records([fake]), ('127.0.0.1', port))
+        finally:
+            intruder.close()
+        time.sleep(0.1)
+        assert max(s.wrench[0] for s in samples) == pytest.approx(WRENCH[0])
+        assert client.stats.foreign == 5
+
+
+def test_random_datagrams_from_the_sensor_port_give_no_sample_and_poison_no_counter(
+    emulator: NetFTEmulator,
+) -> None:
+    # Reported: 7 random datagrams (length a multiple of 36) gave 21 garbage wrenches and
+    # a lost-packet counter of 25,769,803,738.
+    rng = random.Random(19)
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(samples) > 50)
+        for k in range(7):
+            emulator.inject(rng.randbytes(36 * (1 + k % 3)))
+        time.sleep(0.2)
+        for s in samples:
+            assert s.wrench == pytest.approx(WRENCH, abs=1e-6), s
+        assert client.stats.lost == 0
+        emulator.drop(5)  # the counter still counts what is really lost
+        assert wait_for(lambda: client.stats.lost == 5)
+        assert client.stats.implausible + client.stats.unconfirmed >= 7
+
+
+def test_the_reader_survives_a_failing_sample_callback(emulator: NetFTEmulator) -> None:
+    calls: list[Sample] = []
+
+    def on_sample(sample: Sample) -> None:
+        calls.append(sample)
+        if len(calls) == 10:
+            raise RuntimeError('a subscriber bug')
+
+    with RdtClient('127.0.0.1', CAL, on_sample, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(calls) > 100)
+        assert client.stats.errors == 1
+        assert 'a subscriber bug' in client.stats.last_problem
+
+
+def test_records_the_driver_rejects_are_no_data(emulator: NetFTEmulator) -> None:
+    # Reported: diagnostics said OK while no usable wrench came out; staleness counts only
+    # accepted samples. A status word with reserved bits set is not a Net F/T record.
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+        assert wait_for(lambda: len(samples) > 20)
+        emulator.status = 1 << 24
+        time.sleep(0.02)
+        count = len(samples)
+        assert wait_for(lambda: client.seconds_since_data() > 0.2, timeout=1.0)
+        assert len(samples) == count
+        assert client.stats.implausible > 100
+        emulator.status = 0
+        assert wait_for(lambda: client.seconds_since_data() < 0.05)
