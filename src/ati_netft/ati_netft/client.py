@@ -122,6 +122,7 @@ class Stats:
         foreign: datagrams from another address or port than the sensor's (not read).
         errors: exceptions while handling a datagram or in the sample callback.
         last_problem: what the latest rejected datagram or record, or error, was.
+        last_resync: (newest sequence before, first after) of the latest restart followed.
         status: the status word of the latest accepted record.
         last_monotonic: when the latest record was accepted (0 before the first).
     """
@@ -137,6 +138,7 @@ class Stats:
     foreign: int = 0
     errors: int = 0
     last_problem: str = ''
+    last_resync: tuple[int, int] | None = None
     status: int = 0
     last_monotonic: float = 0.0
     started_monotonic: float = field(default_factory=time.monotonic)
@@ -318,6 +320,7 @@ class RdtClient:
         stats.lost = tracker.lost
         stats.out_of_order = tracker.out_of_order
         stats.resyncs = tracker.resyncs
+        stats.last_resync = tracker.last_resync
         stats.unconfirmed = tracker.unconfirmed
         stats.implausible = stream.implausible
         stats.malformed = stream.malformed

@@ -1,224 +1,623 @@
-"""ROS 2 node for an ATI Net F/T sensor.
+"""ROS 2 node for an ATI Net F/T sensor (a lifecycle node that brings itself up by default).
 
-Publishes ``~/wrench`` (geometry_msgs/WrenchStamped, sensor-data QoS) for every record the
-sensor sends, optionally ``~/wrench_filtered`` (low-pass), ``~/limit_exceeded`` (the wrench
-that broke a force or torque limit: an executor aborts its push on it) and
-``/diagnostics`` (rate, loss, out-of-order, status bits, last sample age; ERROR when no
-data arrives within ``timeout_s``, with no stale wrench published meanwhile). Services
-``~/bias`` (software tare) and ``~/bias_sensor`` (tare on the sensor). Tool gravity
-compensation uses the ``sensor_orientation`` parameter, or the latest
-``~/sensor_orientation`` (geometry_msgs/QuaternionStamped, sensor in world) once one
-arrives.
+Publishes ``~/wrench`` (geometry_msgs/WrenchStamped, sensor-data QoS), optionally
+``~/wrench_filtered`` (low-pass), ``~/limit_exceeded`` (the wrench that broke a force or
+torque limit: an executor aborts its push on it) and ``/diagnostics`` (rates, every counter
+of the stream, status bits, last sample age; ERROR when no usable record arrives within
+``timeout_s`` ("no data": records that arrive but cannot be used are no data), with no
+stale wrench published meanwhile; WARN for a period in which records
+were lost or rejected, or the sensor restarted its sequence). Services ``~/bias`` (software
+tare) and ``~/bias_sensor`` (tare on the sensor). Tool gravity compensation uses the
+``sensor_orientation`` parameter, or the latest valid ``~/sensor_orientation``
+(geometry_msgs/QuaternionStamped, sensor in world) once one arrives.
 
     ros2 run ati_netft netft_node --ros-args -p address:=192.168.1.1 -p frame_id:=ft_sensor
+
+Lifecycle: *configure* resolves the address, reads the calibration (HTTP, TCP or
+parameters) and opens the socket; *activate* starts the stream; *deactivate* stops it (the
+sensor is told to stop); *cleanup* closes the socket; *shutdown* stops whatever runs. A
+transition that fails returns FAILURE and logs one line saying what was wrong and what to
+do (no traceback), and can be tried again (``~/change_state``). With ``autostart`` (default
+true) the node configures and activates itself at start-up, so tests and launch files need
+no lifecycle manager; ``configure_retries`` (-1: for ever) retries a failed start-up with a
+backoff that starts at ``retry_backoff_s`` and doubles up to 30 s. ``netft_node`` exits
+with status 1 when start-up failed and no retry is left.
+
+Records come from the sensor's address and RDT port only, and only plausible records that
+follow the stream are used (see :mod:`ati_netft.client`); none of the counters can be
+moved far by one bad datagram, and no message, datagram or callback error stops the node
+(it is counted in ``/diagnostics``: ``errors``, ``rejected_messages``, ``last_problem``).
+
+Rate: every record is counted, and every record passes the limit monitor and the low-pass
+filter. ``~/wrench`` carries every record while the sensor's RDT rate is at most
+``max_publish_rate_hz`` (default 1000 Hz); above it (the Net F/T streams up to 7 kHz), each
+message is the mean of a block of n = ceil(rate / max_publish_rate_hz) consecutive records.
+Why: a 1 kHz controller gains nothing from 7 kHz messages, while every Python subscriber
+pays an executor wake-up per message (about 0.1 to 0.6 ms in rclpy, so 7 kHz saturates a
+core and then drops data), and the block mean is an anti-aliasing filter rather than a
+decimation that throws records away. A limit breach is never averaged away: the monitor
+sees each record. Set ``max_publish_rate_hz`` to 0 to publish every record at any rate.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import QuaternionStamped, WrenchStamped
-import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
 import rclpy
-from rclpy.node import Node
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from ati_netft.client import RdtClient, Sample, fetch_calibration_http, fetch_calibration_tcp
-from ati_netft.filters import GravityCompensation, LimitMonitor, LowPass, quaternion_matrix
-from ati_netft.protocol import Calibration, decode_status
+from ati_netft.client import (
+    RdtClient,
+    Sample,
+    Stats,
+    fetch_calibration_http,
+    fetch_calibration_tcp,
+)
+from ati_netft.filters import GravityCompensation, LowPass, quaternion_matrix
+from ati_netft.protocol import Calibration, Plausibility, ProtocolError, decode_status
 
 WRENCH_QOS = qos_profile_sensor_data
 EVENT_QOS = QoSProfile(depth=10)
 DIAGNOSTICS_QOS = QoSProfile(depth=10)
+SOURCES = ('http', 'tcp', 'params')
+MAX_BACKOFF_S = 30.0
+ASSUMED_RATE_HZ = 1000.0  # the Net F/T's default RDT rate, when nothing says otherwise
+
+# Parameters read by configure: changing them while configured would not take effect.
+CONFIGURE_PARAMETERS = frozenset(
+    {
+        'address',
+        'rdt_port',
+        'rdt_source_port',
+        'calibration_source',
+        'http_port',
+        'tcp_port',
+        'counts_per_force',
+        'counts_per_torque',
+        'force_units',
+        'torque_units',
+        'rdt_rate_hz',
+        'plausible_force_n',
+        'plausible_torque_nm',
+        'restart_after_s',
+        'frame_id',
+        'timeout_s',
+        'filter_cutoff_hz',
+        'tool_mass_kg',
+        'tool_com',
+        'max_publish_rate_hz',
+    }
+)
 
 
-def _range(lo: float, hi: float) -> list[FloatingPointRange]:
+def _floats(lo: float, hi: float) -> list[FloatingPointRange]:
     return [FloatingPointRange(from_value=lo, to_value=hi)]
 
 
-class NetFTNode(Node):
+def _ints(lo: int, hi: int) -> list[IntegerRange]:
+    return [IntegerRange(from_value=lo, to_value=hi, step=1)]
+
+
+def _port(description: str, lo: int = 1) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description, integer_range=_ints(lo, 65535))
+
+
+def _check(name: str, value: object) -> str | None:
+    """Why ``value`` is not a valid ``name`` (None when it is)."""
+    if name == 'calibration_source' and value not in SOURCES:
+        return f'calibration_source must be one of {", ".join(SOURCES)}, got {value!r}'
+    if name == 'address' and not str(value).strip():
+        return 'address must name the sensor (an IP address or host name)'
+    if name == 'tool_com':
+        v = list(value)  # type: ignore[call-overload]
+        if len(v) != 3 or not all(math.isfinite(x) for x in v):
+            return f'tool_com must be 3 finite numbers [m], got {v}'
+    if name == 'sensor_orientation':
+        v = list(value)  # type: ignore[call-overload]
+        if len(v) != 4 or not all(math.isfinite(x) for x in v) or math.hypot(*v) < 1e-6:
+            return f'sensor_orientation must be a quaternion x y z w of non-zero norm, got {v}'
+    return None
+
+
+class NetFTNode(LifecycleNode):
     def __init__(self, **kwargs: object) -> None:
         super().__init__('netft', **kwargs)  # type: ignore[arg-type]
+        d = ParameterDescriptor
         p = self.declare_parameter
-        address = p(
-            'address', '192.168.1.1', ParameterDescriptor(description='sensor IP address')
-        ).value
-        rdt_port = p('rdt_port', 49152, ParameterDescriptor(description='RDT UDP port')).value
-        source = p(
+        p('address', '192.168.1.1', d(description='sensor IP address or host name'))
+        p('rdt_port', 49152, _port('RDT UDP port of the sensor: requests go there'))
+        p(
+            'rdt_source_port',
+            0,
+            _port('port the sensor streams from; 0 = rdt_port (others are not read)', lo=0),
+        )
+        p(
             'calibration_source',
             'http',
-            ParameterDescriptor(description='where counts per unit come from: http, tcp, params'),
-        ).value
-        http_port = p('http_port', 80, ParameterDescriptor(description='sensor HTTP port')).value
-        tcp_port = p('tcp_port', 49151, ParameterDescriptor(description='sensor TCP port')).value
-        cpf = p(
+            d(description='where counts per unit come from: http, tcp, params'),
+        )
+        p('http_port', 80, _port('sensor HTTP port'))
+        p('tcp_port', 49151, _port('sensor TCP port'))
+        positive = _floats(1e-9, 1e12)
+        p(
             'counts_per_force',
             1000000.0,
-            ParameterDescriptor(description='params source: counts per force unit'),
-        ).value
-        cpt = p(
+            d(description='params source: counts per force unit', floating_point_range=positive),
+        )
+        p(
             'counts_per_torque',
             1000000.0,
-            ParameterDescriptor(description='params source: counts per torque unit'),
-        ).value
-        fu = p(
-            'force_units', 'N', ParameterDescriptor(description='params source: force unit')
-        ).value
-        tu = p(
-            'torque_units', 'N-m', ParameterDescriptor(description='params source: torque unit')
-        ).value
-        self.frame_id = p(
-            'frame_id',
-            'ft_sensor',
-            ParameterDescriptor(description='frame of the published wrenches'),
-        ).value
-        self.timeout_s = p(
+            d(description='params source: counts per torque unit', floating_point_range=positive),
+        )
+        p('force_units', 'N', d(description='params source: force unit'))
+        p('torque_units', 'N-m', d(description='params source: torque unit'))
+        p(
+            'rdt_rate_hz',
+            0.0,
+            d(
+                description='sensor RDT rate [Hz]; 0 = from netftapi2.xml, else 1000',
+                floating_point_range=_floats(0.0, 10000.0),
+            ),
+        )
+        p(
+            'plausible_force_n',
+            0.0,
+            d(
+                description='records with a force count beyond this are dropped as corrupt; '
+                '0 = 4 x the sensor rating (netftapi2.xml), no bound when unknown',
+                floating_point_range=_floats(0.0, 1e7),
+            ),
+        )
+        p(
+            'plausible_torque_nm',
+            0.0,
+            d(
+                description='as plausible_force_n, for torque [N m]',
+                floating_point_range=_floats(0.0, 1e6),
+            ),
+        )
+        p(
+            'restart_after_s',
+            0.5,
+            d(
+                description='no usable record for this long: send the start request again',
+                floating_point_range=_floats(0.05, 60.0),
+            ),
+        )
+        p('frame_id', 'ft_sensor', d(description='frame of the published wrenches'))
+        p(
             'timeout_s',
             0.1,
-            ParameterDescriptor(
-                description='no data for this long is an error [s]',
-                floating_point_range=_range(0.005, 10.0),
+            d(
+                description='no usable record for this long is an error [s]',
+                floating_point_range=_floats(0.005, 10.0),
             ),
-        ).value
-        cutoff = p(
+        )
+        p(
             'filter_cutoff_hz',
             0.0,
-            ParameterDescriptor(
+            d(
                 description='low-pass cut-off for ~/wrench_filtered; 0 = off',
-                floating_point_range=_range(0.0, 1000.0),
+                floating_point_range=_floats(0.0, 1000.0),
             ),
-        ).value
-        tool_mass = p(
+        )
+        p(
             'tool_mass_kg',
             0.0,
-            ParameterDescriptor(
+            d(
                 description='tool mass for gravity compensation; 0 = off',
-                floating_point_range=_range(0.0, 50.0),
+                floating_point_range=_floats(0.0, 50.0),
             ),
-        ).value
-        tool_com = p(
+        )
+        p(
             'tool_com',
             [0.0, 0.0, 0.0],
-            ParameterDescriptor(description='tool centre of mass in the sensor frame [m]'),
-        ).value
-        q_WS = p(
+            d(description='tool centre of mass in the sensor frame [m]'),
+        )
+        p(
             'sensor_orientation',
             [0.0, 0.0, 0.0, 1.0],
-            ParameterDescriptor(description='sensor orientation in the world, quaternion x y z w'),
-        ).value
-        f_max = p(
+            d(description='sensor orientation in the world, quaternion x y z w'),
+        )
+        p(
             'force_limit_n',
             0.0,
-            ParameterDescriptor(
+            d(
                 description='|F| above this raises ~/limit_exceeded; 0 = off',
-                floating_point_range=_range(0.0, 10000.0),
+                floating_point_range=_floats(0.0, 10000.0),
             ),
-        ).value
-        t_max = p(
+        )
+        p(
             'torque_limit_nm',
             0.0,
-            ParameterDescriptor(
+            d(
                 description='|T| above this raises ~/limit_exceeded; 0 = off',
-                floating_point_range=_range(0.0, 1000.0),
+                floating_point_range=_floats(0.0, 1000.0),
             ),
-        ).value
+        )
+        p(
+            'max_publish_rate_hz',
+            1000.0,
+            d(
+                description='faster sensors publish the mean of blocks of records; 0 = every one',
+                floating_point_range=_floats(0.0, 10000.0),
+            ),
+        )
         diag_hz = p(
             'diagnostics_rate_hz',
             10.0,
-            ParameterDescriptor(
-                description='diagnostics rate', floating_point_range=_range(0.5, 100.0)
-            ),
+            d(description='diagnostics rate', floating_point_range=_floats(0.5, 100.0)),
         ).value
-
-        if source == 'http':
-            calibration = fetch_calibration_http(address, http_port)
-        elif source == 'tcp':
-            calibration = fetch_calibration_tcp(address, tcp_port)
-        elif source == 'params':
-            calibration = Calibration(cpf, cpt, fu, tu)
-        else:
-            raise ValueError(f'calibration_source must be http, tcp or params, got {source!r}')
-        self.calibration = calibration
-        rate = calibration.rdt_rate_hz or 1000.0
-        self.low_pass = LowPass(cutoff, rate) if cutoff > 0 else None
-        self.gravity = GravityCompensation(tool_mass, tool_com) if tool_mass > 0 else None
-        self.R_WS = quaternion_matrix(q_WS)
-        self.limits = LimitMonitor(f_max, t_max)
-
-        self.pub = self.create_publisher(WrenchStamped, '~/wrench', WRENCH_QOS)
-        self.pub_filtered = (
-            self.create_publisher(WrenchStamped, '~/wrench_filtered', WRENCH_QOS)
-            if self.low_pass
-            else None
+        self.autostart = p(
+            'autostart',
+            True,
+            d(description='configure and activate at start-up', read_only=True),
+        ).value
+        p(
+            'configure_retries',
+            0,
+            d(
+                description='start-up retries after a failure; -1 = for ever',
+                integer_range=_ints(-1, 1000000),
+            ),
         )
-        self.pub_limit = self.create_publisher(WrenchStamped, '~/limit_exceeded', EVENT_QOS)
+        p(
+            'retry_backoff_s',
+            1.0,
+            d(
+                description='first retry delay; doubles up to 30 s',
+                floating_point_range=_floats(0.01, MAX_BACKOFF_S),
+            ),
+        )
+        self.add_on_set_parameters_callback(self._validate_parameters)
+        self.add_post_set_parameters_callback(self._store_parameters)
+
+        # Always there, whatever the state: diagnostics, orientation, services.
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', DIAGNOSTICS_QOS)
-        # The arm's driver can stream the sensor's orientation for gravity compensation;
-        # until it does, the sensor_orientation parameter holds.
         self.create_subscription(
             QuaternionStamped, '~/sensor_orientation', self._on_orientation, EVENT_QOS
         )
         self.create_service(Trigger, '~/bias', self._bias_software)
         self.create_service(Trigger, '~/bias_sensor', self._bias_sensor)
-        self._published = 0
-        self._rate_window: tuple[float, int] = (time.monotonic(), 0)
-        self._limit_active = False
-        self._lock = threading.Lock()
-        self.client = RdtClient(address, calibration, self._on_sample, port=rdt_port)
-        self.client.start()
         self.create_timer(1.0 / diag_hz, self._publish_diagnostics)
-        # Watch for silence faster than diagnostics are due: report it at once.
+
+        self.client: RdtClient | None = None
+        self.calibration: Calibration | None = None
+        self.last_error = ''
+        self.gave_up = False  # autostart failed and no retry is left
+        self.rejected_messages = 0
+        self.last_problem = ''
+        self.published = 0
+        self.block = 1
+        self.pub: object = None
+        self.pub_filtered: object = None
+        self.pub_limit: object = None
+        self._watch_timer: object = None
+        self._retry_timer: object = None
+        self._retries_left = 0
+        self._backoff = 1.0
+        self._lock = threading.Lock()
+        self._limits = (0.0, 0.0)
+        self._store_limits(self.get_parameter('force_limit_n').value, None)
+        self._store_limits(None, self.get_parameter('torque_limit_nm').value)
+        self._gravity: GravityCompensation | None = None
+        self._tool = (0.0,) * 6  # the tool's weight on the sensor, in the sensor frame
+        self._R_WS = quaternion_matrix([0.0, 0.0, 0.0, 1.0])
+        self._low_pass: LowPass | None = None
+        self._window: tuple[float, Stats, int] | None = None
         self._stale = False
-        self.create_timer(self.timeout_s / 4.0, self._watch)
+        self._resyncs_logged = 0
+        self._sum = [0.0] * 6
+        self._count = 0
+        self._limit_active = False
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
+
+        if self.autostart:
+            self._retries_left = self.get_parameter('configure_retries').value
+            self._backoff = self.get_parameter('retry_backoff_s').value
+            self._bring_up()
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        """The lifecycle state: unconfigured, inactive, active or finalized."""
+        return str(self._state_machine.current_state[1])
+
+    def _bring_up(self) -> None:
+        """Configure and activate (autostart); schedule a retry when asked."""
+        if self._retry_timer is not None:
+            self.destroy_timer(self._retry_timer)  # type: ignore[arg-type]
+            self._retry_timer = None
+        if self.state == 'unconfigured':
+            self.trigger_configure()
+        if self.state == 'inactive':
+            self.trigger_activate()
+        if self.state == 'active' or self.state == 'finalized':
+            return
+        if self._retries_left == 0:
+            self.gave_up = True
+            return
+        if self._retries_left > 0:
+            self._retries_left -= 1
+        delay = self._backoff
+        self._backoff = min(2.0 * self._backoff, MAX_BACKOFF_S)
+        self.get_logger().info(f'trying again in {delay:g} s')
+        self._retry_timer = self.create_timer(delay, self._bring_up)
+
+    def _fail(self, what: str, exc: BaseException) -> TransitionCallbackReturn:
+        text = (
+            str(exc) if isinstance(exc, OSError | ValueError) else f'{type(exc).__name__}: {exc}'
+        )
+        self.last_error = f'{what} failed: {text}'
+        self.get_logger().error(self.last_error)
+        return TransitionCallbackReturn.FAILURE
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self._configure()
+        except Exception as exc:  # noqa: BLE001 - one line, and the transition can be retried
+            self._close_client()
+            return self._fail('configure', exc)
+        self.last_error = ''
+        return TransitionCallbackReturn.SUCCESS
+
+    def _configure(self) -> None:
+        param = {name: self.get_parameter(name).value for name in CONFIGURE_PARAMETERS}
+        for name, value in param.items():
+            problem = _check(name, value)
+            if problem:
+                raise ValueError(problem)
+        address, source = param['address'], param['calibration_source']
+        if source == 'http':
+            calibration = fetch_calibration_http(address, param['http_port'])
+        elif source == 'tcp':
+            calibration = fetch_calibration_tcp(address, param['tcp_port'])
+        else:
+            try:
+                calibration = Calibration(
+                    param['counts_per_force'],
+                    param['counts_per_torque'],
+                    param['force_units'],
+                    param['torque_units'],
+                )
+            except ProtocolError as exc:
+                raise ValueError(f'{exc}; fix force_units or torque_units') from None
+        rate = param['rdt_rate_hz'] or calibration.rdt_rate_hz or ASSUMED_RATE_HZ
+        plausibility = Plausibility.of(
+            calibration, param['plausible_force_n'], param['plausible_torque_nm']
+        )
+        self.client = RdtClient(
+            address,
+            calibration,
+            self._on_sample,
+            port=param['rdt_port'],
+            restart_after_s=param['restart_after_s'],
+            source_port=param['rdt_source_port'],
+            plausibility=plausibility,
+        )
+        self.client.open()
+        self.calibration = calibration
+        self.rate_hz = rate
+        max_rate = param['max_publish_rate_hz']
+        self.block = math.ceil(rate / max_rate - 1e-9) if 0 < max_rate < rate else 1
+        self.timeout_s = param['timeout_s']
+        cutoff, mass = param['filter_cutoff_hz'], param['tool_mass_kg']
+        self._low_pass = LowPass(cutoff, rate) if cutoff > 0 else None
+        self._gravity = GravityCompensation(mass, param['tool_com']) if mass > 0 else None
+        self._set_orientation(quaternion_matrix(self.get_parameter('sensor_orientation').value))
+        self.pub = self.create_lifecycle_publisher(WrenchStamped, '~/wrench', WRENCH_QOS)
+        self.pub_filtered = (
+            self.create_lifecycle_publisher(WrenchStamped, '~/wrench_filtered', WRENCH_QOS)
+            if self._low_pass is not None
+            else None
+        )
+        self.pub_limit = self.create_lifecycle_publisher(
+            WrenchStamped, '~/limit_exceeded', EVENT_QOS
+        )
+        self._msg = self._message_template(param['frame_id'])
+        self._msg_filtered = self._message_template(param['frame_id'])
+        bound = plausibility.max_counts
         self.get_logger().info(
-            f'streaming from {address}:{rdt_port} ({calibration.force_unit}, '
-            f'{calibration.torque_unit}, {calibration.counts_per_force:g} counts/force unit)'
+            f'configured for {address} ({self.client.address}:{param["rdt_port"]}; '
+            f'{calibration.force_unit}, {calibration.torque_unit}, '
+            f'{calibration.counts_per_force:g} counts/force unit; {rate:g} Hz'
+            + (f', published as means of {self.block}' if self.block > 1 else '')
+            + (
+                '; no plausibility bound on counts'
+                if min(bound) == max(bound) == 2**31 - 1
+                else ''
+            )
+            + ')'
         )
 
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.client is not None
+        self._sum, self._count, self._limit_active = [0.0] * 6, 0, False
+        self.published = 0
+        # Publishers first: the stream's first records must not meet disabled publishers.
+        result = super().on_activate(state)
+        try:
+            self.client.start()
+        except OSError as exc:
+            super().on_deactivate(state)
+            return self._fail('activate', exc)
+        self._window = (time.monotonic(), Stats(), 0)
+        self._stale = False
+        self._resyncs_logged = 0
+        # Watch for silence faster than diagnostics are due: report it at once.
+        self._watch_timer = self.create_timer(self.timeout_s / 4.0, self._watch)
+        self.last_error = ''
+        self.get_logger().info('streaming')
+        return result
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_streaming()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._close_client()
+        for pub in (self.pub, self.pub_filtered, self.pub_limit):
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)  # type: ignore[arg-type]
+        self.pub = self.pub_filtered = self.pub_limit = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._close_client()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._close_client()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_streaming(self) -> None:
+        if self._watch_timer is not None:
+            self.destroy_timer(self._watch_timer)  # type: ignore[arg-type]
+            self._watch_timer = None
+        if self.client is not None:
+            self.client.stop()
+
+    def _close_client(self) -> None:
+        self._stop_streaming()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def destroy_node(self) -> None:
+        if self._retry_timer is not None:
+            self.destroy_timer(self._retry_timer)  # type: ignore[arg-type]
+            self._retry_timer = None
+        self._close_client()
+        super().destroy_node()
+
+    # -- parameters -------------------------------------------------------------------------
+    def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        for param in params:
+            problem = _check(param.name, param.value)
+            if problem:
+                return SetParametersResult(successful=False, reason=problem)
+            if param.name in CONFIGURE_PARAMETERS and self.state != 'unconfigured':
+                return SetParametersResult(
+                    successful=False,
+                    reason=f'{param.name} is read by configure: deactivate and clean up the '
+                    'node, set it, then configure again',
+                )
+        return SetParametersResult(successful=True)
+
+    def _store_parameters(self, params: list[Parameter]) -> None:
+        for param in params:
+            if param.name == 'force_limit_n':
+                self._store_limits(param.value, None)
+            elif param.name == 'torque_limit_nm':
+                self._store_limits(None, param.value)
+            elif param.name == 'sensor_orientation' and self._gravity is not None:
+                self._set_orientation(quaternion_matrix(param.value))
+
+    def _store_limits(self, force: float | None, torque: float | None) -> None:
+        f, t = self._limits
+        self._limits = (
+            f if force is None else float(force),
+            t if torque is None else float(torque),
+        )
+
+    # -- orientation ------------------------------------------------------------------------
     def _on_orientation(self, msg: QuaternionStamped) -> None:
         q = msg.quaternion
-        R = quaternion_matrix([q.x, q.y, q.z, q.w])
-        with self._lock:
-            self.R_WS = R
+        v = [q.x, q.y, q.z, q.w]
+        if not all(math.isfinite(x) for x in v) or math.hypot(*v) < 1e-6:
+            self.rejected_messages += 1
+            self.last_problem = f'~/sensor_orientation ignored: {v} is not a rotation'
+            self.get_logger().warn(self.last_problem, throttle_duration_sec=5.0)
+            return
+        self._set_orientation(quaternion_matrix(v))
 
-    # Called on the client's reader thread for every new record: convert and publish.
+    def _set_orientation(self, R_WS: object) -> None:
+        with self._lock:
+            self._R_WS = R_WS
+            if self._gravity is not None:
+                self._tool = tuple(float(x) for x in self._gravity.tool_wrench(R_WS))  # type: ignore[arg-type]
+
+    # -- the stream (called on the client's reader thread for every accepted record) --------
     def _on_sample(self, sample: Sample) -> None:
-        w = np.asarray(sample.wrench)
-        if self.gravity is not None:
-            with self._lock:
-                R_WS = self.R_WS
-            w = self.gravity(w, R_WS)
-        stamp = self.get_clock().now().to_msg()
-        self.pub.publish(self._message(w, stamp))
-        if self.low_pass is not None and self.pub_filtered is not None:
-            self.pub_filtered.publish(self._message(self.low_pass(w), stamp))
-        exceeded = self.limits.exceeded(w)
-        if exceeded and not self._limit_active:
-            self.pub_limit.publish(self._message(w, stamp))
-            self.get_logger().warn(f'force/torque limit exceeded: {np.round(w, 3).tolist()}')
-        self._limit_active = exceeded
-        with self._lock:
-            self._published += 1
+        w = sample.wrench
+        if self._gravity is not None:
+            g = self._tool
+            w = (w[0] - g[0], w[1] - g[1], w[2] - g[2], w[3] - g[3], w[4] - g[4], w[5] - g[5])
+        f_max, t_max = self._limits
+        if f_max > 0 or t_max > 0:
+            exceeded = (f_max > 0 and w[0] * w[0] + w[1] * w[1] + w[2] * w[2] > f_max * f_max) or (
+                t_max > 0 and w[3] * w[3] + w[4] * w[4] + w[5] * w[5] > t_max * t_max
+            )
+            if exceeded and not self._limit_active:
+                self.pub_limit.publish(
+                    self._fill(self._message_template(self._msg.header.frame_id), w)
+                )  # type: ignore[union-attr]
+                self.get_logger().warn(
+                    'force/torque limit exceeded: ' + str([round(x, 3) for x in w])
+                )
+            self._limit_active = exceeded
+        filtered = self._low_pass(w) if self._low_pass is not None else None
+        if self.block > 1:
+            s = self._sum
+            for i in range(6):
+                s[i] += w[i]
+            self._count += 1
+            if self._count < self.block:
+                return
+            k = 1.0 / self._count
+            w = (s[0] * k, s[1] * k, s[2] * k, s[3] * k, s[4] * k, s[5] * k)
+            self._sum, self._count = [0.0] * 6, 0
+        self.pub.publish(self._fill(self._msg, w))  # type: ignore[union-attr]
+        if filtered is not None and self.pub_filtered is not None:
+            self.pub_filtered.publish(self._fill(self._msg_filtered, filtered))  # type: ignore[attr-defined]
+        self.published += 1
 
-    def _message(self, w: np.ndarray, stamp: object) -> WrenchStamped:
+    @staticmethod
+    def _message_template(frame_id: str) -> WrenchStamped:
         msg = WrenchStamped()
-        msg.header.stamp = stamp
-        msg.header.frame_id = self.frame_id
-        f, t = msg.wrench.force, msg.wrench.torque
-        f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)
+        msg.header.frame_id = frame_id
         return msg
 
+    def _fill(self, msg: WrenchStamped, w: object) -> WrenchStamped:
+        # One message object reused: publish() serialises it before returning.
+        ns = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
+        stamp, f, t = msg.header.stamp, msg.wrench.force, msg.wrench.torque
+        stamp.sec, stamp.nanosec = divmod(ns, 1_000_000_000)
+        f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)  # type: ignore[attr-defined]
+        return msg
+
+    # -- services ---------------------------------------------------------------------------
     def _bias_software(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.client is None:
+            response.success = False
+            response.message = 'not configured: configure the node first'
+            return response
         self.client.bias_software()
         response.success = True
         response.message = 'software bias: the next sample is the new zero'
         return response
 
     def _bias_sensor(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.client is None:
+            response.success = False
+            response.message = 'not configured: configure the node first'
+            return response
         try:
             self.client.bias_sensor()
         except OSError as exc:
@@ -229,65 +628,141 @@ class NetFTNode(Node):
         response.message = 'bias command (0x0042) sent to the sensor'
         return response
 
+    # -- diagnostics ------------------------------------------------------------------------
     def _watch(self) -> None:
-        stale = self.client.seconds_since_data() > self.timeout_s
+        client = self.client
+        if client is None:
+            return
+        stale = client.seconds_since_data() > self.timeout_s
         if stale != self._stale:
             self._stale = stale
             self._publish_diagnostics()
 
     def _publish_diagnostics(self) -> None:
-        stats = self.client.stats
-        now = time.monotonic()
-        with self._lock:
-            published = self._published
-        t0, n0 = self._rate_window
-        rate = (published - n0) / max(now - t0, 1e-9)
-        self._rate_window = (now, published)
-        age = self.client.seconds_since_data()
-        status = DiagnosticStatus(name='netft: sensor', hardware_id=self.client.address)
-        bits = decode_status(stats.status)
-        if age > self.timeout_s:
-            status.level = DiagnosticStatus.ERROR
-            status.message = f'no data for {age:.2f} s'
-        elif self.client.error:
-            status.level = DiagnosticStatus.ERROR
-            status.message = 'sensor reports an error: ' + ', '.join(bits)
-        elif stats.lost or stats.out_of_order:
-            status.level = DiagnosticStatus.WARN if stats.lost else DiagnosticStatus.OK
-            status.message = f'streaming; {stats.lost} lost, {stats.out_of_order} out of order'
+        status = DiagnosticStatus(name='netft: sensor')
+        state = self.state
+        client = self.client
+        values = {'state': state}
+        if client is not None:
+            status.hardware_id = client.address
+        if state == 'active' and client is not None and self._window is not None:
+            status.level, status.message = self._stream_status(client, values)
+        elif self.last_error:
+            status.level, status.message = DiagnosticStatus.ERROR, self.last_error
         else:
             status.level = DiagnosticStatus.OK
-            status.message = 'streaming'
-        values = {
-            'rate_hz': f'{rate:.1f}',
-            'received': str(stats.received),
-            'lost': str(stats.lost),
-            'out_of_order': str(stats.out_of_order),
-            'foreign_datagrams': str(stats.foreign),
-            'status_word': f'0x{stats.status:08x}',
-            'status_bits': ', '.join(bits) or 'none',
-            'last_sample_age_s': f'{age:.4f}',
-        }
+            status.message = (
+                'inactive: configured, not streaming' if state == 'inactive' else state
+            )
+        values['rejected_messages'] = str(self.rejected_messages)
+        values['last_problem'] = (
+            client.stats.last_problem if client is not None else ''
+        ) or self.last_problem
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
 
-    def destroy_node(self) -> None:
-        self.client.stop()
-        super().destroy_node()
+    def _stream_status(self, client: RdtClient, values: dict[str, str]) -> tuple[bytes, str]:
+        stats = client.stats
+        now = time.monotonic()
+        assert self._window is not None
+        t0, before, published0 = self._window
+        dt = max(now - t0, 1e-9)
+        published = self.published
+        self._window = (now, Stats(**vars(stats)), published)
+        lost = stats.lost - before.lost
+        rejected = (
+            stats.implausible
+            + stats.unconfirmed
+            + stats.malformed
+            + stats.foreign
+            - before.implausible
+            - before.unconfirmed
+            - before.malformed
+            - before.foreign
+        )
+        errors = stats.errors - before.errors
+        age = client.seconds_since_data()
+        if stats.resyncs > self._resyncs_logged:
+            self._resyncs_logged = stats.resyncs
+            a, b = stats.last_resync or (0, 0)
+            self.get_logger().warn(
+                f'the sensor restarted its sequence ({a} -> {b}): resynchronised '
+                f'({stats.resyncs} so far)'
+            )
+        bits = decode_status(stats.status)
+        if age > self.timeout_s:
+            level = DiagnosticStatus.ERROR
+            message = f'no data for {age:.2f} s'  # no usable data: accepted records only
+            if stats.received > before.received:
+                message += (
+                    f' ({stats.received - before.received} records arrived, none usable: '
+                    f'{stats.last_problem})'
+                )
+        elif client.error:
+            level, message = DiagnosticStatus.ERROR, 'sensor reports an error: ' + ', '.join(bits)
+        elif lost or rejected or errors or stats.resyncs > before.resyncs:
+            level = DiagnosticStatus.WARN
+            parts = [f'{lost} lost'] if lost else []
+            parts += [f'{rejected} rejected ({stats.last_problem})'] if rejected else []
+            parts += [f'{errors} errors ({stats.last_problem})'] if errors else []
+            if stats.resyncs > before.resyncs:
+                parts.append('the sensor restarted its sequence: resynchronised')
+            message = f'streaming; in the last {dt:.2f} s: ' + ', '.join(parts)
+        else:
+            level, message = DiagnosticStatus.OK, 'streaming'
+        values.update(
+            {
+                'rate_hz': f'{(published - published0) / dt:.1f}',
+                'received_rate_hz': f'{(stats.received - before.received) / dt:.1f}',
+                'sensor_rate_hz': f'{self.rate_hz:g}',
+                'records_per_wrench': str(self.block),
+                'received': str(stats.received),
+                'accepted': str(stats.accepted),
+                'published': str(published),
+                'lost': str(stats.lost),
+                'out_of_order': str(stats.out_of_order),
+                'resyncs': str(stats.resyncs),
+                'unconfirmed_jumps': str(stats.unconfirmed),
+                'implausible': str(stats.implausible),
+                'malformed': str(stats.malformed),
+                'foreign_datagrams': str(stats.foreign),
+                'errors': str(stats.errors),
+                'status_word': f'0x{stats.status:08x}',
+                'status_bits': ', '.join(bits) or 'none',
+                'last_sample_age_s': f'{age:.4f}',
+            }
+        )
+        return level, message
 
 
 def main(args: list[str] | None = None) -> None:
+    """``netft_node``: exits 1 when start-up failed and no retry is left."""
+    # The reader thread publishes; let it have the GIL soon after a datagram arrives.
+    sys.setswitchinterval(0.0005)
     rclpy.init(args=args)
     node = None
+    code = 0
     try:
         node = NetFTNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while rclpy.ok() and not node.gave_up:
+            executor.spin_once(timeout_sec=0.2)
+        code = 1 if node.gave_up else 0
+    except ParameterException as exc:
+        rclpy.logging.get_logger('netft').error(f'bad parameter: {exc}')
+        code = 1
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
+    if code:
+        sys.exit(code)
+
+
+if __name__ == '__main__':
+    main()

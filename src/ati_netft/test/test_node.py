@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+import dataclasses
+import math
+import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -10,13 +16,18 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 from ati_netft.emulator import NetFTEmulator  # noqa: E402
 from ati_netft.node import NetFTNode  # noqa: E402
+from ati_netft.protocol import RdtRecord, pack_records  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import QuaternionStamped, WrenchStamped  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+
+from .conftest import CAL  # noqa: E402
 
 
 class Harness:
@@ -57,12 +68,20 @@ class Harness:
                 return True
         return False
 
-    def call(self, service: str) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, service)
+    def call(self, service: str, srv_type=Trigger, request=None):  # type: ignore[no-untyped-def]
+        client = self.probe.create_client(srv_type, service)
         assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(Trigger.Request())
+        future = client.call_async(request if request is not None else srv_type.Request())
         assert self.spin_until(future.done)
         return future.result()
+
+    def values(self) -> dict[str, str]:
+        """The latest diagnostics values ({} before the first)."""
+        return {kv.key: kv.value for kv in self.diagnostics[-1].values} if self.diagnostics else {}
+
+    def level(self) -> bytes | None:
+        """The latest diagnostics level (None before the first)."""
+        return self.diagnostics[-1].level if self.diagnostics else None
 
     def close(self) -> None:
         self.node.destroy_node()
@@ -162,3 +181,216 @@ def test_sensor_error_bits_reach_diagnostics(harness: Harness, emulator: NetFTEm
         lambda: harness.diagnostics and 'power supply too low' in harness.diagnostics[-1].message
     )
     assert harness.diagnostics[-1].level == DiagnosticStatus.ERROR
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(('127.0.0.1', 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.ros
+def test_startup_failures_are_one_line_errors_without_a_traceback() -> None:
+    # Reported: no sensor, a bad calibration source and a bad host name were tracebacks.
+    cases = {
+        'no-such-host.invalid': ['-p', 'address:=no-such-host.invalid'],
+        'calibration_source': ['-p', 'address:=127.0.0.1', '-p', 'calibration_source:=ftp'],
+        'could not read the calibration': [
+            '-p',
+            'address:=127.0.0.1',
+            '-p',
+            f'http_port:={free_port()}',
+        ],
+    }
+    for reason, args in cases.items():
+        run = subprocess.run(
+            [sys.executable, '-c', 'from ati_netft.node import main; main()', '--ros-args'] + args,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=os.environ,
+        )
+        output = run.stdout + run.stderr
+        assert 'Traceback' not in output, output
+        errors = [line for line in output.splitlines() if 'ERROR' in line]
+        assert len(errors) == 1 and reason in errors[0], output
+        assert run.returncode == 1, output
+
+
+@pytest.mark.ros
+def test_a_failed_configure_is_reported_and_can_be_retried(emulator: NetFTEmulator) -> None:
+    h = Harness(emulator, http_port=free_port())  # nothing answers there
+    try:
+        assert h.node.state == 'unconfigured'
+        assert 'could not read the calibration' in h.node.last_error
+        assert h.spin_until(lambda: h.diagnostics and 'configure' in h.diagnostics[-1].message)
+        assert h.diagnostics[-1].level == DiagnosticStatus.ERROR
+        h.node.set_parameters([Parameter('http_port', value=emulator.http_port)])
+        request = ChangeState.Request()
+        request.transition.id = Transition.TRANSITION_CONFIGURE
+        assert h.call('/netft/change_state', ChangeState, request).success
+        request.transition.id = Transition.TRANSITION_ACTIVATE
+        assert h.call('/netft/change_state', ChangeState, request).success
+        assert h.spin_until(lambda: len(h.wrenches) > 10)
+    finally:
+        h.close()
+
+
+@pytest.mark.ros
+def test_configure_is_retried_with_backoff_until_the_sensor_answers() -> None:
+    http_port, rdt_port = free_port(), free_port(socket.SOCK_DGRAM)
+    off = NetFTEmulator(CAL, rate_hz=500.0)  # only its ports are used: the sensor is off
+    off.rdt_port, off.http_port = rdt_port, http_port
+    h = Harness(off, configure_retries=-1, retry_backoff_s=0.1)
+    off.stop()
+    emu = off
+    try:
+        h.spin_until(lambda: False, timeout=0.5)
+        assert h.node.state == 'unconfigured'
+        emu = NetFTEmulator(CAL, rate_hz=500.0, rdt_port=rdt_port, http_port=http_port).start()
+        assert h.spin_until(lambda: len(h.wrenches) > 10, timeout=5.0)
+        assert h.node.state == 'active'
+    finally:
+        h.close()
+        emu.stop()
+
+
+@pytest.mark.ros
+def test_lifecycle_transitions_stop_and_restart_the_stream(emulator: NetFTEmulator) -> None:
+    h = Harness(emulator, autostart=False)
+    try:
+        assert h.node.state == 'unconfigured'
+        h.spin_until(lambda: False, timeout=0.2)
+        assert h.wrenches == [] and emulator.client is None
+        request = ChangeState.Request()
+        for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+            request.transition.id = transition
+            assert h.call('/netft/change_state', ChangeState, request).success
+        assert h.spin_until(lambda: len(h.wrenches) > 10)
+        request.transition.id = Transition.TRANSITION_DEACTIVATE
+        assert h.call('/netft/change_state', ChangeState, request).success
+        assert h.spin_until(lambda: emulator.client is None)  # the sensor was told to stop
+        h.spin_until(lambda: False, timeout=0.05)
+        count = len(h.wrenches)
+        h.spin_until(lambda: False, timeout=0.2)
+        assert len(h.wrenches) == count
+        request.transition.id = Transition.TRANSITION_ACTIVATE
+        assert h.call('/netft/change_state', ChangeState, request).success
+        assert h.spin_until(lambda: len(h.wrenches) > count + 10)
+        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
+            request.transition.id = transition
+            assert h.call('/netft/change_state', ChangeState, request).success
+        assert h.node.state == 'unconfigured'
+    finally:
+        h.close()
+
+
+@pytest.mark.ros
+def test_a_sensor_restart_is_reported_once_and_wrenches_go_on(
+    harness: Harness, emulator: NetFTEmulator
+) -> None:
+    assert harness.spin_until(lambda: len(harness.wrenches) > 300)
+    emulator.restart_sequence()
+    count = len(harness.wrenches)
+    assert harness.spin_until(lambda: len(harness.wrenches) > count + 100, timeout=1.0)
+    assert harness.spin_until(lambda: harness.values().get('resyncs') == '1')
+    harness.spin_until(lambda: False, timeout=0.3)
+    assert harness.diagnostics[-1].level == DiagnosticStatus.OK
+    assert int(harness.values()['out_of_order']) < 5
+
+
+@pytest.mark.ros
+def test_no_usable_data_is_an_error_while_datagrams_still_arrive(
+    harness: Harness, emulator: NetFTEmulator
+) -> None:
+    assert harness.spin_until(lambda: len(harness.wrenches) > 10)
+    emulator.status = 1 << 24  # reserved status bits: not a Net F/T record
+    assert harness.spin_until(lambda: harness.level() == DiagnosticStatus.ERROR)
+    count = len(harness.wrenches)
+    harness.spin_until(lambda: False, timeout=0.2)
+    assert len(harness.wrenches) <= count + 1
+    assert 'none usable' in harness.diagnostics[-1].message
+    assert 'reserved' in harness.values()['last_problem']
+    emulator.status = 0
+    assert harness.spin_until(lambda: harness.level() == DiagnosticStatus.OK)
+
+
+@pytest.mark.ros
+def test_loss_warns_while_it_happens_not_for_good(
+    harness: Harness, emulator: NetFTEmulator
+) -> None:
+    # Reported: after one bad record the loss counter was huge and diagnostics WARNed for
+    # good. Now WARN means loss in the last diagnostics period.
+    ok, warn = DiagnosticStatus.OK, DiagnosticStatus.WARN
+    assert harness.spin_until(lambda: harness.diagnostics and harness.diagnostics[-1].level == ok)
+    emulator.drop(20)
+    assert harness.spin_until(lambda: harness.diagnostics[-1].level == warn)
+    assert harness.spin_until(lambda: harness.diagnostics[-1].level == ok)
+    assert harness.values()['lost'] == '20'
+
+
+@pytest.mark.ros
+def test_a_bad_orientation_message_is_rejected_and_counted(emulator: NetFTEmulator) -> None:
+    emulator.wrench[:] = [0.0, 0.0, -9.80665, 0.0, 0.0, 0.0]  # type: ignore[attr-defined]
+    h = Harness(emulator, tool_mass_kg=1.0)
+    try:
+        pub = h.probe.create_publisher(QuaternionStamped, '/netft/sensor_orientation', 10)
+        assert h.spin_until(lambda: pub.get_subscription_count() > 0 and len(h.wrenches) > 10)
+        zero = QuaternionStamped()
+        zero.quaternion.w = 0.0  # all zeros: no rotation at all
+        pub.publish(zero)
+        nan = QuaternionStamped()
+        nan.quaternion.x = math.nan
+        pub.publish(nan)
+        assert h.spin_until(lambda: h.values().get('rejected_messages') == '2')
+        count = len(h.wrenches)
+        assert h.spin_until(lambda: len(h.wrenches) > count + 50)
+        for w in h.wrenches:
+            f = w.wrench.force
+            assert (f.x, f.y, f.z) == pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
+    finally:
+        h.close()
+
+
+@pytest.mark.ros
+def test_a_fast_sensor_is_averaged_to_the_publish_rate_and_every_record_counted() -> None:
+    # 2 kHz in, at most 500 Hz out: each wrench is the mean of 4 records, none is lost.
+    values = iter(range(10**9))
+    emu = NetFTEmulator(
+        dataclasses.replace(CAL, rdt_rate_hz=2000.0),  # what netftapi2.xml says
+        rate_hz=2000.0,
+        source=lambda t: (float(next(values)),) + (0.0,) * 5,
+    )
+    emu.start()
+    h = Harness(emu, max_publish_rate_hz=500.0)
+    try:
+        assert h.spin_until(lambda: len(h.wrenches) > 200)
+        fx = [w.wrench.force.x for w in h.wrenches[-100:]]
+        steps = {round(b - a, 6) for a, b in zip(fx, fx[1:], strict=False)}
+        assert steps == {4.0}  # consecutive means of blocks of 4 consecutive values
+        assert all(round(x % 4, 6) == 1.5 for x in fx)  # mean of 4k..4k+3
+        h.spin_until(lambda: False, timeout=0.2)
+        values_ = h.values()
+        assert int(values_['received']) >= 4 * int(values_['published'])
+        assert int(values_['received']) <= 4 * int(values_['published']) + 4
+        assert values_['lost'] == '0'
+    finally:
+        h.close()
+        emu.stop()
+
+
+@pytest.mark.ros
+def test_the_node_ignores_spoofed_datagrams_and_reports_them(
+    harness: Harness, emulator: NetFTEmulator
+) -> None:
+    assert harness.spin_until(lambda: len(harness.wrenches) > 10 and emulator.client)
+    spoofer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    spoofer.bind(('127.0.0.1', 0))
+    try:
+        for i in range(5):
+            fake = RdtRecord(emulator.next_sequence + i, 0, 0, (999_000_000,) + (0,) * 5)
+            spoofer.sendto(pack_records([fake]), emulator.client)
+    finally:
+        spoofer.close()
+    assert harness.spin_until(lambda: harness.values().get('foreign_datagrams') == '5')
+    assert max(w.wrench.force.x for w in harness.wrenches) == pytest.approx(1.0)
