@@ -56,7 +56,7 @@ from rcl_interfaces.msg import (
 )
 import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
@@ -737,6 +737,21 @@ class NetFTNode(LifecycleNode):
         return level, message
 
 
+def _executor() -> Executor:
+    """rclpy's EventsExecutor where it exists, else the SingleThreadedExecutor.
+
+    The driver publishes from its reader thread; what the executor runs (timers, services)
+    holds the GIL meanwhile. Each wake-up of the SingleThreadedExecutor rebuilds its wait set
+    in Python (a few hundred microseconds for this node's 16 services and 3 timers, 50 times
+    a second); the EventsExecutor does that in C++.
+    """
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return SingleThreadedExecutor()
+    return EventsExecutor()
+
+
 def main(args: list[str] | None = None) -> None:
     """``netft_node``: exits 1 when start-up failed and no retry is left."""
     # The reader thread publishes; let it have the GIL soon after a datagram arrives.
@@ -746,7 +761,7 @@ def main(args: list[str] | None = None) -> None:
     code = 0
     try:
         node = NetFTNode()
-        executor = SingleThreadedExecutor()
+        executor = _executor()
         executor.add_node(node)
         while rclpy.ok() and not node.gave_up:
             executor.spin_once(timeout_sec=0.2)

@@ -142,10 +142,10 @@ def test_records_the_driver_rejects_are_no_data(emulator: NetFTEmulator) -> None
     with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
         assert wait_for(lambda: len(samples) > 20)
         emulator.status = 1 << 24
-        time.sleep(0.02)
-        count = len(samples)
         assert wait_for(lambda: client.seconds_since_data() > 0.2, timeout=1.0)
-        assert len(samples) == count
-        assert client.stats.implausible > 100
+        count, implausible = len(samples), client.stats.implausible
+        time.sleep(0.1)
+        assert len(samples) == count  # records keep coming, none is used
+        assert client.stats.implausible > implausible + 50
         emulator.status = 0
         assert wait_for(lambda: client.seconds_since_data() < 0.05)

@@ -366,9 +366,11 @@ def test_a_fast_sensor_is_averaged_to_the_publish_rate_and_every_record_counted(
     try:
         assert h.spin_until(lambda: len(h.wrenches) > 200)
         fx = [w.wrench.force.x for w in h.wrenches[-100:]]
-        steps = {round(b - a, 6) for a, b in zip(fx, fx[1:], strict=False)}
-        assert steps == {4.0}  # consecutive means of blocks of 4 consecutive values
-        assert all(round(x % 4, 6) == 1.5 for x in fx)  # mean of 4k..4k+3
+        assert all(round(x % 4, 6) == 1.5 for x in fx)  # the mean of 4k..4k+3
+        # Blocks follow each other (the test's own subscriber may miss one under load).
+        steps = [round(b - a, 6) for a, b in zip(fx, fx[1:], strict=False)]
+        assert all(step > 0 and step % 4 == 0 for step in steps)
+        assert steps.count(4.0) > 0.8 * len(steps)
         h.spin_until(lambda: False, timeout=0.2)
         values_ = h.values()
         assert int(values_['received']) >= 4 * int(values_['published'])
