@@ -3,7 +3,9 @@
 Conventions every subcommand follows:
 
 - ``--json`` prints exactly one JSON object on stdout; logs and progress go to stderr.
-- Bad input exits non-zero with a one-line reason on stderr (``slide CMD: error: ...``).
+- Exit codes: 0 success; 2 bad input (a one-line reason on stderr, ``slide CMD: error:
+  ...``); 3 ran, but failed (an episode that did not lift the object, no goal or plan, no
+  model: the JSON or text says why); 130 interrupted; 1 anything unexpected.
 - Long work shows a progress bar on stderr (only when stderr is a terminal).
 
 A subcommand is a module in :mod:`slide_bringup.commands` with ``NAME``, ``HELP``,
@@ -22,6 +24,7 @@ import sys
 from typing import Any, NoReturn
 
 from slide_bringup import __version__
+from slide_core.errors import NoSolutionError
 
 # Subcommand modules, in the order --help lists them.
 COMMAND_MODULES = (
@@ -36,7 +39,11 @@ COMMAND_MODULES = (
 )
 
 EXIT_BAD_INPUT = 2
-EXIT_FAILURE = 1
+EXIT_FAILED = 3
+EPILOG = (
+    'exit codes: 0 success, 2 bad input, 3 ran but failed (episode failed, no goal, plan or '
+    'model), 130 interrupted'
+)
 
 
 class CliError(Exception):
@@ -65,6 +72,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     parser = _Parser(
         prog='slide',
         description='slide: pre-grasp sliding of unknown objects (ROS 2 Jazzy).',
+        epilog=EPILOG,
     )
     parser.add_argument('--version', action='version', version=f'slide {__version__}')
     parser.add_argument(
@@ -74,7 +82,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     modules: dict[str, Any] = {}
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, epilog=EPILOG)
         add_json_flag(p)
         module.add_arguments(p)
         modules[module.NAME] = module
@@ -105,9 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = module.run(args)
     except (CliError, ValueError, FileNotFoundError) as exc:
         # Core functions raise ValueError with a message that says what was wrong.
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f'{prog}: error: {reason}', file=sys.stderr)
+        print(f'{prog}: error: {_reason(exc)}', file=sys.stderr)
         return EXIT_BAD_INPUT
+    except NoSolutionError as exc:
+        print(f'{prog}: failed: {_reason(exc)}', file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f'{prog}: interrupted', file=sys.stderr)
         return 130
@@ -116,7 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         fmt = getattr(module, 'format_text', _default_text)
         print(fmt(result))
-    return EXIT_FAILURE if result.get('ok') is False else 0
+    return EXIT_FAILED if result.get('ok') is False else 0
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 if __name__ == '__main__':

@@ -13,6 +13,8 @@ from pathlib import Path
 import shutil
 import tempfile
 
+import yaml
+
 from slide_core.errors import SlideInputError
 
 
@@ -76,3 +78,15 @@ def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically."""
     return write_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def read_yaml(path: str | Path, error: type[SlideInputError], what: str = 'file') -> object:
+    """The parsed YAML document at ``path``; ``error`` (one line, naming the file) when it
+    cannot be read or is not YAML."""
+    p = Path(path)
+    try:
+        return yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise error(f'{p}: cannot read the {what} ({exc.strerror})') from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise error(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None

@@ -49,3 +49,54 @@ def test_no_source_file_mentions_a_ros_import() -> None:
 
 def test_version_is_exposed() -> None:
     assert slide_core.__version__.count('.') == 2
+
+
+SUBPACKAGES = (
+    'geometry',
+    'model',
+    'physics',
+    'perception',
+    'identification',
+    'planning',
+    'task',
+    'io',
+)
+
+
+def test_every_stage_has_a_public_face_that_resolves() -> None:
+    import importlib
+
+    for name in SUBPACKAGES:
+        module = importlib.import_module(f'slide_core.{name}')
+        assert module.__doc__, name
+        exported = getattr(module, '__all__', None)
+        assert exported, f'slide_core.{name} has no __all__'
+        for attr in exported:
+            assert hasattr(module, attr), f'slide_core.{name}.{attr}'
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    import ast
+
+    offenders = []
+    for path in PACKAGE_DIR.rglob('*.py'):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('slide_core'):
+                private = [a.name for a in node.names if a.name.startswith('_')]
+                if private:
+                    offenders.append(f'{path.relative_to(PACKAGE_DIR)}: {private}')
+    assert offenders == []
+
+
+def test_stages_import_each_other_only_through_their_public_faces() -> None:
+    import ast
+
+    offenders = []
+    for path in PACKAGE_DIR.rglob('*.py'):
+        own = path.relative_to(PACKAGE_DIR).parts[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('slide_core.'):
+                parts = node.module.split('.')
+                if len(parts) > 2 and parts[1] != own and parts[1] in SUBPACKAGES:
+                    offenders.append(f'{path.relative_to(PACKAGE_DIR)}: {node.module}')
+    assert offenders == []

@@ -35,6 +35,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import rotation
+from slide_core.io import cloud_to_xyz, grid_to_msg, set_planar_pose, xyz_to_cloud
 from slide_core.perception import (
     KeepOut,
     ObjectEstimate,
@@ -46,7 +47,6 @@ from slide_core.perception import (
     to_table_frame,
 )
 from slide_interfaces.msg import ObjectGrid
-from slide_perception.convert import cloud_to_xyz, grid_to_msg, set_pose, xyz_to_cloud
 
 CLOUD_QOS = qos_profile_sensor_data
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -147,7 +147,7 @@ class PerceptionNode(Node):
         self.estimate: ObjectEstimate | None = None
         self.tracker: PoseTracker | None = None
         self._lock = threading.Lock()
-        self._cloud: tuple[Any, np.ndarray] | None = None  # (stamp, p_C)
+        self._cloud: tuple[Any, np.ndarray] | None = None  # (stamp, p_K)
         self._pusher: np.ndarray | None = None
         self._gripper: np.ndarray | None = None
 
@@ -176,12 +176,12 @@ class PerceptionNode(Node):
     # -- callbacks: store and return ----------------------------------------------------------
     def _on_cloud(self, msg: PointCloud2) -> None:
         try:
-            p_C = cloud_to_xyz(msg)
+            p_K = cloud_to_xyz(msg)
         except SlideInputError as exc:
             self._report(DiagnosticStatus.ERROR, 'bad_cloud', str(exc))
             return
         with self._lock:
-            self._cloud = (msg.header.stamp, p_C)
+            self._cloud = (msg.header.stamp, p_K)
 
     def _planar(self, msg: PoseStamped) -> np.ndarray | None:
         if msg.header.frame_id and msg.header.frame_id != self.table_frame:
@@ -229,13 +229,13 @@ class PerceptionNode(Node):
                 cloud, self._cloud = self._cloud, None
         if cloud is None:
             return
-        stamp, p_C = cloud
+        stamp, p_K = cloud
         t0 = time.perf_counter()
-        p_T = to_table_frame(p_C, self.R_WK, self.p_WK)
+        p_W = to_table_frame(p_K, self.R_WK, self.p_WK)
         keep_out = self._keep_out()
         try:
             if self.tracker is None:
-                estimate = acquire(p_T, self.config, keep_out)
+                estimate = acquire(p_W, self.config, keep_out)
                 self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
                 X_WO = estimate.X_WO
                 model = estimate.model_O
@@ -245,7 +245,7 @@ class PerceptionNode(Node):
                 self._publish_grid(estimate, stamp)
                 detail = {'cells': str(estimate.grid.n)}
             else:
-                result = self.tracker.update(p_T, keep_out)
+                result = self.tracker.update(p_W, keep_out)
                 X_WO, segmented = result.X_WO, result.points_W
                 detail = {
                     'fitness': f'{result.fitness:.3f}',
@@ -257,7 +257,7 @@ class PerceptionNode(Node):
         pose = PoseStamped()
         pose.header.stamp = stamp
         pose.header.frame_id = self.table_frame
-        set_pose(pose.pose, X_WO)
+        set_planar_pose(pose.pose, X_WO)
         self.pub_pose.publish(pose)
         if self.pub_cloud.get_subscription_count():
             cloud_msg = PointCloud2()
@@ -283,8 +283,8 @@ class PerceptionNode(Node):
             m.header.stamp = stamp
             m.header.frame_id = self.table_frame
             m.ns, m.id, m.type, m.action = 'object_cells', i, Marker.CUBE, Marker.ADD
-            p_T = X[:2] + R @ p_OC
-            set_pose(m.pose, np.array([p_T[0], p_T[1], X[2]]))
+            p_W = X[:2] + R @ p_OC
+            set_planar_pose(m.pose, np.array([p_W[0], p_W[1], X[2]]))
             m.pose.position.z = float(h) / 2
             m.scale.x = m.scale.y = grid.cell_size * 0.95
             m.scale.z = max(float(h), 1e-3)

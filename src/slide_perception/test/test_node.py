@@ -17,16 +17,16 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
-from slide_perception.convert import (  # noqa: E402
-    cloud_to_xyz,
-    msg_to_grid,
-    pose_to_planar,
-    xyz_to_cloud,
-)
 from slide_perception.node import PerceptionNode  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_core.model import load_object  # noqa: E402
+from slide_core.io import (  # noqa: E402
+    cloud_to_xyz,
+    grid_from_msg,
+    pose_to_planar,
+    xyz_to_cloud,
+)
+from slide_core.model import load_object, load_workcell  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 from slide_sim.camera import RgbdCamera, point_cloud  # noqa: E402
 from slide_sim.twin import Twin  # noqa: E402
@@ -94,7 +94,7 @@ def statuses(h: Harness) -> list[str]:
 def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
     h = harness
     spec = load_object('box')
-    twin = Twin(spec, (0.4, -0.1, 0.4))
+    twin = Twin(spec, load_workcell(), (0.4, -0.1, 0.4))
     with RgbdCamera(twin.model) as camera:
         cloud_C = point_cloud(camera.capture(twin.data), world=False)
         assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
@@ -105,7 +105,7 @@ def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         h.probe.create_subscription(ObjectGrid, '/object/grid', grids.append, latched)
         assert h.spin_until(lambda: len(grids) == 1)
-        grid, X_grid = msg_to_grid(grids[0])
+        grid, X_grid = grid_from_msg(grids[0])
         assert grids[0].header.frame_id == 'table'
         assert grid.n == spec.grid.n
         X0 = pose_to_planar(h.poses[0].pose)
@@ -140,7 +140,7 @@ def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
     future = client.call_async(Trigger.Request())
     assert h.spin_until(future.done)
     assert future.result().success
-    empty_twin = Twin(spec, (0.4, -0.1, 0.4))
+    empty_twin = Twin(spec, load_workcell(), (0.4, -0.1, 0.4))
     q = empty_twin.model.jnt_qposadr[0]
     empty_twin.data.qpos[q : q + 3] = [3.0, 0.0, -1.0]  # off the table, out of view
     empty_twin.settle(0.01)

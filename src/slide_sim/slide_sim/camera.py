@@ -44,13 +44,13 @@ class Intrinsics:
 @dataclass
 class RgbdFrame:
     """One frame: colour (H, W, 3) uint8, depth (H, W) float32 [m] (0 = no data), and the
-    camera pose X_WC: R_WC (3, 3), p_WC (3,) of the optical frame in the world."""
+    camera pose X_WK: R_WK (3, 3), p_WK (3,) of the optical frame in the world."""
 
     rgb: NDArray[np.uint8]
     depth: NDArray[np.float32]
     intrinsics: Intrinsics
-    R_WC: FloatArray
-    p_WC: FloatArray
+    R_WK: FloatArray
+    p_WK: FloatArray
     time: float
 
 
@@ -92,12 +92,12 @@ class RgbdCamera:
             depth = np.round(depth / DEPTH_UNIT_M) * DEPTH_UNIT_M
             depth[self._rng.random(depth.shape) < HOLE_FRACTION] = 0.0
         depth[depth > MAX_RANGE_M] = 0.0
-        R_WC = data.cam_xmat[self._id].reshape(3, 3) @ R_MUJOCO_OPTICAL
+        R_WK = data.cam_xmat[self._id].reshape(3, 3) @ R_MUJOCO_OPTICAL
         return RgbdFrame(
             rgb,
             depth.astype(np.float32),
             self.intrinsics,
-            R_WC,
+            R_WK,
             data.cam_xpos[self._id].copy(),
             float(data.time),
         )
@@ -108,7 +108,7 @@ def point_cloud(frame: RgbdFrame, world: bool = True) -> FloatArray:
     k = frame.intrinsics
     v, u = np.nonzero(frame.depth > 0)
     z = frame.depth[v, u].astype(float)
-    p_C = np.column_stack(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z))
+    p_K = np.column_stack(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z))
     if not world:
-        return p_C
-    return np.asarray(p_C @ frame.R_WC.T + frame.p_WC, dtype=float)
+        return p_K
+    return np.asarray(p_K @ frame.R_WK.T + frame.p_WK, dtype=float)

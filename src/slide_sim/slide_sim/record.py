@@ -7,14 +7,17 @@ The bag is what the robot would record with ``ros2 bag record`` (and readable by
 | /object/grid | slide_interfaces/msg/ObjectGrid | once, at the start |
 | /object/pose | geometry_msgs/msg/PoseStamped | 100 Hz during pushes |
 | /pusher/pose | geometry_msgs/msg/PoseStamped | 100 Hz during pushes |
-| /ft/wrench | geometry_msgs/msg/WrenchStamped | 500 Hz (every physics step) |
+| /ft/wrench | geometry_msgs/msg/WrenchStamped | 500 Hz (every physics step), table frame |
 | /push/primitive | slide_interfaces/msg/PushPrimitive | at each push start |
 | /push/start, /push/end | std_msgs/msg/UInt32 (push index) | stroke start and end |
 | /ground_truth | slide_interfaces/msg/GroundTruth | start, and after each push |
 
 The slide_interfaces types are registered in the bag from their .msg definitions, found
 through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time from a
-fixed origin, so the same seed gives the same bag contents.
+fixed origin, so the same seed gives the same bag contents. The exploratory pushes are the
+core's (:func:`slide_core.identification.random_push`). The bag is written to a temporary
+folder beside ``out`` and moved there when complete: an interrupted recording leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -31,13 +34,13 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
 from slide_core.errors import SlideInputError
-from slide_core.model import ObjectSpec
+from slide_core.files import atomic_path
+from slide_core.identification import random_push
+from slide_core.model import ObjectSpec, Workcell
 from slide_sim.twin import PushRecording, Twin
 
 EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01 00:00:00 UTC: the bag's time origin
 POSE_DECIMATION = 5  # 500 Hz physics -> 100 Hz poses
-TABLE_FRAME = 'table'
-FT_FRAME = 'ft_sensor'
 
 TOPICS = {
     '/object/grid': 'slide_interfaces/msg/ObjectGrid',
@@ -74,8 +77,8 @@ def typestore() -> Typestore:
 
 
 class _Bag:
-    def __init__(self, writer: Writer, store: Typestore) -> None:
-        self.writer, self.store = writer, store
+    def __init__(self, writer: Writer, store: Typestore, frame: str) -> None:
+        self.writer, self.store, self.frame = writer, store, frame
         self.conns = {t: writer.add_connection(t, m, typestore=store) for t, m in TOPICS.items()}
         self.T = store.types
         self.counts = dict.fromkeys(TOPICS, 0)
@@ -105,7 +108,7 @@ class _Bag:
         g = spec.grid
         rows, cols = g.shape
         return self.T['slide_interfaces/msg/ObjectGrid'](
-            header=self.header(t, TABLE_FRAME),
+            header=self.header(t, self.frame),
             pose=self.pose((X_WO[0], X_WO[1], 0.0, X_WO[2])),
             cell_size=g.cell_size,
             rows=rows,
@@ -122,7 +125,7 @@ class _Bag:
             loss=float('nan'),
         )
         return self.T['slide_interfaces/msg/GroundTruth'](
-            header=self.header(t, TABLE_FRAME),
+            header=self.header(t, self.frame),
             name=spec.name,
             grid=self.grid(spec, twin.object_pose(), t),
             model=model,
@@ -133,15 +136,16 @@ class _Bag:
 def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
     T = bag.T
     t0, t1 = float(rec.t[rec.start]), float(rec.t[rec.end])
-    cell = twin.cell
+    tip = twin.cell.fingertip
     Vec3, Point = T['geometry_msgs/msg/Vector3'], T['geometry_msgs/msg/Point']
+    prim = rec.primitive
     primitive = T['slide_interfaces/msg/PushPrimitive'](
-        contact=Point(x=float(rec.contact_O[0]), y=float(rec.contact_O[1]), z=0.0),
-        direction=Vec3(x=float(rec.direction_O[0]), y=float(rec.direction_O[1]), z=0.0),
-        travel=rec.travel,
-        speed=rec.speed,
-        fingertip_radius=cell.fingertip_radius,
-        height=twin.tip_z,
+        contact=Point(x=float(prim.p_OA[0]), y=float(prim.p_OA[1]), z=0.0),
+        direction=Vec3(x=float(prim.d_O[0]), y=float(prim.d_O[1]), z=0.0),
+        travel=prim.travel,
+        speed=prim.speed,
+        fingertip_radius=tip.radius,
+        height=tip.height,
     )
     bag.write('/push/primitive', t0, primitive)
     bag.write('/push/start', t0, T['std_msgs/msg/UInt32'](data=index))
@@ -149,7 +153,7 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
         t = float(t)
         w = rec.wrench_W[k]
         wrench = T['geometry_msgs/msg/WrenchStamped'](
-            header=bag.header(t, FT_FRAME),
+            header=bag.header(t, bag.frame),  # the twin's sensor keeps the table's axes
             wrench=T['geometry_msgs/msg/Wrench'](
                 force=Vec3(x=float(w[0]), y=float(w[1]), z=float(w[2])),
                 torque=Vec3(x=float(w[3]), y=float(w[4]), z=float(w[5])),
@@ -162,13 +166,13 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
             bag.write(
                 '/object/pose',
                 t,
-                Pose(header=bag.header(t, TABLE_FRAME), pose=bag.pose((X[0], X[1], 0.0, X[2]))),
+                Pose(header=bag.header(t, bag.frame), pose=bag.pose((X[0], X[1], 0.0, X[2]))),
             )
             p = rec.p_WF[k]
             bag.write(
                 '/pusher/pose',
                 t,
-                Pose(header=bag.header(t, TABLE_FRAME), pose=bag.pose((p[0], p[1], p[2], 0.0))),
+                Pose(header=bag.header(t, bag.frame), pose=bag.pose((p[0], p[1], p[2], 0.0))),
             )
         if k == rec.end:
             bag.write('/push/end', t1, T['std_msgs/msg/UInt32'](data=index))
@@ -176,6 +180,7 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
 
 def record(
     spec: ObjectSpec,
+    cell: Workcell,
     pushes: int,
     seed: int,
     out: str | Path,
@@ -193,21 +198,26 @@ def record(
         raise SlideInputError(f'{out} exists: give a new path for the bag')
     store = typestore()
     rng = np.random.default_rng(seed)
-    twin = Twin(spec, X_WO)
-    with Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-        bag = _Bag(writer, store)
-        bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
-        bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-        done = 0
-        for i in range(pushes):
-            rec = twin.random_push(rng)
-            _write_push(bag, i, rec, twin)
+    twin = Twin(spec, cell, X_WO)
+    frame = cell.table.frame_id
+    with atomic_path(out, directory=True) as tmp:
+        with Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+            bag = _Bag(writer, store, frame)
+            bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
             bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-            done += 1
-            progress(done, pushes)
-            if twin.fell():
-                break
-        counts = dict(bag.counts)
+            done = 0
+            for i in range(pushes):
+                primitive = random_push(
+                    spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng
+                )
+                rec = twin.push(primitive)
+                _write_push(bag, i, rec, twin)
+                bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                done += 1
+                progress(done, pushes)
+                if twin.fell():
+                    break
+            counts = dict(bag.counts)
     return {
         'bag': str(out),
         'object': spec.name,

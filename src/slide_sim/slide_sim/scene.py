@@ -12,34 +12,15 @@ specified coefficient.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from slide_core.geometry import FloatArray
+from slide_core.model import ObjectSpec, Workcell
+from slide_core.perception import load_extrinsics
 
-import numpy as np
-
-from slide_core.model import ObjectSpec
-
+CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
-
-
-@dataclass(frozen=True)
-class Workcell:
-    """Dimensions [m] and pusher settings of the twin."""
-
-    table_depth: float = 0.8
-    table_width: float = 1.2
-    table_thickness: float = 0.04
-    table_height: float = 0.75
-    fingertip_radius: float = 0.008
-    fingertip_mu: float = 0.3
-    fingertip_clearance: float = 0.002  # fingertip bottom above the table top
-    fingertip_length: float = 0.03
-    pusher_kp: float = 4000.0  # N/m: a stiff position-controlled arm
-    pusher_kv: float = 200.0  # N s/m
-    timestep: float = 0.002  # s
-    gripper_opening: float = 0.08  # Franka Hand: 8 cm between the fingers
-    finger_depth: float = 0.04  # how far the finger pads reach
-    finger_width: float = 0.02
-    gripper_force: float = 70.0  # N per finger, at most
+PUSHER_KP = 4000.0  # N/m: a stiff position-controlled arm
+PUSHER_KV = 200.0  # N s/m
+TIMESTEP = 0.002  # s
 
 
 def object_xml(spec: ObjectSpec, X_WO: tuple[float, float, float]) -> str:
@@ -62,23 +43,35 @@ def object_xml(spec: ObjectSpec, X_WO: tuple[float, float, float]) -> str:
     )
 
 
+def camera_xml(R_WK: FloatArray, p_WK: FloatArray) -> str:
+    """The ``rgbd`` camera at the calibrated optical frame X_WK (z forward, x right, y down;
+    a MuJoCo camera looks along its -z with y up)."""
+    x_axis, y_axis = R_WK[:, 0], -R_WK[:, 1]
+    pos = ' '.join(f'{v:.6f}' for v in p_WK)
+    axes = ' '.join(f'{v:.6f}' for v in (*x_axis, *y_axis))
+    return f'<camera name="rgbd" pos="{pos}" xyaxes="{axes}" fovy="{CAMERA_FOVY_DEG}"/>'
+
+
 def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workcell) -> str:
-    """The whole scene."""
-    d, w, t = cell.table_depth, cell.table_width, cell.table_thickness
-    r, length = cell.fingertip_radius, cell.fingertip_length
-    z_tip = cell.fingertip_clearance + length / 2
+    """The whole scene: the workcell's dimensions, the object, the camera where the
+    extrinsics file puts it."""
+    t_, f, g = cell.table, cell.fingertip, cell.gripper
+    d, w, t = t_.depth, t_.width, t_.thickness
+    r, length = f.radius, f.length
+    z_tip = f.height
+    R_WK, p_WK = load_extrinsics(cell.camera_extrinsics)
     return f"""
 <mujoco model="slide_workcell">
   <compiler angle="radian"/>
-  <option timestep="{cell.timestep}" cone="elliptic" impratio="10" integrator="implicitfast"/>
+  <option timestep="{TIMESTEP}" cone="elliptic" impratio="10" integrator="implicitfast"/>
   <visual><global offwidth="640" offheight="480"/></visual>
   <worldbody>
     <light pos="0.4 0 1.5" dir="0 0 -1"/>
-    <geom name="floor" type="plane" size="3 3 0.1" pos="0 0 {-cell.table_height:.4f}"
+    <geom name="floor" type="plane" size="3 3 0.1" pos="0 0 {-t_.height:.4f}"
           friction="0 0 0" rgba="0.6 0.6 0.6 1"/>
     <geom name="table" type="box" size="{d / 2} {w / 2} {t / 2}" pos="{d / 2} 0 {-t / 2}"
           friction="0 0 0" rgba="0.72 0.58 0.42 1"/>
-    <camera name="rgbd" pos="0.35 0 0.9" xyaxes="0 -1 0 1 0 0" fovy="58"/>
+    {camera_xml(R_WK, p_WK)}
     {object_xml(spec, X_WO)}
     <body name="carriage" pos="0 0 0" gravcomp="1">
       <joint name="pusher_x" type="slide" axis="1 0 0" ref="0" damping="0"/>
@@ -88,7 +81,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
       <body name="fingertip" pos="0 0 {z_tip:.6f}" gravcomp="1">
         <site name="ft" pos="0 0 0"/>
         <geom name="fingertip" type="cylinder" size="{r} {length / 2}" mass="0.02"
-              friction="{cell.fingertip_mu} 0.005 0.0001" priority="2" condim="3"
+              friction="{f.mu} 0.005 0.0001" priority="2" condim="3"
               rgba="0.1 0.1 0.1 1"/>
       </body>
     </body>
@@ -99,36 +92,36 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
            bodies' mass, and 50 g pads sank through light objects under 70 N. Pads resist
            rolling (condim 6), as a flat pad's pressure distribution resists tipping. -->
       <body name="finger_top" gravcomp="1">
-        <joint name="finger_top" type="slide" axis="0 0 1" range="0 {cell.gripper_opening / 2}"
+        <joint name="finger_top" type="slide" axis="0 0 1" range="0 {g.max_opening / 2}"
                damping="20"/>
         <geom name="finger_top" type="box"
-              size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
-              pos="{cell.finger_depth / 2} 0 0.005" mass="0.5" friction="1.0 0.02 0.02"
+              size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
+              pos="{g.finger_depth / 2} 0 0.005" mass="0.5" friction="1.0 0.02 0.02"
               priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>
       <body name="finger_bottom" gravcomp="1">
         <joint name="finger_bottom" type="slide" axis="0 0 -1"
-               range="0 {cell.gripper_opening / 2}" damping="20"/>
+               range="0 {g.max_opening / 2}" damping="20"/>
         <geom name="finger_bottom" type="box"
-              size="{cell.finger_depth / 2} {cell.finger_width / 2} 0.005"
-              pos="{cell.finger_depth / 2} 0 -0.005" mass="0.5" friction="1.0 0.02 0.02"
+              size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
+              pos="{g.finger_depth / 2} 0 -0.005" mass="0.5" friction="1.0 0.02 0.02"
               priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>
     </body>
   </worldbody>
   <actuator>
-    <position name="pusher_x" joint="pusher_x" kp="{cell.pusher_kp}" kv="{cell.pusher_kv}"
+    <position name="pusher_x" joint="pusher_x" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
               ctrlrange="-2 2"/>
-    <position name="pusher_y" joint="pusher_y" kp="{cell.pusher_kp}" kv="{cell.pusher_kv}"
+    <position name="pusher_y" joint="pusher_y" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
               ctrlrange="-2 2"/>
-    <position name="pusher_z" joint="pusher_z" kp="{cell.pusher_kp}" kv="{cell.pusher_kv}"
+    <position name="pusher_z" joint="pusher_z" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
               ctrlrange="-1 2"/>
     <position name="finger_top" joint="finger_top" kp="{FINGER_KP}" kv="40"
-              forcerange="{-cell.gripper_force} {cell.gripper_force}" ctrlrange="0 0.04"/>
+              forcerange="{-g.force} {g.force}" ctrlrange="0 0.04"/>
     <position name="finger_bottom" joint="finger_bottom" kp="{FINGER_KP}" kv="40"
-              forcerange="{-cell.gripper_force} {cell.gripper_force}" ctrlrange="0 0.04"/>
+              forcerange="{-g.force} {g.force}" ctrlrange="0 0.04"/>
   </actuator>
   <sensor>
     <force name="ft_force" site="ft"/>
@@ -136,14 +129,3 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
   </sensor>
 </mujoco>
 """
-
-
-def default_pose(spec: ObjectSpec, cell: Workcell) -> tuple[float, float, float]:
-    """A pose well inside the table for the object."""
-    return (min(0.35, cell.table_depth / 2), 0.0, 0.0)
-
-
-def object_extent(spec: ObjectSpec) -> float:
-    """Radius [m] of the circle around O that contains every cell."""
-    g = spec.grid
-    return float(np.linalg.norm(g.p_OC, axis=1).max() + g.cell_size / np.sqrt(2))

@@ -1,9 +1,9 @@
-"""The twin: a MuJoCo workcell with one object and a position-driven fingertip pusher.
+"""The twin: a MuJoCo workcell with one object, a position-driven fingertip and a gripper.
 
-Pushes are executed as a position-controlled arm would: the pusher lifts, moves above the
-start point, lowers to the push height, drives a straight line at a commanded speed
-(stiff position servo, so it lags a little under load), retracts and lifts. The 6-axis
-force/torque sensor sits at the fingertip's mount (site ``ft``); it reads the force the
+It is hardware and nothing more. The fingertip follows Cartesian waypoints at commanded
+speeds as a position-controlled arm would (stiff servo, so it lags a little under load);
+which waypoints make a push is decided above it (:func:`slide_core.model.push_waypoints`).
+The 6-axis force/torque sensor sits at the fingertip's mount (site ``ft``); it reads the force the
 mount applies to the fingertip, which is the force the fingertip applies to the object
 (the fingertip's own weight is compensated). Ground truth: the object's pose, whether it
 fell, and its true maps.
@@ -17,16 +17,11 @@ import math
 
 import mujoco
 import numpy as np
-from numpy.typing import NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.model import ObjectSpec
-from slide_core.physics import RigidModel
-from slide_sim.scene import FINGER_KP, Workcell, default_pose, object_extent, workcell_xml
-
-FloatArray = NDArray[np.float64]
-
-LIFT_Z = 0.12  # pusher travel height above the table [m]
+from slide_core.geometry import FloatArray
+from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
+from slide_sim.scene import FINGER_KP, workcell_xml
 
 
 @dataclass
@@ -39,9 +34,7 @@ class PushRecording:
         p_WF: (N, 3) fingertip centre (its axis at the push height).
         wrench_W: (N, 6) F/T reading: force [N] and torque [N m] the pusher applied, world
             frame axes (the sensor does not rotate).
-        contact_O, direction_O: the commanded contact point and direction (object frame at
-            the start of the push).
-        travel, speed: commanded travel [m] and speed [m/s].
+        primitive: the push.
         start, end: indices in the arrays where the pusher's straight stroke began and ended.
         fell: whether the object had fallen off the table by the end of the push.
     """
@@ -50,10 +43,7 @@ class PushRecording:
     X_WO: FloatArray
     p_WF: FloatArray
     wrench_W: FloatArray
-    contact_O: FloatArray
-    direction_O: FloatArray
-    travel: float
-    speed: float
+    primitive: Primitive
     start: int
     end: int
     fell: bool = False
@@ -64,19 +54,19 @@ class Twin:
 
     Args:
         spec: the object.
+        cell: the workcell (``config/workcell.yaml``).
         X_WO: initial object pose (x, y, yaw) in the table frame; inside the table by default.
-        cell: workcell dimensions and pusher settings.
     """
 
     def __init__(
         self,
         spec: ObjectSpec,
+        cell: Workcell,
         X_WO: tuple[float, float, float] | None = None,
-        cell: Workcell | None = None,
     ) -> None:
         self.spec = spec
-        self.cell = cell or Workcell()
-        pose = X_WO or default_pose(spec, self.cell)
+        self.cell = cell
+        pose = X_WO or (min(0.35, cell.table.depth / 2), 0.0, 0.0)
         if not all(math.isfinite(v) for v in pose):
             raise SlideInputError(f'initial pose must be finite, got {pose}')
         self.model = mujoco.MjModel.from_xml_string(workcell_xml(spec, pose, self.cell))
@@ -91,14 +81,15 @@ class Twin:
         ]
         self._force = m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, 'ft_force')]
         self._torque = m.sensor_adr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, 'ft_torque')]
-        self.tip_z = self.cell.fingertip_clearance + self.cell.fingertip_length / 2
+        # The carriage's joints are offsets of the fingertip's centre from (0, 0, tip_z).
+        self.tip_z = self.cell.fingertip.height
         self._tip_weight = float(m.body_mass[self._tip]) * -float(m.opt.gravity[2])
         # Park the pusher off the table, lifted.
-        park = np.array([-0.25, 0.0, LIFT_Z])
+        park = np.array([-0.25, 0.0, LIFT])
         for q, v in zip(self._q, park, strict=True):
             self.data.qpos[q] = v
         self.data.ctrl[:3] = park
-        self.data.ctrl[3:5] = self.cell.gripper_opening / 2  # gripper open
+        self.data.ctrl[3:5] = self.cell.gripper.max_opening / 2  # gripper open
         self._hand = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'hand')]
         mujoco.mj_forward(self.model, self.data)
         self.settle(0.2)
@@ -196,63 +187,59 @@ class Twin:
     def _sample(self) -> tuple:
         return (self.time, self.object_pose(), self.fingertip(), self.wrench())
 
+    def follow(
+        self,
+        waypoints: list[Waypoint],
+        record: str = 'stroke',
+        on_step: Callable[[], None] | None = None,
+    ) -> tuple[list[tuple], int, int]:
+        """Drive the fingertip's set point through ``waypoints`` (centres in the table
+        frame), each in a straight line at its speed, then held for its dwell.
+
+        Samples (time, object pose, fingertip, wrench) are logged every physics step from
+        the start of the waypoint whose phase is ``record`` to the end of the next one;
+        returns them with the indices where that waypoint's motion began and ended.
+        ``on_step`` is called after every logged step (to render camera frames, say)."""
+        log: list[tuple] = []
+        start = end = -1
+        logging = False
+        for wp in waypoints:
+            p = np.asarray(wp.p_WF, dtype=float)
+            if p.shape != (3,) or not np.isfinite(p).all() or not wp.speed > 0:
+                raise SlideInputError(f'waypoint {wp.phase}: bad position {p} or speed')
+            target = np.array([p[0], p[1], p[2] - self.tip_z])
+            if wp.phase == record:
+                logging = True
+                start = len(log)
+                log.append(self._sample())
+            self._move(target, wp.speed, log if logging else None, on_step if logging else None)
+            if wp.phase == record:
+                end = len(log) - 1
+            for _ in range(int(round(wp.dwell_s / self.model.opt.timestep))):
+                mujoco.mj_step(self.model, self.data)
+                if logging:
+                    log.append(self._sample())
+                    if on_step is not None:
+                        on_step()
+            if logging and wp.phase != record:
+                logging = False
+        return log, start, end
+
     def push(
         self,
-        contact_O: tuple[float, float] | FloatArray,
-        direction_O: tuple[float, float] | FloatArray,
-        travel: float,
-        speed: float = 0.05,
-        approach: float = 0.02,
-        retract: float = 0.02,
+        primitive: Primitive,
+        X_WO: FloatArray | None = None,
         on_step: Callable[[], None] | None = None,
     ) -> PushRecording:
-        """Push once: ``contact_O`` and ``direction_O`` in the object frame at the start.
-
-        The fingertip starts ``approach`` metres plus its radius before the contact point,
-        drives ``approach + travel`` along the direction at ``speed`` m/s, pulls back by
-        ``retract`` and lifts. ``on_step`` is called after every physics step while the
-        fingertip pushes and the object comes to rest (to render camera frames, say).
-        Raises SlideInputError on a non-positive travel or speed.
-        """
-        if not (travel > 0 and speed > 0 and approach >= 0):
-            raise SlideInputError('travel and speed must be positive and approach >= 0')
-        c = np.asarray(contact_O, dtype=float)
-        u = np.asarray(direction_O, dtype=float)
-        if (
-            c.shape != (2,)
-            or u.shape != (2,)
-            or not np.isfinite(c).all()
-            or np.linalg.norm(u) == 0
-        ):
-            raise SlideInputError(
-                'contact_O and direction_O must be finite 2-vectors, direction non-zero'
-            )
-        u = u / np.linalg.norm(u)
-        X = self.object_pose()
-        R = np.array([[math.cos(X[2]), -math.sin(X[2])], [math.sin(X[2]), math.cos(X[2])]])
-        c_W, u_W = X[:2] + R @ c, R @ u
-        start = c_W - u_W * (approach + self.cell.fingertip_radius)
-        end = start + u_W * (approach + travel)
-        log: list[tuple] = []
-        lift = LIFT_Z - self.tip_z
-        self._move(np.array([*start, lift]), 0.3)
-        self._move(np.array([*start, 0.0]), 0.1)
-        self.settle(0.05)
-        i0 = len(log)
-        log.append(self._sample())
-        self._move(np.array([*end, 0.0]), speed, log, on_step)
-        i1 = len(log) - 1
-        # Let the object come to rest before retracting (free sliding is data too).
-        for _ in range(int(0.3 / self.model.opt.timestep)):
-            mujoco.mj_step(self.model, self.data)
-            log.append(self._sample())
-            if on_step is not None:
-                on_step()
-        back = end - u_W * retract
-        self._move(np.array([*back, 0.0]), speed, log)
-        self._move(np.array([*back, lift]), 0.1)
-        t, X_WO, p, w = (np.array(v) for v in zip(*log, strict=True))
-        return PushRecording(t, X_WO, p, w, c, u, float(travel), float(speed), i0, i1, self.fell())
+        """One push, resolved at X_WO (the object's true pose by default) into the
+        workcell's fingertip waypoints. The log runs from the stroke's start through the
+        settle pause and the retract."""
+        X = self.object_pose() if X_WO is None else np.asarray(X_WO, dtype=float)
+        waypoints = push_waypoints(primitive, X, self.cell.fingertip)
+        log, i0, i1 = self.follow(waypoints, 'stroke', on_step)
+        # The retract belongs to the log as well (the fingertip leaves the object).
+        t, X_WO_, p, w = (np.array(v) for v in zip(*log, strict=True))
+        return PushRecording(t, X_WO_, p, w, primitive, i0, i1, self.fell())
 
     def _move_hand(self, target: FloatArray, speed: float) -> None:
         start = np.array(self.data.mocap_pos[self._hand], dtype=float)
@@ -282,9 +269,9 @@ class Twin:
         d = np.array([math.cos(yaw), math.sin(yaw)])
         z_mid = float(self.spec.grid.heights.max()) / 2 if z is None else float(z)
         front = np.asarray(p_W, dtype=float)
-        origin = front - d * self.cell.finger_depth
+        origin = front - d * self.cell.gripper.finger_depth
         z0 = self.object_height()
-        self.data.ctrl[3:5] = self.cell.gripper_opening / 2
+        self.data.ctrl[3:5] = self.cell.gripper.max_opening / 2
         self.data.mocap_quat[self._hand] = _yaw_quat(yaw)
         self._move_hand(np.array([*(origin - d * 0.08), 0.3]), 0.5)
         self._move_hand(np.array([*(origin - d * 0.08), z_mid]), 0.3)
@@ -294,8 +281,8 @@ class Twin:
         # As a real parallel gripper's grasp(width, force): the set point lies just inside
         # the object, so the servo squeezes with the configured force at its surfaces
         # (a set point far inside drove the pads through the object once it was lifted).
-        open_ = self.cell.gripper_opening / 2
-        target = max(0.0, z_mid - self.cell.gripper_force / FINGER_KP)
+        open_ = self.cell.gripper.max_opening / 2
+        target = max(0.0, z_mid - self.cell.gripper.force / FINGER_KP)
         steps = int(0.5 / self.model.opt.timestep)
         for k in range(1, steps + 1):
             self.data.ctrl[3:5] = open_ + (target - open_) * k / steps
@@ -323,37 +310,6 @@ class Twin:
                 return True
         return False
 
-    def random_push(self, rng: np.random.Generator) -> PushRecording:
-        """An exploratory push: a point on the contour, along the inward normal plus a random
-        angle (within 30 degrees), 3 to 7 cm at 3 to 6 cm/s. Safe: a candidate that would
-        carry the object out of the middle of the table is drawn again."""
-        X = self.object_pose()
-        margin = object_extent(self.spec) + 0.08
-        lo = np.array([margin, -self.cell.table_width / 2 + margin])
-        hi = np.array([self.cell.table_depth - margin, self.cell.table_width / 2 - margin])
-        for _ in range(50):
-            contact, normal_in = contour_point(self.spec, rng)
-            a = rng.uniform(-math.radians(30), math.radians(30))
-            direction = np.array(
-                [
-                    math.cos(a) * normal_in[0] - math.sin(a) * normal_in[1],
-                    math.sin(a) * normal_in[0] + math.cos(a) * normal_in[1],
-                ]
-            )
-            travel = rng.uniform(0.03, 0.07)
-            # The fingertip comes down beside the object, not on it (a concave outline can
-            # put the approach over another part).
-            start = contact - direction * (0.02 + self.cell.fingertip_radius)
-            if _distance_to_cells(self.spec, start) < self.cell.fingertip_radius + 0.003:
-                continue
-            c, s = math.cos(X[2]), math.sin(X[2])
-            moved = X[:2] + travel * np.array(
-                [c * direction[0] - s * direction[1], s * direction[0] + c * direction[1]]
-            )
-            if np.all(moved >= lo) and np.all(moved <= hi):
-                break
-        return self.push(contact, direction, travel, rng.uniform(0.03, 0.06))
-
 
 @dataclass
 class GraspResult:
@@ -369,34 +325,3 @@ class GraspResult:
 
 def _yaw_quat(yaw: float) -> FloatArray:
     return np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
-
-
-def _distance_to_cells(spec: ObjectSpec, p_O: FloatArray) -> float:
-    """Distance [m] from a point of the object frame to the nearest cell square."""
-    model = RigidModel.of(spec.grid)
-    return float(model.closest_point((p_O - model.p_OG)[None, :])[1][0])
-
-
-def contour_point(spec: ObjectSpec, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
-    """A random point on the object's outline (object frame) and the inward normal there."""
-    g = spec.grid
-    half = g.cell_size / 2
-    cells, _, normals = g.outline_sides()
-    k = int(rng.integers(len(cells)))
-    i, n_out = int(cells[k]), normals[k]
-    along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half
-    return g.p_OC[i] + n_out * half + along, -n_out
-
-
-def exploration(
-    spec: ObjectSpec,
-    pushes: int,
-    seed: int,
-    X_WO: tuple[float, float, float] | None = None,
-) -> tuple[Twin, list[PushRecording]]:
-    """A twin with the object and ``pushes`` random exploratory pushes, reproducible."""
-    if pushes < 1:
-        raise SlideInputError(f'pushes must be at least 1, got {pushes}')
-    rng = np.random.default_rng(seed)
-    twin = Twin(spec, X_WO)
-    return twin, [twin.random_push(rng) for _ in range(pushes)]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from slide_core.model import load_object
+from slide_core.model import load_object, load_workcell
 from slide_sim.camera import DEPTH_UNIT_M, RgbdCamera, point_cloud
 from slide_sim.twin import Twin
 
 
 def test_depth_sees_the_table_and_the_object_on_it() -> None:
     spec = load_object('box')  # 5 cm tall
-    twin = Twin(spec, (0.35, 0.0, 0.0))
+    twin = Twin(spec, load_workcell(), (0.35, 0.0, 0.0))
     with RgbdCamera(twin.model, seed=1) as camera:
         frame = camera.capture(twin.data)
         clean = camera.capture(twin.data, noise=False)

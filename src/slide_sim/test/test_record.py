@@ -21,9 +21,9 @@ def read(bag: Path) -> dict[str, list[tuple[int, bytes]]]:
     return out
 
 
-def test_bag_holds_every_push_and_topic_and_reads_back(tmp_path: Path) -> None:
+def test_bag_holds_every_push_and_topic_and_reads_back(tmp_path: Path, workcell) -> None:
     bag = tmp_path / 'hammer'
-    summary = record(load_object('hammer'), 2, seed=3, out=bag)
+    summary = record(load_object('hammer'), workcell, 2, seed=3, out=bag)
     assert summary['pushes'] == 2 and not summary['fell']
     data = read(bag)
     assert set(data) == set(TOPICS)
@@ -51,20 +51,33 @@ def test_bag_holds_every_push_and_topic_and_reads_back(tmp_path: Path) -> None:
     assert data['/push/start'][0][0] < data['/push/end'][0][0] < data['/push/start'][1][0]
 
 
-def test_same_seed_same_bag_contents(tmp_path: Path) -> None:
+def test_same_seed_same_bag_contents(tmp_path: Path, workcell) -> None:
     spec = load_object('toothpaste')
-    record(spec, 1, seed=5, out=tmp_path / 'a')
-    record(spec, 1, seed=5, out=tmp_path / 'b')
-    record(spec, 1, seed=6, out=tmp_path / 'c')
+    record(spec, workcell, 1, seed=5, out=tmp_path / 'a')
+    record(spec, workcell, 1, seed=5, out=tmp_path / 'b')
+    record(spec, workcell, 1, seed=6, out=tmp_path / 'c')
     a, b, c = read(tmp_path / 'a'), read(tmp_path / 'b'), read(tmp_path / 'c')
     assert a == b
     assert a['/push/primitive'] != c['/push/primitive']
 
 
-def test_bad_requests(tmp_path: Path) -> None:
+def test_bad_requests(tmp_path: Path, workcell) -> None:
     spec = load_object('hammer')
     with pytest.raises(SlideInputError, match='at least 1'):
-        record(spec, 0, seed=0, out=tmp_path / 'x')
+        record(spec, workcell, 0, seed=0, out=tmp_path / 'x')
     (tmp_path / 'exists').mkdir()
     with pytest.raises(SlideInputError, match='exists'):
-        record(spec, 1, seed=0, out=tmp_path / 'exists')
+        record(spec, workcell, 1, seed=0, out=tmp_path / 'exists')
+
+
+def test_an_interrupted_recording_leaves_no_bag_behind(tmp_path: Path, workcell) -> None:
+    spec = load_object('toothpaste')
+
+    def interrupt(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        record(spec, workcell, 3, seed=0, out=tmp_path / 'bag', progress=interrupt)
+    assert list(tmp_path.iterdir()) == []
+    # ... and the same path records cleanly afterwards.
+    assert record(spec, workcell, 1, seed=0, out=tmp_path / 'bag')['pushes'] == 1

@@ -77,21 +77,21 @@ def _progress(message: str) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     if args.suite == 'physics':
-        from slide_core import bench_physics
+        from slide_bringup.bench import physics as bench_physics
 
         result = bench_physics.run(progress=_progress, reference=not args.no_reference)
     elif args.suite == 'perception':
-        from slide_sim import bench_perception
+        from slide_bringup.bench import perception as bench_perception
 
         result = bench_perception.run(args.objects, args.poses, args.seed, progress=_progress)
     elif args.suite == 'identification':
-        from slide_sim import bench_identification
+        from slide_bringup.bench import identification as bench_identification
 
         result = bench_identification.run(
             args.objects, args.methods, args.seed, args.png, progress=_progress
         )
     elif args.suite == 'pregrasp':
-        from slide_sim import bench_pregrasp
+        from slide_bringup.bench import pregrasp as bench_pregrasp
 
         result = bench_pregrasp.run(
             args.objects,
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             overhang_weight=args.overhang_weight,
         )
     elif args.suite == 'mit-push':
-        from slide_core import mitpush
+        from slide_bringup.bench import mitpush
 
         result = mitpush.run(args.data, progress=_progress)
     else:

@@ -2,7 +2,7 @@
 
 Random initial pose, exploratory pushes, identification, a goal at the table edge,
 closed-loop planned pushes, the grasp of the overhang and a lift
-(:func:`slide_sim.episode.run_episode`).
+(:func:`slide_bringup.episode.run_episode`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from slide_core.plan import METHODS
+from slide_core.task import EXPLORATION, MODEL_SOURCES
 
 NAME = 'episode'
 HELP = 'run the whole pre-grasp task once in the MuJoCo twin (explore, identify, plan, grasp)'
@@ -29,9 +29,15 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
     parser.add_argument('--seed', type=int, default=0, help='random seed (initial pose, pushes)')
     parser.add_argument(
         '--method',
-        choices=METHODS,
+        choices=MODEL_SOURCES,
         default='probabilistic',
         help='which models the planner gets (default probabilistic)',
+    )
+    parser.add_argument(
+        '--exploration',
+        choices=EXPLORATION,
+        default='random',
+        help='exploratory pushes after the first: random or most distinctive (paper 2)',
     )
     parser.add_argument(
         '--exploration-pushes', type=int, default=5, help='exploratory pushes (1 to 20)'
@@ -47,11 +53,12 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from slide_bringup.episode import run_episode
+    from slide_core.files import check_output
     from slide_core.model import load_object
-    from slide_sim.episode import run_episode
 
-    if args.png is not None and args.png.suffix.lower() != '.png':
-        raise ValueError(f'--png must name a .png file, got {args.png}')
+    if args.png is not None:
+        check_output(args.png, ('.png',), '--png')
     spec = load_object(args.object)
     result = run_episode(
         spec,
@@ -61,10 +68,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         push_budget=args.push_budget,
         png=args.png,
         progress=_progress,
+        exploration=args.exploration,
     )
     out = result.to_dict()
-    if args.png is not None:
-        out['png'] = str(args.png)
+    out['png'] = str(args.png) if args.png is not None and args.png.exists() else None
+    # The command ran; a failed episode is its result, and the exit code says so.
+    out['ok'] = result.success
     return out
 
 
@@ -82,6 +91,6 @@ def format_text(result: dict[str, Any]) -> str:
     ]
     if result['failure']:
         lines.append(f'  why: {result["failure"]}')
-    if 'png' in result:
+    if result.get('png'):
         lines.append(f'picture: {result["png"]}')
     return '\n'.join(lines)

@@ -12,7 +12,7 @@ HELP = 'identify mass and friction maps from the pushes of a bag; write the beli
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from slide_core.identify import METHODS
+    from slide_core.identification import METHODS
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
     parser.add_argument('--train', default='0-4', help='training pushes, like 0-4 or 0,2,5')
@@ -31,30 +31,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from slide_core.bag import parse_range, read_pushes
-    from slide_core.identify import DT, TrainingSet, identify, save_belief
-    from slide_core.plot import belief_figure
+    from slide_bringup.args import parse_range
+    from slide_core.files import atomic_path, check_output
+    from slide_core.identification import TrainingSet, identify
+    from slide_core.io import read_pushes
+    from slide_core.io.plot import belief_figure
+    from slide_core.model import save_belief
 
-    if args.out.suffix.lower() not in ('.yaml', '.yml'):
-        raise ValueError(f'--out must name a .yaml file, got {args.out}')
-    if args.png is not None and args.png.suffix.lower() != '.png':
-        raise ValueError(f'--png must name a .png file, got {args.png}')
-    grid, pushes = read_pushes(args.bag, parse_range(args.train), dt=DT)
+    # Outputs are checked before the work, and written only when all of it succeeded.
+    check_output(args.out, ('.yaml', '.yml'), '--out')
+    if args.png is not None:
+        check_output(args.png, ('.png',), '--png')
+    grid, pushes = read_pushes(args.bag, parse_range(args.train))
     train = TrainingSet.from_pushes(grid, pushes)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
     ) as bar:
-        belief = identify(
+        found = identify(
             train,
             args.method,
             K=args.models,
             budget=args.budget,
             seed=args.seed,
-            progress=lambda done, total: bar.update(done - bar.n),
+            progress=lambda done, total, best: bar.update(done - bar.n),
         )
-    save_belief(belief, args.out, name=args.bag.name)
-    if args.png is not None:
-        belief_figure(args.png, belief, f'{args.bag.name}: {args.method} identification')
+    belief = found.belief
+    provenance = {'bag': str(args.bag), 'train_pushes': [pd.index for pd in pushes]}
+    if args.png is None:
+        save_belief(belief, args.out, args.bag.name, provenance)
+    else:
+        with atomic_path(args.png) as tmp_png:
+            belief_figure(tmp_png, belief, f'{args.bag.name}: {args.method} identification')
+            save_belief(belief, args.out, args.bag.name, provenance)
     k = belief.best
     return {
         'bag': str(args.bag),
@@ -62,8 +70,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'train': [pd.index for pd in pushes],
         'steps_used': train.steps,
         'models': belief.K,
-        'simulations': belief.simulations,
-        'seconds': round(belief.seconds, 3),
+        'simulations': found.simulations,
+        'seconds': round(found.seconds, 3),
         'loss_n2': [round(float(v), 6) for v in belief.loss],
         'weights': [round(float(v), 4) for v in belief.weight],
         'most_probable': k,

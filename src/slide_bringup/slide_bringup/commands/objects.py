@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.png is not None:
         if args.png.suffix.lower() != '.png':
             raise ValueError(f'--png must name a .png file, got {args.png}')
-        from slide_core.plot import object_figure
+        from slide_core.io.plot import object_figure
 
         title = f'{spec.name}: {spec.grid.n} cells, {spec.total_mass:.3f} kg'
         result['png'] = str(object_figure(args.png, spec.grid, spec.mass, spec.friction, title))

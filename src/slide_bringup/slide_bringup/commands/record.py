@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from slide_core.model import load_object
+    from slide_core.model import load_object, load_workcell
     from slide_sim.record import record
 
     spec = load_object(args.object)
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if not interactive:
                 print(f'slide record: push {done}/{total}', file=sys.stderr, flush=True)
 
-        return record(spec, args.pushes, args.seed, args.out, progress=progress)
+        return record(spec, load_workcell(), args.pushes, args.seed, args.out, progress=progress)
 
 
 def format_text(result: dict[str, Any]) -> str:

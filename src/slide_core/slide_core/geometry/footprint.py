@@ -30,6 +30,20 @@ def grid_radius(grid: Grid) -> float:
     return float(np.linalg.norm(r, axis=1).max() + grid.cell_size / math.sqrt(2))
 
 
+def reach(grid: Grid) -> float:
+    """Radius [m] of the circle around the object frame's origin that holds every cell."""
+    return float(np.linalg.norm(grid.p_OC, axis=1).max() + grid.cell_size / math.sqrt(2))
+
+
+def distance_to_cells(grid: Grid, p_O: FloatArray) -> float:
+    """Distance [m] from a point p_O (2,) of the object frame to the nearest cell square
+    (0 inside one)."""
+    half = grid.cell_size / 2
+    d = np.abs(p_O[None, :] - grid.p_OC) - half
+    outside = np.linalg.norm(np.maximum(d, 0.0), axis=1)
+    return float(outside.min())
+
+
 def support_polygon(grid: Grid, X_WO: ArrayLike) -> FloatArray | None:
     """Vertices (V, 2) of the support polygon in the table frame: the convex hull of the
     footprint clipped to the table (x >= 0); None when less than a sliver rests on it."""

@@ -4,6 +4,7 @@
   dimensions are written);
 - object specifications and the object library (:func:`load_object`; YAML format in
   :mod:`slide_core.model.objects`);
+- push primitives and the fingertip waypoints that execute them (:class:`Primitive`);
 - the belief (:class:`Belief`): K weighted (mass, friction) models, the one type used from
   identification to planning to messages, with its YAML file (:func:`save_belief`).
 """
@@ -17,6 +18,7 @@ from slide_core.model.belief import (
     belief_from_dict,
     belief_to_dict,
     load_belief,
+    load_provenance,
     max_cell_mass,
     save_belief,
     uniform_maps,
@@ -33,6 +35,15 @@ from slide_core.model.objects import (
     parse_spec,
     save_spec,
 )
+from slide_core.model.primitive import (
+    APPROACH,
+    LIFT,
+    RETRACT,
+    Primitive,
+    PrimitiveError,
+    Waypoint,
+    push_waypoints,
+)
 from slide_core.model.workcell import (
     Fingertip,
     Gripper,
@@ -47,6 +58,9 @@ from slide_core.model.workcell import (
 )
 
 __all__ = [
+    'APPROACH',
+    'LIFT',
+    'RETRACT',
     'BELIEF_KIND',
     'FRICTION_MAX',
     'MAX_DENSITY',
@@ -55,6 +69,9 @@ __all__ = [
     'Fingertip',
     'Gripper',
     'ObjectSpec',
+    'Primitive',
+    'PrimitiveError',
+    'Waypoint',
     'Obstacle',
     'SpecError',
     'Table',
@@ -67,11 +84,13 @@ __all__ = [
     'library_names',
     'load_belief',
     'load_object',
+    'load_provenance',
     'load_spec',
     'load_workcell',
     'max_cell_mass',
     'parse_spec',
     'parse_workcell',
+    'push_waypoints',
     'save_belief',
     'save_spec',
     'uniform_maps',

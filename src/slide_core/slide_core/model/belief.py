@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 import yaml
 
 from slide_core.errors import SlideInputError
-from slide_core.files import write_text_atomic
+from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid, GridError, grid_radius
 from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
 
@@ -149,8 +149,11 @@ def uniform_maps(mass: FloatArray, friction: FloatArray) -> tuple[FloatArray, Fl
 
 
 # -- YAML ---------------------------------------------------------------------------------------
-def belief_to_dict(belief: Belief, name: str = '') -> dict[str, Any]:
-    """The YAML document of a belief: the grid, then each model's maps, weight and loss."""
+def belief_to_dict(
+    belief: Belief, name: str = '', provenance: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The YAML document of a belief: the grid, then each model's maps, weight and loss;
+    ``provenance`` (what it was identified from) is kept as it is."""
     g = belief.grid
 
     def rows(values: FloatArray) -> list[list[float]]:
@@ -160,6 +163,7 @@ def belief_to_dict(belief: Belief, name: str = '') -> dict[str, Any]:
         'kind': BELIEF_KIND,
         'name': name,
         'method': belief.method,
+        'provenance': dict(provenance or {}),
         'cell_size': float(g.cell_size),
         'occupancy': g.occupancy.astype(int).tolist(),
         'heights': [[float(round(v, 5)) for v in row] for row in g.heights],
@@ -214,20 +218,23 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         raise BeliefError(f'{source}: {exc}') from None
 
 
-def save_belief(belief: Belief, path: str | Path, name: str = '') -> Path:
+def save_belief(
+    belief: Belief, path: str | Path, name: str = '', provenance: dict[str, Any] | None = None
+) -> Path:
     """Write a belief as YAML, atomically (a failed write leaves any old file intact)."""
     text = '# slide belief: K models (per-cell mass [kg] and friction maps) and probabilities\n'
-    text += yaml.safe_dump(belief_to_dict(belief, name), sort_keys=False, default_flow_style=None)
+    doc = belief_to_dict(belief, name, provenance)
+    text += yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
     return write_text_atomic(path, text)
 
 
 def load_belief(path: str | Path) -> Belief:
     """Read a belief written by :func:`save_belief` (raises BeliefError)."""
-    p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise BeliefError(f'{p}: cannot read ({exc.strerror})') from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise BeliefError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
-    return belief_from_dict(doc, str(p))
+    return belief_from_dict(read_yaml(path, BeliefError, 'belief file'), str(path))
+
+
+def load_provenance(path: str | Path) -> dict[str, Any]:
+    """What a belief file says it was identified from (empty when it does not say)."""
+    doc = read_yaml(path, BeliefError, 'belief file')
+    value = doc.get('provenance') if isinstance(doc, dict) else None
+    return dict(value) if isinstance(value, dict) else {}

@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 from slide_core.errors import SlideInputError
-from slide_core.files import write_text_atomic
+from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid
 
 FRICTION_MAX = 2.0
@@ -216,16 +216,7 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
 
 def load_spec(path: str | Path) -> ObjectSpec:
     """Read and validate an object specification file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise SpecError(f'{p}: cannot read ({exc.strerror})') from None
-    try:
-        doc = yaml.safe_load(text)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpecError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
-    return parse_spec(doc, str(p))
+    return parse_spec(read_yaml(path, SpecError, 'object file'), str(path))
 
 
 def save_spec(spec: ObjectSpec, path: str | Path) -> Path:

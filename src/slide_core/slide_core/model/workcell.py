@@ -16,9 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slide_core.errors import SlideInputError
+from slide_core.files import read_yaml
 
 WORKCELL_FILE = 'workcell.yaml'
 
@@ -238,12 +237,4 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
 def load_workcell(path: str | Path | None = None) -> Workcell:
     """Read and validate the workcell file (:func:`workcell_path` finds the default)."""
     p = workcell_path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise WorkcellError(f'{p}: cannot read the workcell file ({exc.strerror})') from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkcellError(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
-    return parse_workcell(doc, p)
+    return parse_workcell(read_yaml(p, WorkcellError, 'workcell file'), p)

@@ -14,10 +14,11 @@ from scipy.optimize import least_squares
 from slide_core.geometry import FloatArray, rotation
 from slide_core.perception.cloud import (
     KeepOut,
+    PerceptionConfig,
     PerceptionError,
     PerceptionStatus,
 )
-from slide_core.perception.shape import ObjectEstimate, PerceptionConfig, footprint_image
+from slide_core.perception.shape import ObjectEstimate, footprint_image
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics.inputs import PhysicsError, Rollout, WrenchPush, check_params
-from slide_core.physics.jacobians import step_jacobians
+from slide_core.physics.jacobians import StepParams, step_jacobians
 from slide_core.physics.rigid import (
     S90,
     RigidModel,
@@ -58,8 +58,8 @@ from slide_core.physics.rigid import (
     com_twist,
     friction_limits,
 )
-from slide_core.physics.simulate import run_rollout, wrench_impulse
-from slide_core.physics.step import StepResult, fast_step
+from slide_core.physics.simulate import StepRecord, run_rollout, wrench_impulse
+from slide_core.physics.step import fast_step
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +108,7 @@ def _com_sensitivity(model: RigidModel, m: FloatArray) -> FloatArray:
 
 
 def _twist_map(theta: FloatArray, c_B: FloatArray) -> FloatArray:
-    """D (K, 3, 3): the centre of mass twist V_WC = D nu of a body-frame twist nu at G."""
+    """D (K, 3, 3): the centre of mass twist V_WBcm = D nu of a body-frame twist nu at G."""
     R = rotation(theta)
     D = np.zeros((theta.size, 3, 3))
     D[:, :2, :2] = R
@@ -137,14 +137,14 @@ def _input_jacobians(
 
 
 def _output_mass_term(theta: FloatArray, omega: FloatArray, dc: FloatArray) -> FloatArray:
-    """Explicit d V_WC / d m (K, 3, n) of com_twist at fixed nu: R omega S dc."""
+    """Explicit d V_WBcm / d m (K, 3, n) of com_twist at fixed nu: R omega S dc."""
     out = np.zeros((theta.size, 3, dc.shape[2]))
     out[:, :2] = omega[:, None, None] * np.einsum('kij,jl,kln->kin', rotation(theta), S90, dc)
     return out
 
 
 class _Tracker:
-    """Forward-mode sensitivities of the rollout state (p_WC, theta, V_WC) and the loss."""
+    """Forward-mode sensitivities of the rollout state (p_WBcm, theta, V_WBcm) and the loss."""
 
     keep_solutions = True
 
@@ -159,49 +159,42 @@ class _Tracker:
         V_WO0: FloatArray,
     ) -> None:
         self.model, self.m, self.mu, self.h = model, m, mu, push.dt
-        self.r_c = push.p_OC - model.p_OG
+        self.r_c = push.p_OA - model.p_OG
         K, n = m.shape
         self.M = model.mass_matrix(m)
         self.L, _ = friction_limits(model.grid, m, mu, push.dt)
+        self.params = StepParams(model, self.M, m, mu, self.L, push.dt)
         self.c_B = model.com(m)
         self.dc = _com_sensitivity(model, m)
         # The initial centre of mass state depends on the masses through c_B.
         R0 = rotation(X_WO0[2])
-        self.S = np.zeros((K, 6, 2 * n))  # d (p_WC, theta, V_WC) / d (m, mu)
+        self.S = np.zeros((K, 6, 2 * n))  # d (p_WBcm, theta, V_WBcm) / d (m, mu)
         self.S[:, :2, :n] = np.einsum('ij,kjn->kin', R0, self.dc)
         self.S[:, 3:5, :n] = V_WO0[2] * np.einsum('ij,jl,kln->kin', S90, R0, self.dc)
         self.obs = obs
         self.loss = np.zeros(K)
         self.grad = np.zeros((K, 2 * n))
 
-    def state(self, t: int, p_WC: FloatArray, theta: FloatArray) -> None:
+    def state(self, t: int, p_WBcm: FloatArray, theta: FloatArray) -> None:
         if t not in self.obs:
             return
         n = self.model.grid.n
         R = rotation(theta)
         r_W = np.einsum('kij,knj->kni', R, self.model.r_B[None] - self.c_B[:, None])
-        err = p_WC[:, None, :] + r_W - self.obs[t][None]  # (K, n, 2)
+        err = p_WBcm[:, None, :] + r_W - self.obs[t][None]  # (K, n, 2)
         self.loss += np.einsum('kni,kni->k', err, err) / n
         e_sum = 2.0 * err.sum(axis=1) / n  # (K, 2)
         dl_dth = 2.0 * np.einsum('kni,kni->k', err, r_W @ S90.T) / n
         self.grad += np.einsum('ki,kij->kj', e_sum, self.S[:, :2])
         self.grad += dl_dth[:, None] * self.S[:, 2]
-        # Direct dependence of the cells on c_B: p_i = p_WC + R (r_i - c_B).
+        # Direct dependence of the cells on c_B: p_i = p_WBcm + R (r_i - c_B).
         self.grad[:, :n] -= np.einsum('ki,kij,kjn->kn', e_sum, R, self.dc)
 
-    def step(
-        self,
-        t: int,
-        theta: FloatArray,
-        nu: FloatArray,
-        P: FloatArray,
-        f_B: FloatArray,
-        result: StepResult,
-    ) -> None:
+    def step(self, record: StepRecord) -> None:
+        t, theta, nu, P, f_B = record.t, record.theta, record.nu, record.P, record.f_B
+        result = record.result
         h, n = self.h, self.model.grid.n
-        J_nu, J_P, J_m, J_mu = step_jacobians(
-            self.model, self.M, self.m, self.mu, self.L, h, nu, P, result
-        )
+        J_nu, J_P, J_m, J_mu = step_jacobians(self.params, nu, P, result)
         V = com_twist(theta, nu, self.c_B)
         dnu_dth, dnu_dV, dnu_dm = _input_jacobians(theta, V, self.c_B, self.dc)
         # The applied impulse turns with the body: f_B = R^T f_W.
@@ -311,7 +304,7 @@ def one_step_loss(
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     L, L_tau = friction_limits(grid, mb, mub, h)
     result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
-    J_nu, _, J_m, J_mu = step_jacobians(model, M, mb, mub, L, h, nu, P, result)
+    J_nu, _, J_m, J_mu = step_jacobians(StepParams(model, M, mb, mub, L, h), nu, P, result)
     V1 = com_twist(th, result.nu, c_B)
     p_pred = p_C_now + h * V1[:, :2]
     th_pred = th + h * V1[:, 2]

@@ -21,14 +21,14 @@ class WrenchPush:
     """An external force applied at a material point of the object (mode a).
 
     Attributes:
-        p_OC: (T, 2) application point during each step, object frame [m] (a fingertip's
+        p_OA: (T, 2) application point A during each step, object frame [m] (a fingertip's
             contact point may move along the object's edge); each on an occupied cell.
         f_W: (T, 2) force on the object in the world frame during each step [N].
         tau: (T,) extra torque about z during each step [N m] (zeros when not given).
         dt: step length [s].
     """
 
-    p_OC: FloatArray
+    p_OA: FloatArray
     f_W: FloatArray
     tau: FloatArray
     dt: float
@@ -45,24 +45,24 @@ class WrenchPush:
     def create(
         cls,
         grid: Grid,
-        p_OC: ArrayLike,
+        p_OA: ArrayLike,
         f_W: ArrayLike,
         dt: float,
         tau: ArrayLike | None = None,
     ) -> WrenchPush:
         """Validate and build a wrench push (raises PhysicsError on bad input).
 
-        ``p_OC`` is one point (2,) for the whole push or one per step (T, 2).
+        ``p_OA`` is one point (2,) for the whole push or one per step (T, 2).
         """
         f = np.asarray(f_W, dtype=float)
         if f.ndim != 2 or f.shape[1] != 2 or f.shape[0] < 1:
             raise PhysicsError(f'f_W must have shape (T>=1, 2), got {f.shape}')
-        p = np.asarray(p_OC, dtype=float)
+        p = np.asarray(p_OA, dtype=float)
         if p.shape == (2,):
             p = np.tile(p, (f.shape[0], 1))
         if p.shape != (f.shape[0], 2) or not np.all(np.isfinite(p)):
             raise PhysicsError(
-                f'p_OC must be a finite point (2,) or one per step ({f.shape[0]}, 2), '
+                f'p_OA must be a finite point (2,) or one per step ({f.shape[0]}, 2), '
                 f'got {p.shape}'
             )
         for point in np.unique(p, axis=0):
@@ -153,7 +153,7 @@ class Rollout:
 
     Attributes:
         X_WO: (K, T+1, 3) object poses at the step boundaries.
-        V_WC: (K, T+1, 3) twist of the body: velocity of its centre of mass C in the world
+        V_WBcm: (K, T+1, 3) twist of the body: velocity of its centre of mass Bcm in the world
             frame [m/s] and spin [rad/s].
         f_push_W: (K, T, 2) mean force the pusher applied on the object during each step
             [N] (the force an F/T sensor at the pusher measures, with opposite sign).
@@ -161,7 +161,7 @@ class Rollout:
     """
 
     X_WO: FloatArray
-    V_WC: FloatArray
+    V_WBcm: FloatArray
     f_push_W: FloatArray
     general_steps: int
 
@@ -200,9 +200,9 @@ def check_params(
     return np.ascontiguousarray(m2, dtype=float), np.ascontiguousarray(mu2, dtype=float)
 
 
-def contact_cell(grid: Grid, p_OC: FloatArray) -> int:
-    """Number of the cell whose square contains ``p_OC`` (object frame), or -1."""
+def contact_cell(grid: Grid, p_OA: FloatArray) -> int:
+    """Number of the cell whose square contains the point ``p_OA`` (object frame), or -1."""
     half = grid.cell_size / 2.0 * (1.0 + 1e-9)
-    inside = np.all(np.abs(grid.p_OC - p_OC[None, :]) <= half, axis=1)
+    inside = np.all(np.abs(grid.p_OC - p_OA[None, :]) <= half, axis=1)
     hits = np.nonzero(inside)[0]
     return int(hits[0]) if hits.size else -1

@@ -3,6 +3,8 @@ parameters, on the solution's active set (derivation in :mod:`slide_core.physics
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -105,21 +107,27 @@ def _structure(
     return b, moving, eq, s_tau
 
 
+@dataclass(frozen=True)
+class StepParams:
+    """What a step's Jacobians depend on besides its input: the model, the mass matrices
+    M (K, 3, 3), masses m and frictions mu (K, n), cell limits L (K, n), the step h [s]."""
+
+    model: RigidModel
+    M: FloatArray
+    m: FloatArray
+    mu: FloatArray
+    L: FloatArray
+    h: float
+
+
 def step_jacobians(
-    model: RigidModel,
-    M: FloatArray,
-    m: FloatArray,
-    mu: FloatArray,
-    L: FloatArray,
-    h: float,
-    nu: FloatArray,
-    P: FloatArray,
-    step: StepResult,
+    params: StepParams, nu: FloatArray, P: FloatArray, step: StepResult
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Jacobians of nu' (K, 3) w.r.t. nu (K, 3, 3), P (K, 3, 3), mass and friction (K, 3, n).
 
     ``nu`` and ``P`` are the step's inputs, ``step`` its result (with general solutions).
     """
+    model, M, m, mu, L, h = params.model, params.M, params.m, params.mu, params.L, params.h
     K, n = m.shape
     w = model.grid.cell_size
     e3 = np.array([0.0, 0.0, 1.0])
@@ -137,7 +145,7 @@ def step_jacobians(
         & ~step.stopped
     )
     if simple.any():
-        _explicit_jacobians(model, M, m, mu, L, h, nu, step, simple, d_nu, d_P, d_m, d_mu)
+        _explicit_jacobians(params, nu, step, simple, d_nu, d_P, d_m, d_mu)
     for k in np.nonzero(~simple & ~step.stopped)[0]:  # a stop's sensitivity is zero
         b, moving, eq, s_tau = _structure(model, nu[k], nu_new[k], L[k], step, int(k))
         if not moving.any() and s_tau == 0.0 and not np.any(nu_new[k]):
@@ -182,12 +190,7 @@ def step_jacobians(
 
 
 def _explicit_jacobians(
-    model: RigidModel,
-    M: FloatArray,
-    m: FloatArray,
-    mu: FloatArray,
-    L: FloatArray,
-    h: float,
+    params: StepParams,
     nu: FloatArray,
     step: StepResult,
     sel: NDArray[np.bool_],
@@ -197,6 +200,7 @@ def _explicit_jacobians(
     d_mu: FloatArray,
 ) -> None:
     """Closed-form Jacobians (the paper's W_M, W_mu plus the direction term), in place."""
+    model, M, m, mu, L, h = params.model, params.M, params.m, params.mu, params.L, params.h
     w = model.grid.cell_size
     Mi = np.linalg.inv(M[sel])
     v0, v1 = nu[sel], step.nu[sel]

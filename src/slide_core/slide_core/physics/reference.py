@@ -200,7 +200,7 @@ def simulate_reference(
                 offsets.append(0.0)
                 groups.append(gid)
         if isinstance(push, WrenchPush):
-            p_C = p.mean(axis=0) + Rc @ (push.p_OC[t] - model.p_OG)  # p.mean() is G
+            p_C = p.mean(axis=0) + Rc @ (push.p_OA[t] - model.p_OG)  # p.mean() is G
             c = int(np.argmin(np.max(np.abs((p - p_C) @ Rc), axis=1)))
             f = push.f_W[t]
             r = p_C - p[c]

@@ -145,18 +145,18 @@ def start_state(
     X = np.broadcast_to(X, (K, 3))
     V = np.broadcast_to(V, (K, 3))
     R = rotation(X[:, 2])
-    p_OC = np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)  # O to C, world frame
-    p_WC = X[:, :2] + p_OC
-    v_WC = V[:, :2] + V[:, 2:3] * (p_OC @ S90.T)
-    return p_WC, X[:, 2].copy(), np.column_stack((v_WC, V[:, 2]))
+    p_OBcm_W = np.einsum('kij,kj->ki', R, model.p_OG[None, :] + c_B)
+    p_WBcm = X[:, :2] + p_OBcm_W
+    v_WBcm = V[:, :2] + V[:, 2:3] * (p_OBcm_W @ S90.T)
+    return p_WBcm, X[:, 2].copy(), np.column_stack((v_WBcm, V[:, 2]))
 
 
-def body_twist(theta: FloatArray, V_WC: FloatArray, c_B: FloatArray) -> FloatArray:
-    """Body-frame twist at G (K, 3) from the centre of mass twist V_WC (K, 3)."""
+def body_twist(theta: FloatArray, V_WBcm: FloatArray, c_B: FloatArray) -> FloatArray:
+    """Body-frame twist at G (K, 3) from the centre of mass twist V_WBcm (K, 3)."""
     c, s = np.cos(theta), np.sin(theta)
-    v = V_WC[:, :2]
+    v = V_WBcm[:, :2]
     v_B = np.column_stack((c * v[:, 0] + s * v[:, 1], -s * v[:, 0] + c * v[:, 1]))
-    return np.column_stack((v_B - V_WC[:, 2:3] * (c_B @ S90.T), V_WC[:, 2]))
+    return np.column_stack((v_B - V_WBcm[:, 2:3] * (c_B @ S90.T), V_WBcm[:, 2]))
 
 
 def com_twist(theta: FloatArray, nu: FloatArray, c_B: FloatArray) -> FloatArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -49,24 +50,30 @@ def simulate(
     return run_rollout(RigidModel.of(grid), m, mu, push, X_WO0, V_WO0)
 
 
+@dataclass(frozen=True)
+class StepRecord:
+    """Step ``t`` of a rollout: orientation ``theta`` (K,) and body twist ``nu`` (K, 3)
+    before it, applied impulse ``P`` (K, 3) and body-frame force ``f_B`` (K, 2), and what
+    the step solved (``result``)."""
+
+    t: int
+    theta: FloatArray
+    nu: FloatArray
+    P: FloatArray
+    f_B: FloatArray
+    result: StepResult
+
+
 class StepObserver(Protocol):
     """Watches a rollout step by step (the gradient tracker is one)."""
 
     keep_solutions: bool
 
-    def state(self, t: int, p_WG: FloatArray, theta: FloatArray) -> None:
+    def state(self, t: int, p_WBcm: FloatArray, theta: FloatArray) -> None:
         """The state at step boundary t (after t steps)."""
 
-    def step(
-        self,
-        t: int,
-        theta: FloatArray,
-        nu: FloatArray,
-        P: FloatArray,
-        f_B: FloatArray,
-        result: StepResult,
-    ) -> None:
-        """Step t: orientation and body twist before it, applied impulse, its result."""
+    def step(self, record: StepRecord) -> None:
+        """Step ``record.t``, as it was solved."""
 
 
 def wrench_impulse(
@@ -77,7 +84,7 @@ def wrench_impulse(
     c, s = np.cos(theta), np.sin(theta)
     f = push.f_W[t]
     f_B = np.column_stack((c * f[0] + s * f[1], -s * f[0] + c * f[1]))
-    r_c = push.p_OC[t] - model.p_OG
+    r_c = push.p_OA[t] - model.p_OG
     h = push.dt
     P = np.column_stack((h * f_B, h * (r_c[0] * f_B[:, 1] - r_c[1] * f_B[:, 0] + push.tau[t])))
     return P, f_B
@@ -132,7 +139,7 @@ def run_rollout(
             finger = FingertipStep(p_BF, v_BF, push.radius, push.mu, h)
         step = fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
         if observer is not None:
-            observer.step(t, th, nu, P, f_B, step)
+            observer.step(StepRecord(t, th, nu, P, f_B, step))
         general_steps += int(step.general.sum())
         if isinstance(push, WrenchPush):
             F[:, t] = push.f_W[t]

@@ -36,7 +36,7 @@ def test_centred_push_translates_without_turning_and_decelerates_at_mu_g() -> No
     m, mu = uniform(BLOCK, 0.01, 0.4)
     push = WrenchPush.create(BLOCK, [0.0, 0.0], constant_force([1.5, 0.0], 150, 60), DT)
     r = simulate(BLOCK, m, mu, push, [0.3, 0.1, 0.0])
-    X, V = r.X_WO[0], r.V_WC[0]
+    X, V = r.X_WO[0], r.V_WBcm[0]
     assert np.abs(X[:, 1] - 0.1).max() < 1e-12
     assert np.abs(X[:, 2]).max() < 1e-12
     # While pushed: a = F/m - mu g. After release: a = -mu g until it stops, then rest.
@@ -103,7 +103,7 @@ def test_momentum_is_kept_without_friction_and_dissipated_with_it() -> None:
     f = constant_force([0.8, -0.3], 100, 20)
     push = WrenchPush.create(BLOCK, BLOCK.p_OC[5], f, DT)
     r = simulate(BLOCK, m, np.zeros(BLOCK.n), push, [0, 0, 0.2])
-    V = r.V_WC[0]
+    V = r.V_WBcm[0]
     # Linear momentum equals the impulse given, and stays; the spin stays once free.
     np.testing.assert_allclose(
         m.sum() * V[21:, :2], np.tile(f.sum(axis=0) * DT, (80, 1)), rtol=1e-9
@@ -112,7 +112,7 @@ def test_momentum_is_kept_without_friction_and_dissipated_with_it() -> None:
     assert abs(V[21, 2]) > 0.1
     # With friction, kinetic energy never grows after the push.
     r = simulate(BLOCK, m, np.full(BLOCK.n, 0.3), push, [0, 0, 0.2])
-    V = r.V_WC[0]
+    V = r.V_WBcm[0]
     model = RigidModel.of(BLOCK)
     r_C = model.r_B - model.com(m[None])[0]
     I_C = (m * (np.sum(r_C**2, axis=1) + BLOCK.cell_size**2 / 6)).sum()

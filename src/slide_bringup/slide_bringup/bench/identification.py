@@ -1,0 +1,180 @@
+"""``slide bench identification``: every identification method on twin bags of the library.
+
+Per object: 10 random exploratory pushes recorded in the twin (seeded); pushes 0-4 train,
+5-9 test. Every method gets the same training steps, bounds and simulation budget. Figures:
+held-out ``add_error_m`` (replay of the recorded fingertip with the most probable model),
+wall time, the training loss reached against simulations used (the papers' Fig. 4, drawn to
+a PNG, with the held-out loss at the end), the simulations each method needs to come within
+10% of the best loss any method reached, and paper 2's edge-balance test: random poses
+over the table edge, the belief's probability that the object stays against what the twin
+does when it is left there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import math
+from pathlib import Path
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from slide_core.geometry import cell_positions
+from slide_core.identification import METHODS, TrainingSet, evaluate, identify
+from slide_core.io import read_ground_truth, read_pushes
+from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
+from slide_core.planning import stay_probability
+from slide_sim.record import record
+from slide_sim.twin import Twin
+
+Progress = Callable[[str], None]
+BUDGET = 2000
+STABLE_P = 0.9
+
+
+def edge_poses(spec: ObjectSpec, count: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Poses with 10 to 60% of the cells past the edge (x < 0), random yaw."""
+    poses = []
+    while len(poses) < count:
+        yaw = rng.uniform(-math.pi, math.pi)
+        x0 = np.array([0.0, rng.uniform(-0.2, 0.2), yaw])
+        xs = cell_positions(spec.grid, x0)[:, 0]
+        frac = rng.uniform(0.1, 0.6)
+        x0[0] = -np.quantile(xs, frac)
+        poses.append(x0)
+    return poses
+
+
+def twin_stays(spec: ObjectSpec, cell: Workcell, X_WO: np.ndarray) -> bool:
+    twin = Twin(spec, cell, (float(X_WO[0]), float(X_WO[1]), float(X_WO[2])))
+    twin.settle(1.0)
+    return not twin.fell()
+
+
+def run(
+    objects: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    png: Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    names = list(objects or library_names())
+    methods = list(methods or METHODS)
+    rows: dict[str, dict[str, list[float]]] = {
+        m: {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
+        for m in methods
+    }
+    curves: dict[str, list[tuple[list[int], list[float], float]]] = {m: [] for m in methods}
+    balance = {'poses': 0, 'predicted_stable': 0, 'stable_and_stayed': 0, 'agree': 0}
+    com_errors: list[float] = []
+    in_support: list[bool] = []
+    cell = load_workcell()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            spec = load_object(name)
+            bag = Path(tmp) / name
+            record(spec, cell, 10, seed, bag)
+            grid, train_pd = read_pushes(bag, list(range(5)))
+            _, test_pd = read_pushes(bag, list(range(5, 10)))
+            truth = read_ground_truth(bag)
+            train = TrainingSet.from_pushes(grid, train_pd)
+            test = TrainingSet.from_pushes(grid, test_pd)
+            beliefs = {}
+            for method in methods:
+                beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
+            best_loss = min(float(r.belief.loss.min()) for r in beliefs.values())
+            for method, found in beliefs.items():
+                belief = found.belief
+                ev = evaluate(
+                    belief, test_pd, cell.fingertip, None if truth is None else truth.mass
+                )
+                r = rows[method]
+                r['add'].append(ev.add_error_m)
+                r['uniform'].append(ev.uniform_add_error_m)
+                r['s'].append(found.seconds)
+                k = belief.best
+                r['test_loss'].append(float(test.loss(belief.mass[k], belief.friction[k])[0]))
+                used = [u for u, _ in found.trace]
+                losses = [float(train.loss(t[: grid.n], t[grid.n :])[0]) for _, t in found.trace]
+                curves[method].append((used, losses, best_loss))
+                hit = [u for u, f in zip(used, losses, strict=True) if f <= 1.1 * best_loss]
+                r['sims_to_target'].append(float(hit[0]) if hit else math.inf)
+                if method == 'probabilistic' and truth is not None and ev.com_error_m is not None:
+                    com_errors.append(ev.com_error_m)
+                    in_support.append(bool(ev.truth_in_support))
+                if progress:
+                    progress(
+                        f'{name} {method}: add {100 * ev.add_error_m:.2f} cm (uniform '
+                        f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
+                    )
+            if 'probabilistic' in beliefs:
+                rng = np.random.default_rng(seed)
+                for X in edge_poses(spec, 12, rng):
+                    p = stay_probability(beliefs['probabilistic'].belief, X)
+                    stayed = twin_stays(spec, cell, X)
+                    balance['poses'] += 1
+                    balance['agree'] += int((p >= 0.5) == stayed)
+                    if p >= STABLE_P:
+                        balance['predicted_stable'] += 1
+                        balance['stable_and_stayed'] += int(stayed)
+    per_method = {
+        m: {
+            'add_error_m': float(np.mean(r['add'])),
+            'uniform_add_error_m': float(np.mean(r['uniform'])),
+            'heldout_loss_n2': float(np.mean(r['test_loss'])),
+            'seconds': float(np.mean(r['s'])),
+            'simulations_to_within_10pct': float(np.median(r['sims_to_target'])),
+        }
+        for m, r in rows.items()
+    }
+    result: dict[str, Any] = {
+        'objects': names,
+        'budget_simulations': BUDGET,
+        'methods': per_method,
+        'probabilistic_com_error_m': float(np.mean(com_errors)) if com_errors else None,
+        'truth_in_support_fraction': float(np.mean(in_support)) if in_support else None,
+        'edge_balance': {
+            **balance,
+            'stable_that_stayed_fraction': (
+                balance['stable_and_stayed'] / balance['predicted_stable']
+                if balance['predicted_stable']
+                else None
+            ),
+        },
+    }
+    if png is not None:
+        result['png'] = str(_figure(png, curves))
+    return result
+
+
+def _figure(path: Path, curves: dict[str, list[tuple[list[int], list[float], float]]]) -> Path:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    grid = np.unique(np.round(np.logspace(0, math.log10(BUDGET), 40)).astype(int))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for method, runs in curves.items():
+        rel = []
+        for used, losses, floor in runs:
+            if not used:
+                continue
+            best = np.minimum.accumulate(losses)
+            idx = np.searchsorted(used, grid, side='right') - 1
+            vals = np.where(idx >= 0, best[np.maximum(idx, 0)], np.nan)
+            rel.append(vals / floor)
+        if rel:
+            ax.plot(grid, np.nanmean(np.array(rel), axis=0), label=method)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('simulations (hypothesis evaluations)')
+    ax.set_ylabel('training loss / best of all methods (mean over objects)')
+    ax.set_title('identification: loss against simulations')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,182 @@
+"""One whole pre-grasp episode in the twin, in this process: ``slide episode``.
+
+A random initial pose; the core's task loop (:class:`slide_core.task.Task`) over the twin
+(:class:`slide_sim.world.TwinWorld`) with the core's decisions
+(:class:`slide_core.task.LocalDecider`); the ground truth scores it. Reproducible: the
+seed fixes the start pose, the exploratory pushes and every RRT* path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import com_margins, overhang, reach
+from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
+from slide_core.planning import PlannerConfig, planner_config, stay_probability
+from slide_core.task import (
+    IdentificationSettings,
+    LocalDecider,
+    ModelSource,
+    Outcome,
+    Stage,
+    Task,
+    TaskResult,
+    TaskSettings,
+)
+from slide_sim.twin import Twin
+from slide_sim.world import TwinWorld
+
+Progress = Callable[[str], None]
+
+
+def random_start(spec: ObjectSpec, cell: Workcell, rng: np.random.Generator) -> np.ndarray:
+    """A random pose well inside the table: at least 15 cm of table around the object."""
+    r = reach(spec.grid)
+    t = cell.table
+    lo = np.array([r + 0.15, -t.width / 2 + r + 0.15])
+    hi = np.array([t.depth - r - 0.15, t.width / 2 - r - 0.15])
+    if np.any(lo >= hi):
+        raise SlideInputError(f'{spec.name} is too large for the table')
+    hi = np.minimum(hi, [0.6, 0.3])
+    return np.array([*rng.uniform(lo, np.maximum(hi, lo + 1e-3)), rng.uniform(-math.pi, math.pi)])
+
+
+@dataclass
+class EpisodeResult:
+    """What one episode did (see ``to_dict`` for the JSON)."""
+
+    object: str
+    seed: int
+    method: str
+    outcome: str = ''
+    stage: str = ''
+    success: bool = False
+    fell: bool = False
+    exploration_pushes: int = 0
+    pushes: int = 0
+    reached: bool = False
+    stay_probability: float = 0.0
+    goal_stay_probability: float = 0.0
+    goal_truly_balanced: bool = False
+    overhang_m: float = 0.0
+    lifted_m: float = 0.0
+    identification_s: float = 0.0
+    planning_s: float = 0.0
+    total_s: float = 0.0
+    simulations: int = 0
+    failure: str = ''
+    goal: dict[str, Any] = field(default_factory=dict)
+    X_final: list[float] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != 'trace'}
+        for k, v in out.items():
+            if isinstance(v, float):
+                out[k] = round(v, 4)
+        out['stages'] = {k: round(v, 3) for k, v in self.stages.items()}
+        out['X_final'] = [round(v, 5) for v in self.X_final]
+        return out
+
+
+def score(
+    spec: ObjectSpec,
+    seed: int,
+    method: str,
+    task: TaskResult,
+    config: PlannerConfig,
+    twin: Twin,
+) -> EpisodeResult:
+    """The episode's figures from the task's result and the twin's ground truth."""
+    st = task.state
+    r = EpisodeResult(spec.name, seed, method)
+    r.outcome, r.stage = task.outcome.value, task.stage.value
+    r.success = task.success
+    r.failure = '' if task.success else f'{task.stage.value}: {task.reason}'
+    r.exploration_pushes, r.pushes, r.reached = task.exploration_pushes, task.pushes, task.reached
+    r.stages = task.stage_s
+    r.identification_s = task.stage_s.get(Stage.IDENTIFY.value, 0.0)
+    r.planning_s = task.stage_s.get(Stage.PLAN.value, 0.0) + task.stage_s.get(
+        Stage.GOAL.value, 0.0
+    )
+    r.total_s = task.total_s
+    truth = Belief.create(spec.grid, spec.mass, spec.friction)
+    if st.goal is not None:
+        r.goal = st.goal.to_dict()
+        r.goal_stay_probability = st.goal.stay_probability
+        r.goal_truly_balanced = bool(com_margins(spec.grid, truth.com(), st.goal.X_WO)[0] >= 0)
+    r.simulations = st.simulations
+    X = twin.object_pose()
+    r.X_final = X.tolist()
+    r.overhang_m = overhang(spec.grid, X)
+    if st.belief is not None:
+        r.stay_probability = stay_probability(st.belief, X, config.balance_margin)
+    r.fell = task.outcome is Outcome.FELL or (st.report is not None and st.report.fell)
+    if st.report is not None:
+        r.lifted_m = st.report.lifted_m
+    r.trace = st.trace
+    return r
+
+
+def run_episode(
+    spec: ObjectSpec,
+    seed: int,
+    method: str = 'probabilistic',
+    exploration_pushes: int = 5,
+    push_budget: int = 25,
+    config: PlannerConfig | None = None,
+    png: Path | None = None,
+    progress: Progress | None = None,
+    exhaustive: bool = False,
+    workcell: Workcell | None = None,
+    exploration: str = 'random',
+) -> EpisodeResult:
+    """Run the whole task once in a fresh twin (reproducible from ``seed``)."""
+    try:
+        source = ModelSource(method)
+    except ValueError:
+        names = ', '.join(s.value for s in ModelSource)
+        raise SlideInputError(f'unknown method {method!r}; choose from {names}') from None
+    settings = TaskSettings(exploration_pushes=exploration_pushes, push_budget=push_budget)
+    cell = workcell or load_workcell()
+    config = config or planner_config(cell)
+    rng = np.random.default_rng(seed)
+    twin = Twin(spec, cell, tuple(float(v) for v in random_start(spec, cell, rng)))  # type: ignore[arg-type]
+    decider = LocalDecider(
+        config,
+        cell,
+        rng,
+        source=source,
+        truth=Belief.create(spec.grid, spec.mass, spec.friction),
+        identification=IdentificationSettings(seed=seed),
+        exploration_policy=exploration,
+        seed=seed,
+        exhaustive=exhaustive,
+    )
+    say = progress or (lambda _m: None)
+    say(f'{spec.name} seed {seed} {method}: {exploration_pushes} exploratory pushes')
+    task = Task(TwinWorld(twin), decider, settings, events=lambda stage, m: say(m))
+    outcome = task.run()
+    result = score(spec, seed, method, outcome, config, twin)
+    if png is not None and outcome.state.belief is not None:
+        from slide_core.io.plot import episode_figure
+
+        belief = outcome.state.belief
+        episode_figure(png, spec.grid, belief, outcome.state.trace, config, _title(result))
+    return result
+
+
+def _title(r: EpisodeResult) -> str:
+    verdict = 'lifted' if r.success else ('fell' if r.fell else 'failed')
+    return (
+        f'{r.object}, seed {r.seed}, {r.method}: {verdict} after {r.pushes} pushes, '
+        f'overhang {r.overhang_m * 100:.1f} cm, P(stay) {r.stay_probability:.2f}'
+    )

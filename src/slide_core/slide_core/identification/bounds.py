@@ -1,0 +1,71 @@
+"""Box bounds of the identified parameters and paper 2's schedule of K bound pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification.errors import IdentificationError
+
+DENSITY_MAX = 8000.0  # kg/m^3: steel; no cell is heavier than its volume of it
+FRICTION_BOUND = 1.0  # the largest friction coefficient identification tries
+MASS_FLOOR = 1e-3  # of a cell's mass bound: masses stay positive (the simulator needs it)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Box bounds of the parameters: per-cell mass (n,) [kg] and friction (scalar)."""
+
+    mass_max: FloatArray
+    friction_max: float
+    friction_min: float = 0.01
+
+    @classmethod
+    def from_grid(
+        cls, grid: Grid, density_max: float = DENSITY_MAX, friction_max: float = FRICTION_BOUND
+    ) -> Bounds:
+        """Each cell at most ``density_max`` times its volume; friction up to the maximum."""
+        if not (density_max > 0 and friction_max > 0.01):
+            raise IdentificationError('density_max must be positive and friction_max > 0.01')
+        heights = grid.heights[grid.occupancy]
+        if np.any(heights <= 0):
+            raise IdentificationError(
+                'every cell needs a positive height to bound its mass (grid heights are 0)'
+            )
+        return cls(density_max * grid.cell_size**2 * heights, float(friction_max))
+
+    @property
+    def mass_min(self) -> FloatArray:
+        return np.asarray(MASS_FLOOR * self.mass_max, dtype=float)
+
+    def lower(self) -> FloatArray:
+        """(2n,) lower bounds of theta = (m, mu)."""
+        n = self.mass_max.size
+        return np.concatenate((self.mass_min, np.full(n, self.friction_min)))
+
+    def upper(self) -> FloatArray:
+        n = self.mass_max.size
+        return np.concatenate((self.mass_max, np.full(n, self.friction_max)))
+
+    def project(self, theta: FloatArray) -> FloatArray:
+        return np.asarray(np.clip(theta, self.lower(), self.upper()), dtype=float)
+
+    def middle(self) -> FloatArray:
+        return (self.lower() + self.upper()) / 2
+
+
+def schedule(bounds: Bounds, K: int) -> list[Bounds]:
+    """Paper 2's K bound pairs: low friction bounds first, then low mass bounds."""
+    if K < 1:
+        raise IdentificationError(f'K must be at least 1, got {K}')
+    out = []
+    for k in range(1, K + 1):
+        if k <= K / 2:
+            mu_max, m_scale = 2 * k / K * bounds.friction_max, 1.0
+        else:
+            mu_max, m_scale = bounds.friction_max, 2 * k / K - 1
+        mu_max = max(mu_max, 2 * bounds.friction_min)
+        out.append(Bounds(bounds.mass_max * max(m_scale, 2 * MASS_FLOOR), mu_max))
+    return out

@@ -1,0 +1,166 @@
+"""Active exploration: which push to make next (the papers' strategies).
+
+Candidates are straight fingertip pushes at points of the object's outline along the inward
+normal (:func:`candidates`). Strategies:
+
+- ``random``: any candidate, uniformly.
+- ``most-different``: the candidate farthest from the pushes already made, measured on the
+  contact point (object frame) and the direction (paper 1's exploration baseline).
+- ``most-distinctive``: the candidate on which the belief's models disagree most: the
+  probability-weighted spread of the cells' predicted final positions (paper 2). Every
+  candidate is simulated with every model, batched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    cell_positions,
+    distance_to_cells,
+    reach,
+    rotation,
+)
+from slide_core.model import APPROACH, Belief, Fingertip, Primitive, Table
+from slide_core.physics import FingertipPush, simulate
+
+STRATEGIES = ('random', 'most-different', 'most-distinctive')
+EXPLORATION_MARGIN = 0.08
+"""Table [m] an exploratory push must leave around the object (beyond its reach)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A straight push in the object frame: fingertip start p_OF (2,), direction (2,),
+    travel [m] and the contact point p_OA (2,) on the outline."""
+
+    p_OF: FloatArray
+    direction_O: FloatArray
+    travel: float
+    p_OA: FloatArray
+
+    def primitive(self, speed: float) -> Primitive:
+        """This push as a primitive for the arm."""
+        return Primitive.create(self.p_OA, self.direction_O, self.travel, speed)
+
+    def in_world(
+        self, X_WO: FloatArray, speed: float, dt: float, fingertip: Fingertip
+    ) -> FingertipPush:
+        R = rotation(float(X_WO[2]))
+        return FingertipPush.straight(
+            X_WO[:2] + R @ self.p_OF,
+            R @ self.direction_O,
+            self.travel,
+            speed,
+            dt,
+            fingertip.radius,
+            fingertip.mu,
+        )
+
+
+def candidates(
+    belief: Belief, fingertip: Fingertip, travel: float = 0.04, clearance: float = 0.005
+) -> list[Candidate]:
+    """One push per free side of every outline cell, at the side's middle, inward."""
+    g = belief.grid
+    occ = np.pad(g.occupancy, 1)
+    out = []
+    half = g.cell_size / 2
+    for (r, c), p in zip(g.cell_rc, g.p_OC, strict=True):
+        for dr, dc, n_out in ((-1, 0, (0, 1)), (1, 0, (0, -1)), (0, -1, (-1, 0)), (0, 1, (1, 0))):
+            if occ[r + 1 + dr, c + 1 + dc]:
+                continue
+            n = np.array(n_out, dtype=float)
+            start = p + n * (half + fingertip.radius + clearance)
+            out.append(Candidate(start, -n, travel, p + n * half))
+    return out
+
+
+def choose(
+    belief: Belief,
+    X_WO: FloatArray,
+    strategy: str,
+    rng: np.random.Generator,
+    fingertip: Fingertip,
+    done: list[Candidate] | None = None,
+    pool: list[Candidate] | None = None,
+    max_candidates: int = 12,
+    speed: float = 0.05,
+    dt: float = 0.01,
+) -> tuple[Candidate, FloatArray]:
+    """The next push by ``strategy`` and the scores (C,) of the candidates considered."""
+    if strategy not in STRATEGIES:
+        raise SlideInputError(f'unknown strategy {strategy!r}; choose from {STRATEGIES}')
+    pool = pool if pool is not None else candidates(belief, fingertip)
+    if not pool:
+        raise SlideInputError('the object has no outline to push')
+    if len(pool) > max_candidates:
+        pool = [pool[i] for i in rng.choice(len(pool), max_candidates, replace=False)]
+    if strategy == 'random':
+        scores = rng.random(len(pool))
+    elif strategy == 'most-different':
+        if not done:
+            scores = rng.random(len(pool))
+        else:
+            scale = float(np.abs(belief.grid.p_OC).max()) or 1.0
+            scores = np.array(
+                [
+                    min(
+                        np.linalg.norm(c.p_OF - d.p_OF) / scale
+                        + np.linalg.norm(c.direction_O - d.direction_O)
+                        for d in done
+                    )
+                    for c in pool
+                ]
+            )
+    else:
+        scores = np.empty(len(pool))
+        for j, cand in enumerate(pool):
+            push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
+            final = simulate(belief.grid, belief.mass, belief.friction, push, X_WO).X_WO[:, -1]
+            cells = cell_positions(belief.grid, final)  # (K, n, 2)
+            mean = np.einsum('k,kni->ni', belief.weight, cells)
+            spread = np.linalg.norm(cells - mean[None], axis=2).mean(axis=1)
+            scores[j] = float(belief.weight @ spread)
+    return pool[int(np.argmax(scores))], scores
+
+
+def outline_point(grid: Grid, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+    """A random point on the object's outline (object frame) and the inward normal there."""
+    half = grid.cell_size / 2
+    cells, _, normals = grid.outline_sides()
+    k = int(rng.integers(len(cells)))
+    i, n_out = int(cells[k]), normals[k]
+    along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half
+    return grid.p_OC[i] + n_out * half + along, -n_out
+
+
+def random_push(
+    grid: Grid, X_WO: FloatArray, table: Table, fingertip: Fingertip, rng: np.random.Generator
+) -> Primitive:
+    """An exploratory push as the robot pokes an unknown object: a random point on the
+    outline, along the inward normal turned by up to 30 degrees, 3 to 7 cm at 3 to 6 cm/s.
+    Safe: a candidate whose fingertip would come down on the object, or that would carry
+    the object out of the middle of the table, is drawn again (50 tries)."""
+    margin = reach(grid) + EXPLORATION_MARGIN
+    lo = np.array([margin, -table.width / 2 + margin])
+    hi = np.array([table.depth - margin, table.width / 2 - margin])
+    R = rotation(float(X_WO[2]))
+    for _ in range(50):
+        contact, normal_in = outline_point(grid, rng)
+        a = rng.uniform(-math.radians(30), math.radians(30))
+        direction = rotation(a) @ normal_in
+        travel = rng.uniform(0.03, 0.07)
+        start = contact - direction * (APPROACH + fingertip.radius)
+        if distance_to_cells(grid, start) < fingertip.radius + 0.003:
+            continue
+        moved = X_WO[:2] + travel * (R @ direction)
+        if np.all(moved >= lo) and np.all(moved <= hi):
+            break
+    return Primitive.create(contact, direction, travel, rng.uniform(0.03, 0.06))

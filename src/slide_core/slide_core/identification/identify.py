@@ -1,0 +1,125 @@
+"""Identification: a belief over (mass, friction) maps from training pushes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import time
+
+import numpy as np
+
+from slide_core.geometry import FloatArray
+from slide_core.identification.bounds import Bounds, schedule
+from slide_core.identification.errors import IdentificationError, IdentificationFailedError
+from slide_core.identification.optimisers import OPTIMISERS, Counter, Progress
+from slide_core.identification.training import TrainingSet
+from slide_core.model import Belief
+
+METHODS = (
+    'probabilistic',
+    'analytic',
+    'finite-diff',
+    'cma-es',
+    'nelder-mead',
+    'random',
+    'weighted-sampling',
+    'uniform',
+)
+
+
+def softmax_weights(loss: FloatArray, temperature: float) -> FloatArray:
+    """Paper 2's probabilities: softmax of -loss / (temperature * best loss)."""
+    if not temperature > 0:
+        raise IdentificationError(f'temperature must be positive, got {temperature}')
+    best = float(loss.min())
+    z = -(loss - best) / (temperature * max(best, 1e-12))
+    w = np.exp(z - z.max())
+    return np.asarray(w / w.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class Identification:
+    """What an identification produced.
+
+    Attributes:
+        belief: the K models and their probabilities.
+        simulations: hypothesis evaluations used; seconds: wall time.
+        trace: (simulations used, best theta = (m, mu) (2n,) so far) each time the best
+            loss improved, for convergence plots.
+    """
+
+    belief: Belief
+    simulations: int
+    seconds: float
+    trace: list[tuple[int, FloatArray]] = field(default_factory=list)
+
+
+def identify(
+    train: TrainingSet,
+    method: str = 'probabilistic',
+    bounds: Bounds | None = None,
+    K: int = 8,
+    budget: int = 2000,
+    temperature: float = 0.05,
+    warm_start: bool = True,
+    seed: int = 0,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Identification:
+    """Identify the maps from a training set.
+
+    Args:
+        train: the training pushes (:meth:`TrainingSet.from_pushes`).
+        method: one of METHODS.
+        bounds: parameter bounds (default :meth:`Bounds.from_grid`).
+        K: models of the probabilistic method (the others give one).
+        budget: simulations (hypothesis evaluations) allowed, for all K together.
+        temperature: softmax temperature, relative to the best loss (dimensionless: a
+            model whose loss exceeds the best by ``temperature`` times the best loss has
+            1/e of its weight).
+        warm_start: start from the least-squares friction map (else the papers' half
+            bounds).
+        seed: for the randomised methods.
+        progress: called with (simulations used, budget).
+        should_stop: polled between evaluations; when it returns True the identification
+            stops and raises :class:`IdentificationCancelledError` (nothing half-made returns).
+
+    Raises IdentificationError on bad settings, IdentificationFailedError when no model has a
+    finite loss.
+    """
+    if method not in METHODS:
+        raise IdentificationError(f'unknown method {method!r}; choose from {", ".join(METHODS)}')
+    if budget < 1:
+        raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
+    if K < 1:
+        raise IdentificationError(f'K must be at least 1 model, got {K}')
+    grid = train.grid
+    n = grid.n
+    bounds = bounds or Bounds.from_grid(grid)
+    if bounds.mass_max.shape != (n,):
+        raise IdentificationError(f'mass bounds for {bounds.mass_max.size} cells, grid has {n}')
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    boxes = schedule(bounds, K) if method == 'probabilistic' else [bounds]
+    theta0 = np.stack([b.middle() for b in boxes])
+    if warm_start and method != 'uniform':
+        for k, b in enumerate(boxes):
+            theta0[k, n:] = train.friction_at(theta0[k, :n], b)
+    counter = Counter(train, budget, progress, should_stop)
+    if method == 'uniform':
+        thetas = theta0
+        counter.loss(thetas)
+    else:
+        thetas = OPTIMISERS[method](counter, boxes, theta0, rng)
+    thetas = np.stack([b.project(t) for b, t in zip(boxes, thetas, strict=False)])
+    losses = train.loss(thetas[:, :n], thetas[:, n:])
+    if not np.all(np.isfinite(losses)):
+        raise IdentificationFailedError(
+            'identification found no model with a finite loss: the pushes may hold NaN '
+            'poses or forces'
+        )
+    weight = softmax_weights(losses, temperature) if method == 'probabilistic' else np.ones(1)
+    belief = Belief.create(
+        grid, thetas[:, :n].copy(), thetas[:, n:].copy(), weight, losses, method
+    )
+    return Identification(belief, counter.used, time.perf_counter() - t0, counter.trace)

@@ -1,0 +1,151 @@
+"""Recorded pushes on one time step: what identification and evaluation replay.
+
+A push is the time series the robot (or the twin) observed: object poses, fingertip
+centres and the force the fingertip applied, all in the table frame, from the stroke's
+start to :data:`SETTLE_S` after its end (the object slides on; the fingertip has not yet
+retracted). :func:`build_push` resamples them on steps of :data:`STEP_S`, the one step
+identification and evaluation use (the pose rate of the camera and the twin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.physics import RigidModel, WrenchPush
+
+STEP_S = 0.01
+"""The step [s] on which pushes are read: identification, evaluation and replays."""
+SETTLE_S = 0.3
+"""Seconds after the stroke's end that still belong to the push (free sliding)."""
+CONTACT_FORCE_N = 0.05
+"""Below this force [N] the fingertip is taken as not touching."""
+
+
+@dataclass(frozen=True, eq=False)
+class PushData:
+    """One recorded push as the physics core replays it.
+
+    Attributes:
+        index: the push's index in the bag.
+        push: forces and contact points per step.
+        X_WO0: (3,) observed pose at the first step.
+        obs_steps: (J,) steps at which the pose was observed; X_obs: (J, 3) those poses.
+        p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays).
+        X_steps: (T+1, 3) the observed poses interpolated to the step boundaries.
+    """
+
+    index: int
+    push: WrenchPush
+    X_WO0: FloatArray
+    obs_steps: NDArray[np.int64]
+    X_obs: FloatArray
+    p_WF: FloatArray
+    X_steps: FloatArray
+
+
+def push_from_samples(
+    grid: Grid,
+    index: int,
+    t: ArrayLike,
+    X_WO: ArrayLike,
+    p_WF: ArrayLike,
+    f_W: ArrayLike,
+    t_start: float,
+    t_end: float,
+    dt: float = STEP_S,
+) -> PushData:
+    """A push from time series sampled in memory, as :func:`read_pushes` makes it from a bag.
+
+    t: (N,) times [s]; X_WO: (N, 3) object poses; p_WF: (N, >=2) fingertip centres;
+    f_W: (N, >=2) force the fingertip applies [N]; the push runs from ``t_start`` to
+    ``t_end`` (the stroke's end) plus SETTLE_S.
+    """
+    tt = np.asarray(t, dtype=float)
+    X, p, f = (np.asarray(a, dtype=float) for a in (X_WO, p_WF, f_W))
+    if tt.ndim != 1 or X.shape != (len(tt), 3) or p.shape[0] != len(tt) or f.shape[0] != len(tt):
+        raise SlideInputError('t (N,), X_WO (N, 3), p_WF and f_W (N, 2+) must agree in length')
+    return build_push(
+        grid,
+        index,
+        t_start,
+        t_end + SETTLE_S,
+        np.column_stack((tt, X)),
+        np.column_stack((tt, p[:, :2])),
+        np.column_stack((tt, f[:, :2])),
+        f'<push {index}>',
+        dt,
+    )
+
+
+def build_push(
+    grid: Grid,
+    index: int,
+    t_start: float,
+    t_next: float,
+    poses: FloatArray,
+    tips: FloatArray,
+    wrench: FloatArray,
+    source: str,
+    dt: float,
+) -> PushData:
+    """One push from whole series: object poses (N, 4) rows (t, x, y, yaw), fingertip
+    centres (M, 3) rows (t, x, y), forces on the object (L, 3) rows (t, fx, fy) in the
+    table frame; the push is the window [t_start, t_next). ``source`` names the data in
+    errors. Forces are averaged per step of ``dt``; each is applied at the point of the
+    object's cells closest to the fingertip's centre at that instant."""
+    sel = (poses[:, 0] >= t_start - 1e-9) & (poses[:, 0] < t_next)
+    P = poses[sel]
+    if len(P) < 3:
+        raise SlideInputError(
+            f'{source}: push {index} has {len(P)} object poses: not a complete push'
+        )
+    tip_sel = (tips[:, 0] >= P[0, 0] - 0.05) & (tips[:, 0] <= P[-1, 0] + 0.05)
+    W = wrench[(wrench[:, 0] >= P[0, 0]) & (wrench[:, 0] < P[-1, 0])]
+    if tip_sel.sum() < 2 or len(W) == 0:
+        raise SlideInputError(
+            f'{source}: push {index}: pusher poses or wrenches do not overlap the object '
+            'poses in time'
+        )
+    Tp = tips[tip_sel]
+    steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
+    if steps < 2:
+        raise SlideInputError(f'{source}: push {index} lasts less than two steps')
+    t = P[0, 0] + dt * np.arange(steps + 1)
+    yaw = np.unwrap(P[:, 3])
+    X = np.column_stack(
+        [
+            np.interp(t, P[:, 0], P[:, 1]),
+            np.interp(t, P[:, 0], P[:, 2]),
+            np.interp(t, P[:, 0], yaw),
+        ]
+    )
+    mid = t[:-1] + dt / 2
+    tip = np.column_stack([np.interp(mid, Tp[:, 0], Tp[:, 1]), np.interp(mid, Tp[:, 0], Tp[:, 2])])
+    k = np.clip(((W[:, 0] - t[0]) // dt).astype(int), 0, steps - 1)
+    counts = np.bincount(k, minlength=steps)
+    sums = np.column_stack([np.bincount(k, W[:, c], minlength=steps) for c in (1, 2)])
+    f = np.asarray(sums / np.maximum(counts, 1)[:, None], dtype=float)
+    f[counts == 0] = 0.0
+    X_mid = (X[:-1] + X[1:]) / 2
+    contact = np.zeros((steps, 2))
+    last = grid.p_OC[0]
+    model = RigidModel.of(grid)
+    for s in range(steps):
+        if np.linalg.norm(f[s]) < CONTACT_FORCE_N:
+            f[s] = 0.0
+            contact[s] = last
+            continue
+        p_O = rotation(X_mid[s, 2]).T @ (tip[s] - X_mid[s, :2])
+        # The point of the object's cells closest to the fingertip (RigidModel works at G).
+        q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
+        contact[s] = last = q_B[0] + model.p_OG
+    push = WrenchPush.create(grid, contact, f, dt)
+    obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
+    X_obs = np.column_stack((P[:, 1:3], yaw))
+    p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
+    return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)

@@ -1,0 +1,163 @@
+"""Training pushes in regression form: the wrench balance w = Q m + G c on every moving step
+(derivation in :mod:`slide_core.identification`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import lsq_linear
+from scipy.signal import savgol_filter
+
+from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.identification.bounds import Bounds
+from slide_core.identification.errors import IdentificationError
+from slide_core.identification.pushes import PushData
+from slide_core.physics import GRAVITY, SPIN_ARM
+
+MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
+SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
+SPIN_EPS = 0.02  # rad/s: regularisation of the spin's sign
+SMOOTHING_WINDOW = 7  # samples of the Savitzky-Golay filter (70 ms at 100 Hz)
+
+
+def _window(samples: int) -> int:
+    window = min(SMOOTHING_WINDOW, samples - (1 - samples % 2))
+    if window < 5:
+        raise IdentificationError('a push needs at least 5 observed steps')
+    return window
+
+
+def _kinematics(X: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
+    """Velocities and accelerations (T+1, 3) of poses X (T+1, 3), by a Savitzky-Golay fit."""
+    Xu = X.copy()
+    Xu[:, 2] = np.unwrap(Xu[:, 2])
+    window = _window(Xu.shape[0])
+    V = savgol_filter(Xu, window, 2, deriv=1, delta=dt, axis=0)
+    A = savgol_filter(Xu, window, 2, deriv=2, delta=dt, axis=0)
+    return np.asarray(V, dtype=float), np.asarray(A, dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingSet:
+    """Training pushes as the linear system w = Q m + G c (one row block per moving step).
+
+    Attributes:
+        grid: the object.
+        Q: (S, 3, n) inertial wrench of each cell per unit mass, per step.
+        G: (S, 3, n) friction wrench of each cell per unit friction force, per step.
+        w: (S, 3) measured push wrench (force, torque / rho) in the object frame.
+        rho: torque-to-force length [m].
+        pushes: how many pushes the steps come from.
+    """
+
+    grid: Grid
+    Q: FloatArray
+    G: FloatArray
+    w: FloatArray
+    rho: float
+    pushes: int
+
+    @property
+    def steps(self) -> int:
+        return int(self.w.shape[0])
+
+    @classmethod
+    def from_pushes(cls, grid: Grid, pushes: list[PushData]) -> TrainingSet:
+        """Build the system from pushes read with :func:`slide_core.bag.read_pushes`."""
+        if not pushes:
+            raise IdentificationError('identification needs at least one training push')
+        r = grid.p_OC
+        w_cell = grid.cell_size
+        rho = float(np.sqrt(np.mean(np.sum(r**2, axis=1)))) or w_cell
+        Qs, Gs, ws = [], [], []
+        for pd in pushes:
+            X = pd.X_steps
+            dt = pd.push.dt
+            V, A = _kinematics(X, dt)
+            window = _window(X.shape[0])
+            T = pd.push.steps
+            # Quantities at the step midpoints t + 1/2, where the step's force acts.
+            Xm = (X[:-1] + X[1:]) / 2
+            Vm = (V[:-1] + V[1:]) / 2
+            Am = (A[:-1] + A[1:]) / 2
+            R = rotation(Xm[:, 2])  # (T, 2, 2)
+            v_B = np.einsum('tji,tj->ti', R, Vm[:, :2])  # R^T v_O
+            a_B = np.einsum('tji,tj->ti', R, Am[:, :2])
+            om, al = Vm[:, 2], Am[:, 2]
+            perp = np.stack((-r[:, 1], r[:, 0]), axis=1)  # k x r_i, (n, 2)
+            v_i = v_B[:, None, :] + om[:, None, None] * perp[None]  # (T, n, 2)
+            a_i = a_B[:, None, :] + al[:, None, None] * perp[None] - om[:, None, None] ** 2 * r
+            speed = np.linalg.norm(v_i, axis=2)
+            moving = speed.max(axis=1) >= MIN_SPEED
+            if not moving.any():
+                continue
+            d_i = v_i / np.sqrt(speed**2 + SPEED_EPS**2)[..., None]
+            cross_v = r[None, :, 0] * d_i[..., 1] - r[None, :, 1] * d_i[..., 0]
+            cross_a = r[None, :, 0] * a_i[..., 1] - r[None, :, 1] * a_i[..., 0]
+            spin = SPIN_ARM * w_cell * np.tanh(om / SPIN_EPS)
+            G = np.concatenate(
+                (np.moveaxis(d_i, 2, 1), ((cross_v + spin[:, None]) / rho)[:, None, :]), axis=1
+            )
+            inertia = w_cell**2 / 6 * al
+            Q = np.concatenate(
+                (np.moveaxis(a_i, 2, 1), ((cross_a + inertia[:, None]) / rho)[:, None, :]),
+                axis=1,
+            )
+            # The force through the same filter as the poses (the F/T sees contact chatter
+            # that the smoothed accelerations do not).
+            f_W = pd.push.f_W
+            if T >= window:
+                f_W = savgol_filter(f_W, window, 2, axis=0)
+            f_B = np.einsum('tji,tj->ti', R, f_W)
+            p = pd.push.p_OA
+            tau = p[:, 0] * f_B[:, 1] - p[:, 1] * f_B[:, 0] + pd.push.tau
+            w = np.column_stack((f_B, tau / rho))
+            keep = moving[:T]
+            Qs.append(Q[keep])
+            Gs.append(G[keep])
+            ws.append(w[keep])
+        if not ws:
+            raise IdentificationError(
+                'the object never moves in the training pushes: nothing to identify from'
+            )
+        return cls(grid, np.concatenate(Qs), np.concatenate(Gs), np.concatenate(ws), rho, len(ws))
+
+    def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
+        """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
+        c = mu * m * GRAVITY
+        return np.asarray(
+            self.w[None]
+            - np.einsum('sjn,kn->ksj', self.Q, m)
+            - np.einsum('sjn,kn->ksj', self.G, c),
+            dtype=float,
+        )
+
+    def loss(self, m: ArrayLike, mu: ArrayLike) -> FloatArray:
+        """(K,) losses [N^2] of hypotheses (K, n)."""
+        res = self.residual(np.atleast_2d(m), np.atleast_2d(mu))
+        return np.asarray(np.mean(np.sum(res**2, axis=2), axis=1), dtype=float)
+
+    def loss_grad(self, m: ArrayLike, mu: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Losses (K,) and their exact gradients d/dm, d/dmu (K, n)."""
+        m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
+        res = self.residual(m2, mu2)
+        S = self.steps
+        loss = np.mean(np.sum(res**2, axis=2), axis=1)
+        rG = np.einsum('ksj,sjn->kn', res, self.G)
+        rQ = np.einsum('ksj,sjn->kn', res, self.Q)
+        g_m = -2.0 / S * (rQ + GRAVITY * mu2 * rG)
+        g_mu = -2.0 / S * (GRAVITY * m2 * rG)
+        return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
+
+    def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
+        """Warm start: the friction map that best explains the wrenches at masses m (n,),
+        by bounded linear least squares in c = mu m g."""
+        n = m.size
+        A = self.G.reshape(-1, n)
+        b = (self.w - np.einsum('sjn,n->sj', self.Q, m)).reshape(-1)
+        lo = bounds.friction_min * m * GRAVITY
+        hi = bounds.friction_max * m * GRAVITY
+        c = lsq_linear(A, b, bounds=(lo, hi), method='bvls').x
+        return np.asarray(np.clip(c / (m * GRAVITY), bounds.friction_min, bounds.friction_max))

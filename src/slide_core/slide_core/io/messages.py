@@ -1,0 +1,242 @@
+"""Every message <-> core conversion, in one module, paired both ways.
+
+Duck-typed: decoders read any object with the messages' field names, so rosbags'
+deserialised messages and rclpy's decode alike; encoders fill a message object the caller
+made (rclpy messages are default-constructible; nested list elements come from a factory
+the caller passes). Nothing here imports ROS.
+
+Messages: ``builtin_interfaces/Time``, ``geometry_msgs/Pose`` (planar: yaw about z, the one
+convention of :func:`slide_core.geometry.yaw_of_quaternion`), ``sensor_msgs/PointCloud2``,
+``slide_interfaces/ObjectGrid``, ``ModelBelief``, ``PushPrimitive``, ``GroundTruth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import math
+from typing import Any
+
+import numpy as np
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    GridError,
+    quaternion_of_yaw,
+    yaw_of_quaternion,
+)
+from slide_core.model import Belief, BeliefError
+
+
+class MessageError(SlideInputError):
+    """A message whose fields cannot describe what it claims (the reason says which)."""
+
+
+# -- time and poses -------------------------------------------------------------------------
+def stamp_to_s(stamp: Any) -> float:
+    """Seconds of a ``builtin_interfaces/Time``."""
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def set_stamp(stamp: Any, seconds: float) -> Any:
+    """Write ``seconds`` (>= 0) into a ``builtin_interfaces/Time``."""
+    ns = int(round(seconds * 1e9))
+    stamp.sec, stamp.nanosec = ns // 10**9, ns % 10**9
+    return stamp
+
+
+def pose_to_planar(pose: Any) -> FloatArray:
+    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN)."""
+    q = pose.orientation
+    X = np.array(
+        [
+            float(pose.position.x),
+            float(pose.position.y),
+            yaw_of_quaternion(float(q.x), float(q.y), float(q.z), float(q.w)),
+        ]
+    )
+    if not np.all(np.isfinite(X)):
+        raise MessageError(f'the pose holds NaN or infinite values: {X.tolist()}')
+    return X
+
+
+def set_planar_pose(pose: Any, X: FloatArray, z: float = 0.0) -> Any:
+    """Write a planar pose (x, y, yaw) into a ``geometry_msgs/Pose`` at height ``z``."""
+    pose.position.x, pose.position.y, pose.position.z = float(X[0]), float(X[1]), float(z)
+    q = quaternion_of_yaw(float(X[2]))
+    pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q
+    return pose
+
+
+# -- the object grid --------------------------------------------------------------------------
+def grid_from_msg(msg: Any) -> tuple[Grid, FloatArray]:
+    """The core grid and the pose X_WO (3,) of a ``slide_interfaces/ObjectGrid``."""
+    rows, cols = int(msg.rows), int(msg.cols)
+    occupancy = np.asarray(msg.occupancy, dtype=np.uint8)
+    heights = np.asarray(msg.heights, dtype=float)
+    if rows * cols == 0 or occupancy.size != rows * cols or heights.size != rows * cols:
+        raise MessageError(
+            f'the object grid is {rows} x {cols} but has {occupancy.size} occupancy and '
+            f'{heights.size} height values'
+        )
+    try:
+        grid = Grid(
+            float(msg.cell_size), occupancy.reshape(rows, cols) > 0, heights.reshape(rows, cols)
+        )
+    except GridError as exc:
+        raise MessageError(f'the object grid is not a grid: {exc}') from None
+    return grid, pose_to_planar(msg.pose)
+
+
+def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
+    """Fill a ``slide_interfaces/ObjectGrid`` (header set by the caller)."""
+    msg.cell_size = float(grid.cell_size)
+    msg.rows, msg.cols = (int(v) for v in grid.shape)
+    msg.occupancy = grid.occupancy.astype(np.uint8).ravel().tolist()
+    msg.heights = grid.heights.astype(np.float32).ravel().tolist()
+    set_planar_pose(msg.pose, X_WO)
+    return msg
+
+
+# -- beliefs ---------------------------------------------------------------------------------
+def belief_from_msg(msg: Any) -> Belief:
+    """The belief of a ``slide_interfaces/ModelBelief`` (its grid included)."""
+    grid, _ = grid_from_msg(msg.grid)
+    if not msg.models:
+        raise MessageError('the belief has no models')
+    try:
+        mass = np.stack(
+            [grid.from_map(np.reshape(m.mass, grid.shape), 'mass') for m in msg.models]
+        )
+        friction = np.stack(
+            [grid.from_map(np.reshape(m.friction, grid.shape), 'friction') for m in msg.models]
+        )
+    except (ValueError, GridError) as exc:
+        raise MessageError(f"the belief's maps do not fit its grid: {exc}") from None
+    loss = np.array([float(m.loss) for m in msg.models])
+    try:
+        return Belief.create(grid, mass, friction, list(msg.probabilities), loss, str(msg.method))
+    except BeliefError as exc:
+        raise MessageError(f'the belief is not valid: {exc}') from None
+
+
+def belief_to_msg(
+    belief: Belief, X_WO: FloatArray, msg: Any, new_model: Callable[[], Any], temperature: float
+) -> Any:
+    """Fill a ``slide_interfaces/ModelBelief`` (header set by the caller); ``new_model``
+    makes a ``MassFrictionModel``; ``temperature`` is identification's (relative)."""
+    g = belief.grid
+    grid_to_msg(g, X_WO, msg.grid)
+    models = []
+    for k in range(belief.K):
+        m = new_model()
+        m.mass = g.to_map(belief.mass[k], fill=0.0).ravel().tolist()
+        m.friction = g.to_map(belief.friction[k], fill=0.0).ravel().tolist()
+        m.loss = float(belief.loss[k])
+        models.append(m)
+    msg.models = models
+    msg.probabilities = [float(w) for w in belief.weight]
+    msg.temperature = float(temperature)
+    msg.method = belief.method
+    return msg
+
+
+def maps_from_msg(grid: Grid, model: Any) -> tuple[FloatArray, FloatArray]:
+    """Per-cell (mass, friction) (n,) of a ``MassFrictionModel`` on ``grid``."""
+    try:
+        mass = grid.from_map(np.reshape(np.asarray(model.mass, float), grid.shape), 'mass')
+        friction = grid.from_map(
+            np.reshape(np.asarray(model.friction, float), grid.shape), 'friction'
+        )
+    except (ValueError, GridError) as exc:
+        raise MessageError(f'the maps do not fit the grid: {exc}') from None
+    return mass, friction
+
+
+# -- point clouds ---------------------------------------------------------------------------
+# sensor_msgs/PointField datatypes
+_DTYPES = {1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 8: 'f8'}
+FLOAT32 = 7
+
+
+def cloud_to_xyz(msg: Any) -> FloatArray:
+    """(N, 3) float64 x, y, z of a ``sensor_msgs/PointCloud2`` (organised or not; NaN
+    points kept as NaN).
+
+    Raises MessageError, saying what is wrong, when the cloud lacks x, y, z fields, a field
+    lies (partly) outside a point, a datatype is unknown, or the buffer is shorter than the
+    points it declares."""
+    fields = {f.name: f for f in msg.fields}
+    if not {'x', 'y', 'z'} <= set(fields):
+        raise MessageError(f'the PointCloud2 has fields {sorted(fields)}; x, y and z are needed')
+    width, height = int(msg.width), int(msg.height)
+    step, row_step = int(msg.point_step), int(msg.row_step)
+    if width < 0 or height < 0 or step <= 0 or row_step < width * step:
+        raise MessageError(
+            f'the PointCloud2 layout is impossible: {width} x {height} points of {step} '
+            f'bytes in rows of {row_step} bytes'
+        )
+    n = width * height
+    data = msg.data if isinstance(msg.data, bytes | bytearray | memoryview) else bytes(msg.data)
+    if len(data) < row_step * height:
+        raise MessageError(
+            f'the PointCloud2 declares {n} points of {step} bytes (rows of {row_step}) but '
+            f'holds {len(data)} bytes'
+        )
+    order = '>' if msg.is_bigendian else '<'
+    formats, offsets = [], []
+    for name in ('x', 'y', 'z'):
+        f = fields[name]
+        if int(f.datatype) not in _DTYPES:
+            raise MessageError(f'PointCloud2 field {name} has unknown datatype {f.datatype}')
+        size = np.dtype(_DTYPES[int(f.datatype)]).itemsize
+        if int(f.offset) < 0 or int(f.offset) + size > step:
+            raise MessageError(
+                f'PointCloud2 field {name} at offset {f.offset} ({size} bytes) lies outside '
+                f'the {step}-byte point'
+            )
+        formats.append(order + _DTYPES[int(f.datatype)])
+        offsets.append(int(f.offset))
+    dtype = np.dtype(
+        {'names': ['x', 'y', 'z'], 'formats': formats, 'offsets': offsets, 'itemsize': step}
+    )
+    if height > 1 and row_step != width * step:
+        rows = np.frombuffer(data, np.uint8, count=row_step * height).reshape(height, row_step)
+        packed = np.ascontiguousarray(rows[:, : width * step]).tobytes()
+        points = np.frombuffer(packed, dtype=dtype, count=n)
+    else:
+        points = np.frombuffer(data, dtype=dtype, count=n)
+    out = np.empty((n, 3))
+    out[:, 0], out[:, 1], out[:, 2] = points['x'], points['y'], points['z']
+    return out
+
+
+def xyz_to_cloud(points: FloatArray, msg: Any, new_field: Callable[..., Any]) -> Any:
+    """Fill a ``sensor_msgs/PointCloud2`` (header set by the caller) with points (N, 3) as
+    float32 x, y, z; ``new_field(name=, offset=, datatype=, count=)`` makes a PointField.
+
+    Raises MessageError unless ``points`` is (N, 3)."""
+    a = np.asarray(points)
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise MessageError(f'points must have shape (N, 3), got {a.shape}')
+    p = np.ascontiguousarray(a, dtype=np.float32)
+    msg.height = 1
+    msg.width = p.shape[0]
+    msg.fields = [
+        new_field(name=c, offset=4 * i, datatype=FLOAT32, count=1) for i, c in enumerate('xyz')
+    ]
+    msg.is_bigendian = False
+    msg.point_step = 12
+    msg.row_step = 12 * p.shape[0]
+    msg.is_dense = bool(np.isfinite(p).all())
+    msg.data = p.tobytes()
+    return msg
+
+
+def finite(value: float, what: str) -> float:
+    """``value`` as a float, or MessageError naming ``what`` when it is NaN or infinite."""
+    v = float(value)
+    if not math.isfinite(v):
+        raise MessageError(f'{what} is {v}')
+    return v

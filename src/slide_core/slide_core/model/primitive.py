@@ -1,0 +1,121 @@
+"""A push primitive and the fingertip motion that executes it.
+
+A primitive is what the planner (or the exploration policy) asks of the arm: a contact
+point A on the object's outline and a direction, both in the object frame O, a travel
+after contact and a speed. It is resolved at the object's observed pose into fingertip
+waypoints (:func:`push_waypoints`): above the start, down to the push height, the
+stroke, a pause while the object comes to rest, a retract along the push, and up. The
+twin's arm and the robot's arm both execute these waypoints; nothing else computes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, check_pose, rotation
+from slide_core.model.workcell import Fingertip
+
+APPROACH = 0.02
+"""Gap [m] between the fingertip and the contact point where the stroke starts."""
+RETRACT = 0.02
+"""How far [m] the fingertip pulls back along the push before it lifts."""
+SETTLE_PAUSE_S = 0.3
+"""Seconds the fingertip stands still after the stroke while the object comes to rest."""
+TRAVEL_SPEED = 0.3
+"""Speed [m/s] of moves through the air above the table."""
+LOWER_SPEED = 0.1
+"""Speed [m/s] of lowering to and lifting from the push height."""
+LIFT = 0.12
+"""Height [m] of the fingertip's centre above the table between pushes."""
+
+
+class PrimitiveError(SlideInputError):
+    """A push primitive that cannot be executed (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A straight fingertip push.
+
+    Attributes:
+        p_OA: (2,) contact point on the object's outline, object frame [m].
+        d_O: (2,) unit push direction, object frame.
+        travel: fingertip travel after contact [m]; speed: along the push [m/s].
+    """
+
+    p_OA: FloatArray
+    d_O: FloatArray
+    travel: float
+    speed: float
+
+    @classmethod
+    def create(cls, p_OA: ArrayLike, d_O: ArrayLike, travel: float, speed: float) -> Primitive:
+        """Validate and build (the direction is normalised); raises PrimitiveError."""
+        p = np.asarray(p_OA, dtype=float)
+        d = np.asarray(d_O, dtype=float)
+        if (
+            p.shape != (2,)
+            or d.shape != (2,)
+            or not (np.isfinite(p).all() and np.isfinite(d).all())
+        ):
+            raise PrimitiveError('contact point and direction must be finite 2-vectors')
+        norm = float(np.linalg.norm(d))
+        if norm < 1e-9:
+            raise PrimitiveError('the push direction is zero')
+        if not (math.isfinite(travel) and 0.0 < travel <= 0.5):
+            raise PrimitiveError(f'travel must lie in (0, 0.5] m, got {travel}')
+        if not (math.isfinite(speed) and 0.0 < speed <= 0.5):
+            raise PrimitiveError(f'speed must lie in (0, 0.5] m/s, got {speed}')
+        return cls(p, d / norm, float(travel), float(speed))
+
+    def stroke_W(self, X_WO: ArrayLike, fingertip: Fingertip) -> tuple[FloatArray, FloatArray]:
+        """Fingertip centre (2,) at the stroke's start (APPROACH short of touching) and end,
+        table frame, with the object at X_WO."""
+        X = check_pose(X_WO, 'X_WO')
+        R = rotation(float(X[2]))
+        p_WA = X[:2] + R @ self.p_OA
+        d_W = R @ self.d_O
+        start = p_WA - d_W * (APPROACH + fingertip.radius)
+        return start, start + d_W * (APPROACH + self.travel)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'p_OA': [float(v) for v in self.p_OA],
+            'd_O': [float(v) for v in self.d_O],
+            'travel_m': self.travel,
+            'speed_mps': self.speed,
+        }
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A fingertip set point: centre p_WF (3,) [m] (z: its centre's height above the table),
+    reached in a straight line at ``speed`` [m/s], then held ``dwell_s`` seconds. ``phase``
+    names the motion: approach, lower, stroke, settle, retract, lift."""
+
+    p_WF: FloatArray
+    speed: float
+    dwell_s: float
+    phase: str
+
+
+def push_waypoints(primitive: Primitive, X_WO: ArrayLike, fingertip: Fingertip) -> list[Waypoint]:
+    """The fingertip motion of one push at the observed pose X_WO (see the module
+    docstring). The stroke is the third waypoint; the settle pause is its dwell."""
+    start, end = primitive.stroke_W(X_WO, fingertip)
+    d_W = (end - start) / np.linalg.norm(end - start)
+    back = end - d_W * RETRACT
+    z, up = fingertip.height, LIFT
+    return [
+        Waypoint(np.array([*start, up]), TRAVEL_SPEED, 0.0, 'approach'),
+        Waypoint(np.array([*start, z]), LOWER_SPEED, 0.05, 'lower'),
+        Waypoint(np.array([*end, z]), primitive.speed, SETTLE_PAUSE_S, 'stroke'),
+        Waypoint(np.array([*back, z]), primitive.speed, 0.0, 'retract'),
+        Waypoint(np.array([*back, up]), LOWER_SPEED, 0.0, 'lift'),
+    ]

@@ -1,0 +1,90 @@
+"""Pre-grasp planning against a belief: balance at the edge, goal, grasp, path and pushes.
+
+Modules in the order the planner uses them: :mod:`.config`, :mod:`.balance`, :mod:`.grasp`,
+:mod:`.goal`, :mod:`.path`, :mod:`.push` and the closed loop :mod:`.loop`.
+
+Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workcell:
+
+- Frames (:mod:`slide_core.geometry`): W the table frame, O the object frame; poses are
+  X_WO = (x, y, theta) [m, m, rad].
+- Balance (:func:`com_margins`): a rigid object resting on the table stays if its centre
+  of mass lies inside the support polygon, the convex hull of the part of its footprint
+  that is over the table (its cell squares clipped at the edge). The margin is the signed
+  distance [m] of the centre of mass inside that polygon. Every model of the belief has its
+  own centre of mass; the probability that the object stays (:func:`stay_probability`) is
+  the weight of the models whose margin is at least the safety margin.
+- Grasp (:func:`grasp_at`): a parallel gripper approaches along +x (towards the table),
+  fingers above and below the object, pads' front end at least ``clearance`` short of the
+  edge (the lower finger passes under the table top). The pads must hold at least
+  ``min_grip`` metres of object along their depth (area covered / pad width) and the
+  object must fit the opening.
+- Goal (:func:`select_goal`): poses along the edge at sampled yaws and overhangs; kept when
+  a grasp exists, the pose is free of obstacles and the stay probability is at least
+  1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief
+  enjoys and minus the width of edge along which the grasp would hold (a long side
+  parallel to the edge tolerates pose errors, a corner does not).
+- Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
+  dtheta)^2), rho the object's radius) through poses that keep the object on the table,
+  clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded
+  per call, so an episode's seed fixes every path.
+- Push (:func:`select_push`): paper 2's multiverse rule. Candidates are straight fingertip
+  pushes at the object's outline sides along the inward normal; each is simulated with
+  every model at once (:mod:`slide_core.physics.quasistatic`, the quasi-static limit of the core's
+  per-cell model with a kinematic fingertip, batched as hypotheses that each start in
+  their own push frame) and the push length is read off the rollout at every step. The
+  cost is the probability-weighted SE(2) distance to the waypoint. The best candidate's
+  contact point is refined by finite differences along its side (paper 1); the
+  exhaustive ablation instead tries several points per side and does not refine.
+  Pushes after which more than epsilon of the belief would fall are rejected.
+"""
+
+from __future__ import annotations
+
+from slide_core.planning.balance import (
+    com_margins_of,
+    fall_probability,
+    in_workspace,
+    is_valid,
+    margin_quantile,
+    stay_probability,
+)
+from slide_core.planning.config import (
+    PlannerConfig,
+    PlannerSettingsError,
+    PlanningError,
+    planner_config,
+)
+from slide_core.planning.goal import Goal, goal_acceptable, select_goal
+from slide_core.planning.grasp import Grasp, grasp_at
+from slide_core.planning.loop import Step, next_step, next_waypoint, reached, step_seed
+from slide_core.planning.path import SE2Path, plan_path, resample
+from slide_core.planning.push import TIP_GAP, PushPlan, select_push
+
+__all__ = [
+    'TIP_GAP',
+    'Goal',
+    'Grasp',
+    'PlannerConfig',
+    'PlannerSettingsError',
+    'PlanningError',
+    'PushPlan',
+    'SE2Path',
+    'Step',
+    'com_margins_of',
+    'fall_probability',
+    'goal_acceptable',
+    'grasp_at',
+    'in_workspace',
+    'is_valid',
+    'margin_quantile',
+    'next_step',
+    'next_waypoint',
+    'plan_path',
+    'planner_config',
+    'reached',
+    'resample',
+    'select_push',
+    'select_goal',
+    'stay_probability',
+    'step_seed',
+]

@@ -1,0 +1,120 @@
+"""The planner's settings: the workcell it plans in and its tolerances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from slide_core.errors import NoSolutionError, SlideInputError
+from slide_core.model import Fingertip, Gripper, Obstacle, Table, Workcell
+
+
+class PlanningError(NoSolutionError):
+    """No goal, path or push satisfies the constraints (the message says which and why)."""
+
+
+class PlannerSettingsError(SlideInputError):
+    """Planner settings that are out of range or unknown."""
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """Everything the planner needs to know about the task and its tolerances.
+
+    Attributes:
+        epsilon: the fall probability a goal or an intermediate pose may have.
+        balance_margin: distance [m] the centre of mass must keep inside the support.
+        grasp_margin: overhang [m] a goal has beyond what the grasp needs (slack for
+            the last push).
+        push_speed: fingertip speed [m/s]; push_max: longest push [m]; push_min: shortest.
+        sim_step: fingertip travel per step of the planner's push model [m].
+        waypoint_step: spacing of the path's waypoints [m] (SE(2) distance).
+        lookahead: a push aims at the farthest waypoint this close [m] (the next one at
+            least).
+        rrt_iterations: RRT* iterations per path; rrt_range: its longest edge [m].
+        refine_iterations: finite-difference steps on the contact point.
+        exhaustive_per_side: contact points per outline side in the exhaustive search.
+        margin_weight: metres of pushing effort one metre of balance margin is worth.
+        grasp_weight: ... one metre of graspable edge is worth (both capped at 5 cm).
+        overhang_weight: ... one metre more overhang is worth (0: just what the grasp
+            needs; large: as far out as balance allows, as the papers' goals ask).
+        goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
+    """
+
+    table: Table
+    gripper: Gripper
+    fingertip: Fingertip
+    obstacles: tuple[Obstacle, ...] = ()
+    epsilon: float = 0.05
+    balance_margin: float = 0.01
+    grasp_margin: float = 0.01
+    push_speed: float = 0.05
+    push_max: float = 0.08
+    push_min: float = 0.005
+    sim_step: float = 0.002
+    waypoint_step: float = 0.02
+    lookahead: float = 0.06
+    rrt_iterations: int = 600
+    rrt_range: float = 0.06
+    refine_iterations: int = 3
+    exhaustive_per_side: int = 5
+    margin_weight: float = 1.0
+    grasp_weight: float = 1.0
+    overhang_weight: float = 0.0
+    goal_yaws: int = 36
+    goal_y_step: float = 0.05
+
+    def __post_init__(self) -> None:
+        checks = {
+            'epsilon': 0.0 <= self.epsilon < 1.0,
+            'balance_margin': self.balance_margin >= 0.0,
+            'grasp_margin': self.grasp_margin >= 0.0,
+            'push_speed': self.push_speed > 0.0,
+            'push_max': self.push_max > self.push_min > 0.0,
+            'sim_step': 0.0 < self.sim_step <= 0.01,
+            'waypoint_step': self.waypoint_step > 0.0,
+            'lookahead': self.lookahead > 0.0,
+            'rrt_iterations': self.rrt_iterations >= 10,
+            'rrt_range': self.rrt_range > 0.0,
+            'refine_iterations': self.refine_iterations >= 0,
+            'exhaustive_per_side': self.exhaustive_per_side >= 1,
+            'goal_yaws': self.goal_yaws >= 1,
+            'goal_y_step': self.goal_y_step > 0.0,
+            'overhang_weight': self.overhang_weight >= 0.0,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise PlannerSettingsError(
+                f'planner settings out of range: {", ".join(bad)} (see PlannerConfig)'
+            )
+
+
+def planner_config(workcell: Workcell, **overrides: Any) -> PlannerConfig:
+    """The planner's settings for ``workcell``: its table, gripper, fingertip and obstacles,
+    the file's ``planner:`` section, then ``overrides`` (raises PlannerSettingsError on an
+    unknown or bad setting)."""
+    settings = {**workcell.planner, **overrides}
+    known = {f.name for f in fields(PlannerConfig)} - {
+        'table',
+        'gripper',
+        'fingertip',
+        'obstacles',
+    }
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise PlannerSettingsError(
+            f'unknown planner setting {unknown[0]!r} (known: {", ".join(sorted(known))})'
+        )
+    for key, value in settings.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PlannerSettingsError(f'planner setting {key}: must be a number, got {value!r}')
+    try:
+        return PlannerConfig(
+            table=workcell.table,
+            gripper=workcell.gripper,
+            fingertip=workcell.fingertip,
+            obstacles=workcell.obstacles,
+            **settings,
+        )
+    except TypeError as exc:
+        raise PlannerSettingsError(f'bad planner setting: {exc}') from None

@@ -1,0 +1,113 @@
+"""The goal: a pose at the edge where the object sticks out far enough to be grasped and
+stays balanced for 1 - epsilon of the belief."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from slide_core.geometry import (
+    FloatArray,
+    cell_corners,
+    check_pose,
+    com_margins,
+    rotation,
+    se2_distance,
+    wrap_angle,
+)
+from slide_core.model import Belief
+from slide_core.planning.balance import in_workspace, is_valid, margin_quantile
+from slide_core.planning.config import PlannerConfig, PlanningError
+from slide_core.planning.grasp import Grasp, grasp_at
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A goal pose at the edge and what was judged about it.
+
+    Attributes:
+        X_WO: (3,) goal pose; stay_probability: of the belief, with the safety margin;
+        margin: balance margin [m] that 1 - epsilon of the belief has; overhang: how far
+        [m] the object sticks out past the edge; effort: SE(2) distance from the start [m];
+        grasp: the grasp planned there.
+    """
+
+    X_WO: FloatArray
+    stay_probability: float
+    margin: float
+    overhang: float
+    effort: float
+    grasp: Grasp
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'X_WO': [float(v) for v in self.X_WO],
+            'stay_probability': self.stay_probability,
+            'margin_m': self.margin,
+            'overhang_m': self.overhang,
+            'effort_m': self.effort,
+            'grasp': self.grasp.to_dict(),
+        }
+
+
+def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
+    """The grasp if X_WO would do as a goal (graspable, valid, balanced), else None."""
+    if not is_valid(belief, X_WO, config):
+        return None
+    return grasp_at(belief.grid, X_WO, config.gripper, belief.com()[int(np.argmax(belief.weight))])
+
+
+def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
+    """The goal pose at the edge for an object now at X_WO (see the module docstring).
+
+    Raises PlanningError when no sampled pose is graspable and balanced."""
+    X0 = check_pose(X_WO, 'X_WO')
+    grid = belief.grid
+    rho = belief.radius()
+    corners = cell_corners(grid).reshape(-1, 2)
+    g = config.gripper
+    need = g.clearance + g.min_grip + config.grasp_margin
+    best: tuple[float, Goal] | None = None
+    yaws = wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
+    y_half = config.table.width / 2 - rho
+    ys = np.arange(-y_half, y_half + 1e-9, config.goal_y_step)
+    ys = ys[np.argsort(np.abs(ys - X0[1]))]
+    com = belief.com()
+    for yaw in yaws:
+        R = rotation(float(yaw))
+        x_min = float((corners @ R.T)[:, 0].min())
+        x_ext = float((corners @ R.T)[:, 0].max()) - x_min
+        for o in np.arange(need, 0.7 * x_ext, 0.005):
+            X = np.array([-x_min - o, 0.0, yaw])
+            margins = com_margins(grid, com, X)
+            p_stay = float(belief.weight @ (margins >= config.balance_margin))
+            if p_stay < 1.0 - config.epsilon - 1e-12:
+                continue
+            grasp = grasp_at(grid, X, g, com[int(np.argmax(belief.weight))])
+            if grasp is None:
+                continue
+            margin = margin_quantile(belief, margins, config.epsilon)
+            for y in ys:
+                Xy = np.array([X[0], y, yaw])
+                if not in_workspace(grid, Xy, config):
+                    continue
+                effort = float(se2_distance(Xy, X0, rho))
+                score = (
+                    effort
+                    - config.margin_weight * min(margin, 0.05)
+                    - config.grasp_weight * min(grasp.width, 0.05)
+                    - config.overhang_weight * o
+                )
+                if best is None or score < best[0]:
+                    shifted = replace(grasp, p_WE=grasp.p_WE + np.array([0.0, y]))
+                    best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))
+                break  # the nearest free y is the least effort for this yaw and overhang
+    if best is None:
+        raise PlanningError(
+            'no goal at the edge is both graspable and balanced with probability '
+            f'>= {1 - config.epsilon:.2f}: the object may be too thick for the gripper, too '
+            'small to stick out safely, or the belief too uncertain (explore more)'
+        )
+    return best[1]

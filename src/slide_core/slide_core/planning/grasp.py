@@ -1,0 +1,106 @@
+"""Grasps of the overhang with a parallel gripper approaching across the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    cell_corners,
+    check_pose,
+    covered,
+    tallest_under,
+    to_world,
+)
+from slide_core.model import Gripper
+
+
+@dataclass(frozen=True)
+class Grasp:
+    """A grasp of the overhang: the gripper comes along ``yaw`` (0: along +x, towards the
+    table) level with the object's mid-height; its pads' front end E is at ``p_WE``.
+
+    Attributes:
+        p_WE: (2,) pads' front end, table frame [m]; z: mid-height of the held part [m].
+        yaw: approach direction [rad]; grip: object length between the pads [m];
+        width: how wide [m] the stretch of edge is along which a grasp would hold.
+    """
+
+    p_WE: FloatArray
+    z: float
+    yaw: float
+    grip: float
+    width: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'p_WE': [float(v) for v in self.p_WE],
+            'z': self.z,
+            'yaw': self.yaw,
+            'grip_m': self.grip,
+            'graspable_width_m': self.width,
+        }
+
+
+_LINE_STEP = 0.001  # m between samples along the pads
+
+
+def grasp_at(
+    grid: Grid, X_WO: Any, gripper: Gripper, com_O: FloatArray | None = None
+) -> Grasp | None:
+    """The grasp of the overhang at X_WO nearest the centre of mass, or None.
+
+    Bands of the pads' width across the edge are tried every 5 mm. In each, the pads
+    reach as far in as the clearance to the edge allows, or less when the object sticks
+    out further than the pads are deep (the palm must not touch it). The grip of a band
+    is the object length under the pads along three lines across their width (both sides
+    and the middle), the shortest of the three: a corner that only the middle of a pad
+    touches does not count as held. Bands holding at least ``min_grip`` qualify; of those
+    whose neighbours 1 cm either side qualify too (if any), the one nearest the centre of
+    mass is taken (the least roll torque on the pads).
+    """
+    X = check_pose(X_WO, 'X_WO')
+    height = float(grid.heights[grid.occupancy].max())
+    if height > gripper.max_opening - 2 * gripper.height_margin:
+        return None
+    corners = to_world(X, cell_corners(grid).reshape(-1, 2))
+    front_max = -gripper.clearance
+    if corners[:, 0].min() >= front_max:
+        return None
+    half_w = gripper.finger_width / 2
+    xs = np.arange(corners[:, 0].min(), front_max + 1e-9, _LINE_STEP)
+    centres = np.arange(corners[:, 1].min() + half_w, corners[:, 1].max() - half_w + 1e-9, 0.005)
+    if len(centres) == 0:
+        return None
+    offsets = np.array([-0.9, 0.0, 0.9]) * half_w
+    lines_y = centres[:, None] + offsets[None, :]  # (B, 3)
+    pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
+    cov = covered(grid, X, pts)  # (B, 3, Nx)
+    com_y = float(to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
+    fronts = np.zeros(len(centres))
+    grips = np.zeros(len(centres))
+    pads = []
+    for i in range(len(centres)):
+        hit = np.nonzero(cov[i].any(axis=0))[0]
+        front = min(front_max, float(xs[hit[0]]) + gripper.finger_depth) if len(hit) else 0.0
+        pad = (xs >= front - gripper.finger_depth - 1e-9) & (xs <= front + 1e-9)
+        fronts[i] = front
+        grips[i] = float(cov[i][:, pad].sum(axis=1).min()) * _LINE_STEP if len(hit) else 0.0
+        pads.append(pad)
+    ok = grips >= gripper.min_grip
+    if not ok.any():
+        return None
+    # Prefer bands whose neighbours 1 cm either side hold too (tolerant of pose errors).
+    robust = ok & np.roll(ok, 2) & np.roll(ok, -2)
+    robust[:2] = robust[-2:] = False
+    pick = robust if robust.any() else ok
+    i = int(np.argmin(np.where(pick, np.abs(centres - com_y), np.inf)))
+    held = covered(grid, X, pts[i][:, pads[i]]).any(axis=0)
+    z = tallest_under(grid, X, pts[i][:, pads[i]][:, held]) / 2
+    return Grasp(
+        np.array([fronts[i], float(centres[i])]), z, 0.0, float(grips[i]), float(ok.sum() * 0.005)
+    )

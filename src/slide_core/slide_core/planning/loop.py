@@ -1,0 +1,73 @@
+"""The closed loop, one decision at a time: at the goal, or the path and the next push."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import time
+from typing import Any
+
+import numpy as np
+
+from slide_core.geometry import FloatArray, check_pose, se2_distance
+from slide_core.model import Belief
+from slide_core.planning.config import PlannerConfig
+from slide_core.planning.goal import Goal, goal_acceptable
+from slide_core.planning.path import SE2Path, plan_path
+from slide_core.planning.push import PushPlan, select_push
+
+
+def reached(belief: Belief, X_WO: Any, goal: Goal, config: PlannerConfig) -> bool:
+    """True when the object is at a pose that does as a goal: graspable (the pads hold at
+    least ``min_grip``) and balanced with probability 1 - epsilon. The goal itself asks
+    ``grasp_margin`` more overhang, so that a push falling a little short still does."""
+    return goal_acceptable(belief, check_pose(X_WO, 'X_WO'), config) is not None
+
+
+def next_waypoint(waypoints: FloatArray, X_WO: Any, lookahead: float, rho: float) -> FloatArray:
+    """The waypoint a push aims at: the farthest of ``waypoints`` (N, 3) within
+    ``lookahead`` (SE(2) distance) of X_WO, at least the one after the start."""
+    X = check_pose(X_WO, 'X_WO')
+    if len(waypoints) < 2:
+        return np.asarray(waypoints[-1], dtype=float)
+    d = se2_distance(waypoints[1:], X[None, :], rho)
+    within = np.nonzero(d <= lookahead)[0]
+    return np.asarray(waypoints[1 + (int(within.max()) if len(within) else 0)], dtype=float)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision of the closed loop: done (at the goal), or the path from the observed
+    pose, the waypoint aimed at and the push to make; with the time it took [s]."""
+
+    done: bool
+    path: SE2Path | None
+    target: FloatArray | None
+    push: PushPlan | None
+    seconds: float
+
+
+def step_seed(seed: int, index: int) -> int:
+    """A positive 31-bit seed for decision ``index`` of an episode seeded with ``seed``."""
+    state = np.random.SeedSequence([abs(int(seed)), int(index)]).generate_state(1)[0]
+    return int(state % (2**31 - 1)) + 1
+
+
+def next_step(
+    belief: Belief,
+    X_WO: Any,
+    goal: Goal,
+    config: PlannerConfig,
+    exhaustive: bool = False,
+    seed: int = 1,
+) -> Step:
+    """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal,
+    else plan a path from it (RRT*, seeded with ``seed``), aim at the next waypoint and
+    choose the push."""
+    t0 = time.perf_counter()
+    X = check_pose(X_WO, 'X_WO')
+    if reached(belief, X, goal, config):
+        return Step(True, None, None, None, time.perf_counter() - t0)
+    path = plan_path(belief, X, goal.X_WO, config, seed=seed)
+    target = next_waypoint(path.waypoints, X, config.lookahead, belief.radius())
+    push = select_push(belief, X, target, config, exhaustive=exhaustive)
+    return Step(False, path, target, push, time.perf_counter() - t0)

@@ -1,0 +1,156 @@
+"""The task's decisions made in this process, with the core's functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+import enum
+
+import numpy as np
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification import (
+    METHODS,
+    Identification,
+    PushData,
+    TrainingSet,
+    choose,
+    identify,
+    random_push,
+)
+from slide_core.model import Belief, Primitive, Workcell
+from slide_core.planning import (
+    Goal,
+    Grasp,
+    PlannerConfig,
+    Step,
+    goal_acceptable,
+    grasp_at,
+    next_step,
+    select_goal,
+    step_seed,
+)
+
+
+class ModelSource(enum.Enum):
+    """Which models the planner gets from identification."""
+
+    PROBABILISTIC = 'probabilistic'
+    """The K weighted models of the probabilistic identification (paper 2)."""
+    DETERMINISTIC = 'deterministic'
+    """Only its most probable model (paper 1)."""
+    UNIFORM = 'uniform'
+    """Uniform maps with that model's total mass and friction (no distribution)."""
+    GROUND_TRUTH = 'ground-truth'
+    """The object's true maps (an upper bound; the twin only)."""
+
+
+MODEL_SOURCES = tuple(s.value for s in ModelSource)
+EXPLORATION = ('random', 'most-distinctive')
+"""Exploration policies: random pushes, or after the first the most distinctive one under
+the current belief (paper 2)."""
+
+
+@dataclass(frozen=True)
+class IdentificationSettings:
+    """How the decider identifies: method (one of identification's METHODS), K models,
+    budget of simulations, seed of randomised methods."""
+
+    method: str = 'probabilistic'
+    K: int = 8
+    budget: int = 2000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise SlideInputError(
+                f'unknown identification method {self.method!r}; choose from {", ".join(METHODS)}'
+            )
+        if self.K < 1 or self.budget < 1:
+            raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
+
+
+def planning_belief(source: ModelSource, identified: Belief) -> Belief:
+    """The belief the planner gets from an identified one under ``source`` (not ground
+    truth, which needs the true maps)."""
+    if source is ModelSource.DETERMINISTIC:
+        return identified.most_probable()
+    if source is ModelSource.UNIFORM:
+        return identified.uniform()
+    return identified
+
+
+@dataclass
+class LocalDecider:
+    """Decisions by the core's functions, in this process.
+
+    Attributes:
+        config: the planner's settings; workcell: the cell (table, fingertip).
+        rng: the episode's random generator (exploration draws from it).
+        source: which models the planner gets; truth: the true maps, for GROUND_TRUTH.
+        identification: identification settings; exploration: one of EXPLORATION.
+        seed: the episode's seed (each path is seeded from it and the decision's index).
+        exhaustive: the exhaustive contact search (paper 1's ablation) instead of refining.
+        last_identification: what the last identification produced (time, simulations).
+    """
+
+    config: PlannerConfig
+    workcell: Workcell
+    rng: np.random.Generator
+    source: ModelSource = ModelSource.PROBABILISTIC
+    truth: Belief | None = None
+    identification: IdentificationSettings = field(default_factory=IdentificationSettings)
+    exploration_policy: str = 'random'
+    seed: int = 0
+    exhaustive: bool = False
+    last_identification: Identification | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is ModelSource.GROUND_TRUTH and self.truth is None:
+            raise SlideInputError('the ground-truth source needs the true maps')
+        if self.exploration_policy not in EXPLORATION:
+            raise SlideInputError(
+                f'unknown exploration {self.exploration_policy!r}; choose from '
+                f'{", ".join(EXPLORATION)}'
+            )
+
+    def exploration(
+        self,
+        grid: Grid,
+        X_WO: FloatArray,
+        belief: Belief | None,
+        done: Sequence[Primitive],
+    ) -> Primitive:
+        cell = self.workcell
+        if self.exploration_policy == 'random' or belief is None:
+            return random_push(grid, X_WO, cell.table, cell.fingertip, self.rng)
+        candidate, _ = choose(belief, X_WO, 'most-distinctive', self.rng, cell.fingertip)
+        return candidate.primitive(self.config.push_speed)
+
+    def identify(self, grid: Grid, pushes: Sequence[PushData]) -> Belief:
+        if self.source is ModelSource.GROUND_TRUTH:
+            assert self.truth is not None
+            return self.truth
+        s = self.identification
+        train = TrainingSet.from_pushes(grid, list(pushes))
+        self.last_identification = identify(train, s.method, K=s.K, budget=s.budget, seed=s.seed)
+        return planning_belief(self.source, self.last_identification.belief)
+
+    def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        return select_goal(belief, X_WO, self.config)
+
+    def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
+        return next_step(
+            belief,
+            X_WO,
+            goal,
+            self.config,
+            exhaustive=self.exhaustive,
+            seed=step_seed(self.seed, index),
+        )
+
+    def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
+        return goal_acceptable(belief, X_WO, self.config) or grasp_at(
+            belief.grid, X_WO, self.config.gripper, belief.com()[belief.best]
+        )

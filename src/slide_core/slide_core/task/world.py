@@ -1,0 +1,142 @@
+"""What the task needs from the world, and from whoever makes its decisions.
+
+The world (:class:`World`) is hardware seen through its sensors: it observes the object
+(perception), executes a push primitive and reports what was measured (fingertip, F/T,
+object poses), and grasps. The twin, the ROS graph on the twin and the ROS graph on the
+robot all implement it.
+
+The decider (:class:`Decider`) makes the task's decisions: which exploratory push, the
+belief from the pushes, the goal, the next step of the closed loop, the grasp. In one
+process it is :class:`slide_core.task.LocalDecider` (the core's functions); in the ROS
+graph the behaviour node's decider asks the identification and planner nodes, which call
+the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
+from slide_core.model import Belief, Primitive
+from slide_core.planning import Goal, Grasp, Step
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The object as perceived: its grid, its pose X_WO (3,) and when [s]."""
+
+    grid: Grid
+    X_WO: FloatArray
+    stamp: float
+
+
+@dataclass(frozen=True, eq=False)
+class PushSamples:
+    """What the world measured during one push, in the table frame.
+
+    Attributes:
+        t_X, X_WO: (N,) times [s] and (N, 3) object poses.
+        t_F, p_WF: (M,) times and (M, 2) fingertip centres.
+        t_f, f_W: (L,) times and (L, 2) force the fingertip applied to the object [N].
+        t_start, t_end: when the stroke began and ended [s].
+    """
+
+    t_X: FloatArray
+    X_WO: FloatArray
+    t_F: FloatArray
+    p_WF: FloatArray
+    t_f: FloatArray
+    f_W: FloatArray
+    t_start: float
+    t_end: float
+
+    def to_data(self, grid: Grid, index: int) -> PushData:
+        """The push on identification's time step (see
+        :func:`slide_core.identification.build_push`); raises IdentificationError when it
+        is too short or its series do not overlap."""
+        return build_push(
+            grid,
+            index,
+            self.t_start,
+            self.t_end + SETTLE_S,
+            np.column_stack((self.t_X, self.X_WO)),
+            np.column_stack((self.t_F, self.p_WF[:, :2])),
+            np.column_stack((self.t_f, self.f_W[:, :2])),
+            f'<push {index}>',
+            STEP_S,
+        )
+
+
+@dataclass(frozen=True)
+class GraspReport:
+    """The outcome of a grasp: held and lifted, how far [m], and whether the object fell."""
+
+    success: bool
+    lifted_m: float
+    fell: bool = False
+
+
+class WorldError(Exception):
+    """The world could not do what was asked (the message says why).
+
+    ``fell`` is True when the world knows the object fell (the twin's ground truth); a robot
+    only sees that the object is gone."""
+
+    def __init__(self, message: str, fell: bool = False) -> None:
+        super().__init__(message)
+        self.fell = fell
+
+
+class ObjectLost(WorldError):  # noqa: N818 - a condition of the world, not a program error
+    """Perception does not see the object (it fell, or it left the view)."""
+
+
+class PushFailed(WorldError):  # noqa: N818
+    """A push was refused or aborted (stale pose, contact off the object, F/T limit)."""
+
+
+class Aborted(Exception):  # noqa: N818
+    """Somebody asked the task to stop."""
+
+
+class World(Protocol):
+    """The hardware, seen through its sensors."""
+
+    def observe(self) -> Observation:
+        """The object now; raises ObjectLost when it is not seen."""
+
+    def push(self, primitive: Primitive, X_WO: FloatArray) -> PushSamples:
+        """Execute ``primitive`` resolved at the observed pose X_WO; raises PushFailed."""
+
+    def grasp(self, grasp: Grasp) -> GraspReport:
+        """Grasp the overhang and lift it."""
+
+
+class Decider(Protocol):
+    """The task's decisions."""
+
+    def exploration(
+        self,
+        grid: Grid,
+        X_WO: FloatArray,
+        belief: Belief | None,
+        done: Sequence[Primitive],
+    ) -> Primitive:
+        """The next exploratory push (``belief`` is None before the first identification)."""
+
+    def identify(self, grid: Grid, pushes: Sequence[PushData]) -> Belief:
+        """The belief from the exploratory pushes."""
+
+    def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        """The goal at the edge (raises PlanningError when there is none)."""
+
+    def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
+        """Decision ``index`` of the closed loop (raises PlanningError)."""
+
+    def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
+        """The grasp at the final pose, or None."""

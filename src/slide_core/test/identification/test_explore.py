@@ -1,0 +1,79 @@
+"""Exploration strategies pick pushes by their rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import Grid, distance_to_cells
+from slide_core.identification import candidates, choose, outline_point, random_push
+from slide_core.model import APPROACH, Belief, Fingertip, load_object
+
+GRID = Grid(0.02, np.ones((2, 4), bool), np.full((2, 4), 0.03))
+X = np.array([0.3, 0.0, 0.0])
+TIP = Fingertip(radius=0.008, length=0.03, mu=0.3, height=0.017)
+
+
+def belief(mass_a: np.ndarray, mass_b: np.ndarray) -> Belief:
+    mu = np.full((2, GRID.n), 0.5)
+    return Belief.create(GRID, np.stack((mass_a, mass_b)), mu, method='test')
+
+
+def test_candidates_cover_the_outline_pointing_inwards():
+    cands = candidates(belief(np.full(8, 0.02), np.full(8, 0.02)), TIP)
+    assert len(cands) == 12  # 2 x 4 cells: 4 + 4 long sides, 2 + 2 short sides
+    for c in cands:
+        assert np.linalg.norm(c.direction_O) == pytest.approx(1.0)
+        assert c.p_OF @ c.direction_O < 0  # starts outside, pushes towards the middle
+
+
+def test_most_distinctive_is_where_the_models_disagree():
+    left = np.where(GRID.p_OC[:, 0] < 0, 0.05, 0.005)
+    right = left[::-1].copy()
+    rng = np.random.default_rng(0)
+    same, same_scores = choose(belief(left, left), X, 'most-distinctive', rng, TIP)
+    assert same_scores.max() < 1e-6
+    diff, scores = choose(belief(left, right), X, 'most-distinctive', rng, TIP, max_candidates=12)
+    assert scores.max() > 1e-3
+    # A push along the object's long axis moves it straight whatever the mass; a push on a
+    # long side off the middle turns it one way or the other: that is the informative one.
+    assert abs(diff.direction_O[1]) == pytest.approx(1.0)
+
+
+def test_most_different_avoids_what_was_done_and_random_is_reproducible():
+    b = belief(np.full(8, 0.02), np.full(8, 0.02))
+    pool = candidates(b, TIP)
+    first, _ = choose(
+        b, X, 'most-different', np.random.default_rng(1), TIP, done=[pool[0]], pool=pool
+    )
+    assert first is not pool[0]
+    a, _ = choose(b, X, 'random', np.random.default_rng(5), TIP)
+    c, _ = choose(b, X, 'random', np.random.default_rng(5), TIP)
+    assert np.allclose(a.p_OF, c.p_OF)
+    with pytest.raises(SlideInputError, match='strategy'):
+        choose(b, X, 'greedy', np.random.default_rng(0), TIP)
+
+
+def test_outline_points_lie_on_the_outline_with_inward_normals():
+    spec = load_object('crimp')
+    rng = np.random.default_rng(0)
+    half = spec.grid.cell_size / 2
+    for _ in range(50):
+        p, n_in = outline_point(spec.grid, rng)
+        inside = p + n_in * 1e-4
+        outside = p - n_in * 1e-4
+        in_cell = np.any(np.all(np.abs(spec.grid.p_OC - inside) <= half, axis=1))
+        out_cell = np.any(np.all(np.abs(spec.grid.p_OC - outside) <= half, axis=1))
+        assert in_cell and not out_cell
+
+
+def test_random_exploratory_pushes_start_clear_of_the_object_and_stay_on_the_table(workcell):
+    spec = load_object('hammer')
+    rng = np.random.default_rng(3)
+    X = np.array([0.4, 0.0, 0.7])
+    for _ in range(30):
+        p = random_push(spec.grid, X, workcell.table, workcell.fingertip, rng)
+        assert 0.03 <= p.travel <= 0.07 and 0.03 <= p.speed <= 0.06
+        start_O = p.p_OA - p.d_O * (APPROACH + workcell.fingertip.radius)
+        assert distance_to_cells(spec.grid, start_O) >= workcell.fingertip.radius

@@ -1,0 +1,148 @@
+"""Identification: the loss and its gradient, the optimisers, bounds, belief files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import Grid
+from slide_core.identification import (
+    METHODS,
+    Bounds,
+    IdentificationCancelledError,
+    IdentificationError,
+    TrainingSet,
+    identify,
+    schedule,
+    softmax_weights,
+)
+from slide_core.model import Belief, BeliefError, load_belief, save_belief
+from slide_core.physics import GRAVITY
+
+GRID = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.03))
+
+
+def synthetic(seed: int = 0, noise: float = 0.0) -> tuple[TrainingSet, np.ndarray, np.ndarray]:
+    """A training set whose wrenches a known model (m, mu) explains exactly."""
+    rng = np.random.default_rng(seed)
+    n, S = GRID.n, 120
+    Q = rng.normal(0.0, 0.2, (S, 3, n))
+    G = rng.normal(0.0, 1.0, (S, 3, n))
+    m = rng.uniform(0.01, 0.05, n)
+    mu = rng.uniform(0.2, 0.8, n)
+    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * m * GRAVITY)
+    w += rng.normal(0.0, noise, w.shape)
+    return TrainingSet(GRID, Q, G, w, 0.03, 1), m, mu
+
+
+def test_gradient_matches_finite_differences():
+    train, m, mu = synthetic()
+    rng = np.random.default_rng(1)
+    m0 = m * rng.uniform(0.5, 1.5, m.size)
+    mu0 = mu * rng.uniform(0.5, 1.5, mu.size)
+    _, g_m, g_mu = train.loss_grad(m0, mu0)
+    eps = 1e-7
+    for i in range(GRID.n):
+        d = np.zeros(GRID.n)
+        d[i] = eps
+        fd_m = (train.loss(m0 + d, mu0) - train.loss(m0 - d, mu0))[0] / (2 * eps)
+        fd_mu = (train.loss(m0, mu0 + d) - train.loss(m0, mu0 - d))[0] / (2 * eps)
+        assert g_m[0, i] == pytest.approx(fd_m, rel=1e-5, abs=1e-9)
+        assert g_mu[0, i] == pytest.approx(fd_mu, rel=1e-5, abs=1e-9)
+
+
+def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_forces():
+    train, m, mu = synthetic()
+    assert train.loss(m, mu)[0] == pytest.approx(0.0, abs=1e-20)
+    belief = identify(train, 'analytic', budget=3000, warm_start=False).belief
+    assert belief.loss[0] < 1e-4 * train.loss(*Bounds.from_grid(GRID).middle().reshape(2, -1))[0]
+    c_true = mu * m
+    c_found = belief.mass[0] * belief.friction[0]
+    assert np.allclose(c_found, c_true, rtol=0.05)
+
+
+@pytest.mark.parametrize('method', [m for m in METHODS if m != 'uniform'])
+def test_every_method_improves_on_no_identification(method):
+    train, _, _ = synthetic(noise=0.01)
+    start = identify(train, 'uniform').belief.loss[0]
+    found = identify(train, method, budget=1500, warm_start=False, seed=3)
+    assert found.belief.loss.min() < 0.5 * start
+    assert found.simulations <= 1500
+    belief = found.belief
+    lo, hi = Bounds.from_grid(GRID).lower(), Bounds.from_grid(GRID).upper()
+    theta = np.concatenate((belief.mass, belief.friction), axis=1)
+    assert np.all(theta >= lo - 1e-12) and np.all(theta <= hi + 1e-12)
+
+
+def test_analytic_needs_fewer_simulations_than_finite_differences():
+    train, _, _ = synthetic(noise=0.01)
+
+    def simulations_to(method: str, target: float) -> int:
+        found = identify(train, method, budget=4000, warm_start=False)
+        for used, theta in found.trace:
+            if train.loss(theta[: GRID.n], theta[GRID.n :])[0] <= target:
+                return used
+        return 10**9
+
+    target = 2 * identify(train, 'analytic', budget=4000, warm_start=False).belief.loss[0]
+    assert simulations_to('analytic', target) < simulations_to('finite-diff', target)
+
+
+def test_bound_schedule_follows_paper_2():
+    b = Bounds(np.full(6, 0.1), 1.0)
+    boxes = schedule(b, 4)
+    assert [round(x.friction_max, 3) for x in boxes] == [0.5, 1.0, 1.0, 1.0]
+    assert [round(float(x.mass_max[0]), 3) for x in boxes] == [0.1, 0.1, 0.05, 0.1]
+    with pytest.raises(IdentificationError):
+        schedule(b, 0)
+
+
+def test_probabilistic_belief_weights_and_file_round_trip(tmp_path):
+    train, _, _ = synthetic(noise=0.02)
+    belief = identify(train, 'probabilistic', K=4, budget=800).belief
+    assert belief.K == 4
+    assert belief.weight.sum() == pytest.approx(1.0)
+    assert belief.best == int(np.argmin(belief.loss))
+    back = load_belief(save_belief(belief, tmp_path / 'b.yaml', name='synthetic'))
+    assert isinstance(back, Belief)
+    assert np.allclose(back.mass, belief.mass, rtol=1e-5)
+    assert np.allclose(back.weight, belief.weight)
+    (tmp_path / 'bad.yaml').write_text('name: hammer\n')
+    with pytest.raises(BeliefError, match='not a slide belief'):
+        load_belief(tmp_path / 'bad.yaml')
+
+
+def test_softmax_prefers_low_loss():
+    w = softmax_weights(np.array([1.0, 1.1, 3.0]), 0.1)
+    assert w[0] > w[1] > w[2] and w.sum() == pytest.approx(1.0)
+    with pytest.raises(IdentificationError):
+        softmax_weights(np.ones(2), 0.0)
+
+
+def test_bad_requests_are_refused():
+    train, _, _ = synthetic()
+    with pytest.raises(IdentificationError, match='unknown method'):
+        identify(train, 'gradient-descent')
+    with pytest.raises(IdentificationError, match='budget'):
+        identify(train, 'analytic', budget=0)
+    flat = Grid(0.02, np.ones((1, 2), bool), np.zeros((1, 2)))
+    with pytest.raises(IdentificationError, match='height'):
+        Bounds.from_grid(flat)
+    with pytest.raises(IdentificationError, match='at least one'):
+        TrainingSet.from_pushes(GRID, [])
+
+
+def test_a_cancelled_identification_returns_nothing():
+    train, _, _ = synthetic()
+    calls = []
+
+    def stop() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+
+    with pytest.raises(IdentificationCancelledError):
+        identify(train, 'probabilistic', K=4, budget=2000, should_stop=stop)
+    progress = []
+    identify(train, 'analytic', budget=50, progress=lambda u, b, best: progress.append((u, best)))
+    assert progress and progress[-1][0] <= 50
+    assert all(b2 <= b1 for (_, b1), (_, b2) in zip(progress, progress[1:], strict=False))

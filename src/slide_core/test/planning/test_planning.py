@@ -1,0 +1,203 @@
+"""Pre-grasp planning: balance, grasp, goal, path and push selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import (
+    Grid,
+    cell_positions,
+    com_margins,
+    overhang,
+    rotation,
+    se2_distance,
+    support_polygon,
+)
+from slide_core.model import Belief, Obstacle, load_workcell
+from slide_core.physics.quasistatic import push as qs_push
+from slide_core.planning import (
+    PlannerConfig,
+    PlannerSettingsError,
+    PlanningError,
+    goal_acceptable,
+    grasp_at,
+    in_workspace,
+    is_valid,
+    next_step,
+    next_waypoint,
+    plan_path,
+    planner_config,
+    reached,
+    select_goal,
+    select_push,
+    stay_probability,
+)
+
+ROOT = Path(__file__).resolve().parents[4]
+CELL = load_workcell(ROOT / 'config' / 'workcell.yaml')
+TIP = CELL.fingertip
+
+
+def push(grid, mass, friction, X, p_WF0, d_W, travel):
+    """The quasi-static model with the workcell's fingertip."""
+    return qs_push(grid, mass, friction, X, p_WF0, d_W, travel, TIP.radius, TIP.mu)
+
+
+BAR = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 cm x 6 cm, 1 cm thick by default
+M = np.full(BAR.n, 0.01)
+MU = np.full(BAR.n, 0.4)
+CONFIG = planner_config(CELL)
+
+
+def uniform() -> Belief:
+    return Belief.create(BAR, M, MU)
+
+
+def test_support_polygon_is_the_footprint_clipped_at_the_edge() -> None:
+    # Half the bar past the edge: the support is the inner 10 cm x 6 cm.
+    poly = support_polygon(BAR, [0.0, 0.0, 0.0])
+    assert poly is not None
+    np.testing.assert_allclose(poly[:, 0].min(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(poly[:, 0].max(), 0.1)
+    np.testing.assert_allclose(np.ptp(poly[:, 1]), 0.06)
+    assert support_polygon(BAR, [-0.2, 0.0, 0.0]) is None  # wholly off the table
+
+
+def test_balance_margin_is_the_com_distance_inside_the_support() -> None:
+    com = np.array([[0.0, 0.0], [0.05, 0.0], [-0.05, 0.0]])  # centre, inner, outer half
+    m = com_margins(BAR, com, [0.03, 0.0, 0.0])  # 7 cm of the bar past the edge
+    np.testing.assert_allclose(m, [0.03, 0.03, -0.02], atol=1e-9)
+    assert np.all(np.isinf(com_margins(BAR, com, [0.3, 0.0, 0.0])))  # on the table
+
+
+def test_stay_probability_weighs_the_models_that_stay() -> None:
+    heavy_out = M.copy()
+    heavy_out[BAR.p_OC[:, 0] < 0] *= 5  # most mass on the -x half
+    models = Belief.create(BAR, np.stack([M, heavy_out]), np.stack([MU, MU]), [0.7, 0.3])
+    X = np.array([0.02, 0.0, 0.0])  # 8 cm out: the uniform bar stays, the heavy one falls
+    assert stay_probability(models, X) == pytest.approx(0.7)
+    assert stay_probability(models, [0.3, 0.0, 0.0]) == 1.0
+
+
+def test_grasp_needs_enough_overhang_and_a_thin_enough_object() -> None:
+    g = CELL.gripper
+    assert grasp_at(BAR, [0.06, 0.0, 0.0], g) is None  # 4 cm out: pads hold 3.5 cm
+    grasp = grasp_at(BAR, [0.05, 0.0, 0.0], g)  # 5 cm out: the pads from -5 to -1 cm
+    assert grasp is not None
+    assert grasp.p_WE[0] == pytest.approx(-0.05 + g.finger_depth, abs=1e-3)
+    assert grasp.p_WE[0] <= -g.clearance
+    assert grasp.grip == pytest.approx(g.finger_depth, abs=2e-3)
+    assert grasp.width > 0.03  # along most of the 6 cm end
+    # Far out, the pads reach only as deep as they are long (the palm stays clear).
+    far = grasp_at(BAR, [-0.04, 0.0, 0.0], g)
+    assert far is not None and far.p_WE[0] == pytest.approx(-0.14 + g.finger_depth, abs=2e-3)
+    thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
+    assert grasp_at(thick, [0.05, 0.0, 0.0], g) is None
+    # A corner sticking out is not held across the pads' width.
+    assert grasp_at(BAR, [0.08, 0.0, np.pi / 4], g) is None
+
+
+def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
+    # Two models with the mass at opposite ends: a goal must keep both on the table.
+    a, b = M.copy(), M.copy()
+    a[BAR.p_OC[:, 0] < 0] *= 4
+    b[BAR.p_OC[:, 0] > 0] *= 4
+    models = Belief.create(BAR, np.stack([a, b]), np.stack([MU, MU]), [0.5, 0.5])
+    goal = select_goal(models, [0.4, 0.1, 1.0], CONFIG)
+    assert goal.stay_probability == 1.0 and goal.margin >= CONFIG.balance_margin
+    assert np.all(com_margins(BAR, models.com(), goal.X_WO) >= CONFIG.balance_margin)
+    assert goal_acceptable(models, goal.X_WO, CONFIG) is not None
+    assert goal.overhang >= CONFIG.gripper.clearance + CONFIG.gripper.min_grip
+    assert reached(models, goal.X_WO, goal, CONFIG)
+    assert not reached(models, [0.4, 0.1, 1.0], goal, CONFIG)
+
+
+def test_no_goal_for_an_object_too_thick_to_grasp() -> None:
+    thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
+    with pytest.raises(PlanningError, match='graspable and balanced'):
+        select_goal(Belief.create(thick, M, MU), [0.4, 0.0, 0.0], CONFIG)
+
+
+def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
+    wall = Obstacle((0.4, 0.0), (0.03, 0.2))
+    config = planner_config(CELL, rrt_iterations=1500)
+    config = PlannerConfig(**{**config.__dict__, 'obstacles': (wall,)})
+    models = uniform()
+    start, goal = np.array([0.65, 0.0, np.pi / 2]), np.array([0.15, 0.0, np.pi / 2])
+    assert not in_workspace(BAR, [0.4, 0.0, np.pi / 2], config)
+    path = plan_path(models, start, goal, config)
+    W = path.waypoints
+    np.testing.assert_allclose(W[0], start, atol=1e-9)
+    assert se2_distance(W[-1], goal, models.radius()) < 2e-3
+    assert all(is_valid(models, X, config) for X in W)
+    assert np.abs(W[:, 1]).max() > 0.2  # it went round the wall
+    with pytest.raises(PlanningError, match='not a valid pose'):
+        plan_path(models, start, [0.4, 0.0, np.pi / 2], config)
+    # Yaws that went round more than half a turn (as rollouts leave them) are fine.
+    wound = plan_path(models, start + [0, 0, 2 * np.pi], goal - [0, 0, 2 * np.pi], config)
+    assert se2_distance(wound.waypoints[-1], goal, models.radius()) < 2e-3
+
+
+def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
+    models = uniform()
+    X = np.array([0.4, 0.0, 0.3])
+    target = X + np.array([-0.04, -0.01, 0.0])
+    plan = select_push(models, X, target, CONFIG)
+    d_W = rotation(0.3) @ plan.primitive.d_O
+    after = push(BAR, M, MU, X, plan.p_WF0, d_W, plan.primitive.travel).X_WO[0, -1]
+    rho = models.radius()
+    assert se2_distance(after, target, rho) < 0.5 * se2_distance(X, target, rho)
+    assert plan.expected_distance == pytest.approx(se2_distance(after, target, rho), abs=1e-6)
+    # The contact point is on the outline and the push goes along its inward normal.
+    p = cell_positions(BAR, [0, 0, 0])
+    assert np.abs(np.abs(plan.primitive.p_OA) - [0.1, 0.03]).min() < 1e-9
+    assert np.all(np.abs(plan.primitive.p_OA) <= np.abs(p).max(axis=0) + 0.01 + 1e-9)
+    exhaustive = select_push(models, X, target, CONFIG, exhaustive=True)
+    assert exhaustive.simulations > plan.simulations
+
+
+def test_pushes_that_would_tip_the_object_off_are_refused() -> None:
+    models = uniform()
+    X = np.array([0.015, 0.0, 0.0])  # 8.5 cm past the edge: barely balanced
+    with pytest.raises(PlanningError, match='risks a fall'):
+        select_push(models, X, X + np.array([-0.05, 0.0, 0.0]), CONFIG)
+
+
+def test_closed_loop_steps_reach_a_goal_in_the_quasi_static_world() -> None:
+    models = uniform()
+    X = np.array([0.35, 0.1, 0.8])
+    goal = select_goal(models, X, CONFIG)
+    for _ in range(20):
+        step = next_step(models, X, goal, CONFIG)
+        if step.done:
+            break
+        assert step.push is not None and step.path is not None
+        d_W = rotation(float(X[2])) @ step.push.primitive.d_O
+        X = push(BAR, M, MU, X, step.push.p_WF0, d_W, step.push.primitive.travel).X_WO[0, -1]
+    assert step.done
+    assert overhang(BAR, X) >= CONFIG.gripper.clearance + CONFIG.gripper.min_grip - 1e-9
+    assert stay_probability(models, X, CONFIG.balance_margin) == 1.0
+
+
+def test_next_waypoint_looks_ahead_within_reach() -> None:
+    W = np.column_stack((np.linspace(0.0, 0.2, 11), np.zeros(11), np.zeros(11)))
+    np.testing.assert_allclose(next_waypoint(W, [0, 0, 0], 0.06, 0.1), W[3])
+    np.testing.assert_allclose(next_waypoint(W, [0, 0, 0], 0.001, 0.1), W[1])
+
+
+def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
+    config = planner_config(CELL)
+    assert config.gripper.max_opening == 0.08 and config.table.depth == 0.8
+    assert planner_config(CELL, epsilon=0.1).epsilon == 0.1
+    with pytest.raises(PlannerSettingsError, match='epsilon'):
+        planner_config(CELL, epsilon=1.5)
+    with pytest.raises(PlannerSettingsError, match="unknown planner setting 'no_such_setting'"):
+        planner_config(CELL, no_such_setting=1)
+    with pytest.raises(PlannerSettingsError, match='epsilon'):
+        planner_config(CELL, epsilon='0.1')
+    with pytest.raises(SlideInputError, match='weights must be'):
+        Belief.create(BAR, M, MU, [0.5, 0.5])

@@ -1,0 +1,64 @@
+"""The twin as the task's world, in this process: ``slide episode`` and the benchmarks.
+
+Observations are the twin's true pose and the object's true grid (perfect perception);
+the ROS graph instead observes the twin through the perception node. Pushes are the twin's
+fingertip following the workcell's waypoints, measured as a robot would: fingertip centre,
+F/T force and object pose at every physics step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from slide_core.geometry import FloatArray
+from slide_core.model import Primitive
+from slide_core.planning import Grasp
+from slide_core.task import GraspReport, ObjectLost, Observation, PushSamples
+from slide_sim.twin import PushRecording, Twin
+
+
+def samples_of(rec: PushRecording) -> PushSamples:
+    """A twin push recording as the task's push samples (every physics step)."""
+    return PushSamples(
+        rec.t,
+        rec.X_WO,
+        rec.t,
+        rec.p_WF[:, :2],
+        rec.t,
+        rec.wrench_W[:, :2],
+        float(rec.t[rec.start]),
+        float(rec.t[rec.end]),
+    )
+
+
+class TwinWorld:
+    """The twin behind the :class:`slide_core.task.World` protocol.
+
+    ``on_push`` is told every push recording (``slide record`` writes them to a bag)."""
+
+    def __init__(self, twin: Twin, on_push: Callable[[PushRecording], None] | None = None) -> None:
+        self.twin = twin
+        self._on_push = on_push
+        self.recordings: list[PushRecording] = []
+
+    def observe(self) -> Observation:
+        if self.twin.fell():
+            raise ObjectLost('the object fell off the table', fell=True)
+        return Observation(self.twin.spec.grid, self.twin.object_pose(), self.twin.time)
+
+    def push(self, primitive: Primitive, X_WO: FloatArray) -> PushSamples:
+        rec = self.twin.push(primitive, np.asarray(X_WO, dtype=float))
+        self.recordings.append(rec)
+        if self._on_push is not None:
+            self._on_push(rec)
+        return samples_of(rec)
+
+    def grasp(self, grasp: Grasp) -> GraspReport:
+        outcome = self.twin.grasp(
+            (float(grasp.p_WE[0]), float(grasp.p_WE[1])), grasp.yaw, 0.1, z=grasp.z
+        )
+        # Held but tilted in the grip is not a fall; dropped or left tipped over is.
+        fell = outcome.fell or (not outcome.success and self.twin.fell())
+        return GraspReport(outcome.success, outcome.lifted_m, fell)
