@@ -82,6 +82,7 @@ class NetFTEmulator:
         self._inject: list[bytes] = []
         self._lock = threading.Lock()
         self.records_sent = 0  # records that left the emulator (dropouts excluded)
+        self.bad_requests = 0  # RDT requests and TCP commands that were not valid (ignored)
         self._running = False
         self._t0 = time.monotonic()
 
@@ -102,6 +103,8 @@ class NetFTEmulator:
                     data += chunk
                 if data == READCALINFO:
                     self.request.sendall(pack_calibration_response(emulator.calibration))
+                else:
+                    emulator.bad_requests += 1
 
         class Page(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -207,6 +210,7 @@ class NetFTEmulator:
         try:
             command, count = parse_request(data)
         except ProtocolError:
+            self.bad_requests += 1
             return
         if self._client is not None and addr != self._client and command != Command.STOP:
             return  # one RDT client at a time

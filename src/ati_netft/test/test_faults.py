@@ -149,3 +149,18 @@ def test_records_the_driver_rejects_are_no_data(emulator: NetFTEmulator) -> None
         assert client.stats.implausible > implausible + 50
         emulator.status = 0
         assert wait_for(lambda: client.seconds_since_data() < 0.05)
+
+
+def test_the_emulator_survives_garbage_requests(emulator: NetFTEmulator) -> None:
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port):
+        assert wait_for(lambda: len(samples) > 10)
+        rng = random.Random(5)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:
+            for size in (0, 3, 8, 8, 100):
+                other.sendto(rng.randbytes(size), ('127.0.0.1', emulator.rdt_port))
+        with socket.create_connection(('127.0.0.1', emulator.tcp_port), timeout=2.0) as tcp:
+            tcp.sendall(rng.randbytes(20))
+        assert wait_for(lambda: emulator.bad_requests == 6)
+        count = len(samples)
+        assert wait_for(lambda: len(samples) > count + 50)  # still streaming to its client

@@ -396,3 +396,27 @@ def test_the_node_ignores_spoofed_datagrams_and_reports_them(
         spoofer.close()
     assert harness.spin_until(lambda: harness.values().get('foreign_datagrams') == '5')
     assert max(w.wrench.force.x for w in harness.wrenches) == pytest.approx(1.0)
+
+
+@pytest.mark.ros
+def test_parameters_are_validated_and_the_limits_apply_while_streaming(
+    harness: Harness, emulator: NetFTEmulator
+) -> None:
+    node = harness.node
+    assert harness.spin_until(lambda: len(harness.wrenches) > 10)
+    refused = node.set_parameters(
+        [
+            Parameter('calibration_source', value='ftp'),
+            Parameter('address', value='10.0.0.2'),
+            Parameter('sensor_orientation', value=[0.0, 0.0, 0.0, 0.0]),
+        ]
+    )
+    assert [r.successful for r in refused] == [False, False, False]
+    assert 'http, tcp, params' in refused[0].reason
+    assert 'configure' in refused[1].reason  # read by configure: not while active
+    assert 'non-zero norm' in refused[2].reason
+    assert node.get_parameter('address').value == '127.0.0.1'
+    # The force limit (8 N in the harness) applies at once when changed.
+    assert node.set_parameters([Parameter('force_limit_n', value=2.0)])[0].successful
+    assert harness.spin_until(lambda: len(harness.limits) == 1)  # |F| = 3.74 N > 2 N
+    assert harness.limits[0].wrench.force.z == pytest.approx(3.0)
