@@ -372,7 +372,7 @@ class NetFTNode(LifecycleNode):
         try:
             self._configure()
         except Exception as exc:  # noqa: BLE001 - one line, and the transition can be retried
-            self._close_client()
+            self.on_cleanup(state)  # nothing half-made is left for the next try
             return self._fail('configure', exc)
         self.last_error = ''
         return TransitionCallbackReturn.SUCCESS
