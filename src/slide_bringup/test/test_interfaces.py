@@ -9,7 +9,16 @@ import pytest
 rclpy_serialization = pytest.importorskip('rclpy.serialization')
 from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
 
-from slide_interfaces.action import Grasp, Identify, PlanPregrasp, Push  # noqa: E402
+from slide_interfaces.action import (  # noqa: E402
+    ChooseExploration,
+    FollowPath,
+    Grasp,
+    GripperCommand,
+    Identify,
+    PlanStep,
+    Push,
+    SelectGoal,
+)
 from slide_interfaces.msg import (  # noqa: E402
     MassFrictionModel,
     ModelBelief,
@@ -68,10 +77,15 @@ def test_push_record_round_trips_with_stamped_series() -> None:
 
 
 def test_actions_have_goal_result_and_feedback() -> None:
-    for action in (Push, Identify, PlanPregrasp, Grasp):
+    actions = (FollowPath, GripperCommand, Push, Grasp, Identify, ChooseExploration)
+    for action in (*actions, SelectGoal, PlanStep):
         for part in ('Goal', 'Result', 'Feedback'):
             assert hasattr(action, part), f'{action.__name__} lacks {part}'
-    goal = Identify.Goal(method='probabilistic', num_models=8, mass_max=0.2, friction_max=1.0)
+        # Every result says why it ended: an error code besides the message.
+        assert hasattr(action.Result(), 'error') and hasattr(action.Result(), 'message')
+    goal = Identify.Goal(
+        method='probabilistic', num_models=8, density_max=8000.0, friction_max=1.0
+    )
     back = rclpy_serialization.deserialize_message(
         rclpy_serialization.serialize_message(goal), Identify.Goal
     )
