@@ -37,6 +37,11 @@ if [ -d "$SLIDE_VENV" ]; then
   fi
 fi
 
+# Fast DDS with shared-memory segments large enough for point clouds (config/fastdds.xml).
+if [ -z "${FASTRTPS_DEFAULT_PROFILES_FILE:-}" ] && [ -z "${FASTDDS_DEFAULT_PROFILES_FILE:-}" ]; then
+  export FASTRTPS_DEFAULT_PROFILES_FILE="$SLIDE_ROOT/config/fastdds.xml"
+fi
+
 # Headless rendering for the MuJoCo twin's camera.
 export MUJOCO_GL="${MUJOCO_GL:-osmesa}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-osmesa}"

@@ -16,4 +16,9 @@ setup(
     maintainer_email='engineering@slide-robotics.com',
     description='MuJoCo digital twin of the slide workcell.',
     license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'twin_node = slide_sim.node:main',
+        ],
+    },
 )

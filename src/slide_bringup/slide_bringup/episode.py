@@ -3,21 +3,20 @@
 A random initial pose; the core's task loop (:class:`slide_core.task.Task`) over the twin
 (:class:`slide_sim.world.TwinWorld`) with the core's decisions
 (:class:`slide_core.task.LocalDecider`); the ground truth scores it. Reproducible: the
-seed fixes the start pose, the exploratory pushes and every RRT* path.
+seed fixes the start pose (:func:`slide_sim.scene.random_start`), the exploratory pushes and
+every RRT* path, each from its own stream, so the ROS graph given the same seed makes the
+same decisions wherever its observations agree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from slide_core.errors import SlideInputError
-from slide_core.geometry import com_margins, overhang, reach
+from slide_core.geometry import com_margins, overhang
 from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
 from slide_core.planning import PlannerConfig, planner_config, stay_probability
 from slide_core.task import (
@@ -30,22 +29,11 @@ from slide_core.task import (
     TaskResult,
     TaskSettings,
 )
+from slide_sim.scene import random_start
 from slide_sim.twin import Twin
 from slide_sim.world import TwinWorld
 
 Progress = Callable[[str], None]
-
-
-def random_start(spec: ObjectSpec, cell: Workcell, rng: np.random.Generator) -> np.ndarray:
-    """A random pose well inside the table: at least 15 cm of table around the object."""
-    r = reach(spec.grid)
-    t = cell.table
-    lo = np.array([r + 0.15, -t.width / 2 + r + 0.15])
-    hi = np.array([t.depth - r - 0.15, t.width / 2 - r - 0.15])
-    if np.any(lo >= hi):
-        raise SlideInputError(f'{spec.name} is too large for the table')
-    hi = np.minimum(hi, [0.6, 0.3])
-    return np.array([*rng.uniform(lo, np.maximum(hi, lo + 1e-3)), rng.uniform(-math.pi, math.pi)])
 
 
 @dataclass
@@ -148,12 +136,10 @@ def run_episode(
     settings = TaskSettings(exploration_pushes=exploration_pushes, push_budget=push_budget)
     cell = workcell or load_workcell()
     config = config or planner_config(cell)
-    rng = np.random.default_rng(seed)
-    twin = Twin(spec, cell, tuple(float(v) for v in random_start(spec, cell, rng)))  # type: ignore[arg-type]
+    twin = Twin(spec, cell, random_start(spec, cell, seed))
     decider = LocalDecider(
         config,
         cell,
-        rng,
         source=source,
         truth=Belief.create(spec.grid, spec.mass, spec.friction),
         identification=IdentificationSettings(seed=seed),

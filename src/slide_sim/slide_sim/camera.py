@@ -78,11 +78,16 @@ class RgbdCamera:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def capture(self, data: mujoco.MjData, noise: bool = True) -> RgbdFrame:
+    def capture(self, data: mujoco.MjData, noise: bool = True, rgb: bool = True) -> RgbdFrame:
+        """A frame of ``data``'s scene; ``rgb=False`` skips the colour image (zeros), which
+        costs most of the rendering (a depth cloud does not need it)."""
         r = self._renderer
-        r.disable_depth_rendering()
-        r.update_scene(data, camera=self.camera)
-        rgb = r.render().copy()
+        if rgb:
+            r.disable_depth_rendering()
+            r.update_scene(data, camera=self.camera)
+            colour = r.render().copy()
+        else:
+            colour = np.zeros((HEIGHT, WIDTH, 3), np.uint8)
         r.enable_depth_rendering()
         r.update_scene(data, camera=self.camera)
         depth = r.render().astype(np.float64)
@@ -94,7 +99,7 @@ class RgbdCamera:
         depth[depth > MAX_RANGE_M] = 0.0
         R_WK = data.cam_xmat[self._id].reshape(3, 3) @ R_MUJOCO_OPTICAL
         return RgbdFrame(
-            rgb,
+            colour,
             depth.astype(np.float32),
             self.intrinsics,
             R_WK,
@@ -103,10 +108,17 @@ class RgbdCamera:
         )
 
 
-def point_cloud(frame: RgbdFrame, world: bool = True) -> FloatArray:
-    """(N, 3) points of the valid depth pixels, in the world frame (or the optical frame)."""
+def point_cloud(frame: RgbdFrame, world: bool = True, decimation: int = 1) -> FloatArray:
+    """(N, 3) points of the valid depth pixels, in the world frame (or the optical frame);
+    ``decimation`` keeps every n-th pixel of every n-th row (realsense2_camera's
+    decimation filter thins a cloud likewise)."""
     k = frame.intrinsics
-    v, u = np.nonzero(frame.depth > 0)
+    valid = frame.depth > 0
+    if decimation > 1:
+        keep = np.zeros_like(valid)
+        keep[::decimation, ::decimation] = True
+        valid &= keep
+    v, u = np.nonzero(valid)
     z = frame.depth[v, u].astype(float)
     p_K = np.column_stack(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z))
     if not world:

@@ -12,7 +12,12 @@ specified coefficient.
 
 from __future__ import annotations
 
-from slide_core.geometry import FloatArray
+import math
+
+import numpy as np
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, reach
 from slide_core.model import ObjectSpec, Workcell
 from slide_core.perception import load_extrinsics
 
@@ -129,3 +134,18 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
   </sensor>
 </mujoco>
 """
+
+
+def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, float, float]:
+    """A random pose well inside the table (at least 15 cm of table around the object),
+    from the seed's own stream (``[seed, 0]``)."""
+    rng = np.random.default_rng([abs(int(seed)), 0])
+    r = reach(spec.grid)
+    t = cell.table
+    lo = np.array([r + 0.15, -t.width / 2 + r + 0.15])
+    hi = np.array([t.depth - r - 0.15, t.width / 2 - r - 0.15])
+    if np.any(lo >= hi):
+        raise SlideInputError(f'{spec.name} is too large for the table')
+    hi = np.minimum(hi, [0.6, 0.3])
+    x, y = rng.uniform(lo, np.maximum(hi, lo + 1e-3))
+    return (float(x), float(y), float(rng.uniform(-math.pi, math.pi)))

@@ -12,7 +12,7 @@ fell, and its true maps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 
 import mujoco
@@ -21,6 +21,7 @@ import numpy as np
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray
 from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
+from slide_core.planning import Grasp, grasp_waypoints
 from slide_sim.scene import FINGER_KP, workcell_xml
 
 
@@ -91,6 +92,12 @@ class Twin:
         self.data.ctrl[:3] = park
         self.data.ctrl[3:5] = self.cell.gripper.max_opening / 2  # gripper open
         self._hand = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'hand')]
+        self._finger_q = [
+            m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n)]
+            for n in ('finger_top', 'finger_bottom')
+        ]
+        self._paths: dict[str, _Path | None] = {'fingertip': None, 'gripper': None}
+        self._fingers: tuple[FloatArray, float, int, int] | None = None
         mujoco.mj_forward(self.model, self.data)
         self.settle(0.2)
 
@@ -120,6 +127,14 @@ class Twin:
     def fingertip(self) -> FloatArray:
         """Fingertip centre (3,) [m] (on its axis, at mid-length)."""
         return np.array(self.data.xpos[self._tip])
+
+    def gripper_pose(self) -> FloatArray:
+        """The gripper's pads' front end E (x, y, z) [m] and its approach yaw [rad] (4,)."""
+        pos = self.data.mocap_pos[self._hand]
+        q = self.data.mocap_quat[self._hand]
+        yaw = 2.0 * math.atan2(float(q[3]), float(q[0]))  # a rotation about z only
+        d = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+        return np.array([*(pos + d * self.cell.gripper.finger_depth), yaw])
 
     def wrench(self) -> FloatArray:
         """F/T reading (6,): force [N] and torque [N m] the mount applies to the fingertip,
@@ -160,29 +175,124 @@ class Twin:
         }
 
     # -- motion -----------------------------------------------------------------------------
+    # -- motion: tools follow waypoints, one physics step at a time ------------------------
+    def start_path(self, tool: str, waypoints: list[Waypoint]) -> None:
+        """Start moving ``tool`` ('fingertip' or 'gripper': the pads' front end E) through
+        ``waypoints`` (table frame), replacing any path it was on. :meth:`step` advances it."""
+        if tool not in self._paths:
+            raise SlideInputError(f"unknown tool {tool!r}: 'fingertip' or 'gripper'")
+        for wp in waypoints:
+            p = np.asarray(wp.p_W, dtype=float)
+            if p.shape != (3,) or not np.isfinite(p).all() or not wp.speed > 0:
+                raise SlideInputError(f'waypoint {wp.phase}: bad position {p} or speed')
+            if not (math.isfinite(wp.dwell_s) and wp.dwell_s >= 0 and math.isfinite(wp.yaw)):
+                raise SlideInputError(f'waypoint {wp.phase}: bad dwell or yaw')
+        path = _Path(list(waypoints))
+        self._paths[tool] = path
+        self._begin(tool, path)
+
+    def stop(self, tool: str) -> None:
+        """Stop ``tool`` where its set point is now (a cancelled motion)."""
+        self._paths[tool] = None
+
+    def moving(self, tool: str) -> bool:
+        return self._paths[tool] is not None
+
+    def waypoint(self, tool: str) -> int:
+        """Index of the waypoint ``tool`` is moving to or resting at (-1 when idle)."""
+        path = self._paths[tool]
+        return -1 if path is None else path.index
+
+    def command_gripper(self, width: float, max_effort: float = 0.0, ramp_s: float = 0.5) -> None:
+        """Move the fingers to ``width`` [m] apart over ``ramp_s`` seconds; with
+        ``max_effort`` [N] > 0 the set point lies that force inside ``width`` (the object's
+        thickness), so the fingers squeeze it with that force, as a parallel gripper's
+        grasp(width, force) does (a set point far inside drove the pads through light
+        objects once lifted)."""
+        if not (math.isfinite(width) and width >= 0 and math.isfinite(max_effort)):
+            raise SlideInputError(f'gripper width must be >= 0 and finite, got {width}')
+        opening = self.cell.gripper.max_opening
+        target = min(width, opening) / 2
+        if max_effort > 0:
+            force = min(max_effort, self.cell.gripper.force)
+            target = max(0.0, target - force / FINGER_KP)
+            self.model.actuator_forcerange[3:5] = (-force, force)
+        steps = max(1, int(ramp_s / self.model.opt.timestep))
+        self._fingers = (np.array(self.data.ctrl[3:5], dtype=float), target, steps, 0)
+
+    def gripper_width(self) -> float:
+        """Opening between the pads [m]."""
+        return float(sum(self.data.qpos[q] for q in self._finger_q))
+
+    def holding(self) -> bool:
+        """Both fingers touch the object."""
+        return self._touches('finger_top') and self._touches('finger_bottom')
+
+    def step(self) -> list[tuple[str, int, str]]:
+        """One physics step: advance every tool's path and the fingers, then simulate.
+
+        Returns events (tool, waypoint index, 'reached' | 'left'): a waypoint's straight
+        move ended this step, or its dwell did (the path moved on or finished)."""
+        events: list[tuple[str, int, str]] = []
+        for tool, path in self._paths.items():
+            if path is None:
+                continue
+            if path.k < path.steps:
+                path.k += 1
+                self._set(tool, path.start + (path.target - path.start) * (path.k / path.steps))
+                if path.k == path.steps:
+                    events.append((tool, path.index, 'reached'))
+            elif path.dwell > 0:
+                path.dwell -= 1
+            if path.k == path.steps and path.dwell == 0:
+                events.append((tool, path.index, 'left'))
+                path.index += 1
+                if path.index < len(path.waypoints):
+                    self._begin(tool, path)
+                else:
+                    self._paths[tool] = None
+        if self._fingers is not None:
+            start, target, steps, k = self._fingers
+            k += 1
+            self.data.ctrl[3:5] = start + (target - start) * (k / steps)
+            self._fingers = None if k >= steps else (start, target, steps, k)
+        mujoco.mj_step(self.model, self.data)
+        return events
+
+    def _set(self, tool: str, p: FloatArray) -> None:
+        if tool == 'fingertip':
+            self.data.ctrl[:3] = p
+        else:
+            self.data.mocap_pos[self._hand] = p
+
+    def _setpoint(self, tool: str) -> FloatArray:
+        if tool == 'fingertip':
+            return np.array(self.data.ctrl[:3], dtype=float)
+        return np.array(self.data.mocap_pos[self._hand], dtype=float)
+
+    def _begin(self, tool: str, path: _Path) -> None:
+        """Start the straight move to the path's current waypoint from the set point."""
+        wp = path.waypoints[path.index]
+        p = np.asarray(wp.p_W, dtype=float)
+        if tool == 'fingertip':
+            # The carriage's joints are offsets of the fingertip's centre from tip_z.
+            target = np.array([p[0], p[1], p[2] - self.tip_z])
+        else:
+            d = np.array([math.cos(wp.yaw), math.sin(wp.yaw), 0.0])
+            target = p - d * self.cell.gripper.finger_depth  # the hand's origin behind E
+            self.data.mocap_quat[self._hand] = _yaw_quat(wp.yaw)
+        path.start = self._setpoint(tool)
+        path.target = target
+        h = self.model.opt.timestep
+        path.steps = max(
+            1, int(math.ceil(float(np.linalg.norm(target - path.start)) / wp.speed / h))
+        )
+        path.k = 0
+        path.dwell = int(round(wp.dwell_s / h))
+
     def settle(self, seconds: float) -> None:
         for _ in range(int(round(seconds / self.model.opt.timestep))):
-            mujoco.mj_step(self.model, self.data)
-
-    def _move(
-        self,
-        target: FloatArray,
-        speed: float,
-        log: list[tuple] | None = None,
-        on_step: Callable[[], None] | None = None,
-    ) -> None:
-        """Drive the pusher's set point in a straight line to ``target`` at ``speed``."""
-        start = np.array(self.data.ctrl[:3], dtype=float)
-        distance = float(np.linalg.norm(target - start))
-        h = self.model.opt.timestep
-        steps = max(1, int(math.ceil(distance / speed / h)))
-        for k in range(1, steps + 1):
-            self.data.ctrl[:3] = start + (target - start) * (k / steps)
-            mujoco.mj_step(self.model, self.data)
-            if log is not None:
-                log.append(self._sample())
-            if on_step is not None:
-                on_step()
+            self.step()
 
     def _sample(self) -> tuple:
         return (self.time, self.object_pose(), self.fingertip(), self.wrench())
@@ -193,35 +303,30 @@ class Twin:
         record: str = 'stroke',
         on_step: Callable[[], None] | None = None,
     ) -> tuple[list[tuple], int, int]:
-        """Drive the fingertip's set point through ``waypoints`` (centres in the table
-        frame), each in a straight line at its speed, then held for its dwell.
+        """Drive the fingertip through ``waypoints`` and wait until it is there.
 
         Samples (time, object pose, fingertip, wrench) are logged every physics step from
         the start of the waypoint whose phase is ``record`` to the end of the next one;
         returns them with the indices where that waypoint's motion began and ended.
         ``on_step`` is called after every logged step (to render camera frames, say)."""
+        phases = [wp.phase for wp in waypoints]
+        r = phases.index(record) if record in phases else -1
         log: list[tuple] = []
         start = end = -1
         logging = False
-        for wp in waypoints:
-            p = np.asarray(wp.p_WF, dtype=float)
-            if p.shape != (3,) or not np.isfinite(p).all() or not wp.speed > 0:
-                raise SlideInputError(f'waypoint {wp.phase}: bad position {p} or speed')
-            target = np.array([p[0], p[1], p[2] - self.tip_z])
-            if wp.phase == record:
-                logging = True
-                start = len(log)
+        self.start_path('fingertip', waypoints)
+        while self.moving('fingertip'):
+            if start < 0 and self.waypoint('fingertip') == r:
+                logging, start = True, len(log)
                 log.append(self._sample())
-            self._move(target, wp.speed, log if logging else None, on_step if logging else None)
-            if wp.phase == record:
+            events = self.step()
+            if logging:
+                log.append(self._sample())
+                if on_step is not None:
+                    on_step()
+            if ('fingertip', r, 'reached') in events:
                 end = len(log) - 1
-            for _ in range(int(round(wp.dwell_s / self.model.opt.timestep))):
-                mujoco.mj_step(self.model, self.data)
-                if logging:
-                    log.append(self._sample())
-                    if on_step is not None:
-                        on_step()
-            if logging and wp.phase != record:
+            if ('fingertip', r + 1, 'left') in events:
                 logging = False
         return log, start, end
 
@@ -237,64 +342,32 @@ class Twin:
         X = self.object_pose() if X_WO is None else np.asarray(X_WO, dtype=float)
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
         log, i0, i1 = self.follow(waypoints, 'stroke', on_step)
-        # The retract belongs to the log as well (the fingertip leaves the object).
         t, X_WO_, p, w = (np.array(v) for v in zip(*log, strict=True))
         return PushRecording(t, X_WO_, p, w, primitive, i0, i1, self.fell())
 
-    def _move_hand(self, target: FloatArray, speed: float) -> None:
-        start = np.array(self.data.mocap_pos[self._hand], dtype=float)
-        steps = max(
-            1, int(math.ceil(np.linalg.norm(target - start) / speed / self.model.opt.timestep))
-        )
-        for k in range(1, steps + 1):
-            self.data.mocap_pos[self._hand] = start + (target - start) * (k / steps)
-            mujoco.mj_step(self.model, self.data)
+    def move_gripper(self, waypoints: list[Waypoint]) -> None:
+        """Drive the gripper through ``waypoints`` and wait until it is there."""
+        self.start_path('gripper', waypoints)
+        while self.moving('gripper'):
+            self.step()
 
-    def grasp(
-        self,
-        p_W: tuple[float, float],
-        yaw: float = 0.0,
-        lift: float = 0.1,
-        z: float | None = None,
-    ) -> GraspResult:
-        """Grasp an overhang with the parallel gripper and lift it.
-
-        The hand comes level with ``z`` (the held part's mid-height; the object's by
-        default), fingers open (8 cm) one above and one below it, pointing along ``yaw``;
-        the finger pads' front ends at ``p_W``.
-        It closes, lifts by ``lift`` metres and holds for half a second. Success: both
-        fingers still hold the object, it no longer touches the table and it rose with the
-        hand (see :class:`GraspResult`).
-        """
-        d = np.array([math.cos(yaw), math.sin(yaw)])
-        z_mid = float(self.spec.grid.heights.max()) / 2 if z is None else float(z)
-        front = np.asarray(p_W, dtype=float)
-        origin = front - d * self.cell.gripper.finger_depth
+    def grasp(self, grasp: Grasp, lift: float = 0.1) -> GraspResult:
+        """Grasp an overhang with the parallel gripper and lift it (the motion of
+        :func:`slide_core.planning.grasp_waypoints`): open, come down in front of the
+        overhang, reach in level with the held part's mid-height, close on it with the
+        gripper's force, lift and hold half a second. Success: both fingers still hold the
+        object, it no longer touches the table and it rose with the hand."""
+        approach, up = grasp_waypoints(grasp, lift)
         z0 = self.object_height()
-        self.data.ctrl[3:5] = self.cell.gripper.max_opening / 2
-        self.data.mocap_quat[self._hand] = _yaw_quat(yaw)
-        self._move_hand(np.array([*(origin - d * 0.08), 0.3]), 0.5)
-        self._move_hand(np.array([*(origin - d * 0.08), z_mid]), 0.3)
-        self._move_hand(np.array([*origin, z_mid]), 0.1)
-        # Close at a finger speed of 8 cm/s (a sudden set point would drive the light
-        # fingers through the object), then squeeze.
-        # As a real parallel gripper's grasp(width, force): the set point lies just inside
-        # the object, so the servo squeezes with the configured force at its surfaces
-        # (a set point far inside drove the pads through the object once it was lifted).
-        open_ = self.cell.gripper.max_opening / 2
-        target = max(0.0, z_mid - self.cell.gripper.force / FINGER_KP)
-        steps = int(0.5 / self.model.opt.timestep)
-        for k in range(1, steps + 1):
-            self.data.ctrl[3:5] = open_ + (target - open_) * k / steps
-            mujoco.mj_step(self.model, self.data)
-        self.settle(0.3)
-        self._move_hand(np.array([*origin, z_mid + lift]), 0.1)
-        self.settle(0.5)
+        self.command_gripper(self.cell.gripper.max_opening, ramp_s=0.0)
+        self.move_gripper(approach)
+        self.command_gripper(2 * grasp.z, self.cell.gripper.force)
+        self.settle(0.5 + 0.3)
+        self.move_gripper(up)
         lifted = self.object_height() - z0
-        held = self._touches('finger_top') and self._touches('finger_bottom')
         off_table = not self._touches('table')
         return GraspResult(
-            success=held and off_table and lifted > 0.5 * lift,
+            success=self.holding() and off_table and lifted > 0.5 * lift,
             lifted_m=float(lifted),
             fell=lifted < -0.02,
             tilt=self.tilt(),
@@ -309,6 +382,20 @@ class Twin:
             if g in pair and self._obj in (body[pair[0]], body[pair[1]]):
                 return True
         return False
+
+
+@dataclass
+class _Path:
+    """A tool's path: its waypoints, the one being approached (index), the straight move to
+    it (start, target set points, steps, k done) and the dwell steps left after it."""
+
+    waypoints: list[Waypoint]
+    index: int = 0
+    start: FloatArray = field(default_factory=lambda: np.zeros(3))
+    target: FloatArray = field(default_factory=lambda: np.zeros(3))
+    steps: int = 1
+    k: int = 0
+    dwell: int = 0
 
 
 @dataclass

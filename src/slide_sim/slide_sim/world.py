@@ -56,9 +56,7 @@ class TwinWorld:
         return samples_of(rec)
 
     def grasp(self, grasp: Grasp) -> GraspReport:
-        outcome = self.twin.grasp(
-            (float(grasp.p_WE[0]), float(grasp.p_WE[1])), grasp.yaw, 0.1, z=grasp.z
-        )
+        outcome = self.twin.grasp(grasp, lift=0.1)
         # Held but tilted in the grip is not a fall; dropped or left tipped over is.
         fell = outcome.fell or (not outcome.success and self.twin.fell())
         return GraspReport(outcome.success, outcome.lifted_m, fell)

@@ -11,6 +11,7 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.identification import random_push
 from slide_core.model import LIFT, Primitive, Waypoint, library_names, load_object, parse_spec
+from slide_core.planning import Grasp
 from slide_sim.twin import Twin
 
 UNIFORM_BOX = parse_spec(
@@ -81,7 +82,10 @@ def test_ft_sensor_reads_the_fingertip_contact_force(workcell) -> None:
 def test_gripper_lifts_an_overhang(workcell) -> None:
     book = load_object('book')  # 22 cm long: 4 cm past the edge at x = 0.07
     twin = Twin(book, workcell, (0.07, 0.0, 0.0))
-    result = twin.grasp((-0.005, 0.0), yaw=0.0, lift=0.1)
+    grasp = Grasp(
+        np.array([-0.005, 0.0]), z=float(book.grid.heights.max()) / 2, yaw=0.0, grip=0.04
+    )
+    result = twin.grasp(grasp, lift=0.1)
     assert result.success and result.lifted_m > 0.08
 
 

@@ -86,6 +86,7 @@ from slide_core.identification.pushes import (
     SETTLE_S,
     STEP_S,
     PushData,
+    PushSamples,
     build_push,
     push_from_samples,
 )
@@ -109,6 +110,7 @@ __all__ = [
     'IdentificationFailedError',
     'Progress',
     'PushData',
+    'PushSamples',
     'TrainingSet',
     'build_push',
     'candidates',

@@ -149,3 +149,40 @@ def build_push(
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
     return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+
+
+@dataclass(frozen=True, eq=False)
+class PushSamples:
+    """What the world measured during one push, in the table frame.
+
+    Attributes:
+        t_X, X_WO: (N,) times [s] and (N, 3) object poses.
+        t_F, p_WF: (M,) times and (M, 2) fingertip centres.
+        t_f, f_W: (L,) times and (L, 2) force the fingertip applied to the object [N].
+        t_start, t_end: when the stroke began and ended [s].
+    """
+
+    t_X: FloatArray
+    X_WO: FloatArray
+    t_F: FloatArray
+    p_WF: FloatArray
+    t_f: FloatArray
+    f_W: FloatArray
+    t_start: float
+    t_end: float
+
+    def to_data(self, grid: Grid, index: int) -> PushData:
+        """The push on identification's time step (see
+        :func:`slide_core.identification.build_push`); raises IdentificationError when it
+        is too short or its series do not overlap."""
+        return build_push(
+            grid,
+            index,
+            self.t_start,
+            self.t_end + SETTLE_S,
+            np.column_stack((self.t_X, self.X_WO)),
+            np.column_stack((self.t_F, self.p_WF[:, :2])),
+            np.column_stack((self.t_f, self.f_W[:, :2])),
+            f'<push {index}>',
+            STEP_S,
+        )

@@ -26,7 +26,8 @@ from slide_core.geometry import (
     quaternion_of_yaw,
     yaw_of_quaternion,
 )
-from slide_core.model import Belief, BeliefError
+from slide_core.identification import PushSamples
+from slide_core.model import Belief, BeliefError, Fingertip, Primitive, PrimitiveError
 
 
 class MessageError(SlideInputError):
@@ -152,6 +153,104 @@ def maps_from_msg(grid: Grid, model: Any) -> tuple[FloatArray, FloatArray]:
     except (ValueError, GridError) as exc:
         raise MessageError(f'the maps do not fit the grid: {exc}') from None
     return mass, friction
+
+
+# -- pushes -------------------------------------------------------------------------------
+def primitive_to_msg(primitive: Primitive, fingertip: Fingertip, msg: Any) -> Any:
+    """Fill a ``slide_interfaces/PushPrimitive``."""
+    msg.contact.x, msg.contact.y, msg.contact.z = (
+        float(primitive.p_OA[0]),
+        float(primitive.p_OA[1]),
+        0.0,
+    )
+    msg.direction.x, msg.direction.y = float(primitive.d_O[0]), float(primitive.d_O[1])
+    msg.direction.z = 0.0
+    msg.travel, msg.speed = float(primitive.travel), float(primitive.speed)
+    msg.fingertip_radius, msg.height = float(fingertip.radius), float(fingertip.height)
+    return msg
+
+
+def primitive_from_msg(msg: Any) -> Primitive:
+    """The primitive of a ``slide_interfaces/PushPrimitive`` (MessageError when it cannot be
+    executed)."""
+    try:
+        return Primitive.create(
+            [msg.contact.x, msg.contact.y],
+            [msg.direction.x, msg.direction.y],
+            float(msg.travel),
+            float(msg.speed),
+        )
+    except PrimitiveError as exc:
+        raise MessageError(f'the push primitive: {exc}') from None
+
+
+def record_to_msg(
+    samples: PushSamples,
+    msg: Any,
+    new_pose: Callable[[], Any],
+    new_wrench: Callable[[], Any],
+    frame: str,
+) -> Any:
+    """Fill a ``slide_interfaces/PushRecord``'s series and times (header, index and
+    primitive set by the caller); every pose and wrench in ``frame`` (the table's)."""
+    set_stamp(msg.start, samples.t_start)
+    set_stamp(msg.end, samples.t_end)
+
+    def poses(t: FloatArray, xy: FloatArray, yaw: FloatArray | None) -> list[Any]:
+        out = []
+        for k in range(len(t)):
+            m = new_pose()
+            m.header.frame_id = frame
+            set_stamp(m.header.stamp, float(t[k]))
+            set_planar_pose(m.pose, np.array([xy[k, 0], xy[k, 1], 0.0 if yaw is None else yaw[k]]))
+            out.append(m)
+        return out
+
+    msg.object_poses = poses(samples.t_X, samples.X_WO[:, :2], samples.X_WO[:, 2])
+    msg.pusher_poses = poses(samples.t_F, samples.p_WF, None)
+    wrenches = []
+    for k in range(len(samples.t_f)):
+        w = new_wrench()
+        w.header.frame_id = frame
+        set_stamp(w.header.stamp, float(samples.t_f[k]))
+        w.wrench.force.x, w.wrench.force.y = float(samples.f_W[k, 0]), float(samples.f_W[k, 1])
+        wrenches.append(w)
+    msg.wrenches = wrenches
+    return msg
+
+
+def record_from_msg(msg: Any, frame: str) -> PushSamples:
+    """The samples of a ``slide_interfaces/PushRecord`` (MessageError when a series is in
+    another frame than ``frame``, empty, or not finite)."""
+    for name in ('object_poses', 'pusher_poses', 'wrenches'):
+        series = getattr(msg, name)
+        if not series:
+            raise MessageError(f'the push record has no {name}')
+        frames = {m.header.frame_id for m in series}
+        if frames - {frame, ''}:
+            raise MessageError(f"the push record's {name} are in {sorted(frames)}, not {frame}")
+    X = np.array([[stamp_to_s(m.header.stamp), *pose_to_planar(m.pose)] for m in msg.object_poses])
+    F = np.array(
+        [
+            [stamp_to_s(m.header.stamp), m.pose.position.x, m.pose.position.y]
+            for m in msg.pusher_poses
+        ]
+    )
+    f = np.array(
+        [[stamp_to_s(m.header.stamp), m.wrench.force.x, m.wrench.force.y] for m in msg.wrenches]
+    )
+    if not (np.isfinite(X).all() and np.isfinite(F).all() and np.isfinite(f).all()):
+        raise MessageError('the push record holds NaN or infinite values')
+    return PushSamples(
+        X[:, 0],
+        X[:, 1:],
+        F[:, 0],
+        F[:, 1:],
+        f[:, 0],
+        f[:, 1:],
+        stamp_to_s(msg.start),
+        stamp_to_s(msg.end),
+    )
 
 
 # -- point clouds ---------------------------------------------------------------------------

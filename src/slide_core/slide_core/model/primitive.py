@@ -95,19 +95,23 @@ class Primitive:
 
 @dataclass(frozen=True)
 class Waypoint:
-    """A fingertip set point: centre p_WF (3,) [m] (z: its centre's height above the table),
-    reached in a straight line at ``speed`` [m/s], then held ``dwell_s`` seconds. ``phase``
-    names the motion: approach, lower, stroke, settle, retract, lift."""
+    """A tool set point: the tool's point p_W (3,) [m] in the table frame (the fingertip's
+    centre, or the gripper pads' front end E; z above the table top) and its yaw [rad]
+    (the gripper's approach direction), reached in a straight line at ``speed`` [m/s],
+    then held ``dwell_s`` seconds. ``phase`` names the motion (approach, lower, stroke,
+    retract, lift; pre_grasp, reach, lift)."""
 
-    p_WF: FloatArray
+    p_W: FloatArray
     speed: float
     dwell_s: float
     phase: str
+    yaw: float = 0.0
 
 
 def push_waypoints(primitive: Primitive, X_WO: ArrayLike, fingertip: Fingertip) -> list[Waypoint]:
     """The fingertip motion of one push at the observed pose X_WO (see the module
-    docstring). The stroke is the third waypoint; the settle pause is its dwell."""
+    docstring): approach, lower, stroke (the third), settle (the pause, in place), retract,
+    lift."""
     start, end = primitive.stroke_W(X_WO, fingertip)
     d_W = (end - start) / np.linalg.norm(end - start)
     back = end - d_W * RETRACT
@@ -115,7 +119,8 @@ def push_waypoints(primitive: Primitive, X_WO: ArrayLike, fingertip: Fingertip) 
     return [
         Waypoint(np.array([*start, up]), TRAVEL_SPEED, 0.0, 'approach'),
         Waypoint(np.array([*start, z]), LOWER_SPEED, 0.05, 'lower'),
-        Waypoint(np.array([*end, z]), primitive.speed, SETTLE_PAUSE_S, 'stroke'),
+        Waypoint(np.array([*end, z]), primitive.speed, 0.0, 'stroke'),
+        Waypoint(np.array([*end, z]), primitive.speed, SETTLE_PAUSE_S, 'settle'),
         Waypoint(np.array([*back, z]), primitive.speed, 0.0, 'retract'),
         Waypoint(np.array([*back, up]), LOWER_SPEED, 0.0, 'lift'),
     ]

@@ -55,7 +55,7 @@ from slide_core.planning.config import (
     planner_config,
 )
 from slide_core.planning.goal import Goal, goal_acceptable, select_goal
-from slide_core.planning.grasp import Grasp, grasp_at
+from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints
 from slide_core.planning.loop import Step, next_step, next_waypoint, reached, step_seed
 from slide_core.planning.path import SE2Path, plan_path, resample
 from slide_core.planning.push import TIP_GAP, PushPlan, select_push
@@ -74,6 +74,7 @@ __all__ = [
     'fall_probability',
     'goal_acceptable',
     'grasp_at',
+    'grasp_waypoints',
     'in_workspace',
     'is_valid',
     'margin_quantile',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from slide_core.geometry import (
     tallest_under,
     to_world,
 )
-from slide_core.model import Gripper
+from slide_core.model import Gripper, Waypoint
 
 
 @dataclass(frozen=True)
@@ -104,3 +105,25 @@ def grasp_at(
     return Grasp(
         np.array([fronts[i], float(centres[i])]), z, 0.0, float(grips[i]), float(ok.sum() * 0.005)
     )
+
+
+PRE_GRASP_BACK = 0.08
+"""How far [m] before the overhang, along the approach, the gripper comes down."""
+PRE_GRASP_HEIGHT = 0.3
+"""Height [m] of the pads above the table on the way to the pre-grasp."""
+
+
+def grasp_waypoints(grasp: Grasp, lift: float) -> tuple[list[Waypoint], list[Waypoint]]:
+    """The gripper's motion for ``grasp`` (pads' front end E, table frame): above and in
+    front of the overhang, down to the held part's mid-height, in along the approach
+    (then the fingers close); and the lift by ``lift`` metres, held half a second."""
+    d = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])
+    front = np.asarray(grasp.p_WE, dtype=float)
+    pre = front - d * PRE_GRASP_BACK
+    approach = [
+        Waypoint(np.array([*pre, PRE_GRASP_HEIGHT]), 0.5, 0.0, 'pre_grasp', grasp.yaw),
+        Waypoint(np.array([*pre, grasp.z]), 0.3, 0.0, 'lower', grasp.yaw),
+        Waypoint(np.array([*front, grasp.z]), 0.1, 0.0, 'reach', grasp.yaw),
+    ]
+    up = [Waypoint(np.array([*front, grasp.z + lift]), 0.1, 0.5, 'lift', grasp.yaw)]
+    return approach, up

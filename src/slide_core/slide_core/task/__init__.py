@@ -8,12 +8,14 @@ it ended.
 
 from __future__ import annotations
 
+from slide_core.identification import PushSamples
 from slide_core.task.decider import (
     EXPLORATION,
     MODEL_SOURCES,
     IdentificationSettings,
     LocalDecider,
     ModelSource,
+    exploration_push,
     planning_belief,
 )
 from slide_core.task.loop import (
@@ -32,7 +34,6 @@ from slide_core.task.world import (
     ObjectLost,
     Observation,
     PushFailed,
-    PushSamples,
     World,
     WorldError,
 )
@@ -59,5 +60,6 @@ __all__ = [
     'TaskState',
     'World',
     'WorldError',
+    'exploration_push',
     'planning_belief',
 ]

@@ -71,6 +71,30 @@ class IdentificationSettings:
             raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
 
 
+def exploration_push(
+    grid: Grid,
+    X_WO: FloatArray,
+    belief: Belief | None,
+    index: int,
+    policy: str,
+    seed: int,
+    workcell: Workcell,
+    speed: float,
+) -> Primitive:
+    """Exploratory push ``index`` of an episode: random (:func:`random_push`) before any
+    belief or under the 'random' policy, else the most distinctive push under ``belief``
+    (paper 2); the draws come from the stream ``[seed, 1, index]``."""
+    if policy not in EXPLORATION:
+        raise SlideInputError(
+            f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'
+        )
+    rng = np.random.default_rng([abs(int(seed)), 1, int(index)])
+    if policy == 'random' or belief is None:
+        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
+    candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip)
+    return candidate.primitive(speed)
+
+
 def planning_belief(source: ModelSource, identified: Belief) -> Belief:
     """The belief the planner gets from an identified one under ``source`` (not ground
     truth, which needs the true maps)."""
@@ -87,17 +111,17 @@ class LocalDecider:
 
     Attributes:
         config: the planner's settings; workcell: the cell (table, fingertip).
-        rng: the episode's random generator (exploration draws from it).
         source: which models the planner gets; truth: the true maps, for GROUND_TRUTH.
         identification: identification settings; exploration: one of EXPLORATION.
-        seed: the episode's seed (each path is seeded from it and the decision's index).
+        seed: the episode's seed: exploratory push k draws from ``[seed, 1, k]`` and path k
+            from :func:`slide_core.planning.step_seed`, so the decisions depend on the seed
+            and the observations only (the ROS graph makes the same ones).
         exhaustive: the exhaustive contact search (paper 1's ablation) instead of refining.
         last_identification: what the last identification produced (time, simulations).
     """
 
     config: PlannerConfig
     workcell: Workcell
-    rng: np.random.Generator
     source: ModelSource = ModelSource.PROBABILISTIC
     truth: Belief | None = None
     identification: IdentificationSettings = field(default_factory=IdentificationSettings)
@@ -122,11 +146,16 @@ class LocalDecider:
         belief: Belief | None,
         done: Sequence[Primitive],
     ) -> Primitive:
-        cell = self.workcell
-        if self.exploration_policy == 'random' or belief is None:
-            return random_push(grid, X_WO, cell.table, cell.fingertip, self.rng)
-        candidate, _ = choose(belief, X_WO, 'most-distinctive', self.rng, cell.fingertip)
-        return candidate.primitive(self.config.push_speed)
+        return exploration_push(
+            grid,
+            X_WO,
+            belief,
+            len(done),
+            self.exploration_policy,
+            self.seed,
+            self.workcell,
+            self.config.push_speed,
+        )
 
     def identify(self, grid: Grid, pushes: Sequence[PushData]) -> Belief:
         if self.source is ModelSource.GROUND_TRUTH:

@@ -20,7 +20,7 @@ import numpy as np
 
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.identification import IdentificationError, PushData
+from slide_core.identification import IdentificationError, PushData, PushSamples
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, PlanningError, Step
 from slide_core.task.world import (
@@ -29,7 +29,6 @@ from slide_core.task.world import (
     GraspReport,
     ObjectLost,
     PushFailed,
-    PushSamples,
     World,
     WorldError,
 )

@@ -18,10 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 from slide_core.geometry import FloatArray, Grid
-from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
+from slide_core.identification import PushData, PushSamples
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, Step
 
@@ -33,43 +31,6 @@ class Observation:
     grid: Grid
     X_WO: FloatArray
     stamp: float
-
-
-@dataclass(frozen=True, eq=False)
-class PushSamples:
-    """What the world measured during one push, in the table frame.
-
-    Attributes:
-        t_X, X_WO: (N,) times [s] and (N, 3) object poses.
-        t_F, p_WF: (M,) times and (M, 2) fingertip centres.
-        t_f, f_W: (L,) times and (L, 2) force the fingertip applied to the object [N].
-        t_start, t_end: when the stroke began and ended [s].
-    """
-
-    t_X: FloatArray
-    X_WO: FloatArray
-    t_F: FloatArray
-    p_WF: FloatArray
-    t_f: FloatArray
-    f_W: FloatArray
-    t_start: float
-    t_end: float
-
-    def to_data(self, grid: Grid, index: int) -> PushData:
-        """The push on identification's time step (see
-        :func:`slide_core.identification.build_push`); raises IdentificationError when it
-        is too short or its series do not overlap."""
-        return build_push(
-            grid,
-            index,
-            self.t_start,
-            self.t_end + SETTLE_S,
-            np.column_stack((self.t_X, self.X_WO)),
-            np.column_stack((self.t_F, self.p_WF[:, :2])),
-            np.column_stack((self.t_f, self.f_W[:, :2])),
-            f'<push {index}>',
-            STEP_S,
-        )
 
 
 @dataclass(frozen=True)

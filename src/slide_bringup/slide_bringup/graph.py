@@ -1,0 +1,201 @@
+"""The pre-grasp graph: one description of its nodes, read by ``launch/pregrasp.launch.py``
+and by the pip-only runner ``slide launch pregrasp`` (no second list anywhere).
+
+:func:`pregrasp` turns the launch arguments into the node list: package, executable, node
+name, parameters and remappings. With ``backend:=twin`` the twin node stands in for the
+camera, the F/T sensor and the arm; with ``fr3`` or ``lbr`` the robot's drivers do
+(realsense2_camera, the F/T driver at the sensor's address, the vendor's MoveIt bring-up,
+which the launch file includes on the robot PC) and the executor uses MoveIt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import os
+from pathlib import Path
+from typing import Any
+
+ARGUMENTS: dict[str, tuple[str, str]] = {
+    'backend': ('twin', 'twin, fr3 or lbr'),
+    'object': ('hammer', 'twin: library object name or object .yaml file'),
+    'seed': ('0', 'seed of the episode (twin start pose, exploration, paths)'),
+    'rviz': ('false', 'start RViz with config/slide.rviz (robot PC)'),
+    'record': ('', 'record the episode topics to this bag folder'),
+    'exit_on_done': (
+        'false',
+        'stop every node when the episode ends (its outcome is the exit code)',
+    ),
+    'sensor_address': ('192.168.1.1', 'fr3/lbr: the Net F/T sensor'),
+    'config_dir': (
+        '',
+        "folder with workcell.yaml and the camera extrinsics (default: the package's)",
+    ),
+    'start_episode': ('true', 'start the episode as soon as the graph is up'),
+}
+BACKENDS = ('twin', 'fr3', 'lbr')
+CLOUD_TOPIC = '/camera/camera/depth/color/points'
+ARMS = {
+    'fr3': {
+        'planning_group': 'fr3_arm',
+        'end_effector_link': 'fr3_hand_tcp',
+        'gripper_action': '/fr3_gripper/gripper_action',
+        'moveit_package': 'franka_fr3_moveit_config',
+        'moveit_launch': 'moveit.launch.py',
+    },
+    'lbr': {
+        'planning_group': 'arm',
+        'end_effector_link': 'link_ee',
+        'gripper_action': '/gripper_controller/gripper_cmd',
+        'moveit_package': 'lbr_bringup',
+        'moveit_launch': 'move_group.launch.py',
+    },
+}
+
+
+class GraphError(ValueError):
+    """A launch argument that does not describe a graph (the message says which)."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph."""
+
+    package: str
+    executable: str
+    name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    robot_only: bool = False  # started by the launch file on the robot PC only
+
+
+def config_dir(value: str = '') -> Path:
+    """The configuration folder: ``value``, else ``$SLIDE_CONFIG_DIR``, else the installed
+    ``share/slide_bringup/config``."""
+    if value:
+        return Path(value)
+    env = os.environ.get('SLIDE_CONFIG_DIR')
+    if env:
+        return Path(env)
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        candidate = Path(prefix) / 'share' / 'slide_bringup' / 'config'
+        if prefix and candidate.is_dir():
+            return candidate
+    raise GraphError('cannot find the config folder: pass config_dir:=DIR or set SLIDE_CONFIG_DIR')
+
+
+def arguments(given: Mapping[str, str]) -> dict[str, str]:
+    """The launch arguments with defaults filled in; GraphError on an unknown or bad one."""
+    unknown = sorted(set(given) - set(ARGUMENTS))
+    if unknown:
+        raise GraphError(
+            f'unknown argument {unknown[0]!r} (known: {", ".join(sorted(ARGUMENTS))})'
+        )
+    out = {k: v for k, (v, _) in ARGUMENTS.items()}
+    out.update(given)
+    if out['backend'] not in BACKENDS:
+        raise GraphError(f'backend must be one of {", ".join(BACKENDS)}, got {out["backend"]!r}')
+    for flag in ('rviz', 'exit_on_done', 'start_episode'):
+        if out[flag] not in ('true', 'false'):
+            raise GraphError(f'{flag} must be true or false, got {out[flag]!r}')
+    try:
+        int(out['seed'])
+    except ValueError:
+        raise GraphError(f'seed must be an integer, got {out["seed"]!r}') from None
+    return out
+
+
+def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
+    """The nodes of the pre-grasp graph for these launch arguments."""
+    a = arguments(given)
+    cfg = config_dir(a['config_dir'])
+    workcell = str(cfg / 'workcell.yaml')
+    extrinsics = str(cfg / ('twin_camera.yaml' if a['backend'] == 'twin' else 'camera.yaml'))
+    seed = int(a['seed'])
+    twin = a['backend'] == 'twin'
+    nodes: list[NodeSpec] = []
+    if twin:
+        nodes.append(
+            NodeSpec(
+                'slide_sim',
+                'twin_node',
+                'twin',
+                {'object': a['object'], 'workcell_file': workcell, 'seed': seed},
+            )
+        )
+    else:
+        nodes.append(
+            NodeSpec(
+                'realsense2_camera',
+                'realsense2_camera_node',
+                'camera',
+                {'pointcloud.enable': True, 'align_depth.enable': True},
+                robot_only=True,
+            )
+        )
+    nodes += [
+        NodeSpec(
+            'ati_netft',
+            'netft_node',
+            'netft',
+            {
+                'address': '127.0.0.1' if twin else a['sensor_address'],
+                'frame_id': 'ft_sensor',
+                'configure_retries': -1,
+                'retry_backoff_s': 0.5,
+                **({'rdt_port': 49152, 'http_port': 8080, 'tcp_port': 49151} if twin else {}),
+            },
+        ),
+        NodeSpec(
+            'slide_perception',
+            'perception_node',
+            'perception',
+            {'extrinsics_file': extrinsics},
+            (('points', CLOUD_TOPIC),),
+        ),
+        NodeSpec(
+            'slide_ros',
+            'executor_node',
+            'executor',
+            {
+                'backend': 'twin' if twin else 'moveit_py',
+                'workcell_file': workcell,
+                **(
+                    {}
+                    if twin
+                    else {
+                        k: v for k, v in ARMS[a['backend']].items() if not k.startswith('moveit_')
+                    }
+                ),
+            },
+            (('ft_wrench', '/netft/wrench'), ('ft_limit', '/netft/limit_exceeded')),
+        ),
+        NodeSpec(
+            'slide_ros', 'identification_node', 'identification', {'workcell_file': workcell}
+        ),
+        NodeSpec('slide_ros', 'planner_node', 'planner', {'workcell_file': workcell}),
+        NodeSpec(
+            'slide_ros',
+            'behaviour_node',
+            'behaviour',
+            {
+                'workcell_file': workcell,
+                'seed': seed,
+                'start_on_activate': a['start_episode'] == 'true',
+                'exit_on_done': a['exit_on_done'] == 'true',
+            },
+        ),
+    ]
+    if a['record']:
+        nodes.append(NodeSpec('slide_ros', 'recorder_node', 'recorder', {'bag': a['record']}))
+    if a['rviz'] == 'true':
+        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz', {}, robot_only=True))
+    return nodes
+
+
+def twin_parameter(specs: list[NodeSpec], name: str) -> Any:
+    """A parameter of the twin node (tests)."""
+    for s in specs:
+        if s.name == 'twin':
+            return s.parameters.get(name)
+    return None

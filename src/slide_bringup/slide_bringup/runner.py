@@ -1,0 +1,125 @@
+"""Run a graph's nodes as processes, as ``ros2 launch`` would, on machines without it.
+
+Each node of the description (:mod:`slide_bringup.graph`) is started from its installed
+executable (``<prefix>/lib/<package>/<executable>``, as ``ros2 run`` finds it) with its
+parameters and remappings as ``--ros-args``. Output goes to ``<log_dir>/<node>.log``.
+Ctrl-C (or :meth:`Graph.stop`) sends SIGINT to every node, waits, then terminates what is
+left: nothing is left running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import os
+from pathlib import Path
+import signal
+import subprocess
+import time
+from typing import IO
+
+from slide_bringup.graph import GraphError, NodeSpec
+
+
+@dataclass
+class Running:
+    spec: NodeSpec
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+
+def executable(spec: NodeSpec) -> Path:
+    """The installed executable of a node (GraphError when the package is not built)."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        prefix = Path(get_package_prefix(spec.package))
+    except PackageNotFoundError:
+        raise GraphError(
+            f'package {spec.package} is not installed (run scripts/setup.sh, or use the robot '
+            'PC for robot-only nodes)'
+        ) from None
+    path = prefix / 'lib' / spec.package / spec.executable
+    if not path.exists():
+        raise GraphError(f'{spec.package} has no executable {spec.executable} ({path})')
+    return path
+
+
+def command(spec: NodeSpec) -> list[str]:
+    """The command line of one node."""
+    from slide_ros.params import ros_args
+
+    args = ros_args(spec.parameters, spec.remappings)
+    return [str(executable(spec)), *args, '-r', f'__node:={spec.name}']
+
+
+class Graph:
+    """The running nodes of a graph."""
+
+    def __init__(self, specs: Sequence[NodeSpec], log_dir: Path) -> None:
+        robot = [s.name for s in specs if s.robot_only]
+        if robot:
+            raise GraphError(
+                f'{", ".join(robot)} run on the robot PC only: use ros2 launch slide_bringup '
+                'pregrasp.launch.py there'
+            )
+        self.specs = list(specs)
+        self.log_dir = log_dir
+        self.nodes: list[Running] = []
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
+        for spec, cmd in zip(self.specs, commands, strict=True):
+            log = (self.log_dir / f'{spec.name}.log').open('wb')
+            # A process group of its own: the terminal's Ctrl-C reaches the runner, which
+            # then stops the nodes in order.
+            process = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=os.environ.copy(),
+            )
+            self.nodes.append(Running(spec, process, log))
+
+    def poll(self) -> dict[str, int | None]:
+        """Each node's exit code (None while it runs)."""
+        return {r.spec.name: r.process.poll() for r in self.nodes}
+
+    def wait_for(self, name: str, timeout_s: float | None = None) -> int | None:
+        """Wait until node ``name`` exits; its exit code (None on timeout)."""
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        for r in self.nodes:
+            if r.spec.name == name:
+                while r.process.poll() is None:
+                    if end is not None and time.monotonic() > end:
+                        return None
+                    time.sleep(0.1)
+                return r.process.returncode
+        raise GraphError(f'no node {name!r} in the graph')
+
+    def stop(self, grace_s: float = 8.0) -> dict[str, int]:
+        """SIGINT to every node, then SIGTERM and SIGKILL to what is left; exit codes."""
+        for r in self.nodes:
+            if r.process.poll() is None:
+                os.killpg(r.process.pid, signal.SIGINT)
+        end = time.monotonic() + grace_s
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for r in self.nodes:
+                while r.process.poll() is None and time.monotonic() < end:
+                    time.sleep(0.05)
+                if r.process.poll() is None:
+                    os.killpg(r.process.pid, sig)
+            end = time.monotonic() + 2.0
+        codes = {}
+        for r in self.nodes:
+            codes[r.spec.name] = r.process.wait()
+            r.log.close()
+        return codes
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        path = self.log_dir / f'{name}.log'
+        if not path.exists():
+            return ''
+        return '\n'.join(path.read_text(errors='replace').splitlines()[-lines:])

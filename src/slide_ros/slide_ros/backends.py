@@ -1,0 +1,164 @@
+"""How the executor moves the arm: a small protocol and its twin implementation.
+
+The executor turns pushes and grasps into tool waypoints (the core's
+:func:`slide_core.model.push_waypoints` and :func:`slide_core.planning.grasp_waypoints`)
+and hands them to a :class:`Backend`. ``twin``: the twin node's FollowPath and
+GripperCommand actions and its tool pose topics. ``moveit_py``: MoveIt on the robot PC
+(:mod:`slide_ros.moveit_backend`, imported only when chosen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import threading
+from typing import Any, Protocol
+
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from slide_core.geometry import FloatArray, quaternion_of_yaw
+from slide_core.model import Waypoint
+from slide_interfaces.action import FollowPath, GripperCommand
+from slide_interfaces.msg import ErrorCode
+from slide_ros.lifecycle import NotReady, wait_for
+
+
+@dataclass(frozen=True)
+class ToolPose:
+    """A tool's pose: point p_W (3,) [m], orientation (x, y, z, w) in the table frame, and
+    its stamp [s]."""
+
+    p_W: FloatArray
+    q_W: FloatArray
+    stamp: float
+
+
+@dataclass(frozen=True)
+class Motion:
+    """How a motion ended: completed, stopped (cancelled) or failed, and why."""
+
+    completed: bool
+    stopped: bool = False
+    message: str = ''
+
+
+class Backend(Protocol):
+    """The arm and gripper, as the executor needs them."""
+
+    def connect(self, timeout_s: float) -> None:
+        """Wait for the arm (raise NotReady saying what is missing)."""
+
+    def follow(
+        self,
+        tool: str,
+        waypoints: list[Waypoint],
+        on_waypoint: Callable[[int], None],
+        should_stop: Callable[[], bool],
+    ) -> Motion:
+        """Move ``tool`` through ``waypoints``; ``on_waypoint(i)`` as waypoint i is
+        approached; stop where it is as soon as ``should_stop()`` is true."""
+
+    def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
+        """Open or close; the final opening [m] and whether an object is held."""
+
+    def tool_pose(self, tool: str) -> ToolPose | None:
+        """The tool's latest pose, or None before the first."""
+
+
+def waypoint_msgs(waypoints: list[Waypoint], frame: str) -> list[PoseStamped]:
+    out = []
+    for wp in waypoints:
+        m = PoseStamped()
+        m.header.frame_id = frame
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in wp.p_W)
+        q = quaternion_of_yaw(wp.yaw)
+        m.pose.orientation.x, m.pose.orientation.y = q[0], q[1]
+        m.pose.orientation.z, m.pose.orientation.w = q[2], q[3]
+        out.append(m)
+    return out
+
+
+class TwinBackend:
+    """The twin node's motion interface (namespace ``ns``, default ``/twin``)."""
+
+    def __init__(self, node: Node, ns: str, frame: str, callback_group: Any = None) -> None:
+        self.node, self.frame = node, frame
+        self._names = (f'{ns}/follow_path', f'{ns}/gripper')
+        self._follow = ActionClient(
+            node, FollowPath, f'{ns}/follow_path', callback_group=callback_group
+        )
+        self._grip = ActionClient(
+            node, GripperCommand, f'{ns}/gripper', callback_group=callback_group
+        )
+        self._poses: dict[str, ToolPose] = {}
+        self._lock = threading.Lock()
+        for tool in ('fingertip', 'gripper'):
+            node.create_subscription(
+                PoseStamped,
+                f'{ns}/{tool}_pose',
+                lambda msg, tool=tool: self._on_pose(tool, msg),
+                10,
+                callback_group=callback_group,
+            )
+
+    def _on_pose(self, tool: str, msg: PoseStamped) -> None:
+        p, o = msg.pose.position, msg.pose.orientation
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        pose = ToolPose(np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w]), stamp)
+        with self._lock:
+            self._poses[tool] = pose
+
+    def connect(self, timeout_s: float) -> None:
+        for client, name in zip((self._follow, self._grip), self._names, strict=True):
+            if not client.wait_for_server(timeout_sec=timeout_s):
+                raise NotReady(f'no action server {name} (is the twin running?)')
+
+    def follow(
+        self,
+        tool: str,
+        waypoints: list[Waypoint],
+        on_waypoint: Callable[[int], None],
+        should_stop: Callable[[], bool],
+    ) -> Motion:
+        goal = FollowPath.Goal()
+        goal.tool = tool
+        goal.waypoints = waypoint_msgs(waypoints, self.frame)
+        goal.speeds = [float(w.speed) for w in waypoints]
+        goal.dwells = [float(w.dwell_s) for w in waypoints]
+        seen = [-1]
+
+        def feedback(msg: Any) -> None:
+            # Every waypoint is announced once and in order, even when a short one passed
+            # between two feedback messages.
+            for i in range(seen[0] + 1, int(msg.feedback.waypoint) + 1):
+                seen[0] = i
+                on_waypoint(i)
+
+        handle = wait_for(self._follow.send_goal_async(goal, feedback_callback=feedback), 5.0)
+        if handle is None or not handle.accepted:
+            return Motion(False, message='the arm refused the path')
+        result_future = handle.get_result_async()
+        stopped = wait_for(result_future, 600.0, should_stop) is None
+        if stopped:
+            wait_for(handle.cancel_goal_async(), 5.0)
+            wait_for(result_future, 10.0)
+            return Motion(False, True, 'stopped')
+        result = result_future.result().result
+        if result.error.code != ErrorCode.SUCCESS:
+            return Motion(False, message=result.message or f'arm error {result.error.code}')
+        return Motion(True)
+
+    def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
+        goal = GripperCommand.Goal(width=float(width), max_effort=float(max_effort))
+        handle = wait_for(self._grip.send_goal_async(goal), 5.0)
+        if handle is None or not handle.accepted:
+            raise TimeoutError('the gripper refused the command')
+        result = wait_for(handle.get_result_async(), 30.0).result
+        return float(result.width), bool(result.holding)
+
+    def tool_pose(self, tool: str) -> ToolPose | None:
+        with self._lock:
+            return self._poses.get(tool)

@@ -1,0 +1,497 @@
+"""The executor node: pushes and grasps on the arm, with what identification needs recorded.
+
+Actions ``~/push`` (slide_interfaces/Push) and ``~/grasp`` (slide_interfaces/Grasp). One code
+path turns a push primitive, resolved at the observed object pose, into fingertip
+waypoints (:func:`slide_core.model.push_waypoints`: approach above, lower, stroke, settle,
+retract, lift) and a grasp into gripper waypoints
+(:func:`slide_core.planning.grasp_waypoints`); the ``backend`` parameter says who moves the
+arm: ``twin`` (the twin node's motion actions) or ``moveit_py`` (MoveIt on the robot PC,
+:mod:`slide_ros.moveit_backend`).
+
+While it runs it publishes, on the topics ``slide_core.io.read_pushes`` reads as they are:
+``/pusher/pose`` and ``/gripper/pose`` (the tools, table frame; perception cuts them out
+of the cloud), ``/ft/wrench`` (the driver's wrench turned into the table frame through the
+tool's pose and the sensor's mounting, header frame the table's), ``/push/primitive``,
+``/push/start`` and ``/push/end`` (the stroke's start and end, with the push's index). A
+push's result carries its record (object poses from perception, fingertip poses, wrenches).
+
+Refusals and failures say why in the result's error code: a stale object pose
+(``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
+cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
+(``ft_limit`` topic: the same), a failed motion. Every failure leaves the tool retracted.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+import math
+import threading
+from typing import Any
+
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from std_msgs.msg import UInt32
+
+from slide_core.errors import SlideError
+from slide_core.geometry import FloatArray, distance_to_cells
+from slide_core.identification import PushSamples
+from slide_core.io import (
+    MessageError,
+    grid_from_msg,
+    pose_to_planar,
+    primitive_from_msg,
+    primitive_to_msg,
+    record_to_msg,
+    stamp_to_s,
+)
+from slide_core.model import (
+    APPROACH,
+    LIFT,
+    RETRACT,
+    Primitive,
+    Waypoint,
+    load_workcell,
+    push_waypoints,
+)
+from slide_core.planning import Grasp, grasp_waypoints
+from slide_interfaces.action import Grasp as GraspAction
+from slide_interfaces.action import Push
+from slide_interfaces.msg import ErrorCode, ObjectGrid, PushPrimitive
+from slide_ros.backends import Backend, Motion, TwinBackend
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.params import Param, declare
+from slide_ros.qos import LATCHED, RELIABLE, SENSOR
+
+PARAMS = (
+    Param('backend', 'twin', 'who moves the arm', choices=('twin', 'moveit_py')),
+    Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
+    Param('twin_namespace', '/twin', 'twin backend: the twin node'),
+    Param(
+        'max_pose_age_s',
+        1.0,
+        'refuse a push resolved at an older object pose [s]',
+        read_only=False,
+        low=0.01,
+        high=60.0,
+    ),
+    Param(
+        'contact_tolerance_m',
+        0.004,
+        'how far the contact point may be from the cells [m]',
+        read_only=False,
+        low=0.0,
+        high=0.05,
+    ),
+    Param(
+        'sensor_mount',
+        [0.0, 0.0, 0.0, 1.0],
+        'F/T sensor orientation in the fingertip tool frame, quaternion x, y, z, w',
+    ),
+    Param('connect_timeout_s', 10.0, 'configure: wait this long for the arm', low=0.1, high=600.0),
+    Param('tool_rate_hz', 30.0, 'tool pose messages per second', low=1.0, high=200.0),
+    Param('planning_group', 'fr3_arm', 'moveit_py: planning group'),
+    Param('end_effector_link', 'fr3_hand_tcp', 'moveit_py: link the tool offsets refer to'),
+    Param('fingertip_offset', [0.0, 0.0, 0.1], 'moveit_py: fingertip centre in that link [m]'),
+    Param(
+        'gripper_action',
+        '/fr3_gripper/gripper_action',
+        'moveit_py: control_msgs/GripperCommand action of the gripper',
+    ),
+    *LIFECYCLE_PARAMS,
+)
+
+PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
+
+
+def quaternion_matrix(q: FloatArray) -> FloatArray:
+    """Rotation matrix (3, 3) of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = (float(v) for v in q)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+class Failure(Exception):  # noqa: N818 - carries an error code for the result
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ExecutorNode(SlideNode):
+    """Pushes and grasps (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('executor', **kwargs)
+        p = declare(self, PARAMS)
+        self.p = p
+        self.cell = load_workcell(p['workcell_file'] or None)
+        self.frame = self.cell.table.frame_id
+        mount = np.asarray(p['sensor_mount'], dtype=float)
+        if mount.shape != (4,) or not np.isfinite(mount).all() or np.linalg.norm(mount) < 0.5:
+            raise ValueError(f'sensor_mount must be a unit quaternion x, y, z, w, got {mount}')
+        self.R_TS = quaternion_matrix(mount / np.linalg.norm(mount))  # sensor in the tool
+        self.backend: Backend | None = None
+        self._group = ReentrantCallbackGroup()
+        self._busy = threading.Lock()
+        self._lock = threading.Lock()
+        self._grid: Any = None
+        self._poses: deque[tuple[float, FloatArray]] = deque(maxlen=2000)
+        self._tips: deque[tuple[float, FloatArray]] = deque(maxlen=5000)
+        self._wrenches: deque[tuple[float, FloatArray]] = deque(maxlen=20000)
+        self._limit = threading.Event()
+        self.bad_messages = 0
+        self.pub_pusher = self.create_publisher(PoseStamped, '/pusher/pose', RELIABLE)
+        self.pub_gripper = self.create_publisher(PoseStamped, '/gripper/pose', RELIABLE)
+        self.pub_wrench = self.create_publisher(WrenchStamped, '/ft/wrench', RELIABLE)
+        self.pub_start = self.create_publisher(UInt32, '/push/start', RELIABLE)
+        self.pub_end = self.create_publisher(UInt32, '/push/end', RELIABLE)
+        self.pub_primitive = self.create_publisher(PushPrimitive, '/push/primitive', RELIABLE)
+        sensors = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(ObjectGrid, '/object/grid', self._on_grid, LATCHED)
+        self.create_subscription(
+            PoseStamped, '/object/pose', self._on_pose, RELIABLE, callback_group=sensors
+        )
+        self.create_subscription(
+            WrenchStamped, 'ft_wrench', self._on_wrench, SENSOR, callback_group=sensors
+        )
+        self.create_subscription(WrenchStamped, 'ft_limit', self._on_limit, 10)
+        self.push_server = ActionServer(
+            self,
+            Push,
+            '~/push',
+            execute_callback=self._push,
+            goal_callback=self._accept,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=self._group,
+        )
+        self.grasp_server = ActionServer(
+            self,
+            GraspAction,
+            '~/grasp',
+            execute_callback=self._grasp,
+            goal_callback=self._accept,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=self._group,
+        )
+        self.create_timer(1.0 / float(p['tool_rate_hz']), self._publish_tools)
+        self.start_up(p)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def configure(self) -> None:
+        if self.p['backend'] == 'twin':
+            backend: Backend = TwinBackend(self, self.p['twin_namespace'], self.frame, self._group)
+        else:
+            from slide_ros.moveit_backend import MoveItBackend
+
+            backend = MoveItBackend(self, self.p, self.cell, self.frame)
+        backend.connect(float(self.p['connect_timeout_s']))
+        self.backend = backend
+
+    def _accept(self, _goal: Any) -> GoalResponse:
+        # One motion at a time: a second goal while one runs is refused at once.
+        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+
+    # -- inputs (store and return) ------------------------------------------------------------
+    def _on_grid(self, msg: ObjectGrid) -> None:
+        try:
+            grid, _ = grid_from_msg(msg)
+        except MessageError as exc:
+            self.bad_messages += 1
+            self.get_logger().warning(f'ignored an object grid: {exc}')
+            return
+        self._grid = grid
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        try:
+            X = pose_to_planar(msg.pose)
+        except MessageError:
+            self.bad_messages += 1
+            return
+        with self._lock:
+            self._poses.append((stamp_to_s(msg.header.stamp), X))
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        t = msg.wrench.torque
+        f_S = np.array([f.x, f.y, f.z])
+        if not (np.isfinite(f_S).all() and math.isfinite(t.x + t.y + t.z)):
+            self.bad_messages += 1
+            return
+        tool = self.backend.tool_pose('fingertip') if self.backend is not None else None
+        R_WT = quaternion_matrix(tool.q_W) if tool is not None else np.eye(3)
+        R_WS = R_WT @ self.R_TS
+        f_W = R_WS @ f_S
+        tau_W = R_WS @ np.array([t.x, t.y, t.z])
+        stamp = stamp_to_s(msg.header.stamp)
+        with self._lock:
+            self._wrenches.append((stamp, f_W[:2].copy()))
+        out = WrenchStamped()
+        out.header.stamp = msg.header.stamp
+        out.header.frame_id = self.frame
+        out.wrench.force.x, out.wrench.force.y, out.wrench.force.z = (float(v) for v in f_W)
+        out.wrench.torque.x, out.wrench.torque.y, out.wrench.torque.z = (float(v) for v in tau_W)
+        self.pub_wrench.publish(out)
+
+    def _on_limit(self, _msg: WrenchStamped) -> None:
+        self._limit.set()
+
+    def _publish_tools(self) -> None:
+        if self.backend is None:
+            return
+        for tool, pub in (('fingertip', self.pub_pusher), ('gripper', self.pub_gripper)):
+            pose = self.backend.tool_pose(tool)
+            if pose is None:
+                continue
+            msg = PoseStamped()
+            sec = int(pose.stamp)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int((pose.stamp - sec) * 1e9)
+            msg.header.frame_id = self.frame
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+                float(v) for v in pose.p_W
+            )
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = (float(v) for v in pose.q_W)
+            pub.publish(msg)
+            if tool == 'fingertip':
+                with self._lock:
+                    self._tips.append((pose.stamp, pose.p_W[:2].copy()))
+
+    # -- push ---------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _check_push(self, goal: Any) -> tuple[Primitive, FloatArray]:
+        if not self.active or self.backend is None:
+            raise Failure(ErrorCode.NOT_READY, 'the executor is not active')
+        try:
+            primitive = primitive_from_msg(goal.primitive)
+            X = pose_to_planar(goal.object_pose.pose)
+        except MessageError as exc:
+            raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
+        if goal.object_pose.header.frame_id not in ('', self.frame):
+            raise Failure(
+                ErrorCode.INVALID_GOAL,
+                f'the object pose is in {goal.object_pose.header.frame_id!r}, not {self.frame}',
+            )
+        age = self._now() - stamp_to_s(goal.object_pose.header.stamp)
+        if age > float(self.get_parameter('max_pose_age_s').value):
+            raise Failure(ErrorCode.STALE_POSE, f'the object pose is {age:.2f} s old')
+        grid = self._grid
+        if grid is None:
+            raise Failure(ErrorCode.NOT_READY, 'no object grid yet (is perception running?)')
+        tol = float(self.get_parameter('contact_tolerance_m').value)
+        off = distance_to_cells(grid, primitive.p_OA)
+        if off > tol:
+            raise Failure(
+                ErrorCode.CONTACT_OFF_OBJECT,
+                f'the contact point {np.round(primitive.p_OA, 4).tolist()} is {off * 1000:.1f} mm '
+                'from the object',
+            )
+        start_O = primitive.p_OA - primitive.d_O * (APPROACH + self.cell.fingertip.radius)
+        if distance_to_cells(grid, start_O) < self.cell.fingertip.radius:
+            raise Failure(
+                ErrorCode.CONTACT_OFF_OBJECT,
+                'the fingertip would come down on the object (the push points out of it)',
+            )
+        return primitive, X
+
+    def _retract(self, tool: str, back_W: FloatArray | None = None) -> None:
+        """Pull ``tool`` back (by ``back_W``) and lift it, whatever happened before."""
+        assert self.backend is not None
+        pose = self.backend.tool_pose(tool)
+        if pose is None:
+            return
+        p = pose.p_W.copy()
+        yaw = 2 * math.atan2(float(pose.q_W[2]), float(pose.q_W[3]))
+        waypoints = []
+        if back_W is not None:
+            p[:2] += back_W
+            waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
+        up = LIFT if tool == 'fingertip' else p[2] + 0.1
+        waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
+        self.backend.follow(tool, waypoints, lambda _i: None, lambda: False)
+
+    def _push(self, handle: Any) -> Push.Result:
+        result = Push.Result()
+        with self._busy:
+            try:
+                record = self._execute_push(handle)
+            except Failure as f:
+                result.error.code, result.message = f.code, str(f)
+                if f.code == ErrorCode.CANCELED:
+                    handle.canceled()
+                else:
+                    handle.abort()
+                self.get_logger().info(f'push {handle.request.index}: {f}')
+                return result
+            except (SlideError, TimeoutError, RuntimeError) as exc:
+                result.error.code, result.message = ErrorCode.INTERNAL, str(exc)
+                handle.abort()
+                return result
+        result.error.code = ErrorCode.SUCCESS
+        result.record = record
+        handle.succeed()
+        return result
+
+    def _execute_push(self, handle: Any) -> Any:
+        goal = handle.request
+        primitive, X = self._check_push(goal)
+        assert self.backend is not None
+        waypoints = push_waypoints(primitive, X, self.cell.fingertip)
+        self._limit.clear()
+        times: dict[str, float] = {}
+        feedback = Push.Feedback()
+        index = int(goal.index)
+
+        def on_waypoint(i: int) -> None:
+            phase = PHASES[i] if i < len(PHASES) else 'lift'
+            now = self._now()
+            if phase == 'stroke' and 'start' not in times:
+                times['start'] = now
+                msg = primitive_to_msg(primitive, self.cell.fingertip, PushPrimitive())
+                self.pub_primitive.publish(msg)
+                self.pub_start.publish(UInt32(data=index))
+            elif phase == 'settle' and 'end' not in times:
+                times['end'] = now
+                self.pub_end.publish(UInt32(data=index))
+            elif phase == 'retract' and 'rest' not in times:
+                times['rest'] = now
+            feedback.phase = phase
+            handle.publish_feedback(feedback)
+
+        def should_stop() -> bool:
+            return bool(handle.is_cancel_requested or self._limit.is_set())
+
+        motion: Motion = self.backend.follow('fingertip', waypoints, on_waypoint, should_stop)
+        if not motion.completed:
+            stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
+            back = -stroke / max(float(np.linalg.norm(stroke)), 1e-9) * RETRACT
+            self._retract('fingertip', back if 'start' in times else None)
+            if self._limit.is_set():
+                raise Failure(ErrorCode.FT_LIMIT, 'the F/T driver reported a limit: retracted')
+            if handle.is_cancel_requested:
+                raise Failure(ErrorCode.CANCELED, 'cancelled: stopped and retracted')
+            raise Failure(ErrorCode.MOTION_FAILED, motion.message)
+        if 'start' not in times or 'end' not in times:
+            raise Failure(ErrorCode.MOTION_FAILED, 'the arm skipped the stroke')
+        t0, t1 = times['start'], times['end']
+        t2 = times.get('rest', self._now())
+        return self._record(index, primitive, t0, t1, t2)
+
+    def _record(self, index: int, primitive: Primitive, t0: float, t1: float, t2: float) -> Any:
+        from slide_interfaces.msg import PushRecord
+
+        with self._lock:
+            poses = [(t, X) for t, X in self._poses if t0 - 0.05 <= t <= t2]
+            tips = [(t, p) for t, p in self._tips if t0 - 0.05 <= t <= t2]
+            wrenches = [(t, f) for t, f in self._wrenches if t0 - 0.05 <= t <= t2]
+        if len(poses) < 2 or len(tips) < 2 or len(wrenches) < 2:
+            raise Failure(
+                ErrorCode.TIMEOUT,
+                f'too few measurements during the push ({len(poses)} object poses, '
+                f'{len(tips)} fingertip poses, {len(wrenches)} wrenches): is perception or '
+                'the F/T driver running?',
+            )
+
+        def stack(series: list[tuple[float, FloatArray]]) -> tuple[FloatArray, FloatArray]:
+            return np.array([t for t, _ in series]), np.array([v for _, v in series])
+
+        samples = PushSamples(*stack(poses), *stack(tips), *stack(wrenches), t0, t1)
+        msg = PushRecord()
+        msg.header.frame_id = self.frame
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.index = index
+        primitive_to_msg(primitive, self.cell.fingertip, msg.primitive)
+        return record_to_msg(samples, msg, PoseStamped, WrenchStamped, self.frame)
+
+    # -- grasp --------------------------------------------------------------------------------
+    def _grasp(self, handle: Any) -> GraspAction.Result:
+        result = GraspAction.Result()
+        with self._busy:
+            try:
+                result.holding, result.lifted = self._execute_grasp(handle)
+            except Failure as f:
+                result.error.code, result.message = f.code, str(f)
+                if f.code == ErrorCode.CANCELED:
+                    handle.canceled()
+                else:
+                    handle.abort()
+                return result
+            except (SlideError, TimeoutError, RuntimeError) as exc:
+                result.error.code, result.message = ErrorCode.INTERNAL, str(exc)
+                handle.abort()
+                return result
+        if not result.holding:
+            result.error.code = ErrorCode.NOT_HELD
+            result.message = 'the gripper closed but holds nothing after the lift'
+            handle.abort()
+            return result
+        result.error.code = ErrorCode.SUCCESS
+        handle.succeed()
+        return result
+
+    def _execute_grasp(self, handle: Any) -> tuple[bool, float]:
+        if not self.active or self.backend is None:
+            raise Failure(ErrorCode.NOT_READY, 'the executor is not active')
+        goal = handle.request
+        try:
+            X = pose_to_planar(goal.grasp_pose.pose)
+        except MessageError as exc:
+            raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
+        z = float(goal.grasp_pose.pose.position.z)
+        lift = float(goal.lift_height)
+        if not (math.isfinite(z) and 0 < z < 0.3 and 0 < lift <= 0.5):
+            raise Failure(
+                ErrorCode.INVALID_GOAL, 'grasp height must be in (0, 0.3) m, lift (0, 0.5]'
+            )
+        g = self.cell.gripper
+        grasp = Grasp(X[:2], z, float(X[2]), g.min_grip)
+        approach, up = grasp_waypoints(grasp, lift)
+        feedback = GraspAction.Feedback()
+        backend = self.backend
+
+        def phase(name: str) -> None:
+            if handle.is_cancel_requested:
+                self._retract('gripper')
+                raise Failure(ErrorCode.CANCELED, f'cancelled before {name}: gripper raised')
+            feedback.phase = name
+            handle.publish_feedback(feedback)
+
+        def stop() -> bool:
+            return bool(handle.is_cancel_requested)
+
+        phase('open')
+        backend.gripper(g.max_opening, 0.0)
+        phase('pre_grasp')
+        motion = backend.follow('gripper', approach, lambda _i: None, stop)
+        if not motion.completed:
+            self._retract('gripper')
+            code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
+            raise Failure(code, motion.message or 'the gripper did not reach the pre-grasp')
+        phase('close')
+        backend.gripper(2 * z, g.force)
+        z0 = backend.tool_pose('gripper')
+        phase('lift')
+        motion = backend.follow('gripper', up, lambda _i: None, stop)
+        if not motion.completed:
+            code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
+            raise Failure(code, motion.message or 'the lift failed')
+        phase('check')
+        _, holding = backend.gripper(2 * z, g.force)
+        z1 = backend.tool_pose('gripper')
+        lifted = float(z1.p_W[2] - z0.p_W[2]) if z0 is not None and z1 is not None else 0.0
+        return holding, lifted
+
+
+def main() -> int:
+    return run(ExecutorNode, 'executor_node')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

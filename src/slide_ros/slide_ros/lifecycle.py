@@ -1,0 +1,147 @@
+"""Lifecycle nodes that bring themselves up, and the plumbing every slide node shares.
+
+*configure* connects what the node needs (hardware, other nodes) and may fail with a reason;
+*activate* starts serving. A failed transition logs one line (no traceback) and can be tried
+again over ``~/change_state``. With ``autostart`` (default true) the node configures and
+activates itself, so the pip-only runner and tests need no lifecycle manager; on the robot a
+lifecycle manager can drive it instead (``autostart:=false``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import sys
+import time
+from typing import Any
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.task import Future
+
+from slide_core.errors import SlideError
+from slide_ros.params import Param, ParameterError
+
+LIFECYCLE_PARAMS = (
+    Param('autostart', True, 'configure and activate at start-up'),
+    Param('configure_retries', 10, 'start-up retries (-1: for ever)', low=-1, high=1000),
+    Param('retry_backoff_s', 1.0, 'first wait between retries [s], doubling', low=0.05, high=30.0),
+)
+
+
+class NotReady(Exception):  # noqa: N818 - a state of the node, reported as NOT_READY
+    """The node cannot configure yet (what it needs is missing); the message says what."""
+
+
+class SlideNode(LifecycleNode):
+    """A lifecycle node with autostart and retries; subclasses implement :meth:`configure`
+    (raise NotReady or SlideError with a reason) and may override :meth:`activate` and
+    :meth:`deactivate`."""
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.active = False
+        self.gave_up = False
+        self._retries_left = 0
+        self._backoff = 1.0
+        self._retry_timer: Any = None
+
+    def start_up(self, values: dict[str, Any]) -> None:
+        """Begin the autostart (call at the end of the subclass's constructor)."""
+        self._retries_left = int(values['configure_retries'])
+        self._backoff = float(values['retry_backoff_s'])
+        if values['autostart']:
+            self._retry_timer = self.create_timer(0.01, self._autostart)
+
+    def _autostart(self) -> None:
+        self._retry_timer.cancel()
+        self.destroy_timer(self._retry_timer)
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+            return
+        if self._retries_left == 0:
+            self.gave_up = True
+            self.get_logger().error('start-up failed and no retry is left')
+            return
+        self._retries_left -= 1
+        self.get_logger().info(f'retrying start-up in {self._backoff:.2f} s')
+        self._retry_timer = self.create_timer(self._backoff, self._autostart)
+        self._backoff = min(30.0, 2 * self._backoff)
+
+    # -- to implement ---------------------------------------------------------------------
+    def configure(self) -> None:
+        """Connect what the node needs; raise NotReady (or SlideError) saying what failed."""
+
+    def activate(self) -> None:
+        """Start serving."""
+
+    def deactivate(self) -> None:
+        """Stop serving (goals in flight are cancelled by the subclass)."""
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self.configure()
+        except (NotReady, SlideError, OSError, TimeoutError) as exc:
+            self.get_logger().error(f'configure failed: {exc}')
+            return TransitionCallbackReturn.FAILURE
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.activate()
+        self.active = True
+        self.get_logger().info('active')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = False
+        self.deactivate()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = False
+        self.deactivate()
+        return TransitionCallbackReturn.SUCCESS
+
+
+def wait_for(
+    future: Future, timeout_s: float, should_stop: Callable[[], bool] = lambda: False
+) -> Any:
+    """The future's result, waiting without spinning (another thread spins the node);
+    TimeoutError after ``timeout_s``, None when ``should_stop`` said so first."""
+    end = time.monotonic() + timeout_s
+    while not future.done():
+        if should_stop():
+            return None
+        if time.monotonic() > end:
+            raise TimeoutError(f'no answer within {timeout_s:g} s')
+        time.sleep(0.002)
+    return future.result()
+
+
+def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
+    """Run one node until Ctrl-C or shutdown; exit code 2 on a bad parameter, 1 when a
+    lifecycle node gave up starting."""
+    rclpy.init(args=sys.argv)
+    try:
+        node = make()
+    except (ParameterError, SlideError, OSError) as exc:
+        print(f'{name}: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=threads)
+    executor.add_node(node)
+    code = 0
+    try:
+        while rclpy.ok() and not getattr(node, 'gave_up', False):
+            executor.spin_once(timeout_sec=0.2)
+        code = 1 if getattr(node, 'gave_up', False) else 0
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code

@@ -1,0 +1,388 @@
+"""The twin node: the MuJoCo workcell standing in for the hardware, and nothing more.
+
+It offers what the robot cell offers, under the same interfaces:
+
+- camera: ``/camera/camera/depth/color/points`` (sensor_msgs/PointCloud2 in
+  ``camera_color_optical_frame``) and ``/camera/camera/depth/camera_info``, rendered from the
+  twin's RGB-D camera with its noise (realsense2_camera's topic names);
+- force/torque: the twin's sensor wrench feeds an ATI Net F/T emulator, which serves it over
+  UDP (RDT) and TCP/HTTP calibration, so the real ``ati_netft`` driver reads it;
+- arm and gripper: ``~/follow_path`` (slide_interfaces/FollowPath: a tool through Cartesian
+  waypoints at speeds; cancel stops it where it is) and ``~/gripper``
+  (slide_interfaces/GripperCommand), and the tools' poses on ``~/fingertip_pose`` and
+  ``~/gripper_pose`` (as a robot driver publishes its state);
+- ground truth on ``/ground_truth`` (slide_interfaces/GroundTruth), for scoring only.
+
+The physics runs in its own thread in real time (``real_time_factor`` scales it) on the
+wall clock, so it needs no ``/clock``; the camera renders in another thread from snapshots.
+
+    ros2 run slide_sim twin_node --ros-args -p object:=hammer -p rdt_port:=49152
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import math
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+from ati_netft.emulator import NetFTEmulator
+from geometry_msgs.msg import PoseStamped
+import mujoco
+import numpy as np
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, PointCloud2, PointField
+from slide_ros.params import Param, ParameterError, declare
+from slide_ros.qos import LATCHED, SENSOR
+
+from slide_core.errors import SlideError
+from slide_core.geometry import quaternion_of_yaw, yaw_of_quaternion
+from slide_core.io import grid_to_msg, xyz_to_cloud
+from slide_core.model import Waypoint, load_object, load_workcell
+from slide_interfaces.action import FollowPath, GripperCommand
+from slide_interfaces.msg import ErrorCode, GroundTruth
+from slide_sim.camera import RgbdCamera, point_cloud
+from slide_sim.scene import random_start
+from slide_sim.twin import Twin
+
+OPTICAL_FRAME = 'camera_color_optical_frame'
+PARAMS = (
+    Param('object', 'hammer', 'library object name or object .yaml file'),
+    Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
+    Param('start_pose', [0.0], 'initial object pose [x, y, yaw] (table frame); [0.0]: random'),
+    Param(
+        'seed',
+        0,
+        'seed of the random start pose (as slide episode draws it)',
+        low=0,
+        high=2**31 - 1,
+    ),
+    Param('camera_rate_hz', 10.0, 'camera frames per second', low=0.5, high=60.0),
+    Param('camera_seed', 0, 'seed of the depth noise', low=0, high=2**31 - 1),
+    Param('camera_decimation', 2, 'keep every n-th pixel of every n-th row', low=1, high=8),
+    Param('tool_rate_hz', 50.0, 'tool pose messages per second', low=1.0, high=500.0),
+    Param('truth_rate_hz', 5.0, 'ground truth messages per second', low=0.1, high=100.0),
+    Param('real_time_factor', 1.0, 'simulated seconds per wall-clock second', low=0.05, high=4.0),
+    Param(
+        'ft_rate_hz',
+        1000.0,
+        'F/T records per second of the emulated sensor',
+        low=10.0,
+        high=7000.0,
+    ),
+    Param('rdt_port', 49152, 'UDP port the emulated sensor streams from', low=0, high=65535),
+    Param('tcp_port', 49151, 'TCP port of the calibration (READCALINFO)', low=0, high=65535),
+    Param('http_port', 8080, 'HTTP port of netftapi2.xml', low=0, high=65535),
+    Param('table_frame', 'table', 'frame of every pose'),
+)
+
+
+class TwinNode(Node):
+    """The twin behind ROS interfaces (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('twin', **kwargs)
+        p = declare(self, PARAMS)
+        self.frame = str(p['table_frame'])
+        cell = load_workcell(p['workcell_file'] or None)
+        spec = load_object(p['object'])
+        start = [float(v) for v in p['start_pose']]
+        if len(start) == 1:
+            start = list(random_start(spec, cell, int(p['seed'])))
+        if len(start) != 3 or not all(math.isfinite(v) for v in start):
+            raise ParameterError(f'start_pose must be [x, y, yaw], got {start}')
+        self.twin = Twin(spec, cell, (start[0], start[1], start[2]))
+        self.rtf = float(p['real_time_factor'])
+        self._lock = threading.Lock()
+        self._commands: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._stop = threading.Event()
+        self._wrench = (0.0,) * 6
+        self._snapshot: tuple[float, np.ndarray, np.ndarray] | None = None
+        self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
+        self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
+        self._gripper = (0.0, False)
+        self.emulator = NetFTEmulator(
+            rate_hz=float(p['ft_rate_hz']),
+            source=lambda t: self._wrench,
+            rdt_port=int(p['rdt_port']),
+            tcp_port=int(p['tcp_port']),
+            http_port=int(p['http_port']),
+        ).start()
+        group = ReentrantCallbackGroup()
+        self.pub_cloud = self.create_publisher(
+            PointCloud2, '/camera/camera/depth/color/points', SENSOR
+        )
+        self.pub_info = self.create_publisher(
+            CameraInfo, '/camera/camera/depth/camera_info', SENSOR
+        )
+        self.pub_tip = self.create_publisher(PoseStamped, '~/fingertip_pose', 10)
+        self.pub_hand = self.create_publisher(PoseStamped, '~/gripper_pose', 10)
+        self.pub_truth = self.create_publisher(GroundTruth, '/ground_truth', LATCHED)
+        self.follow_server = ActionServer(
+            self,
+            FollowPath,
+            '~/follow_path',
+            execute_callback=self._follow,
+            goal_callback=lambda _g: GoalResponse.ACCEPT,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+        )
+        self.gripper_server = ActionServer(
+            self,
+            GripperCommand,
+            '~/gripper',
+            execute_callback=self._grip,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+        )
+        self.create_timer(1.0 / float(p['tool_rate_hz']), self._publish_tools)
+        self.create_timer(1.0 / float(p['truth_rate_hz']), self._publish_truth)
+        self._camera_period = 1.0 / float(p['camera_rate_hz'])
+        self._camera_seed = int(p['camera_seed'])
+        self._decimation = int(p['camera_decimation'])
+        self._sim = threading.Thread(target=self._run_physics, name='twin-physics', daemon=True)
+        self._render = threading.Thread(target=self._run_camera, name='twin-camera', daemon=True)
+        self._sim.start()
+        self._render.start()
+        self.get_logger().info(
+            f'twin of {spec.name} at {start}: F/T emulator RDT {self.emulator.rdt_port}, '
+            f'calibration TCP {self.emulator.tcp_port} / HTTP {self.emulator.http_port}'
+        )
+
+    # -- the physics thread: the only one that touches the twin ------------------------------
+    def _run_physics(self) -> None:
+        twin = self.twin
+        h = twin.model.opt.timestep
+        wall0, sim0 = time.monotonic(), twin.time
+        next_snapshot = 0.0
+        while not self._stop.is_set():
+            while not self._commands.empty():
+                self._commands.get_nowait()()
+            twin.step()
+            w = twin.wrench()
+            self._wrench = tuple(float(v) for v in w)
+            with self._lock:
+                for tool in ('fingertip', 'gripper'):
+                    self._status[tool] = (twin.moving(tool), twin.waypoint(tool))
+                self._poses['fingertip'] = np.array([*twin.fingertip(), 0.0])
+                self._poses['gripper'] = twin.gripper_pose()
+                self._gripper = (twin.gripper_width(), twin.holding())
+                if twin.time >= next_snapshot:
+                    self._snapshot = (twin.time, twin.data.qpos.copy(), twin.data.mocap_pos.copy())
+                    next_snapshot = twin.time + self._camera_period
+            ahead = (twin.time - sim0) / self.rtf - (time.monotonic() - wall0)
+            if ahead > 0.002:
+                time.sleep(ahead)
+            elif ahead < -0.5:  # fell behind (a busy machine): do not try to catch up
+                wall0, sim0 = time.monotonic(), twin.time
+        del h
+
+    def _submit(self, command: Callable[[], None]) -> None:
+        self._commands.put(command)
+
+    # -- the camera thread ----------------------------------------------------------------
+    def _run_camera(self) -> None:
+        data = mujoco.MjData(self.twin.model)
+        last = -1.0
+        with RgbdCamera(self.twin.model, seed=self._camera_seed) as camera:
+            while not self._stop.is_set():
+                with self._lock:
+                    snap = self._snapshot
+                if snap is None or snap[0] == last:
+                    time.sleep(0.005)
+                    continue
+                last = snap[0]
+                data.qpos[:] = snap[1]
+                data.mocap_pos[:] = snap[2]
+                mujoco.mj_forward(self.twin.model, data)
+                try:
+                    frame = camera.capture(data, rgb=False)
+                    cloud = point_cloud(frame, world=False, decimation=self._decimation)
+                    if not self.context.ok():
+                        break
+                    self._publish_cloud(cloud, camera)
+                except Exception as exc:  # noqa: BLE001 - a failed frame is one lost frame
+                    if not self.context.ok():
+                        break
+                    self.get_logger().warning(f'camera frame lost: {exc}')
+
+    def _publish_cloud(self, points: np.ndarray, camera: RgbdCamera) -> None:
+        stamp = self.get_clock().now().to_msg()
+        msg = xyz_to_cloud(points, PointCloud2(), PointField)
+        msg.header.stamp, msg.header.frame_id = stamp, OPTICAL_FRAME
+        self.pub_cloud.publish(msg)
+        k = camera.intrinsics
+        info = CameraInfo()
+        info.header = msg.header
+        info.width, info.height = k.width, k.height
+        info.k = [k.fx, 0.0, k.cx, 0.0, k.fy, k.cy, 0.0, 0.0, 1.0]
+        info.p = [k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+        info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+        info.distortion_model = 'plumb_bob'
+        info.d = [0.0] * 5
+        self.pub_info.publish(info)
+
+    # -- state topics -----------------------------------------------------------------------
+    def _pose_msg(self, tool: str) -> PoseStamped:
+        with self._lock:
+            p = self._poses[tool].copy()
+        msg = PoseStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p[:3])
+        qx, qy, qz, qw = quaternion_of_yaw(float(p[3]))
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = qx, qy, qz, qw
+        return msg
+
+    def _publish_tools(self) -> None:
+        self.pub_tip.publish(self._pose_msg('fingertip'))
+        self.pub_hand.publish(self._pose_msg('gripper'))
+
+    def _publish_truth(self) -> None:
+        done = threading.Event()
+        out: dict[str, Any] = {}
+
+        def read() -> None:
+            out['X'] = self.twin.object_pose()
+            out['fell'] = self.twin.fell()
+            done.set()
+
+        self._submit(read)
+        if not done.wait(0.5):
+            return
+        spec = self.twin.spec
+        msg = GroundTruth()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.frame
+        msg.name = spec.name
+        grid_to_msg(spec.grid, out['X'], msg.grid)
+        msg.grid.header = msg.header
+        msg.model.mass = spec.grid.to_map(spec.mass, fill=0.0).ravel().tolist()
+        msg.model.friction = spec.grid.to_map(spec.friction, fill=0.0).ravel().tolist()
+        msg.model.loss = float('nan')
+        msg.fell = bool(out['fell'])
+        self.pub_truth.publish(msg)
+
+    # -- actions ----------------------------------------------------------------------------
+    def _follow(self, handle: Any) -> FollowPath.Result:
+        goal = handle.request
+        result = FollowPath.Result()
+        try:
+            waypoints = self._waypoints(goal)
+        except ValueError as exc:
+            handle.abort()
+            result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
+            return result
+        tool = goal.tool
+        self._submit(lambda: self.twin.start_path(tool, waypoints))
+        # Wait until the physics thread took the path, then until it is done.
+        deadline = time.monotonic() + 2.0
+        while not self._status[tool][0] and time.monotonic() < deadline:
+            time.sleep(0.002)
+        feedback = FollowPath.Feedback()
+        while True:
+            with self._lock:
+                moving, index = self._status[tool]
+            if not moving:
+                break
+            if handle.is_cancel_requested:
+                self._submit(lambda: self.twin.stop(tool))
+                while self._status[tool][0]:
+                    time.sleep(0.002)
+                handle.canceled()
+                result.error.code, result.message = ErrorCode.CANCELED, 'stopped where it was'
+                result.pose = self._pose_msg(tool)
+                return result
+            feedback.waypoint = max(0, index)
+            feedback.pose = self._pose_msg(tool)
+            handle.publish_feedback(feedback)
+            time.sleep(0.02)
+        handle.succeed()
+        result.error.code = ErrorCode.SUCCESS
+        result.pose = self._pose_msg(tool)
+        return result
+
+    def _waypoints(self, goal: Any) -> list[Waypoint]:
+        if goal.tool not in ('fingertip', 'gripper'):
+            raise ValueError(f"tool must be 'fingertip' or 'gripper', got {goal.tool!r}")
+        n = len(goal.waypoints)
+        if n == 0 or len(goal.speeds) != n or len(goal.dwells) != n:
+            raise ValueError(f'{n} waypoints need as many speeds and dwells')
+        out = []
+        for i, (pose, speed, dwell) in enumerate(
+            zip(goal.waypoints, goal.speeds, goal.dwells, strict=True)
+        ):
+            if pose.header.frame_id not in ('', self.frame):
+                raise ValueError(f'waypoint {i} is in {pose.header.frame_id!r}, not {self.frame}')
+            p = pose.pose.position
+            q = pose.pose.orientation
+            yaw = yaw_of_quaternion(q.x, q.y, q.z, q.w) if q.w or q.z else 0.0
+            xyz = np.array([p.x, p.y, p.z], dtype=float)
+            if not (np.isfinite(xyz).all() and 0 < speed <= 1.0 and 0 <= dwell <= 10.0):
+                raise ValueError(
+                    f'waypoint {i}: position, speed (0, 1] or dwell [0, 10] out of range'
+                )
+            out.append(Waypoint(xyz, float(speed), float(dwell), f'waypoint {i}', yaw))
+        return out
+
+    def _grip(self, handle: Any) -> GripperCommand.Result:
+        goal = handle.request
+        result = GripperCommand.Result()
+        if not (math.isfinite(goal.width) and goal.width >= 0 and math.isfinite(goal.max_effort)):
+            handle.abort()
+            result.error.code = ErrorCode.INVALID_GOAL
+            result.message = 'width must be >= 0 and finite'
+            return result
+        self._submit(lambda: self.twin.command_gripper(goal.width, goal.max_effort))
+        # The fingers move for 0.5 s and settle for 0.3 s (simulated).
+        end = time.monotonic() + 0.8 / self.rtf
+        while time.monotonic() < end:
+            if handle.is_cancel_requested:
+                handle.canceled()
+                result.error.code, result.message = ErrorCode.CANCELED, 'stopped'
+                return result
+            time.sleep(0.01)
+        with self._lock:
+            result.width, result.holding = self._gripper
+        handle.succeed()
+        result.error.code = ErrorCode.SUCCESS
+        return result
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        self._sim.join(timeout=2.0)
+        self._render.join(timeout=5.0)
+        self.emulator.stop()
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    try:
+        node = TwinNode()
+    except (ParameterError, SlideError, OSError) as exc:
+        print(f'twin_node: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
