@@ -56,7 +56,14 @@ from slide_core.planning.config import (
 )
 from slide_core.planning.goal import Goal, goal_acceptable, select_goal
 from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints
-from slide_core.planning.loop import Step, next_step, next_waypoint, reached, step_seed
+from slide_core.planning.loop import (
+    Step,
+    final_grasp,
+    next_step,
+    next_waypoint,
+    reached,
+    step_seed,
+)
 from slide_core.planning.path import SE2Path, plan_path, resample
 from slide_core.planning.push import TIP_GAP, PushPlan, select_push
 
@@ -72,6 +79,7 @@ __all__ = [
     'Step',
     'com_margins_of',
     'fall_probability',
+    'final_grasp',
     'goal_acceptable',
     'grasp_at',
     'grasp_waypoints',

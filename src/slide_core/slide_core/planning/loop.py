@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import time
 from typing import Any
@@ -11,16 +12,27 @@ import numpy as np
 from slide_core.geometry import FloatArray, check_pose, se2_distance
 from slide_core.model import Belief
 from slide_core.planning.config import PlannerConfig
-from slide_core.planning.goal import Goal, goal_acceptable
+from slide_core.planning.goal import goal_acceptable
+from slide_core.planning.grasp import Grasp, grasp_at
 from slide_core.planning.path import SE2Path, plan_path
 from slide_core.planning.push import PushPlan, select_push
 
 
-def reached(belief: Belief, X_WO: Any, goal: Goal, config: PlannerConfig) -> bool:
+def reached(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
     """True when the object is at a pose that does as a goal: graspable (the pads hold at
     least ``min_grip``) and balanced with probability 1 - epsilon. The goal itself asks
     ``grasp_margin`` more overhang, so that a push falling a little short still does."""
     return goal_acceptable(belief, check_pose(X_WO, 'X_WO'), config) is not None
+
+
+def final_grasp(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
+    """The grasp the task ends with at the observed pose: the goal's grasp when the pose
+    does as a goal, else any grasp of the overhang nearest the most probable centre of
+    mass (the push budget ran out or no plan was left); None when nothing holds."""
+    X = check_pose(X_WO, 'X_WO')
+    return goal_acceptable(belief, X, config) or grasp_at(
+        belief.grid, X, config.gripper, belief.com()[belief.best]
+    )
 
 
 def next_waypoint(waypoints: FloatArray, X_WO: Any, lookahead: float, rho: float) -> FloatArray:
@@ -55,19 +67,24 @@ def step_seed(seed: int, index: int) -> int:
 def next_step(
     belief: Belief,
     X_WO: Any,
-    goal: Goal,
+    X_goal: Any,
     config: PlannerConfig,
     exhaustive: bool = False,
     seed: int = 1,
+    on_stage: Callable[[str], None] | None = None,
 ) -> Step:
-    """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal,
-    else plan a path from it (RRT*, seeded with ``seed``), aim at the next waypoint and
-    choose the push."""
+    """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal
+    (pose X_goal), else plan a path from it (RRT*, seeded with ``seed``), aim at the next
+    waypoint and choose the push. ``on_stage`` is told 'path' and 'push' as they begin (a
+    node publishes feedback, or raises to stop between them)."""
     t0 = time.perf_counter()
     X = check_pose(X_WO, 'X_WO')
-    if reached(belief, X, goal, config):
+    say = on_stage or (lambda _s: None)
+    if reached(belief, X, config):
         return Step(True, None, None, None, time.perf_counter() - t0)
-    path = plan_path(belief, X, goal.X_WO, config, seed=seed)
+    say('path')
+    path = plan_path(belief, X, X_goal, config, seed=seed)
     target = next_waypoint(path.waypoints, X, config.lookahead, belief.radius())
+    say('push')
     push = select_push(belief, X, target, config, exhaustive=exhaustive)
     return Step(False, path, target, push, time.perf_counter() - t0)

@@ -18,15 +18,8 @@ from slide_core.task.decider import (
     exploration_push,
     planning_belief,
 )
-from slide_core.task.loop import (
-    Outcome,
-    Stage,
-    Task,
-    TaskFailure,
-    TaskResult,
-    TaskSettings,
-    TaskState,
-)
+from slide_core.task.loop import Task, TaskFailure
+from slide_core.task.state import Outcome, Stage, TaskResult, TaskSettings, TaskState
 from slide_core.task.world import (
     Aborted,
     Decider,

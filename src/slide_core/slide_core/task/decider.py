@@ -13,7 +13,7 @@ from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     METHODS,
     Identification,
-    PushData,
+    PushSamples,
     TrainingSet,
     choose,
     identify,
@@ -25,8 +25,7 @@ from slide_core.planning import (
     Grasp,
     PlannerConfig,
     Step,
-    goal_acceptable,
-    grasp_at,
+    final_grasp,
     next_step,
     select_goal,
     step_seed,
@@ -157,12 +156,13 @@ class LocalDecider:
             self.config.push_speed,
         )
 
-    def identify(self, grid: Grid, pushes: Sequence[PushData]) -> Belief:
+    def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
         if self.source is ModelSource.GROUND_TRUTH:
             assert self.truth is not None
             return self.truth
         s = self.identification
-        train = TrainingSet.from_pushes(grid, list(pushes))
+        data = [samples.to_data(grid, k) for k, samples in enumerate(pushes)]
+        train = TrainingSet.from_pushes(grid, data)
         self.last_identification = identify(train, s.method, K=s.K, budget=s.budget, seed=s.seed)
         return planning_belief(self.source, self.last_identification.belief)
 
@@ -173,13 +173,11 @@ class LocalDecider:
         return next_step(
             belief,
             X_WO,
-            goal,
+            goal.X_WO,
             self.config,
             exhaustive=self.exhaustive,
             seed=step_seed(self.seed, index),
         )
 
     def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
-        return goal_acceptable(belief, X_WO, self.config) or grasp_at(
-            belief.grid, X_WO, self.config.gripper, belief.com()[belief.best]
-        )
+        return final_grasp(belief, X_WO, self.config)

@@ -11,141 +11,30 @@ Failures end the task with a typed :class:`Outcome` naming the stage and the rea
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-import enum
 import time
-from typing import Any
 
 import numpy as np
 
-from slide_core.errors import NoSolutionError, SlideInputError
-from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.identification import IdentificationError, PushData, PushSamples
-from slide_core.model import Belief, Primitive
-from slide_core.planning import Goal, Grasp, PlanningError, Step
+from slide_core.errors import NoSolutionError
+from slide_core.geometry import FloatArray, rotation
+from slide_core.identification import IdentificationError, PushSamples
+from slide_core.model import Primitive
+from slide_core.planning import PlanningError
+from slide_core.task.state import (
+    Outcome,
+    Stage,
+    TaskResult,
+    TaskSettings,
+    TaskState,
+)
 from slide_core.task.world import (
     Aborted,
     Decider,
-    GraspReport,
     ObjectLost,
     PushFailed,
     World,
     WorldError,
 )
-
-
-class Stage(enum.Enum):
-    """Where the task is."""
-
-    PERCEIVE = 'perceive'
-    EXPLORE = 'explore'
-    IDENTIFY = 'identify'
-    GOAL = 'goal'
-    PLAN = 'plan'
-    PUSH = 'push'
-    GRASP = 'grasp'
-    DONE = 'done'
-
-
-class Outcome(enum.Enum):
-    """How the task ended."""
-
-    SUCCEEDED = 'succeeded'
-    """The object was grasped and lifted."""
-    OBJECT_LOST = 'object_lost'
-    """Perception lost the object (and the world could not say it fell)."""
-    FELL = 'fell'
-    """The object fell off the table."""
-    PUSH_FAILED = 'push_failed'
-    """A push failed more often than the retries allow."""
-    IDENTIFICATION_FAILED = 'identification_failed'
-    """No belief could be identified from the exploratory pushes."""
-    NO_GOAL = 'no_goal'
-    """No pose at the edge is graspable and balanced with high probability."""
-    NO_PLAN = 'no_plan'
-    """No path or safe push from the object's pose, and the grasp failed there."""
-    BUDGET_SPENT = 'budget_spent'
-    """The planned pushes ran out before the goal, and the grasp failed there."""
-    NO_GRASP = 'no_grasp'
-    """At the final pose no grasp holds the object."""
-    GRASP_FAILED = 'grasp_failed'
-    """The grasp did not lift the object."""
-    ABORTED = 'aborted'
-    """Somebody stopped the task."""
-
-
-@dataclass(frozen=True)
-class TaskSettings:
-    """exploration_pushes: 1 to 20; push_budget: planned pushes allowed; push_retries: a
-    failed push is re-planned this often before the task fails; observe_retries: a lost
-    pose is looked for again this often (``retry_wait_s`` apart) before the task fails."""
-
-    exploration_pushes: int = 5
-    push_budget: int = 25
-    push_retries: int = 1
-    observe_retries: int = 2
-    retry_wait_s: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.exploration_pushes <= 20:
-            raise SlideInputError(
-                f'exploration pushes must be 1 to 20, got {self.exploration_pushes}'
-            )
-        if self.push_budget < 1:
-            raise SlideInputError(f'the push budget must be at least 1, got {self.push_budget}')
-        if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
-            raise SlideInputError('retries and waits must not be negative')
-
-
-@dataclass
-class TaskState:
-    """What the task knows so far (the behaviour node publishes it): the grid and last
-    pose, the exploratory primitives and their pushes on identification's step, what
-    every push measured, the belief, goal, last step, planned pushes, the grasp."""
-
-    stage: Stage = Stage.PERCEIVE
-    grid: Grid | None = None
-    X_WO: FloatArray | None = None
-    explored: list[Primitive] = field(default_factory=list)
-    pushes: list[PushData] = field(default_factory=list)
-    samples: list[PushSamples] = field(default_factory=list)
-    belief: Belief | None = None
-    goal: Goal | None = None
-    step: Step | None = None
-    planned: int = 0
-    simulations: int = 0
-    reached: bool = False
-    grasp: Grasp | None = None
-    report: GraspReport | None = None
-    stage_s: dict[str, float] = field(default_factory=dict)
-    trace: dict[str, Any] = field(default_factory=lambda: {'pushes': []})
-    no_plan: str = ''
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """How the task ended and what it did.
-
-    Attributes:
-        outcome: how it ended; stage: where (DONE on success); reason: why, in words.
-        exploration_pushes, pushes: pushes made; reached: the goal was reached.
-        stage_s: seconds spent per stage; total_s: the whole task.
-        state: the final state (belief, goal, grasp, trace for the picture).
-    """
-
-    outcome: Outcome
-    stage: Stage
-    reason: str
-    exploration_pushes: int
-    pushes: int
-    reached: bool
-    stage_s: dict[str, float]
-    total_s: float
-    state: TaskState
-
-    @property
-    def success(self) -> bool:
-        return self.outcome is Outcome.SUCCEEDED
 
 
 class TaskFailure(Exception):  # noqa: N818 - it carries an outcome, it is not a bug
@@ -181,6 +70,7 @@ class Task:
         self._events = events or (lambda _s, _m: None)
         self._should_stop = should_stop or (lambda: False)
         self._sleep = sleep
+        self.started = time.perf_counter()
 
     # -- helpers ---------------------------------------------------------------------------
     def _enter(self, stage: Stage) -> float:
@@ -241,6 +131,9 @@ class Task:
             st.pushes.append(self._push(primitive).to_data(st.grid, len(st.pushes)))
         except PushFailed as exc:
             raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
+        except ObjectLost as exc:
+            outcome = Outcome.FELL if exc.fell else Outcome.OBJECT_LOST
+            raise TaskFailure(outcome, Stage.EXPLORE, str(exc)) from None
         except IdentificationError as exc:
             raise TaskFailure(
                 Outcome.PUSH_FAILED, Stage.EXPLORE, f'unusable push: {exc}'
@@ -254,7 +147,7 @@ class Task:
         st = self.state
         assert st.grid is not None
         try:
-            st.belief = self.decider.identify(st.grid, st.pushes)
+            st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
         except (IdentificationError, NoSolutionError) as exc:
             raise TaskFailure(Outcome.IDENTIFICATION_FAILED, Stage.IDENTIFY, str(exc)) from None
         self.say(f'identified {st.belief.K} model(s)')
@@ -325,7 +218,7 @@ class Task:
                 self._leave(Stage.PUSH, t0)
                 if exc.fell:
                     raise TaskFailure(Outcome.FELL, Stage.PUSH, str(exc)) from None
-                if attempt == self.settings.push_retries:
+                if not exc.retryable or attempt == self.settings.push_retries:
                     raise TaskFailure(Outcome.PUSH_FAILED, Stage.PUSH, str(exc)) from None
                 self.say(f'push failed ({exc}); planning again')
                 if self.plan_once():
@@ -364,28 +257,41 @@ class Task:
                 Outcome.GRASP_FAILED, Stage.GRASP, 'the grasp did not lift the object'
             )
 
+    def closed_loop_step(self) -> bool:
+        """One iteration of the closed loop (observe, plan, push); True when the loop is
+        over: at the goal, no plan from here, or the push budget spent."""
+        if self.state.planned >= self.settings.push_budget or self.plan_once():
+            return True
+        self.push_once()
+        return self.state.planned >= self.settings.push_budget
+
     # -- the whole task --------------------------------------------------------------------
     def run(self) -> TaskResult:
         """Run every stage in order; never raises for a failed task (see the outcome)."""
-        t_start = time.perf_counter()
-        st = self.state
-        outcome, stage, reason = Outcome.SUCCEEDED, Stage.DONE, ''
         try:
             self.perceive()
             for _ in range(self.settings.exploration_pushes):
                 self.explore_once()
             self.identify()
             self.choose_goal()
-            while st.planned < self.settings.push_budget:
-                if self.plan_once():
-                    break
-                self.push_once()
+            while not self.closed_loop_step():
+                pass
             self.final_grasp()
+        except (TaskFailure, Aborted) as exc:
+            return self.result(exc)
+        return self.result(None)
+
+    def result(self, ended_by: TaskFailure | Aborted | None) -> TaskResult:
+        """The task's result: succeeded when nothing ended it early, else the failure's (or
+        the abort's) outcome, stage and reason."""
+        st = self.state
+        if isinstance(ended_by, TaskFailure):
+            outcome, stage, reason = ended_by.outcome, ended_by.stage, ended_by.reason
+        elif isinstance(ended_by, Aborted):
+            outcome, stage, reason = Outcome.ABORTED, st.stage, str(ended_by)
+        else:
+            outcome, stage, reason = Outcome.SUCCEEDED, Stage.DONE, ''
             st.stage = Stage.DONE
-        except TaskFailure as f:
-            outcome, stage, reason = f.outcome, f.stage, f.reason
-        except Aborted as exc:
-            outcome, stage, reason = Outcome.ABORTED, st.stage, str(exc)
         return TaskResult(
             outcome,
             stage,
@@ -394,6 +300,6 @@ class Task:
             st.planned,
             st.reached,
             dict(st.stage_s),
-            time.perf_counter() - t_start,
+            time.perf_counter() - self.started,
             st,
         )

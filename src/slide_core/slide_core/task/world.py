@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from slide_core.geometry import FloatArray, Grid
-from slide_core.identification import PushData, PushSamples
+from slide_core.identification import PushSamples
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, Step
 
@@ -46,11 +46,13 @@ class WorldError(Exception):
     """The world could not do what was asked (the message says why).
 
     ``fell`` is True when the world knows the object fell (the twin's ground truth); a robot
-    only sees that the object is gone."""
+    only sees that the object is gone. ``retryable`` is False when trying again is unsafe
+    or pointless (an F/T limit, an abort): the task then ends."""
 
-    def __init__(self, message: str, fell: bool = False) -> None:
+    def __init__(self, message: str, fell: bool = False, retryable: bool = True) -> None:
         super().__init__(message)
         self.fell = fell
+        self.retryable = retryable
 
 
 class ObjectLost(WorldError):  # noqa: N818 - a condition of the world, not a program error
@@ -90,8 +92,8 @@ class Decider(Protocol):
     ) -> Primitive:
         """The next exploratory push (``belief`` is None before the first identification)."""
 
-    def identify(self, grid: Grid, pushes: Sequence[PushData]) -> Belief:
-        """The belief from the exploratory pushes."""
+    def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
+        """The belief from what the exploratory pushes measured."""
 
     def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
         """The goal at the edge (raises PlanningError when there is none)."""

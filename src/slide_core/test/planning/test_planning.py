@@ -112,8 +112,8 @@ def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     assert np.all(com_margins(BAR, models.com(), goal.X_WO) >= CONFIG.balance_margin)
     assert goal_acceptable(models, goal.X_WO, CONFIG) is not None
     assert goal.overhang >= CONFIG.gripper.clearance + CONFIG.gripper.min_grip
-    assert reached(models, goal.X_WO, goal, CONFIG)
-    assert not reached(models, [0.4, 0.1, 1.0], goal, CONFIG)
+    assert reached(models, goal.X_WO, CONFIG)
+    assert not reached(models, [0.4, 0.1, 1.0], CONFIG)
 
 
 def test_no_goal_for_an_object_too_thick_to_grasp() -> None:
@@ -172,7 +172,7 @@ def test_closed_loop_steps_reach_a_goal_in_the_quasi_static_world() -> None:
     X = np.array([0.35, 0.1, 0.8])
     goal = select_goal(models, X, CONFIG)
     for _ in range(20):
-        step = next_step(models, X, goal, CONFIG)
+        step = next_step(models, X, goal.X_WO, CONFIG)
         if step.done:
             break
         assert step.push is not None and step.path is not None

@@ -1,0 +1,128 @@
+"""The task's state and result types: stages, outcomes, settings, what it knows so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import enum
+from typing import Any
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification import PushData, PushSamples
+from slide_core.model import Belief, Primitive
+from slide_core.planning import Goal, Grasp, Step
+from slide_core.task.world import GraspReport
+
+
+class Stage(enum.Enum):
+    """Where the task is."""
+
+    PERCEIVE = 'perceive'
+    EXPLORE = 'explore'
+    IDENTIFY = 'identify'
+    GOAL = 'goal'
+    PLAN = 'plan'
+    PUSH = 'push'
+    GRASP = 'grasp'
+    DONE = 'done'
+
+
+class Outcome(enum.Enum):
+    """How the task ended."""
+
+    SUCCEEDED = 'succeeded'
+    """The object was grasped and lifted."""
+    OBJECT_LOST = 'object_lost'
+    """Perception lost the object (and the world could not say it fell)."""
+    FELL = 'fell'
+    """The object fell off the table."""
+    PUSH_FAILED = 'push_failed'
+    """A push failed more often than the retries allow."""
+    IDENTIFICATION_FAILED = 'identification_failed'
+    """No belief could be identified from the exploratory pushes."""
+    NO_GOAL = 'no_goal'
+    """No pose at the edge is graspable and balanced with high probability."""
+    NO_PLAN = 'no_plan'
+    """No path or safe push from the object's pose, and the grasp failed there."""
+    BUDGET_SPENT = 'budget_spent'
+    """The planned pushes ran out before the goal, and the grasp failed there."""
+    NO_GRASP = 'no_grasp'
+    """At the final pose no grasp holds the object."""
+    GRASP_FAILED = 'grasp_failed'
+    """The grasp did not lift the object."""
+    ABORTED = 'aborted'
+    """Somebody stopped the task."""
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """exploration_pushes: 1 to 20; push_budget: planned pushes allowed; push_retries: a
+    failed push is re-planned this often before the task fails; observe_retries: a lost
+    pose is looked for again this often (``retry_wait_s`` apart) before the task fails."""
+
+    exploration_pushes: int = 5
+    push_budget: int = 25
+    push_retries: int = 1
+    observe_retries: int = 2
+    retry_wait_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.exploration_pushes <= 20:
+            raise SlideInputError(
+                f'exploration pushes must be 1 to 20, got {self.exploration_pushes}'
+            )
+        if self.push_budget < 1:
+            raise SlideInputError(f'the push budget must be at least 1, got {self.push_budget}')
+        if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
+            raise SlideInputError('retries and waits must not be negative')
+
+
+@dataclass
+class TaskState:
+    """What the task knows so far (the behaviour node publishes it): the grid and last
+    pose, the exploratory primitives and their pushes on identification's step, what
+    every push measured, the belief, goal, last step, planned pushes, the grasp."""
+
+    stage: Stage = Stage.PERCEIVE
+    grid: Grid | None = None
+    X_WO: FloatArray | None = None
+    explored: list[Primitive] = field(default_factory=list)
+    pushes: list[PushData] = field(default_factory=list)
+    samples: list[PushSamples] = field(default_factory=list)
+    belief: Belief | None = None
+    goal: Goal | None = None
+    step: Step | None = None
+    planned: int = 0
+    simulations: int = 0
+    reached: bool = False
+    grasp: Grasp | None = None
+    report: GraspReport | None = None
+    stage_s: dict[str, float] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=lambda: {'pushes': []})
+    no_plan: str = ''
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """How the task ended and what it did.
+
+    Attributes:
+        outcome: how it ended; stage: where (DONE on success); reason: why, in words.
+        exploration_pushes, pushes: pushes made; reached: the goal was reached.
+        stage_s: seconds spent per stage; total_s: the whole task.
+        state: the final state (belief, goal, grasp, trace for the picture).
+    """
+
+    outcome: Outcome
+    stage: Stage
+    reason: str
+    exploration_pushes: int
+    pushes: int
+    reached: bool
+    stage_s: dict[str, float]
+    total_s: float
+    state: TaskState
+
+    @property
+    def success(self) -> bool:
+        return self.outcome is Outcome.SUCCEEDED
