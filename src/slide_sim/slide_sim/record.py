@@ -17,25 +17,25 @@ through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time
 fixed origin, so the same seed gives the same bag contents. The exploratory pushes are the
 core's (:func:`slide_core.identification.random_push`). The bag is written to a temporary
 folder beside ``out`` and moved there when complete: an interrupted recording leaves
-nothing behind.
+nothing behind. Each push ends its own MCAP chunk, so a copy cut short still holds every
+push before the cut whole (:func:`slide_core.io.read_pushes` reads up to it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path
 from slide_core.identification import random_push
+from slide_core.io import bagfile
 from slide_core.model import ObjectSpec, Workcell
 from slide_sim.twin import PushRecording, Twin
 
@@ -56,23 +56,12 @@ TOPICS = {
 
 def interfaces_dir() -> Path:
     """The installed ``share/slide_interfaces/msg`` folder (via AMENT_PREFIX_PATH)."""
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        candidate = Path(prefix) / 'share' / 'slide_interfaces' / 'msg'
-        if candidate.is_dir():
-            return candidate
-    raise SlideInputError(
-        'slide_interfaces message definitions not found on AMENT_PREFIX_PATH: '
-        'run inside the workspace (scripts/run.sh) after scripts/setup.sh'
-    )
+    return bagfile.interfaces_dir()
 
 
 def typestore() -> Typestore:
     """ROS 2 Jazzy types plus slide_interfaces' messages."""
-    store = get_typestore(Stores.ROS2_JAZZY)
-    types: dict[str, Any] = {}
-    for path in sorted(interfaces_dir().glob('*.msg')):
-        types.update(get_types_from_msg(path.read_text(), f'slide_interfaces/msg/{path.stem}'))
-    store.register(types)
+    store: Typestore = bagfile.interfaces_typestore()
     return store
 
 
@@ -213,6 +202,7 @@ def record(
                 rec = twin.push(primitive)
                 _write_push(bag, i, rec, twin)
                 bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                bagfile.flush_chunk(writer)  # a cut file keeps every push before the cut
                 done += 1
                 progress(done, pushes)
                 if twin.fell():

@@ -2,13 +2,33 @@
 
 - :mod:`slide_core.io.messages`: every message <-> core conversion, duck-typed so that
   rosbags' and rclpy's messages decode alike.
-- :mod:`slide_core.io.bag`: recorded pushes and the ground truth from a rosbag2.
+- :mod:`slide_core.io.bag`: recorded pushes and the ground truth from a rosbag2, with what
+  could not be used and why.
+- :mod:`slide_core.io.bagfile`: opening a rosbag2 in whatever state it is (cut short,
+  without metadata, disagreeing with its metadata); the type store of bag writers.
+- :mod:`slide_core.io.mcap`: a tolerant MCAP reader (every complete record).
+- :mod:`slide_core.io.perceive`: object poses from recorded clouds (perception offline).
 - :mod:`slide_core.io.plot`: pictures of objects, beliefs, pushes and episodes.
 """
 
 from __future__ import annotations
 
-from slide_core.io.bag import REQUIRED, GroundTruth, read_ground_truth, read_pushes
+from slide_core.io.bag import (
+    REQUIRED,
+    BagPushes,
+    GroundTruth,
+    Skipped,
+    read_ground_truth,
+    read_pushes,
+)
+from slide_core.io.bagfile import (
+    Bag,
+    BagError,
+    TopicInfo,
+    flush_chunk,
+    interfaces_typestore,
+    open_bag,
+)
 from slide_core.io.messages import (
     MessageError,
     belief_from_msg,
@@ -30,14 +50,22 @@ from slide_core.io.messages import (
 
 __all__ = [
     'REQUIRED',
+    'Bag',
+    'BagError',
+    'BagPushes',
     'GroundTruth',
     'MessageError',
+    'Skipped',
+    'TopicInfo',
     'belief_from_msg',
     'belief_to_msg',
     'cloud_to_xyz',
+    'flush_chunk',
     'grid_from_msg',
     'grid_to_msg',
+    'interfaces_typestore',
     'maps_from_msg',
+    'open_bag',
     'pose_to_planar',
     'primitive_from_msg',
     'primitive_to_msg',

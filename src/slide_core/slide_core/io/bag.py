@@ -1,91 +1,548 @@
-"""Recorded pushes from a rosbag2 (the twin's, or the robot's ``ros2 bag record``).
+"""Recorded pushes from a rosbag2: ``slide record``'s twin bags, the recorder node's and
+``ros2 bag record``'s bags of the graph (the topics of ``slide_ros.topics``).
 
-Topics read (as ``slide record`` writes them): ``/object/grid``, ``/object/pose``,
-``/pusher/pose``, ``/ft/wrench`` (force the fingertip applies to the object, world
-axes), ``/push/start``, ``/push/end`` (optional: a push then ends 0.3 s after its stroke,
-before the fingertip retracts), ``/push/primitive``. ``/ground_truth`` is read only by
-:func:`read_ground_truth`, never by :func:`read_pushes`, so identification cannot see it.
+Topics read: ``/object/grid`` and ``/object/pose`` (perception's), or, when the bag has no
+object poses, the camera's cloud ``/camera/camera/depth/color/points`` run through
+perception here (:mod:`slide_core.io.perceive`); ``/pusher/pose`` (the fingertip, table
+frame); a wrench, ``/ft/wrench`` or else ``/netft/wrench``; ``/push/start`` and
+``/push/end`` (the stroke's start and end, with the push's index; a push ends SETTLE_S after
+its stroke, before the fingertip retracts; a push without its end marker was aborted or
+cut short and is not used). ``/ground_truth`` is read only by :func:`read_ground_truth`, never by
+:func:`read_pushes`, so identification cannot see it.
 
-Each push becomes a wrench-driven replay on a fixed time step
-(:func:`slide_core.identification.build_push`).
+Frames are honest: every series is used in the frame its header names. Poses must be in the
+table frame. A wrench in the table frame is used as it is; one in the F/T sensor's frame
+(the driver's ``/netft/wrench``) is turned into the table frame with the sensor's
+orientation that the bag holds, the fingertip pose's orientation on ``/pusher/pose`` at the
+wrench's time (as the executor does; the sensor is mounted with the tool's axes); any other
+frame is refused with the reason.
+
+Times: series are placed by their header stamps; pushes by the log time of their markers
+(which have no header). A message whose stamp is more than JUMP_S off the recording
+clock (the bag's log time), against what the topic keeps otherwise, comes from a clock that
+jumped: it is not used, and a push during which that happened is skipped.
+
+What cannot be used is reported, never a traceback: a bag with nothing usable raises
+:class:`~slide_core.errors.SlideInputError` (one line); otherwise the pushes that could not
+be built are returned in :attr:`BagPushes.skipped` with their reason, and what was wrong
+with the bag in :attr:`BagPushes.warnings`. Each push becomes a wrench-driven replay on a
+fixed time step (:func:`slide_core.identification.build_push`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid
+from slide_core.geometry import FloatArray, Grid, GridError
 from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
-from slide_core.io.messages import grid_from_msg, pose_to_planar, stamp_to_s
+from slide_core.io.bagfile import Bag, open_bag
+from slide_core.io.messages import MessageError, grid_from_msg, pose_to_planar, stamp_to_s
 
 REQUIRED = ('/object/grid', '/object/pose', '/pusher/pose', '/ft/wrench', '/push/start')
+"""The topics of a complete twin bag (``slide record``)."""
+CLOUD_TOPIC = '/camera/camera/depth/color/points'
+WRENCH_TOPICS = ('/ft/wrench', '/netft/wrench')
+TYPES = {
+    '/object/grid': 'slide_interfaces/msg/ObjectGrid',
+    '/object/pose': 'geometry_msgs/msg/PoseStamped',
+    '/pusher/pose': 'geometry_msgs/msg/PoseStamped',
+    '/gripper/pose': 'geometry_msgs/msg/PoseStamped',
+    '/ft/wrench': 'geometry_msgs/msg/WrenchStamped',
+    '/netft/wrench': 'geometry_msgs/msg/WrenchStamped',
+    '/push/start': 'std_msgs/msg/UInt32',
+    '/push/end': 'std_msgs/msg/UInt32',
+    CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2',
+    '/ground_truth': 'slide_interfaces/msg/GroundTruth',
+}
+"""The type each topic read here must have."""
+SENSOR_FRAMES = ('ft_sensor',)
+"""Frames of the F/T sensor (the driver's ``frame_id``): mounted with the tool's axes."""
+JUMP_S = 1.0
+"""A stamp this far [s] off its topic's usual offset to the recording clock is a jump."""
+MAX_TOOL_AGE_S = 0.2
+"""A sensor-frame wrench needs a fingertip orientation at most this old [s]."""
+PoseSource = Literal['auto', 'topic', 'cloud']
 
 
-def _open(path: Path) -> Any:
-    from rosbags.highlevel import AnyReader
+@dataclass(frozen=True)
+class Skipped:
+    """A push of the bag that could not be used, and why (one line)."""
 
-    if not path.exists():
-        raise SlideInputError(f'{path}: no such bag')
-    return AnyReader([path])
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
+class BagPushes:
+    """What :func:`read_pushes` made of a bag.
+
+    Attributes:
+        grid: the object's cells (perception's grid, or the one built from the clouds).
+        pushes: the usable pushes asked for, in the order asked.
+        skipped: the pushes asked for that could not be used, with the reason.
+        warnings: what was wrong with the bag but left data to use (one line each).
+        count: how many pushes the bag starts (``/push/start`` markers).
+        poses_from, wrench_from: where the object poses and the wrenches came from.
+
+    It unpacks as ``grid, pushes`` for callers that need no more.
+    """
+
+    grid: Grid
+    pushes: list[PushData]
+    skipped: tuple[Skipped, ...] = ()
+    warnings: tuple[str, ...] = ()
+    count: int = 0
+    poses_from: str = ''
+    wrench_from: str = ''
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.grid, self.pushes))
+
+    def report(self) -> list[str]:
+        """Warnings, then the skipped pushes, one line each."""
+        return [*self.warnings, *(f'push {s.index} skipped: {s.reason}' for s in self.skipped)]
+
+
+@dataclass
+class _Series:
+    """One topic's messages: log times [s], header stamps [s], values (rows), frames."""
+
+    topic: str
+    log: list[float] = field(default_factory=list)
+    stamp: list[float] = field(default_factory=list)
+    rows: list[Any] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)
+    bad: int = 0
+
+    def add(self, log: float, stamp: float, row: Any, frame: str) -> None:
+        self.log.append(log)
+        self.stamp.append(stamp)
+        self.rows.append(row)
+        self.frames.append(frame)
+
+    def jumps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ok mask, offset from the usual [s]) of each message's stamp."""
+        if not self.log:
+            return np.zeros(0, bool), np.zeros(0)
+        off = np.asarray(self.stamp) - np.asarray(self.log)
+        dev = off - float(np.median(off))
+        return np.abs(dev) <= JUMP_S, dev
+
+
+def _check_dt(dt: float) -> None:
+    if not 0.0005 <= dt <= 0.05:
+        raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
+
+
+def _usable(bag: Bag, topic: str) -> str:
+    """'' when the bag has messages of ``topic`` that can be decoded, else why not."""
+    info = bag.topics.get(topic)
+    if info is None:
+        return 'not recorded'
+    if info.count == 0:
+        return 'has no messages'
+    if topic in bag.unknown:
+        return bag.unknown[topic]
+    want = TYPES.get(topic)
+    if want is not None and info.type != want:
+        return f'its type is {info.type}, not {want}'
+    return ''
 
 
 def read_pushes(
-    path: str | Path, indices: list[int] | None = None, dt: float = STEP_S
-) -> tuple[Grid, list[PushData]]:
+    path: str | Path,
+    indices: list[int] | None = None,
+    dt: float = STEP_S,
+    poses: PoseSource = 'auto',
+    extrinsics: str | Path | None = None,
+) -> BagPushes:
     """The object grid and the requested pushes (all when ``indices`` is None), on replay
-    steps of ``dt`` seconds."""
+    steps of ``dt`` seconds, with what was skipped and why.
+
+    ``poses``: 'topic' reads ``/object/pose`` and ``/object/grid``; 'cloud' runs perception
+    on the recorded camera clouds with the camera ``extrinsics`` file (default: the
+    workcell's); 'auto' takes the topic when the bag has it, else the clouds.
+
+    Raises SlideInputError (one line) when the bag has no usable push: the reason names the
+    topic or push."""
     path = Path(path)
-    if not 0.0005 <= dt <= 0.05:
-        raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
-    series: dict[str, list[tuple[float, Any]]] = {t: [] for t in (*REQUIRED, '/push/end')}
-    with _open(path) as reader:
-        topics = {c.topic for c in reader.connections}
-        missing = [t for t in REQUIRED if t not in topics]
-        if missing:
-            raise SlideInputError(f'{path}: the bag lacks {", ".join(missing)}')
-        conns = [c for c in reader.connections if c.topic in series]
-        for conn, t_ns, raw in reader.messages(connections=conns):
-            series[conn.topic].append((t_ns * 1e-9, reader.deserialize(raw, conn.msgtype)))
-    grid, _ = grid_from_msg(series['/object/grid'][0][1])
-    starts = [t for t, _ in series['/push/start']]
-    if not starts:
-        raise SlideInputError(f'{path}: no complete push (no /push/start marker)')
-    wanted = list(range(len(starts))) if indices is None else indices
-    bad = [i for i in wanted if not 0 <= i < len(starts)]
+    _check_dt(dt)
+    if poses not in ('auto', 'topic', 'cloud'):
+        raise SlideInputError(f'poses must be auto, topic or cloud, got {poses!r}')
+    bag = open_bag(path)
+    name = str(path)
+    # Why a topic may be missing: the first thing wrong with the bag, if it was cut.
+    cut = f' ({bag.warnings[0]})' if bag.truncated and bag.warnings else ''
+
+    def need(topic: str, what: str) -> None:
+        why = _usable(bag, topic)
+        if why:
+            raise SlideInputError(f'{name}: no {what}: {topic} {why}{cut}')
+
+    need('/push/start', 'push markers')
+    need('/pusher/pose', 'fingertip poses')
+    why_wrench = {t: _usable(bag, t) for t in WRENCH_TOPICS}
+    usable_wrench = [t for t in WRENCH_TOPICS if not why_wrench[t]]
+    if not usable_wrench:
+        raise SlideInputError(
+            f'{name}: no wrench: ' + '; '.join(f'{t} {w}' for t, w in why_wrench.items()) + cut
+        )
+    wrench_topic = usable_wrench[0]
+    why_pose, why_cloud = _usable(bag, '/object/pose'), _usable(bag, CLOUD_TOPIC)
+    from_cloud = poses == 'cloud' or (poses == 'auto' and bool(why_pose))
+    if from_cloud and why_cloud:
+        if poses == 'cloud':
+            raise SlideInputError(f'{name}: no camera clouds: {CLOUD_TOPIC} {why_cloud}')
+        raise SlideInputError(
+            f'{name}: no object poses: /object/pose {why_pose}, and {CLOUD_TOPIC} '
+            f'(to run perception on) {why_cloud}'
+        )
+    if not from_cloud:
+        need('/object/pose', 'object poses')
+        need('/object/grid', 'object grid')
+
+    topics = ['/pusher/pose', wrench_topic, '/push/start']
+    optional = ['/push/end', '/gripper/pose'] if from_cloud else ['/push/end']
+    topics += [t for t in optional if not _usable(bag, t)]
+    if not from_cloud:
+        topics += ['/object/pose', '/object/grid']
+    series = _read_series(bag, topics)
+    warnings = list(bag.warnings)
+    if from_cloud:
+        grids, series['/object/pose'] = _perceive(bag, series, extrinsics, warnings)
+        poses_from = f'{CLOUD_TOPIC} through perception'
+    else:
+        grids = list(series['/object/grid'].rows)
+        if not grids:
+            raise SlideInputError(f'{name}: no object grid: no /object/grid message decodes')
+        poses_from = '/object/pose'
+    warnings += bag.decode_warnings()
+    for s in series.values():
+        if s.bad:
+            warnings.append(f'{s.topic}: {s.bad} message(s) hold bad values; skipped')
+    table = grids[0][2] or 'table'
+
+    # Frames: every series in the frame its header names; clocks that jump.
+    arrays: dict[str, FloatArray] = {}
+    jumps: dict[str, np.ndarray] = {}
+    refused: dict[str, str] = {}
+    for topic in ('/object/pose', '/pusher/pose'):
+        arrays[topic], jumps[topic], problem, fatal = _planar(series[topic], table)
+        if fatal:
+            refused[topic] = problem
+        elif problem:
+            warnings.append(f'{topic}: {problem}')
+    arrays[wrench_topic], jumps[wrench_topic], problem, wrench_from = _wrench(
+        series[wrench_topic], series['/pusher/pose'], table
+    )
+    if problem:
+        refused[wrench_topic] = problem
+    if refused:
+        raise SlideInputError(f'{name}: ' + '; '.join(f'{t}: {why}' for t, why in refused.items()))
+
+    marks = series['/push/start']
+    if not marks.log:
+        raise SlideInputError(f'{name}: no complete push (no /push/start marker decodes)')
+    order = np.argsort(marks.log, kind='stable')
+    starts = [float(marks.log[k]) for k in order]
+    numbers = [int(marks.rows[k]) for k in order]
+    if len(set(numbers)) != len(numbers):
+        warnings.append(
+            f'/push/start repeats push indices ({numbers}): pushes are numbered by their '
+            'order in the bag'
+        )
+        numbers = list(range(len(starts)))
+    position = {n: k for k, n in enumerate(numbers)}
+    count = len(starts)
+    lost = bag.truncated
+    if indices is None:
+        wanted = sorted(numbers)
+        if lost:  # pushes whose markers were lost with the data
+            wanted = sorted({*wanted, *range(max(numbers) + 1)})
+    else:
+        wanted = list(indices)
+    beyond = [i for i in wanted if i not in position]
+    if beyond and not lost:
+        raise SlideInputError(f'{name}: has pushes {_ranges(numbers)}, asked for {beyond}')
+    end_marks = series.get('/push/end')
+    ends = (
+        sorted(zip(end_marks.log, (int(r) for r in end_marks.rows), strict=True))
+        if end_marks is not None
+        else []
+    )
+    end_of_data = (bag.last_ns or 0) * 1e-9
+
+    skipped: list[Skipped] = []
+    built: list[PushData] = []
+    chosen: Grid | None = None
+    bounds = [*starts, math.inf]
+    for i in wanted:
+        if i not in position:
+            skipped.append(Skipped(i, 'not in the bag (lost with the data that was cut)'))
+            continue
+        k = position[i]
+        t0, t_next = bounds[k], bounds[k + 1]
+        after = [t for t, n in ends if t0 <= t < t_next and n == i] or [
+            t for t, _ in ends if t0 <= t < t_next
+        ]
+        if not after:
+            skipped.append(Skipped(i, _unfinished(t0, t_next, end_of_data)))
+            continue
+        stop = min(after[0] + SETTLE_S, t_next, max(end_of_data, after[0]))
+        reason = _jumped(series, jumps, t0, stop)
+        if reason:
+            skipped.append(Skipped(i, reason))
+            continue
+        grid = _grid_at(grids, t0)
+        if chosen is None:
+            chosen = grid
+        elif not _same_grid(grid, chosen):
+            skipped.append(
+                Skipped(i, 'the object was acquired anew (another /object/grid) before it')
+            )
+            continue
+        try:
+            built.append(
+                build_push(
+                    grid,
+                    i,
+                    t0,
+                    stop,
+                    arrays['/object/pose'],
+                    arrays['/pusher/pose'],
+                    arrays[wrench_topic],
+                    name,
+                    dt,
+                )
+            )
+        except SlideInputError as exc:
+            skipped.append(Skipped(i, str(exc).removeprefix(f'{name}: ')))
+    if not built:
+        detail = '; '.join(f'push {s.index}: {s.reason}' for s in skipped)
+        raise SlideInputError(f'{name}: no complete push ({detail})')
+    assert chosen is not None
+    return BagPushes(
+        chosen,
+        built,
+        tuple(skipped),
+        tuple(warnings),
+        count,
+        poses_from,
+        wrench_from,
+    )
+
+
+def _ranges(numbers: list[int]) -> str:
+    """'0-4' for consecutive push indices, else the list."""
+    ordered = sorted(numbers)
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f'{ordered[0]}-{ordered[-1]}'
+    return str(ordered)
+
+
+def _unfinished(t0: float, t_next: float, end_of_data: float) -> str:
+    if math.isinf(t_next):
+        return (
+            f'no /push/end: the recording stops {max(end_of_data - t0, 0.0):.2f} s after its '
+            'start (cut short, or the push was aborted)'
+        )
+    return 'no /push/end before the next push: the stroke did not finish (aborted)'
+
+
+def _perceive(
+    bag: Bag,
+    series: dict[str, _Series],
+    extrinsics: str | Path | None,
+    warnings: list[str],
+) -> tuple[list[tuple[float, Grid, str]], _Series]:
+    """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series."""
+    from slide_core.io.messages import cloud_to_xyz
+    from slide_core.io.perceive import keep_out_from, track_clouds
+
+    def clouds() -> Iterator[tuple[float, float, str, FloatArray]]:
+        bad = 0
+        for topic, t_ns, raw in bag.messages([CLOUD_TOPIC]):
+            msg = bag.decode(topic, raw)
+            if msg is None:
+                continue
+            try:
+                xyz = cloud_to_xyz(msg)
+            except MessageError:
+                bad += 1
+                continue
+            yield t_ns * 1e-9, stamp_to_s(msg.header.stamp), str(msg.header.frame_id), xyz
+        if bad:
+            warnings.append(f'{CLOUD_TOPIC}: {bad} malformed cloud(s) skipped')
+
+    pusher = series['/pusher/pose']
+    gripper = series.get('/gripper/pose')
+    keep_out = keep_out_from(
+        np.asarray(pusher.stamp),
+        np.array([r[[0, 1, 3]] for r in pusher.rows]).reshape(-1, 3),
+        None if gripper is None else np.asarray(gripper.stamp),
+        None if gripper is None else np.array([r[[0, 1, 3]] for r in gripper.rows]).reshape(-1, 3),
+    )
+    track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path))
+    warnings.extend(track.warnings)
+    poses = _Series('/object/pose')
+    for log, stamp, X in track.poses:
+        poses.add(log, stamp, np.array([*X, 0.0, 0.0, 0.0, 0.0, 1.0]), track.frame)
+    return [(track.log, track.grid, track.frame)], poses
+
+
+def _read_series(bag: Bag, topics: list[str]) -> dict[str, _Series]:
+    """Decoded series of ``topics`` (grids as (log, Grid, frame) rows)."""
+    out = {t: _Series(t) for t in topics}
+    for topic, t_ns, raw in bag.messages(topics):
+        msg = bag.decode(topic, raw)
+        if msg is None:
+            continue
+        s = out[topic]
+        log = t_ns * 1e-9
+        try:
+            if topic in ('/push/start', '/push/end'):
+                s.add(log, log, int(msg.data), '')
+            elif topic == '/object/grid':
+                grid, _ = grid_from_msg(msg)
+                s.add(log, stamp_to_s(msg.header.stamp), (log, grid, msg.header.frame_id), '')
+            elif topic.endswith('/wrench'):
+                f, tau = msg.wrench.force, msg.wrench.torque
+                row = np.array([f.x, f.y, f.z, tau.x, tau.y, tau.z], dtype=float)
+                if not np.isfinite(row).all():
+                    raise MessageError('not finite')
+                s.add(log, stamp_to_s(msg.header.stamp), row, str(msg.header.frame_id))
+            else:  # poses: (x, y, yaw, z, qx, qy, qz, qw)
+                q = msg.pose.orientation
+                row = np.array(
+                    [*pose_to_planar(msg.pose), msg.pose.position.z, q.x, q.y, q.z, q.w],
+                    dtype=float,
+                )
+                if not np.isfinite(row).all():
+                    raise MessageError('not finite')
+                s.add(log, stamp_to_s(msg.header.stamp), row, str(msg.header.frame_id))
+        except (MessageError, AttributeError, TypeError, ValueError):
+            s.bad += 1
+    return out
+
+
+def _planar(s: _Series, table: str) -> tuple[FloatArray, np.ndarray, str, bool]:
+    """Rows (t, x, y, yaw) of a pose series in the table frame, the log times of messages
+    whose clock jumped, a problem ('' if none), and whether it leaves nothing to use."""
+    ok, _ = s.jumps()
+    frames = np.array(s.frames, dtype=object)
+    in_table = np.array([f in (table, '') for f in s.frames], dtype=bool)
+    problem, fatal = '', False
+    if len(frames) and not in_table.all():
+        other = ', '.join(map(repr, sorted(set(frames[~in_table]))))
+        fatal = not in_table.any()
+        problem = (
+            f'every pose is in frame {other}, not the table frame {table!r}'
+            if fatal
+            else f'{int((~in_table).sum())} pose(s) in frame {other}, not the table frame '
+            f'{table!r}, are not used'
+        )
+    rows = np.array([r[:3] for r in s.rows], dtype=float).reshape(-1, 3)
+    data = np.column_stack((np.asarray(s.stamp, dtype=float), rows))[ok & in_table]
+    order = np.argsort(data[:, 0], kind='stable')
+    return data[order], np.asarray(s.log, dtype=float)[~ok], problem, fatal
+
+
+def _wrench(s: _Series, tool: _Series, table: str) -> tuple[FloatArray, np.ndarray, str, str]:
+    """Rows (t, fx, fy) of the force on the object in the table frame, the log times of
+    messages whose clock jumped, why the series cannot be used ('' when it can), and where
+    it came from."""
+    ok, _ = s.jumps()
+    jumped = np.asarray(s.log, dtype=float)[~ok]
+    frames = sorted(set(s.frames))
+    where = f'{s.topic} (frame {", ".join(map(repr, frames))})'
+    bad = [f for f in frames if f not in (table, '', *SENSOR_FRAMES)]
     if bad:
-        raise SlideInputError(f'{path}: has pushes 0-{len(starts) - 1}, asked for {bad}')
-    poses = np.array(
-        [(stamp_to_s(m.header.stamp), *pose_to_planar(m.pose)) for _, m in series['/object/pose']]
-    )
-    tips = np.array(
+        why = (
+            f'wrenches in frame {", ".join(map(repr, bad))}, neither the table frame '
+            f'{table!r} nor the F/T sensor frame {SENSOR_FRAMES[0]!r}: they cannot be turned '
+            'into the table frame'
+        )
+        return np.zeros((0, 3)), jumped, why, where
+    stamps = np.asarray(s.stamp, dtype=float)
+    F = np.array(s.rows, dtype=float).reshape(-1, 6)
+    f_W = F[:, :3].copy()
+    sensor = np.array([f in SENSOR_FRAMES for f in s.frames], dtype=bool)
+    if sensor.any():
+        # The sensor keeps the fingertip's axes: its orientation is the tool's, on
+        # /pusher/pose, the latest at the wrench's stamp (as the executor turns it).
+        t_tool = np.asarray(tool.stamp, dtype=float)
+        if len(t_tool) == 0:
+            why = (
+                f'wrenches in the sensor frame {SENSOR_FRAMES[0]!r} and no fingertip '
+                'orientation (/pusher/pose) to turn them into the table frame'
+            )
+            return np.zeros((0, 3)), jumped, why, where
+        order = np.argsort(t_tool, kind='stable')
+        t_tool = t_tool[order]
+        R_all = np.array([_quaternion_matrix(r[4:8]) for r in tool.rows])[order]
+        t_s = stamps[sensor]
+        k = np.clip(np.searchsorted(t_tool, t_s, side='right') - 1, 0, len(t_tool) - 1)
+        f_W[sensor] = np.einsum('nij,nj->ni', R_all[k], F[sensor, :3])
+        stale = np.zeros(len(stamps), dtype=bool)
+        stale[np.flatnonzero(sensor)[np.abs(t_s - t_tool[k]) > MAX_TOOL_AGE_S]] = True
+        ok = ok & ~stale
+        where += ', turned into the table frame with the /pusher/pose orientation'
+    data = np.column_stack((stamps, f_W[:, :2]))[ok]
+    order = np.argsort(data[:, 0], kind='stable')
+    return data[order], jumped, '', where
+
+
+def _quaternion_matrix(q: FloatArray) -> FloatArray:
+    """Rotation (3, 3) of a quaternion (x, y, z, w) (normalised here)."""
+    n = float(np.linalg.norm(q))
+    x, y, z, w = (float(v) / n for v in q) if n > 0 else (0.0, 0.0, 0.0, 1.0)
+    return np.array(
         [
-            (stamp_to_s(m.header.stamp), m.pose.position.x, m.pose.position.y)
-            for _, m in series['/pusher/pose']
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
         ]
     )
-    wrench = np.array(
-        [
-            (stamp_to_s(m.header.stamp), m.wrench.force.x, m.wrench.force.y)
-            for _, m in series['/ft/wrench']
-        ]
+
+
+def _jumped(series: dict[str, _Series], jumps: dict[str, np.ndarray], t0: float, t1: float) -> str:
+    """Why the push [t0, t1] (log times) cannot be used because a clock jumped, or ''."""
+    for topic, times in jumps.items():
+        inside = (times >= t0) & (times <= t1)
+        if inside.any() and topic in series:
+            s = series[topic]
+            ok, dev = s.jumps()
+            k = int(np.flatnonzero(np.asarray(s.log) == times[inside][0])[0])
+            return (
+                f'the clock of {topic} jumps during it (stamps {dev[k]:+.2f} s off the '
+                'recording clock)'
+            )
+        if inside.any():
+            return f'the clock of {topic} jumps during it'
+    return ''
+
+
+def _grid_at(grids: list[tuple[float, Grid, str]], t: float) -> Grid:
+    """The grid in force at log time ``t``: the last one before it, else the first."""
+    before = [g for lg, g, _ in grids if lg <= t]
+    return before[-1] if before else grids[0][1]
+
+
+def _same_grid(a: Grid, b: Grid) -> bool:
+    return (
+        a is b
+        or a.shape == b.shape
+        and abs(a.cell_size - b.cell_size) < 1e-9
+        and bool(np.array_equal(a.occupancy, b.occupancy))
+        and bool(np.allclose(a.heights, b.heights, atol=1e-4))
     )
-    # A push ends SETTLE_S after its stroke (/push/end; the object comes to rest, before
-    # the fingertip retracts and leaves), or at the next push when there is no end marker.
-    ends = [t for t, _ in series['/push/end']]
-    bounds = [*starts, np.inf]
-    stops = []
-    for i in range(len(starts)):
-        after = [t for t in ends if bounds[i] <= t < bounds[i + 1]]
-        stops.append(min(after[0] + SETTLE_S, bounds[i + 1]) if after else bounds[i + 1])
-    return grid, [
-        build_push(grid, i, bounds[i], stops[i], poses, tips, wrench, str(path), dt)
-        for i in wanted
-    ]
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,13 +557,18 @@ class GroundTruth:
 
 def read_ground_truth(path: str | Path) -> GroundTruth | None:
     """The bag's /ground_truth (first message), or None when it has none (a robot bag)."""
-    with _open(Path(path)) as reader:
-        conns = [c for c in reader.connections if c.topic == '/ground_truth']
-        if not conns:
-            return None
-        _, _, raw = next(iter(reader.messages(connections=conns)))
-        msg = reader.deserialize(raw, conns[0].msgtype)
-    grid, _ = grid_from_msg(msg.grid)
-    mass = grid.from_map(np.asarray(msg.model.mass).reshape(grid.shape), 'mass')
-    friction = grid.from_map(np.asarray(msg.model.friction).reshape(grid.shape), 'friction')
-    return GroundTruth(str(msg.name), grid, mass, friction)
+    bag = open_bag(Path(path))
+    if _usable(bag, '/ground_truth'):
+        return None
+    for topic, _, raw in bag.messages(['/ground_truth']):
+        msg = bag.decode(topic, raw)
+        if msg is None:
+            continue
+        grid, _ = grid_from_msg(msg.grid)
+        try:
+            mass = grid.from_map(np.reshape(msg.model.mass, grid.shape), 'mass')
+            friction = grid.from_map(np.reshape(msg.model.friction, grid.shape), 'friction')
+        except (ValueError, GridError) as exc:
+            raise MessageError(f'{path}: the ground truth does not fit its grid ({exc})') from None
+        return GroundTruth(str(msg.name), grid, mass, friction)
+    return None

@@ -1,0 +1,161 @@
+"""Object poses from recorded camera clouds: the perception node's work, offline.
+
+For a bag without ``/object/pose`` (a robot bag recorded without perception running, or
+one whose perception is to be redone), the recorded clouds go through the same steps as
+in the perception node (:mod:`slide_perception.node`): each cloud into the table frame
+with the camera's extrinsics, the pusher and gripper cut out at their recorded poses, the
+object acquired from the first frame that shows it alone (grid and pose), then tracked
+frame by frame (:class:`slide_core.perception.PoseTracker`); a frame that gives no pose
+is counted by its status, as the node reports it on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from slide_core.errors import SlideInputError
+from slide_core.geometry import FloatArray, Grid
+from slide_core.perception import (
+    KeepOut,
+    PerceptionConfig,
+    PerceptionError,
+    PoseTracker,
+    acquire,
+    load_extrinsics,
+    to_table_frame,
+)
+
+PUSHER_KEEP_OUT = (0.014, 0.05)
+"""Radius and half height [m] cut out around the pusher (the node's defaults)."""
+GRIPPER_KEEP_OUT = (0.07, 0.1)
+"""Radius and half height [m] cut out around the gripper (the node's defaults)."""
+
+KeepOutAt = Callable[[float], tuple[KeepOut, ...]]
+
+
+@dataclass(frozen=True, eq=False)
+class CloudTrack:
+    """What perception made of a bag's clouds.
+
+    Attributes:
+        grid: the acquired object's cells; frame: the table frame's name.
+        log: the log time [s] of the cloud it was acquired from.
+        poses: (log time [s], stamp [s], X_WO (3,)) of every frame that gave a pose.
+        frames: clouds seen; refused: per status, how many gave no pose.
+        warnings: one line per kind of trouble (clouds in another frame, refusals).
+    """
+
+    grid: Grid
+    frame: str
+    log: float
+    poses: list[tuple[float, float, FloatArray]]
+    frames: int
+    refused: dict[str, int]
+    warnings: list[str]
+
+
+def keep_out_from(
+    t_pusher: FloatArray,
+    p_pusher: FloatArray,
+    t_gripper: FloatArray | None = None,
+    p_gripper: FloatArray | None = None,
+) -> KeepOutAt:
+    """The bodies to cut out of a cloud stamped t: the pusher and gripper at their latest
+    recorded positions (N, 3) (table frame) no later than t."""
+    tools = [(t_pusher, p_pusher, PUSHER_KEEP_OUT)]
+    if t_gripper is not None and p_gripper is not None:
+        tools.append((t_gripper, p_gripper, GRIPPER_KEEP_OUT))
+    ordered = []
+    for t, p, size in tools:
+        order = np.argsort(t, kind='stable')
+        ordered.append((np.asarray(t, dtype=float)[order], np.asarray(p, float)[order], size))
+
+    def at(t: float) -> tuple[KeepOut, ...]:
+        out = []
+        for times, points, (radius, half) in ordered:
+            k = int(np.searchsorted(times, t, side='right')) - 1
+            if k >= 0:
+                x, y, z = (float(v) for v in points[k])
+                out.append(KeepOut((x, y, z), radius, half))
+        return tuple(out)
+
+    return at
+
+
+def camera_frame(extrinsics: str | Path) -> str:
+    """The optical frame the extrinsics file describes (``child_frame``; '' if unnamed)."""
+    try:
+        doc = yaml.safe_load(Path(extrinsics).read_text())
+    except (OSError, yaml.YAMLError):
+        return ''
+    return str(doc.get('child_frame', '')) if isinstance(doc, dict) else ''
+
+
+def track_clouds(
+    clouds: Iterable[tuple[float, float, str, FloatArray]],
+    extrinsics: str | Path | None,
+    keep_out: KeepOutAt,
+    source: str = '<clouds>',
+    config: PerceptionConfig | None = None,
+    table_frame: str = 'table',
+) -> CloudTrack:
+    """Acquire and track the object over clouds (log time [s], stamp [s], frame, points
+    p_K (N, 3) in the camera's optical frame), in order. ``extrinsics``: the camera file
+    (default: the workcell's). Raises SlideInputError when no cloud shows the object."""
+    if extrinsics is None:
+        from slide_core.model import load_workcell
+
+        extrinsics = load_workcell().camera_extrinsics
+    R_WK, p_WK = load_extrinsics(extrinsics)
+    optical = camera_frame(extrinsics)
+    cfg = config or PerceptionConfig()
+    tracker: PoseTracker | None = None
+    grid: Grid | None = None
+    acquired_at = 0.0
+    poses: list[tuple[float, float, FloatArray]] = []
+    refused: dict[str, int] = {}
+    other_frames: dict[str, int] = {}
+    frames = 0
+    for log, stamp, frame, p_K in clouds:
+        frames += 1
+        if optical and frame and frame != optical:
+            other_frames[frame] = other_frames.get(frame, 0) + 1
+            continue
+        p_W = to_table_frame(p_K, R_WK, p_WK)
+        bodies = keep_out(stamp)
+        try:
+            if tracker is None:
+                estimate = acquire(p_W, cfg, bodies)
+                tracker = PoseTracker(estimate, cfg)
+                grid, acquired_at = estimate.grid, log
+                X = np.array(estimate.X_WO, dtype=float)
+            else:
+                X = tracker.update(p_W, bodies).X_WO
+        except PerceptionError as exc:
+            refused[exc.status.value] = refused.get(exc.status.value, 0) + 1
+            continue
+        poses.append((log, stamp, X))
+    warnings = []
+    if other_frames:
+        warnings.append(
+            f'{sum(other_frames.values())} cloud(s) in frame '
+            f'{", ".join(map(repr, sorted(other_frames)))}, not the camera frame {optical!r} '
+            'of the extrinsics: not used'
+        )
+    if refused:
+        warnings.append(
+            f'perception gave no pose for {sum(refused.values())} of {frames} cloud(s) ('
+            + ', '.join(f'{k}: {v}' for k, v in sorted(refused.items()))
+            + ')'
+        )
+    if grid is None:
+        raise SlideInputError(
+            f'{source}: perception found no object in any of {frames} cloud(s)'
+            + (f' ({warnings[-1]})' if warnings else '')
+        )
+    return CloudTrack(grid, table_frame, acquired_at, poses, frames, refused, warnings)

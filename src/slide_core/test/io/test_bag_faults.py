@@ -1,0 +1,368 @@
+"""Bad bags (issues 16 and 19): cut, missing, garbage, without metadata or disagreeing with
+it, without the topics a push needs, of unknown types, in other frames, with clocks that
+jump. Each gives a one-line SlideInputError naming the topic or push, never a traceback;
+what is usable is used and what was skipped is returned with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+import math
+import os
+from pathlib import Path
+import shutil
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from slide_core.errors import SlideInputError
+from slide_core.io import interfaces_typestore, read_pushes
+from slide_core.model import load_object
+
+pytest.importorskip('mujoco')
+from rosbags.highlevel import AnyReader  # noqa: E402
+from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
+
+from slide_sim.record import record  # noqa: E402
+
+Rewrite = Callable[[str, int, Any], Iterable[tuple[str, int, Any]]]
+
+
+@pytest.fixture(scope='module')
+def bag(tmp_path_factory: pytest.TempPathFactory, workcell) -> Path:
+    path = tmp_path_factory.mktemp('bags') / 'box'
+    record(load_object('box'), workcell, 3, seed=2, out=path)
+    return path
+
+
+@pytest.fixture(scope='module')
+def store() -> Any:
+    return interfaces_typestore()
+
+
+def mcap_of(folder: Path) -> Path:
+    (path,) = [p for p in folder.iterdir() if p.suffix == '.mcap']
+    return path
+
+
+def copy(bag: Path, tmp_path: Path, name: str = 'copy') -> Path:
+    out = tmp_path / name
+    shutil.copytree(bag, out)
+    return out
+
+
+def rewrite(
+    src: Path,
+    dst: Path,
+    store: Any,
+    change: Rewrite,
+    types: dict[str, str] | None = None,
+    storage: StoragePlugin = StoragePlugin.MCAP,
+) -> Path:
+    """Copy a bag message by message; ``change(topic, t_ns, msg)`` gives what to write
+    (topics of other types than the source's in ``types``)."""
+    with AnyReader([src]) as reader, Writer(dst, version=9, storage_plugin=storage) as writer:
+        msgtypes = {c.topic: c.msgtype for c in reader.connections}
+        msgtypes.update(types or {})
+        conns: dict[str, Any] = {}
+        for conn, t_ns, raw in reader.messages():
+            msg = reader.deserialize(raw, conn.msgtype)
+            for topic, t, out in change(conn.topic, t_ns, msg):
+                if topic not in conns:
+                    conns[topic] = writer.add_connection(topic, msgtypes[topic], typestore=store)
+                writer.write(conns[topic], t, store.serialize_cdr(out, msgtypes[topic]))
+    return dst
+
+
+def keep(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+    return [(topic, t, msg)]
+
+
+def test_a_bag_cut_at_half_identifies_from_its_complete_pushes(bag: Path, tmp_path: Path):
+    cut = copy(bag, tmp_path)
+    data = mcap_of(cut)
+    os.truncate(data, data.stat().st_size // 2)
+    read = read_pushes(cut, [0, 1, 2])
+    assert [p.index for p in read.pushes] == [0]
+    assert [s.index for s in read.skipped] == [1, 2]
+    assert all('cut' in s.reason for s in read.skipped)
+    assert any('stops inside a chunk' in w and 'are lost' in w for w in read.warnings)
+    # metadata.yaml still counts what the full recording held: that is said too.
+    assert any(w.startswith('metadata.yaml disagrees') for w in read.warnings)
+    whole = read_pushes(bag, [0])
+    np.testing.assert_allclose(read.pushes[0].push.f_W, whole.pushes[0].push.f_W)
+
+
+def test_a_bag_cut_before_its_first_push_says_so(bag: Path, tmp_path: Path):
+    cut = copy(bag, tmp_path)
+    os.truncate(mcap_of(cut), 2000)
+    with pytest.raises(SlideInputError, match=r'/push/start .*stops inside') as exc:
+        read_pushes(cut)
+    assert '\n' not in str(exc.value)
+
+
+def test_missing_empty_and_garbage_data_files(bag: Path, tmp_path: Path):
+    missing = copy(bag, tmp_path, 'missing')
+    mcap_of(missing).unlink()
+    with pytest.raises(SlideInputError, match='metadata.yaml names .* which the folder lacks'):
+        read_pushes(missing)
+    empty = copy(bag, tmp_path, 'empty')
+    mcap_of(empty).write_bytes(b'')
+    with pytest.raises(SlideInputError, match='is empty'):
+        read_pushes(empty)
+    garbage = copy(bag, tmp_path, 'garbage')
+    mcap_of(garbage).write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(SlideInputError, match='not an MCAP file'):
+        read_pushes(garbage)
+    with pytest.raises(SlideInputError, match='no such bag'):
+        read_pushes(tmp_path / 'absent')
+    (tmp_path / 'folder').mkdir()
+    with pytest.raises(SlideInputError, match='not a bag'):
+        read_pushes(tmp_path / 'folder')
+
+
+def test_a_damaged_chunk_loses_its_push_only(bag: Path, tmp_path: Path):
+    bad = copy(bag, tmp_path)
+    data = mcap_of(bad)
+    raw = bytearray(data.read_bytes())
+    # The second chunk (push 1: each push ends a chunk of its own) says it holds one byte
+    # more than it does: it fails its size check.
+    at, chunks = 8, []
+    while raw[at] != 0x02:
+        length = int.from_bytes(raw[at + 1 : at + 9], 'little')
+        if raw[at] == 0x06:
+            chunks.append(at)
+        at += 9 + length
+    size_at = chunks[1] + 9 + 16  # after the opcode, length, start and end times
+    raw[size_at : size_at + 8] = (
+        int.from_bytes(raw[size_at : size_at + 8], 'little') + 1
+    ).to_bytes(8, 'little')
+    data.write_bytes(bytes(raw))
+    read = read_pushes(bad)
+    assert [p.index for p in read.pushes] == [0, 2]
+    assert [(s.index, s.reason) for s in read.skipped] == [
+        (1, 'not in the bag (lost with the data that was cut)')
+    ]
+    assert any('malformed' in w and 'skipped' in w for w in read.warnings)
+
+
+def test_without_metadata_or_as_a_bare_mcap_file(bag: Path, tmp_path: Path):
+    bare = copy(bag, tmp_path)
+    (bare / 'metadata.yaml').unlink()
+    read = read_pushes(bare)
+    assert [p.index for p in read.pushes] == [0, 1, 2]
+    assert any('no metadata.yaml' in w for w in read.warnings)
+    assert [p.index for p in read_pushes(mcap_of(bare)).pushes] == [0, 1, 2]
+
+
+def test_metadata_that_disagrees_with_its_data_is_reported_and_the_data_read(
+    bag: Path, tmp_path: Path
+):
+    liar = copy(bag, tmp_path)
+    meta = yaml.safe_load((liar / 'metadata.yaml').read_text())
+    for t in meta['rosbag2_bagfile_information']['topics_with_message_count']:
+        if t['topic_metadata']['name'] == '/ft/wrench':
+            t['message_count'] *= 2
+        if t['topic_metadata']['name'] == '/pusher/pose':
+            t['topic_metadata']['type'] = 'geometry_msgs/msg/PointStamped'
+    (liar / 'metadata.yaml').write_text(yaml.safe_dump(meta))
+    read = read_pushes(liar)
+    assert len(read.pushes) == 3
+    assert any('/ft/wrench' in w and 'disagrees' in w for w in read.warnings)
+    assert any('says /pusher/pose is geometry_msgs/msg/PointStamped' in w for w in read.warnings)
+    (liar / 'metadata.yaml').write_text(':\n  - [unbalanced')
+    read = read_pushes(liar)
+    assert len(read.pushes) == 3 and any('unreadable' in w for w in read.warnings)
+
+
+@pytest.mark.parametrize(
+    ('dropped', 'message'),
+    [
+        ('/ft/wrench', r'no wrench: /ft/wrench not recorded; /netft/wrench not recorded'),
+        ('/object/grid', r'no object grid: /object/grid not recorded'),
+        ('/object/pose', r'no object poses: /object/pose not recorded, and /camera/.* not'),
+        ('/push/start', r'no push markers: /push/start not recorded'),
+        ('/pusher/pose', r'no fingertip poses: /pusher/pose not recorded'),
+    ],
+)
+def test_a_bag_without_a_topic_a_push_needs(
+    bag: Path, tmp_path: Path, store: Any, dropped: str, message: str
+):
+    out = rewrite(
+        bag, tmp_path / 'out', store, lambda t, n, m: [] if t == dropped else keep(t, n, m)
+    )
+    with pytest.raises(SlideInputError, match=message):
+        read_pushes(out)
+
+
+@pytest.mark.parametrize(
+    ('silent', 'message'),
+    [
+        ('/ft/wrench', 'no wrench: /ft/wrench has no messages'),
+        ('/object/grid', 'no object grid: /object/grid has no messages'),
+    ],
+)
+def test_topics_declared_without_messages(
+    bag: Path, tmp_path: Path, store: Any, silent: str, message: str
+):
+    out = tmp_path / 'silent'
+    with (
+        AnyReader([bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+        }
+        for conn, t_ns, raw in reader.messages():
+            if conn.topic != silent:
+                writer.write(conns[conn.topic], t_ns, raw)
+    with pytest.raises(SlideInputError, match=message):
+        read_pushes(out)
+
+
+def test_no_complete_push(bag: Path, tmp_path: Path, store: Any):
+    # Every push aborted before its stroke ended: starts, no ends.
+    aborted = rewrite(
+        bag, tmp_path / 'aborted', store, lambda t, n, m: [] if t == '/push/end' else keep(t, n, m)
+    )
+    with pytest.raises(
+        SlideInputError, match=r'no complete push \(push 0: no /push/end.*push 2: '
+    ) as exc:
+        read_pushes(aborted)
+    assert '\n' not in str(exc.value)
+
+    def second_aborted(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        return [] if topic == '/push/end' and msg.data == 1 else [(topic, t, msg)]
+
+    read = read_pushes(rewrite(bag, tmp_path / 'one', store, second_aborted))
+    assert [p.index for p in read.pushes] == [0, 2]
+    assert read.skipped[0].index == 1 and 'no /push/end' in read.skipped[0].reason
+
+
+def test_unknown_message_types(bag: Path, tmp_path: Path, store: Any):
+    # A wrench topic of a type the reader cannot decode, defined nowhere: named, refused.
+    out = tmp_path / 'unknown'
+    with (
+        AnyReader([bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {}
+        for c in reader.connections:
+            if c.topic == '/ft/wrench':
+                conns[c.topic] = writer.add_connection(
+                    c.topic, 'acme_msgs/msg/Force', msgdef='', rihs01='RIHS01_' + '0' * 64
+                )
+            else:
+                conns[c.topic] = writer.add_connection(c.topic, c.msgtype, typestore=store)
+        for conn, t_ns, raw in reader.messages():
+            writer.write(conns[conn.topic], t_ns, raw)
+    with pytest.raises(
+        SlideInputError, match=r'/ft/wrench its type acme_msgs/msg/Force is unknown'
+    ):
+        read_pushes(out)
+
+    # A wrench of another known type than WrenchStamped: named with both types.
+    def as_vector(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic != '/ft/wrench':
+            return [(topic, t, msg)]
+        return [(topic, t, msg.wrench.force)]
+
+    other = rewrite(
+        bag, tmp_path / 'other', store, as_vector, {'/ft/wrench': 'geometry_msgs/msg/Vector3'}
+    )
+    with pytest.raises(SlideInputError, match='its type is geometry_msgs/msg/Vector3, not'):
+        read_pushes(other)
+
+
+def test_undecodable_messages_are_counted_and_skipped(bag: Path, tmp_path: Path, store: Any):
+    out = tmp_path / 'torn'
+    with (
+        AnyReader([bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+        }
+        for k, (conn, t_ns, raw) in enumerate(reader.messages()):
+            torn = conn.topic == '/pusher/pose' and k % 50 == 0
+            writer.write(conns[conn.topic], t_ns, raw[:10] if torn else raw)
+    read = read_pushes(out)
+    assert len(read.pushes) == 3
+    assert any(w.startswith('/pusher/pose: ') and 'do not decode' in w for w in read.warnings)
+
+
+def test_a_clock_that_jumps_skips_the_pushes_it_spoils(bag: Path, tmp_path: Path, store: Any):
+    with AnyReader([bag]) as reader:
+        starts = sorted(t for c, t, _ in reader.messages() if c.topic == '/push/start')
+
+    def jump(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/ft/wrench' and starts[1] <= t < starts[2]:
+            msg.header.stamp.sec += 5
+        return [(topic, t, msg)]
+
+    out = rewrite(bag, tmp_path / 'jump', store, jump)
+    read = read_pushes(out)
+    assert [p.index for p in read.pushes] == [0, 2]
+    (skip,) = read.skipped
+    assert (
+        skip.index == 1 and 'clock of /ft/wrench jumps' in skip.reason and '+5.00 s' in skip.reason
+    )
+
+
+def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
+    bag: Path, tmp_path: Path, store: Any
+):
+    yaw = 0.6  # the fingertip (and the sensor on it) turned about z
+    c, s = math.cos(yaw), math.sin(yaw)
+
+    def sensor_frame(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/pusher/pose':
+            q = msg.pose.orientation
+            q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
+        if topic == '/ft/wrench':
+            f = msg.wrench.force
+            f.x, f.y = c * f.x + s * f.y, -s * f.x + c * f.y  # R_WS^T f_W
+            msg.header.frame_id = 'ft_sensor'
+            return [('/netft/wrench', t, msg)]
+        return [(topic, t, msg)]
+
+    out = rewrite(
+        bag,
+        tmp_path / 'sensor',
+        store,
+        sensor_frame,
+        {'/netft/wrench': 'geometry_msgs/msg/WrenchStamped'},
+    )
+    turned = read_pushes(out)
+    assert turned.wrench_from.startswith('/netft/wrench') and 'orientation' in turned.wrench_from
+    for a, b in zip(turned.pushes, read_pushes(bag).pushes, strict=True):
+        np.testing.assert_allclose(a.push.f_W, b.push.f_W, atol=1e-9)
+
+    def camera_frame(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/ft/wrench':
+            msg.header.frame_id = 'camera_link'
+        return [(topic, t, msg)]
+
+    with pytest.raises(SlideInputError, match="frame 'camera_link', neither the table frame"):
+        read_pushes(rewrite(bag, tmp_path / 'camera', store, camera_frame))
+
+    def poses_elsewhere(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/object/pose':
+            msg.header.frame_id = 'camera_link'
+        return [(topic, t, msg)]
+
+    with pytest.raises(
+        SlideInputError, match="/object/pose: every pose is in frame 'camera_link'"
+    ):
+        read_pushes(rewrite(bag, tmp_path / 'poses', store, poses_elsewhere))
+
+
+def test_an_sqlite3_bag_reads_alike(bag: Path, tmp_path: Path, store: Any):
+    out = rewrite(bag, tmp_path / 'db', store, keep, storage=StoragePlugin.SQLITE3)
+    a, b = read_pushes(out), read_pushes(bag)
+    assert [p.index for p in a.pushes] == [0, 1, 2]
+    for pa, pb in zip(a.pushes, b.pushes, strict=True):
+        np.testing.assert_allclose(pa.push.f_W, pb.push.f_W)
