@@ -23,11 +23,10 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     cell_positions,
-    distance_to_cells,
     reach,
     rotation,
 )
-from slide_core.model import APPROACH, Belief, Fingertip, Primitive, Table
+from slide_core.model import Belief, Fingertip, Primitive, Table, approach_clear
 from slide_core.physics import FingertipPush, simulate
 
 STRATEGIES = ('random', 'most-different', 'most-distinctive')
@@ -157,8 +156,7 @@ def random_push(
         a = rng.uniform(-math.radians(30), math.radians(30))
         direction = rotation(a) @ normal_in
         travel = rng.uniform(0.03, 0.07)
-        start = contact - direction * (APPROACH + fingertip.radius)
-        if distance_to_cells(grid, start) < fingertip.radius + 0.003:
+        if not approach_clear(grid, contact, direction, fingertip):
             continue
         moved = X_WO[:2] + travel * (R @ direction)
         if np.all(moved >= lo) and np.all(moved <= hi):

@@ -37,11 +37,13 @@ from slide_core.model.objects import (
 )
 from slide_core.model.primitive import (
     APPROACH,
+    APPROACH_CLEARANCE,
     LIFT,
     RETRACT,
     Primitive,
     PrimitiveError,
     Waypoint,
+    approach_clear,
     push_waypoints,
 )
 from slide_core.model.workcell import (
@@ -59,6 +61,7 @@ from slide_core.model.workcell import (
 
 __all__ = [
     'APPROACH',
+    'APPROACH_CLEARANCE',
     'LIFT',
     'RETRACT',
     'BELIEF_KIND',
@@ -78,6 +81,7 @@ __all__ = [
     'Workcell',
     'WorkcellError',
     'belief_from_dict',
+    'approach_clear',
     'belief_to_dict',
     'config_dir',
     'library_dir',

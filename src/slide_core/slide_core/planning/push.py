@@ -19,7 +19,7 @@ from slide_core.geometry import (
     to_world,
     wrap_angle,
 )
-from slide_core.model import Belief, Primitive
+from slide_core.model import Belief, Primitive, approach_clear
 from slide_core.physics import RigidModel, quasistatic
 from slide_core.planning.balance import fall_probability
 from slide_core.planning.config import PlannerConfig, PlanningError
@@ -91,6 +91,8 @@ class PushEvaluator:
         _, dist = self.model.closest_point((p_OF - self.model.p_OG)[None, :])
         if dist[0] < self.config.fingertip.radius + 0.5 * TIP_GAP:
             return None
+        if not approach_clear(self.belief.grid, c_O, side.n_in, self.config.fingertip):
+            return None  # the arm could not come down where the push begins
         return c_O, p_OF
 
     def run(
