@@ -183,6 +183,10 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 'seed': seed,
                 'start_on_activate': a['start_episode'] == 'true',
                 'exit_on_done': a['exit_on_done'] == 'true',
+                # Configure waits for the other nodes and a perceived object.
+                'configure_retries': -1,
+                'retry_backoff_s': 0.5,
+                'retry_backoff_max_s': 2.0,
             },
         ),
     ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import deque
 import math
 import threading
+import time
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -47,11 +48,11 @@ from slide_core.io import (
     stamp_to_s,
 )
 from slide_core.model import (
-    APPROACH,
     LIFT,
     RETRACT,
     Primitive,
     Waypoint,
+    approach_clear,
     load_workcell,
     push_waypoints,
 )
@@ -70,7 +71,7 @@ PARAMS = (
     Param('twin_namespace', '/twin', 'twin backend: the twin node'),
     Param(
         'max_pose_age_s',
-        1.0,
+        3.0,
         'refuse a push resolved at an older object pose [s]',
         read_only=False,
         low=0.01,
@@ -90,6 +91,14 @@ PARAMS = (
         'F/T sensor orientation in the fingertip tool frame, quaternion x, y, z, w',
     ),
     Param('connect_timeout_s', 10.0, 'configure: wait this long for the arm', low=0.1, high=600.0),
+    Param(
+        'measurement_wait_s',
+        5.0,
+        'after a push, wait this long at most for object poses that cover it [s]',
+        read_only=False,
+        low=0.0,
+        high=60.0,
+    ),
     Param('tool_rate_hz', 30.0, 'tool pose messages per second', low=1.0, high=200.0),
     Param('planning_group', 'fr3_arm', 'moveit_py: planning group'),
     Param('end_effector_link', 'fr3_hand_tcp', 'moveit_py: link the tool offsets refer to'),
@@ -293,8 +302,7 @@ class ExecutorNode(SlideNode):
                 f'the contact point {np.round(primitive.p_OA, 4).tolist()} is {off * 1000:.1f} mm '
                 'from the object',
             )
-        start_O = primitive.p_OA - primitive.d_O * (APPROACH + self.cell.fingertip.radius)
-        if distance_to_cells(grid, start_O) < self.cell.fingertip.radius:
+        if not approach_clear(grid, primitive.p_OA, primitive.d_O, self.cell.fingertip):
             raise Failure(
                 ErrorCode.CONTACT_OFF_OBJECT,
                 'the fingertip would come down on the object (the push points out of it)',
@@ -387,6 +395,14 @@ class ExecutorNode(SlideNode):
     def _record(self, index: int, primitive: Primitive, t0: float, t1: float, t2: float) -> Any:
         from slide_interfaces.msg import PushRecord
 
+        # Perception lags the camera: wait (a little) until the object poses cover the push.
+        end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
+        while time.monotonic() < end:
+            with self._lock:
+                latest = self._poses[-1][0] if self._poses else -math.inf
+            if latest >= t2:
+                break
+            time.sleep(0.02)
         with self._lock:
             poses = [(t, X) for t, X in self._poses if t0 - 0.05 <= t <= t2]
             tips = [(t, p) for t, p in self._tips if t0 - 0.05 <= t <= t2]

@@ -26,6 +26,7 @@ LIFECYCLE_PARAMS = (
     Param('autostart', True, 'configure and activate at start-up'),
     Param('configure_retries', 10, 'start-up retries (-1: for ever)', low=-1, high=1000),
     Param('retry_backoff_s', 1.0, 'first wait between retries [s], doubling', low=0.05, high=30.0),
+    Param('retry_backoff_max_s', 30.0, 'longest wait between retries [s]', low=0.05, high=300.0),
 )
 
 
@@ -42,14 +43,17 @@ class SlideNode(LifecycleNode):
         super().__init__(name, **kwargs)
         self.active = False
         self.gave_up = False
+        self.exit_code: int | None = None  # set to end the node's run (see run())
         self._retries_left = 0
         self._backoff = 1.0
+        self._backoff_max = 30.0
         self._retry_timer: Any = None
 
     def start_up(self, values: dict[str, Any]) -> None:
         """Begin the autostart (call at the end of the subclass's constructor)."""
         self._retries_left = int(values['configure_retries'])
         self._backoff = float(values['retry_backoff_s'])
+        self._backoff_max = float(values['retry_backoff_max_s'])
         if values['autostart']:
             self._retry_timer = self.create_timer(0.01, self._autostart)
 
@@ -66,7 +70,7 @@ class SlideNode(LifecycleNode):
         self._retries_left -= 1
         self.get_logger().info(f'retrying start-up in {self._backoff:.2f} s')
         self._retry_timer = self.create_timer(self._backoff, self._autostart)
-        self._backoff = min(30.0, 2 * self._backoff)
+        self._backoff = min(self._backoff_max, 2 * self._backoff)
 
     # -- to implement ---------------------------------------------------------------------
     def configure(self) -> None:
@@ -123,8 +127,8 @@ def wait_for(
 
 
 def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
-    """Run one node until Ctrl-C or shutdown; exit code 2 on a bad parameter, 1 when a
-    lifecycle node gave up starting."""
+    """Run one node until Ctrl-C, shutdown, or the node sets its ``exit_code``; exit code 2
+    on a bad parameter, 1 when a lifecycle node gave up starting, else the node's."""
     rclpy.init(args=sys.argv)
     try:
         node = make()
@@ -136,9 +140,16 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
     executor.add_node(node)
     code = 0
     try:
-        while rclpy.ok() and not getattr(node, 'gave_up', False):
+        while (
+            rclpy.ok()
+            and not getattr(node, 'gave_up', False)
+            and getattr(node, 'exit_code', None) is None
+        ):
             executor.spin_once(timeout_sec=0.2)
-        code = 1 if getattr(node, 'gave_up', False) else 0
+        if getattr(node, 'gave_up', False):
+            code = 1
+        elif getattr(node, 'exit_code', None) is not None:
+            code = int(node.exit_code)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

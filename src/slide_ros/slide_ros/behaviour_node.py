@@ -1,0 +1,317 @@
+"""The behaviour node: the pre-grasp task coordinated over the graph's actions.
+
+The task is the core's (:class:`slide_core.task.Task`): its stages run as leaves of a
+py_trees behaviour tree, composed with py_trees' own composites and decorators::
+
+    Sequence pregrasp
+    ├── perceive
+    ├── Repeat x N: explore once     (the planner's exploration choice, the executor's push)
+    ├── identify                      (the identification node)
+    ├── goal                          (the planner)
+    ├── closed loop                   (one iteration per tick until done: plan, push)
+    └── grasp                         (the planner's grasp, the executor)
+
+Only the leaf is ours (:class:`StageLeaf`: a stage in a worker thread). The world is
+perception and the executor, the decider the planner and identification nodes
+(:mod:`slide_ros.ros_task`); the order, the push budget, the retries (a failed push is
+planned again once, a lost pose looked for again) and the stop conditions are the core's.
+
+Services ``~/start`` and ``~/abort`` (std_srvs/Trigger). ``/behaviour/state``
+(slide_interfaces/TaskState, latched) says where the task is, with its history. Abort, or
+an F/T limit during a push, stops the task: the goal in flight is cancelled, the executor
+retracts the arm, and the outcome says which stage ended it and why. A node that dies
+fails the call waiting on it, with a reason. With ``exit_on_done`` the node exits when the
+episode ends: 0 when the object was lifted, 3 otherwise (as the ``slide`` command line).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import py_trees
+from py_trees.common import Status
+from std_srvs.srv import Trigger
+
+from slide_core.files import write_text_atomic
+from slide_core.model import load_workcell
+from slide_core.planning import planner_config
+from slide_core.task import Aborted, Stage, Task, TaskFailure, TaskResult, TaskSettings
+from slide_interfaces.msg import TaskState
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
+from slide_ros.params import Param, declare
+from slide_ros.qos import LATCHED
+from slide_ros.ros_task import Caller, RosDecider, RosWorld
+
+PARAMS = (
+    Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
+    Param('seed', 0, 'the episode seed (exploration draws, paths)', low=0, high=2**31 - 1),
+    Param('exploration_pushes', 5, 'exploratory pushes', low=1, high=20),
+    Param('push_budget', 25, 'planned pushes allowed', low=1, high=200),
+    Param('identification_method', 'probabilistic', 'identification method'),
+    Param('models', 8, 'models in the belief', low=1, high=64),
+    Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
+    Param(
+        'pose_timeout_s',
+        5.0,
+        'no fresh object pose for this long: the object is lost',
+        low=0.1,
+        high=60.0,
+    ),
+    Param('start_on_activate', False, 'start an episode as soon as the node is active'),
+    Param('exit_on_done', False, 'exit when the episode ends (0 lifted, 3 failed)'),
+    Param('result_file', '', 'write the episode result as JSON here (atomically)'),
+    Param('png', '', 'draw the episode to this PNG'),
+    Param('tick_hz', 10.0, 'behaviour tree ticks per second', low=1.0, high=100.0),
+    *LIFECYCLE_PARAMS,
+)
+HISTORY = 100
+EXIT_FAILED = 3
+
+
+class StageLeaf(py_trees.behaviour.Behaviour):
+    """One stage of the core's task, run in a worker thread while the tree ticks.
+
+    RUNNING while the stage runs; SUCCESS when it returns (with ``until_true``, only when it
+    returns True: a False return runs it again on the next tick); FAILURE when it raises
+    the task's failure or abort, which :attr:`ended_by` keeps."""
+
+    def __init__(self, name: str, stage: Any, until_true: bool = False) -> None:
+        super().__init__(name)
+        self.stage, self.until_true = stage, until_true
+        self._thread: threading.Thread | None = None
+        self._result: Any = None
+        self.ended_by: TaskFailure | Aborted | None = None
+
+    def _run(self) -> None:
+        try:
+            self._result = self.stage()
+        except (TaskFailure, Aborted) as exc:
+            self.ended_by = exc
+
+    def initialise(self) -> None:
+        self.ended_by, self._result = None, None
+        self._thread = threading.Thread(target=self._run, name=f'stage-{self.name}', daemon=True)
+        self._thread.start()
+
+    def update(self) -> Status:
+        assert self._thread is not None
+        if self._thread.is_alive():
+            return Status.RUNNING
+        if self.ended_by is not None:
+            return Status.FAILURE
+        if self.until_true and self._result is False:
+            self.initialise()
+            return Status.RUNNING
+        return Status.SUCCESS
+
+
+class BehaviourNode(SlideNode):
+    """The episode's coordinator (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('behaviour', **kwargs)
+        self.p = declare(self, PARAMS)
+        self.cell = load_workcell(self.p['workcell_file'] or None)
+        self.config = planner_config(self.cell)
+        self.pub_state = self.create_publisher(TaskState, '/behaviour/state', LATCHED)
+        self.create_service(Trigger, '~/start', self._start)
+        self.create_service(Trigger, '~/abort', self._abort)
+        self._abort_flag = threading.Event()
+        self._lock = threading.Lock()
+        self.history: list[str] = []
+        self.task: Task | None = None
+        self.tree: py_trees.trees.BehaviourTree | None = None
+        self.leaves: list[StageLeaf] = []
+        self.result: TaskResult | None = None
+        caller = Caller(self, self._abort_flag.is_set)
+        self.world = RosWorld(self, caller, self.cell, float(self.p['pose_timeout_s']))
+        self.decider = RosDecider(
+            self,
+            caller,
+            self.cell,
+            int(self.p['seed']),
+            {
+                'method': self.p['identification_method'],
+                'models': self.p['models'],
+                'budget': self.p['budget'],
+            },
+            self._progress,
+        )
+        self.create_timer(1.0 / float(self.p['tick_hz']), self._tick)
+        self._publish('idle', 'waiting for ~/start')
+        self.start_up(self.p)
+
+    # -- lifecycle and services ---------------------------------------------------------------
+    def configure(self) -> None:
+        """Ready when every action the task calls has its server and perception sees the
+        object (NotReady saying what is missing; the start-up retries)."""
+        missing = [
+            name
+            for name, client in (
+                ('executor push', self.world.push_client),
+                ('executor grasp', self.world.grasp_client),
+                ('planner', self.decider.step_client),
+                ('identification', self.decider.identify_client),
+            )
+            if not client.wait_for_server(timeout_sec=0.5)
+        ]
+        if missing:
+            raise NotReady(f'waiting for {", ".join(missing)}')
+        if not self.world.ready():
+            raise NotReady('waiting for perception to acquire the object')
+
+    def activate(self) -> None:
+        if self.p['start_on_activate']:
+            self._begin()
+
+    def deactivate(self) -> None:
+        self._abort_flag.set()
+
+    def _start(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        if not self.active:
+            res.success, res.message = False, 'the behaviour node is not active'
+        elif self.tree is not None and self.result is None:
+            res.success, res.message = False, 'an episode is running'
+        else:
+            self._begin()
+            res.success, res.message = True, 'episode started'
+        return res
+
+    def _abort(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        if self.tree is None or self.result is not None:
+            res.success, res.message = False, 'no episode is running'
+            return res
+        self._abort_flag.set()
+        res.success, res.message = True, 'aborting: the goal in flight is cancelled'
+        return res
+
+    # -- the episode --------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._abort_flag.clear()
+        self.result, self.history = None, []
+        settings = TaskSettings(
+            exploration_pushes=int(self.p['exploration_pushes']),
+            push_budget=int(self.p['push_budget']),
+        )
+        task = Task(
+            self.world,
+            self.decider,
+            settings,
+            events=self._event,
+            should_stop=self._abort_flag.is_set,
+        )
+        self.leaves = [
+            StageLeaf('perceive', task.perceive),
+            StageLeaf('explore once', task.explore_once),
+            StageLeaf('identify', task.identify),
+            StageLeaf('goal', task.choose_goal),
+            StageLeaf('closed loop', task.closed_loop_step, until_true=True),
+            StageLeaf('grasp', task.final_grasp),
+        ]
+        perceive, explore, identify, goal, loop, grasp = self.leaves
+        root = py_trees.composites.Sequence(
+            'pregrasp',
+            memory=True,
+            children=[
+                perceive,
+                py_trees.decorators.Repeat('explore', explore, settings.exploration_pushes),
+                identify,
+                goal,
+                loop,
+                grasp,
+            ],
+        )
+        self.task = task
+        self.tree = py_trees.trees.BehaviourTree(root)
+        self._event(Stage.PERCEIVE, 'episode started')
+
+    def _tick(self) -> None:
+        if self.tree is None or self.result is not None or self.task is None:
+            return
+        self.tree.tick()
+        status = self.tree.root.status
+        if status == Status.RUNNING:
+            return
+        ended_by = next((leaf.ended_by for leaf in self.leaves if leaf.ended_by), None)
+        if status == Status.FAILURE and ended_by is None:
+            ended_by = Aborted('the behaviour tree failed without a reason')
+        self.result = self.task.result(ended_by)
+        self._finish(self.result)
+
+    def _finish(self, result: TaskResult) -> None:
+        status = 'succeeded' if result.success else result.outcome.value
+        self._publish(status, result.reason or 'the object was lifted')
+        self.get_logger().info(f'episode {status} at {result.stage.value}: {result.reason}')
+        if self.p['result_file']:
+            write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
+        if self.p['png'] and result.state.belief is not None and result.state.grid is not None:
+            from slide_core.io.plot import episode_figure
+
+            try:
+                episode_figure(
+                    self.p['png'],
+                    result.state.grid,
+                    result.state.belief,
+                    result.state.trace,
+                    self.config,
+                    f'{status}: {result.pushes} pushes',
+                )
+            except (OSError, ValueError, KeyError) as exc:
+                self.get_logger().warning(f'no picture: {exc}')
+        if self.p['exit_on_done']:
+            self.exit_code = 0 if result.success else EXIT_FAILED  # ends the node's run
+
+    @staticmethod
+    def summary(result: TaskResult) -> dict[str, Any]:
+        st = result.state
+        return {
+            'success': result.success,
+            'outcome': result.outcome.value,
+            'stage': result.stage.value,
+            'reason': result.reason,
+            'exploration_pushes': result.exploration_pushes,
+            'pushes': result.pushes,
+            'reached': result.reached,
+            'stages': {k: round(v, 3) for k, v in result.stage_s.items()},
+            'total_s': round(result.total_s, 3),
+            'goal': None if st.goal is None else [float(v) for v in st.goal.X_WO],
+            'X_final': st.trace.get('X_final'),
+            'explored': [p.to_dict() for p in st.explored],
+            'simulations': st.simulations,
+        }
+
+    # -- state --------------------------------------------------------------------------------
+    def _event(self, stage: Stage, message: str) -> None:
+        line = f'[{stage.value}] {message}'
+        with self._lock:
+            self.history = (self.history + [line])[-HISTORY:]
+        self.get_logger().info(line)
+        self._publish('running', message)
+
+    def _progress(self, message: str) -> None:
+        self._publish('running', message, history=False)
+
+    def _publish(self, status: str, message: str, history: bool = True) -> None:
+        msg = TaskState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        task = self.task
+        msg.stage = task.state.stage.value if task is not None else 'idle'
+        msg.status, msg.message = status, message
+        if task is not None:
+            msg.exploration_pushes = len(task.state.explored)
+            msg.pushes = task.state.planned
+            msg.stage_names = list(task.state.stage_s)
+            msg.stage_seconds = [float(v) for v in task.state.stage_s.values()]
+        with self._lock:
+            msg.history = list(self.history)
+        self.pub_state.publish(msg)
+
+
+def main() -> int:
+    return run(BehaviourNode, 'behaviour_node')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

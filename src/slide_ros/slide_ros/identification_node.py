@@ -1,0 +1,197 @@
+"""The identification node: a belief over (mass, friction) maps from pushes.
+
+Action ``~/identify`` (slide_interfaces/Identify): the pushes come in the goal (push
+records, as the executor returns them) or from a bag on disk (``bag``: offline
+identification without a replay). Feedback: simulations used and the best loss so far.
+Cancel stops the optimiser; nothing half-made is returned or published.
+
+Publishes the latest belief on ``/belief`` (slide_interfaces/ModelBelief, latched) and
+RViz markers on ``/belief/markers``: the most probable model's mass and friction maps over
+the object at its latest pose (``/object/pose``), every model's centre of mass sized by
+its weight.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from visualization_msgs.msg import MarkerArray
+
+from slide_core.errors import NoSolutionError, SlideError, SlideInputError
+from slide_core.identification import (
+    DENSITY_MAX,
+    FRICTION_BOUND,
+    Bounds,
+    IdentificationCancelledError,
+    TrainingSet,
+    identify,
+)
+from slide_core.io import (
+    MessageError,
+    belief_to_msg,
+    grid_from_msg,
+    pose_to_planar,
+    read_pushes,
+    record_from_msg,
+)
+from slide_core.model import load_workcell
+from slide_interfaces.action import Identify
+from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.markers import belief_markers
+from slide_ros.params import Param, declare
+from slide_ros.qos import LATCHED, RELIABLE
+
+PARAMS = (
+    Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
+    Param(
+        'temperature', 0.05, 'softmax temperature, relative to the best loss', low=1e-4, high=10.0
+    ),
+    Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
+    Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
+    *LIFECYCLE_PARAMS,
+)
+
+
+class IdentificationNode(SlideNode):
+    """Identification as an action (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('identification', **kwargs)
+        self.p = declare(self, PARAMS)
+        self.cell = load_workcell(self.p['workcell_file'] or None)
+        self.frame = self.cell.table.frame_id
+        self._lock = threading.Lock()
+        self._pose: Any = None
+        self.pub_belief = self.create_publisher(ModelBelief, '/belief', LATCHED)
+        self.pub_markers = self.create_publisher(MarkerArray, '/belief/markers', LATCHED)
+        self.create_subscription(PoseStamped, '/object/pose', self._on_pose, RELIABLE)
+        self.server = ActionServer(
+            self,
+            Identify,
+            '~/identify',
+            execute_callback=self._execute,
+            goal_callback=lambda _g: GoalResponse.ACCEPT,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
+        self.start_up(self.p)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        self._pose = msg
+
+    def _pushes(self, goal: Any) -> tuple[Any, list[Any], str]:
+        """The grid and the pushes on identification's step, from the goal or its bag."""
+        if goal.bag:
+            wanted = [int(i) for i in goal.bag_pushes] or None
+            grid, pushes = read_pushes(goal.bag, wanted)
+            return grid, pushes, f'{len(pushes)} pushes of {goal.bag}'
+        grid, _ = grid_from_msg(goal.grid)
+        pushes = [
+            record_from_msg(r, self.frame).to_data(grid, i) for i, r in enumerate(goal.pushes)
+        ]
+        return grid, pushes, f'{len(pushes)} pushes'
+
+    def _execute(self, handle: Any) -> Identify.Result:
+        goal = handle.request
+        result = Identify.Result()
+        if not self.active:
+            result.error.code, result.message = ErrorCode.NOT_READY, 'not active'
+            handle.abort()
+            return result
+        t0 = time.perf_counter()
+        feedback = Identify.Feedback()
+        last = [0.0]
+
+        def progress(used: int, total: int, best: float) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.1 or used >= total:
+                last[0] = now
+                feedback.iteration, feedback.iterations_total = used, total
+                feedback.best_loss = best if math.isfinite(best) else float('nan')
+                handle.publish_feedback(feedback)
+
+        try:
+            grid, pushes, what = self._pushes(goal)
+            bounds = Bounds.from_grid(
+                grid,
+                density_max=goal.density_max or DENSITY_MAX,
+                friction_max=goal.friction_max or FRICTION_BOUND,
+            )
+            train = TrainingSet.from_pushes(grid, pushes)
+            found = identify(
+                train,
+                goal.method or 'probabilistic',
+                bounds=bounds,
+                K=int(goal.num_models) or int(self.p['default_models']),
+                budget=int(goal.budget) or int(self.p['default_budget']),
+                temperature=float(self.get_parameter('temperature').value),
+                seed=int(goal.seed),
+                progress=progress,
+                should_stop=lambda: bool(handle.is_cancel_requested),
+            )
+        except IdentificationCancelledError as exc:
+            handle.canceled()
+            result.error.code, result.message = ErrorCode.CANCELED, str(exc)
+            return result
+        except (MessageError, SlideInputError) as exc:
+            handle.abort()
+            result.error.code, result.message = ErrorCode.BAD_DATA, str(exc)
+            return result
+        except (NoSolutionError, SlideError) as exc:
+            handle.abort()
+            result.error.code, result.message = ErrorCode.NO_SOLUTION, str(exc)
+            return result
+        belief = found.belief
+        X = self._object_pose(goal)
+        msg = belief_to_msg(
+            belief,
+            X,
+            ModelBelief(),
+            MassFrictionModel,
+            float(self.get_parameter('temperature').value),
+        )
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.frame
+        msg.grid.header = msg.header
+        self.pub_belief.publish(msg)
+        self.pub_markers.publish(belief_markers(belief, X, self.frame, msg.header.stamp))
+        result.error.code = ErrorCode.SUCCESS
+        result.message = (
+            f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
+            f'({found.simulations} simulations)'
+        )
+        result.belief = msg
+        result.simulations = found.simulations
+        result.seconds = found.seconds
+        self.get_logger().info(result.message)
+        handle.succeed()
+        return result
+
+    def _object_pose(self, goal: Any) -> np.ndarray:
+        """The object's pose to draw the belief at: the latest observed, else the grid's."""
+        pose = self._pose
+        if pose is not None:
+            try:
+                return pose_to_planar(pose.pose)
+            except MessageError:
+                pass
+        try:
+            return pose_to_planar(goal.grid.pose)
+        except MessageError:
+            return np.zeros(3)
+
+
+def main() -> int:
+    return run(IdentificationNode, 'identification_node')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

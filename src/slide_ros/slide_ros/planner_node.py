@@ -1,0 +1,269 @@
+"""The planner node: the task's decisions about pushes and goals, as actions.
+
+- ``~/choose_exploration`` (ChooseExploration): the next exploratory push: random before
+  any belief, else the most distinctive one under it (paper 2)
+  (:func:`slide_core.task.exploration_push`, the same draws as ``slide episode``).
+- ``~/select_goal`` (SelectGoal): the goal at the edge (:func:`slide_core.planning.select_goal`).
+- ``~/plan_step`` (PlanStep): the closed loop's next decision (done, or the path, the
+  waypoint aimed at and the push, with each model's predicted pose), or the grasp at the
+  observed pose (``grasp_only``).
+
+Every action honours cancel (between its stages; a cancelled goal returns nothing). Markers:
+``/plan/markers`` (goal footprint, the chosen push, the predicted outcomes), the path on
+``/plan/path`` (nav_msgs/Path, latched) and the goal on ``/plan/goal`` (latched).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geometry_msgs.msg import Point, Pose, PoseStamped
+from nav_msgs.msg import Path
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from visualization_msgs.msg import MarkerArray
+
+from slide_core.errors import NoSolutionError, SlideInputError
+from slide_core.geometry import FloatArray, rotation
+from slide_core.io import (
+    MessageError,
+    belief_from_msg,
+    grid_from_msg,
+    pose_to_planar,
+    primitive_from_msg,
+    primitive_to_msg,
+    set_planar_pose,
+)
+from slide_core.model import Belief, load_workcell
+from slide_core.planning import (
+    Grasp,
+    PlanningError,
+    final_grasp,
+    next_step,
+    planner_config,
+    select_goal,
+    step_seed,
+)
+from slide_core.task import EXPLORATION, exploration_push
+from slide_interfaces.action import ChooseExploration, PlanStep, SelectGoal
+from slide_interfaces.msg import ErrorCode
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.markers import arrow, clear, footprint
+from slide_ros.params import Param, declare
+from slide_ros.qos import LATCHED
+
+PARAMS = (
+    Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
+    Param(
+        'exploration',
+        'most-distinctive',
+        'exploratory pushes after the first',
+        choices=EXPLORATION,
+    ),
+    Param(
+        'overhang_weight',
+        0.0,
+        'goal preference for overhang (0: what the grasp needs)',
+        low=0.0,
+        high=100.0,
+    ),
+    *LIFECYCLE_PARAMS,
+)
+
+
+class Cancelled(Exception):  # noqa: N818 - the caller asked; not a fault
+    pass
+
+
+class PlannerNode(SlideNode):
+    """The planner's actions (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('planner', **kwargs)
+        self.p = declare(self, PARAMS)
+        self.cell = load_workcell(self.p['workcell_file'] or None)
+        self.config = planner_config(self.cell, overhang_weight=float(self.p['overhang_weight']))
+        self.frame = self.cell.table.frame_id
+        self.pub_markers = self.create_publisher(MarkerArray, '/plan/markers', LATCHED)
+        self.pub_path = self.create_publisher(Path, '/plan/path', LATCHED)
+        self.pub_goal = self.create_publisher(PoseStamped, '/plan/goal', LATCHED)
+        group = ReentrantCallbackGroup()
+        for action, name, execute in (
+            (ChooseExploration, '~/choose_exploration', self._exploration),
+            (SelectGoal, '~/select_goal', self._goal),
+            (PlanStep, '~/plan_step', self._step),
+        ):
+            ActionServer(
+                self,
+                action,
+                name,
+                execute_callback=self._guard(action, execute),
+                goal_callback=lambda _g: GoalResponse.ACCEPT,
+                cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                callback_group=group,
+            )
+        self.start_up(self.p)
+
+    def _guard(self, action: Any, execute: Any) -> Any:
+        """Run ``execute(handle, result)``; failures become error codes, never tracebacks."""
+
+        def wrapped(handle: Any) -> Any:
+            out = action.Result()
+            if not self.active:
+                out.error.code, out.message = ErrorCode.NOT_READY, 'not active'
+                handle.abort()
+                return out
+            try:
+                execute(handle, out)
+            except Cancelled:
+                out.error.code, out.message = ErrorCode.CANCELED, 'cancelled'
+                handle.canceled()
+                return out
+            except (MessageError, SlideInputError) as exc:
+                out.error.code, out.message = ErrorCode.INVALID_GOAL, str(exc)
+                handle.abort()
+                return out
+            except (PlanningError, NoSolutionError) as exc:
+                out.error.code, out.message = ErrorCode.NO_SOLUTION, str(exc)
+                handle.abort()
+                return out
+            out.error.code = ErrorCode.SUCCESS
+            handle.succeed()
+            return out
+
+        return wrapped
+
+    @staticmethod
+    def _check(handle: Any) -> None:
+        if handle.is_cancel_requested:
+            raise Cancelled
+
+    def _belief(self, msg: Any) -> Belief | None:
+        return belief_from_msg(msg) if msg.models else None
+
+    def _stamped(self, X: FloatArray, z: float = 0.0) -> PoseStamped:
+        m = PoseStamped()
+        m.header.frame_id = self.frame
+        m.header.stamp = self.get_clock().now().to_msg()
+        set_planar_pose(m.pose, X, z)
+        return m
+
+    # -- actions ------------------------------------------------------------------------------
+    def _exploration(self, handle: Any, out: Any) -> None:
+        goal = handle.request
+        grid, X = grid_from_msg(goal.object)
+        belief = self._belief(goal.belief)
+        done = [primitive_from_msg(p) for p in goal.done]
+        self._check(handle)
+        primitive = exploration_push(
+            grid,
+            X,
+            belief,
+            len(done),
+            str(self.get_parameter('exploration').value),
+            int(goal.seed),
+            self.cell,
+            self.config.push_speed,
+        )
+        self._check(handle)
+        primitive_to_msg(primitive, self.cell.fingertip, out.primitive)
+
+    def _goal(self, handle: Any, out: Any) -> None:
+        goal = handle.request
+        belief = belief_from_msg(goal.belief)
+        X = pose_to_planar(goal.object_pose.pose)
+        self._check(handle)
+        chosen = select_goal(belief, X, self.config)
+        self._check(handle)
+        out.goal_pose = self._stamped(chosen.X_WO)
+        out.stay_probability = chosen.stay_probability
+        out.margin, out.overhang = chosen.margin, chosen.overhang
+        out.grasp_pose = self._grasp_pose(chosen.grasp)
+        self.pub_goal.publish(out.goal_pose)
+        markers = MarkerArray()
+        stamp = out.goal_pose.header.stamp
+        markers.markers = [
+            clear('plan/predicted', self.frame, stamp),
+            footprint(
+                belief, chosen.X_WO, 'plan/goal', 0, (0.1, 0.7, 0.1, 1.0), self.frame, stamp
+            ),
+        ]
+        self.pub_markers.publish(markers)
+
+    def _grasp_pose(self, grasp: Grasp) -> PoseStamped:
+        return self._stamped(np.array([*grasp.p_WE, grasp.yaw]), grasp.z)
+
+    def _step(self, handle: Any, out: Any) -> None:
+        goal = handle.request
+        belief = belief_from_msg(goal.belief)
+        X = pose_to_planar(goal.object_pose.pose)
+        cfg = self.config
+        if goal.grasp_only:
+            self._grasp(belief, X, out)
+            return
+        feedback = PlanStep.Feedback()
+
+        def on_stage(stage: str) -> None:
+            self._check(handle)
+            feedback.stage = stage
+            handle.publish_feedback(feedback)
+
+        step = next_step(
+            belief,
+            X,
+            pose_to_planar(goal.goal_pose.pose),
+            cfg,
+            seed=step_seed(int(goal.seed), int(goal.index)),
+            on_stage=on_stage,
+        )
+        self._check(handle)
+        if step.done:
+            out.done = True
+            self._grasp(belief, X, out)
+            return
+        assert step.path is not None and step.push is not None and step.target is not None
+        push = step.push
+        stamp = self.get_clock().now().to_msg()
+        out.path.header.frame_id, out.path.header.stamp = self.frame, stamp
+        out.path.poses = [self._stamped(w) for w in step.path.waypoints]
+        out.target = self._stamped(step.target)
+        primitive_to_msg(push.primitive, self.cell.fingertip, out.push)
+        out.fingertip_start = Point(x=float(push.p_WF0[0]), y=float(push.p_WF0[1]), z=0.0)
+        out.predicted.header.frame_id, out.predicted.header.stamp = self.frame, stamp
+        for Xk in push.predicted_X_WO:
+            pose = Pose()
+            set_planar_pose(pose, Xk)
+            out.predicted.poses.append(pose)
+        out.expected_distance = push.expected_distance
+        out.fall_probability = push.fall_probability
+        out.simulations = push.simulations
+        self.pub_path.publish(out.path)
+        d_W = rotation(float(X[2])) @ push.primitive.d_O
+        markers = MarkerArray()
+        markers.markers = [
+            clear('plan/predicted', self.frame, stamp),
+            arrow(push.p_WF0, d_W, push.primitive.travel, 'plan/push', self.frame, stamp),
+        ]
+        for k, Xk in enumerate(push.predicted_X_WO):
+            alpha = 0.2 + 0.8 * float(belief.weight[k])
+            markers.markers.append(
+                footprint(
+                    belief, Xk, 'plan/predicted', k, (0.2, 0.4, 1.0, alpha), self.frame, stamp
+                )
+            )
+        self.pub_markers.publish(markers)
+
+    def _grasp(self, belief: Belief, X: FloatArray, out: Any) -> None:
+        grasp = final_grasp(belief, X, self.config)
+        out.graspable = grasp is not None
+        if grasp is not None:
+            out.grasp_pose = self._grasp_pose(grasp)
+
+
+def main() -> int:
+    return run(PlannerNode, 'planner_node')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

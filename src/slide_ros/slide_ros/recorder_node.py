@@ -1,0 +1,251 @@
+"""The recorder node: the episode's topics into a rosbag2 (MCAP), where rosbag2 is missing.
+
+It records what ``ros2 bag record`` records on the robot PC (the topics of
+:data:`slide_ros.topics.EPISODE_TOPICS`), with the same result: ``slide identify BAG``
+reads both alike. Subscriptions are raw (CDR bytes), written with rosbags as they came, so
+there is no per-type code; types and their definitions come from Jazzy's and
+slide_interfaces' ``.msg`` files. A topic is subscribed when its first publisher appears,
+with a QoS that matches every publisher (best effort if one is, transient local if all
+are), as rosbag2 does; each message is stamped with the node's clock when it arrives (the
+bag's log time, as rosbag2's receive time).
+
+The bag is always complete and valid, whatever happens to the episode:
+
+- it is written in a hidden folder beside ``bag`` and moved there when closed: on
+  shutdown (SIGINT, SIGTERM, the lifecycle's cleanup or shutdown), so a finished bag never
+  shows half-written;
+- every ``flush_period_s`` the open MCAP chunk is closed and handed to the operating
+  system, so if the node is killed outright the hidden folder still holds everything up
+  to the last flush, which :func:`slide_core.io.read_pushes` reads (saying what was lost).
+
+Parameters: ``bag`` (the output folder, must not exist), ``topics`` (default: every
+episode topic), ``flush_period_s``.
+
+    ros2 run slide_ros recorder_node --ros-args -p bag:=/data/episode_03
+"""
+
+from __future__ import annotations
+
+from functools import partial
+import importlib
+from pathlib import Path
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from typing import Any
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from slide_core.errors import SlideInputError
+from slide_core.io import flush_chunk, interfaces_typestore
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.params import Param, ParameterError, declare
+from slide_ros.topics import EPISODE_TOPICS
+
+PARAMS = (
+    Param('bag', '', 'output folder of the bag (must not exist yet)'),
+    Param(
+        'topics',
+        [t.name for t in EPISODE_TOPICS],
+        'topics to record (default: every episode topic)',
+    ),
+    Param(
+        'flush_period_s',
+        1.0,
+        'close an MCAP chunk this often: a killed recorder loses at most this much',
+        low=0.05,
+        high=60.0,
+    ),
+    Param('discovery_period_s', 0.2, 'look for new publishers this often [s]', low=0.02, high=5.0),
+    *LIFECYCLE_PARAMS,
+)
+TYPES = {t.name: t.type for t in EPISODE_TOPICS}
+
+
+def message_class(type_name: str) -> Any:
+    """The rclpy class of ``pkg/msg/Type`` (SlideInputError when it is not installed)."""
+    package, kind, name = type_name.split('/')
+    try:
+        return getattr(importlib.import_module(f'{package}.{kind}'), name)
+    except (ImportError, AttributeError):
+        raise SlideInputError(f'message type {type_name} is not installed') from None
+
+
+def matching_qos(publishers: list[Any]) -> QoSProfile:
+    """A subscription QoS every one of ``publishers`` (TopicEndpointInfo) can serve."""
+    reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+    latched = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=100,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
+
+
+class RecorderNode(SlideNode):
+    """Records the episode topics into a bag (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('recorder', **kwargs)
+        p = declare(self, PARAMS)
+        if not p['bag']:
+            raise ParameterError('bag: give the output folder of the recording (-p bag:=DIR)')
+        self.target = Path(p['bag']).expanduser().absolute()
+        self.topics = [str(t) for t in p['topics'] if str(t)]
+        unknown = [t for t in self.topics if t not in TYPES]
+        if unknown or not self.topics:
+            raise ParameterError(
+                f'topics: {", ".join(unknown) or "none given"}; record episode topics: '
+                + ', '.join(TYPES)
+            )
+        self.flush_period = float(p['flush_period_s'])
+        self.counts: dict[str, int] = dict.fromkeys(self.topics, 0)
+        self._queue: queue.Queue[tuple[str, str, int, bytes] | None] = queue.Queue()
+        self._subs: dict[str, Any] = {}
+        self._writer: Any = None
+        self._tmp: Path | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._error = ''
+        self._close_lock = threading.Lock()
+        self._discovery = self.create_timer(float(p['discovery_period_s']), self._discover)
+        self.start_up(p)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def configure(self) -> None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        if self._writer is not None:
+            return
+        if self.target.exists():
+            raise SlideInputError(f'{self.target} exists: give a new folder for the bag')
+        parent = self.target.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f'.{self.target.name}.', dir=parent))
+        except OSError as exc:
+            raise SlideInputError(f'cannot write the bag in {parent}: {exc.strerror}') from None
+        store = interfaces_typestore()
+        writer = Writer(tmp / self.target.name, version=9, storage_plugin=StoragePlugin.MCAP)
+        writer.open()
+        self._tmp, self._writer, self._store = tmp, writer, store
+        self._thread = threading.Thread(target=self._write, name='bag writer', daemon=True)
+        self._thread.start()
+        self.get_logger().info(f'recording {len(self.topics)} topics into {self.target}')
+
+    def deactivate(self) -> None:
+        # Paused: no new messages; the bag stays open until cleanup or shutdown.
+        for sub in self._subs.values():
+            self.destroy_subscription(sub)
+        self._subs.clear()
+
+    def on_cleanup(self, state: Any) -> Any:
+        self.close()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: Any) -> Any:
+        result = super().on_shutdown(state)
+        self.close()
+        return result
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+    # -- subscriptions (callbacks store and return) ------------------------------------------
+    def _discover(self) -> None:
+        if not self.active or self._closed:
+            return
+        for topic in self.topics:
+            if topic in self._subs:
+                continue
+            publishers = self.get_publishers_info_by_topic(topic)
+            if not publishers:
+                continue
+            types = {p.topic_type for p in publishers}
+            if types != {TYPES[topic]}:
+                self.get_logger().error(
+                    f'{topic} is published as {", ".join(sorted(types))}, not '
+                    f'{TYPES[topic]}: not recorded',
+                    throttle_duration_sec=30.0,
+                )
+                continue
+            self._subs[topic] = self.create_subscription(
+                message_class(TYPES[topic]),
+                topic,
+                partial(self._on_message, topic),
+                matching_qos(publishers),
+                raw=True,
+            )
+
+    def _on_message(self, topic: str, data: bytes) -> None:
+        self._queue.put((topic, TYPES[topic], self.get_clock().now().nanoseconds, data))
+
+    # -- the writer thread ----------------------------------------------------------------
+    def _write(self) -> None:
+        conns: dict[str, Any] = {}
+        last_flush = time.monotonic()
+        while True:
+            try:
+                item = self._queue.get(timeout=min(0.1, self.flush_period))
+            except queue.Empty:
+                item = ('', '', 0, b'')  # nothing came: only flush when due
+            if item is None:
+                return
+            topic, typ, t_ns, data = item
+            try:
+                if topic:
+                    if topic not in conns:
+                        conns[topic] = self._writer.add_connection(
+                            topic, typ, typestore=self._store
+                        )
+                    self._writer.write(conns[topic], t_ns, data)
+                    self.counts[topic] += 1
+                if time.monotonic() - last_flush >= self.flush_period:
+                    flush_chunk(self._writer)
+                    last_flush = time.monotonic()
+            except Exception as exc:  # noqa: BLE001 - a full disk must not kill the node
+                if not self._error:
+                    self._error = str(exc)
+                    self.get_logger().error(f'the bag cannot be written: {exc}')
+
+    def close(self) -> Path | None:
+        """Stop recording, close the bag and move it into place (once); its path, or None
+        when there was nothing to close."""
+        with self._close_lock:
+            if self._closed or self._writer is None:
+                self._closed = True
+                return None
+            self._closed = True
+        for sub in list(self._subs.values()):
+            try:
+                self.destroy_subscription(sub)
+            except Exception:  # noqa: BLE001, S110 - the context may be gone at shutdown
+                pass
+        self._subs.clear()
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join()
+        assert self._tmp is not None
+        try:
+            self._writer.close()
+            (self._tmp / self.target.name).rename(self.target)
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        except OSError as exc:
+            print(f'recorder: the bag stays in {self._tmp}: {exc}', flush=True)
+            return None
+        total = sum(self.counts.values())
+        # Logging may be gone at shutdown: say it on stdout as well.
+        print(f'recorder: {total} messages written to {self.target}', flush=True)
+        return self.target
+
+
+def main() -> int:
+    return run(RecorderNode, 'recorder_node')
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,365 @@
+"""The task's world and decider over the graph: perception and the executor are the world,
+the planner and identification nodes decide.
+
+Every call is an action goal; while it waits it watches the abort flag (then it cancels
+the goal and raises :class:`slide_core.task.Aborted`), the server's presence (a node that
+died fails the call with a reason instead of hanging) and a timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import threading
+import time
+from typing import Any
+
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+import numpy as np
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from slide_core.errors import NoSolutionError
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification import PushSamples
+from slide_core.io import (
+    MessageError,
+    belief_from_msg,
+    belief_to_msg,
+    grid_from_msg,
+    grid_to_msg,
+    pose_to_planar,
+    primitive_from_msg,
+    primitive_to_msg,
+    record_from_msg,
+    record_to_msg,
+    set_planar_pose,
+    stamp_to_s,
+)
+from slide_core.model import Belief, Primitive, Workcell
+from slide_core.planning import Goal, Grasp, PlanningError, PushPlan, SE2Path, Step
+from slide_core.task import Aborted, GraspReport, ObjectLost, Observation, PushFailed, WorldError
+from slide_interfaces.action import ChooseExploration, Identify, PlanStep, Push, SelectGoal
+from slide_interfaces.action import Grasp as GraspAction
+from slide_interfaces.msg import (
+    ErrorCode,
+    MassFrictionModel,
+    ModelBelief,
+    ObjectGrid,
+    PushPrimitive,
+    PushRecord,
+)
+from slide_ros.qos import LATCHED, RELIABLE
+
+TIMEOUTS = {'push': 180.0, 'grasp': 120.0, 'identify': 300.0, 'plan': 120.0}
+
+
+class NodeGone(WorldError):  # noqa: N818 - a condition of the graph
+    """A node the task needs is not running (it died, or never started)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+
+class Caller:
+    """Sends action goals and waits for their results (see the module docstring)."""
+
+    def __init__(self, node: Node, should_stop: Callable[[], bool]) -> None:
+        self.node, self.should_stop = node, should_stop
+
+    def call(
+        self,
+        client: ActionClient,
+        what: str,
+        goal: Any,
+        timeout_s: float,
+        feedback: Callable[[Any], None] | None = None,
+    ) -> Any:
+        if not client.wait_for_server(timeout_sec=3.0):
+            raise NodeGone(f'{what}: its node is not running')
+        future = client.send_goal_async(goal, feedback_callback=feedback)
+        handle = self._wait(future, client, what, 10.0, None)
+        if not handle.accepted:
+            raise WorldError(f'{what}: the goal was refused', retryable=True)
+        result = handle.get_result_async()
+        self._wait(result, client, what, timeout_s, handle)
+        return result.result().result
+
+    def _wait(
+        self, future: Any, client: ActionClient, what: str, timeout_s: float, handle: Any
+    ) -> Any:
+        end = time.monotonic() + timeout_s
+        last_check = time.monotonic()
+        while not future.done():
+            if self.should_stop():
+                if handle is not None:
+                    cancel = handle.cancel_goal_async()
+                    stop = time.monotonic() + 10.0
+                    while not future.done() and time.monotonic() < stop:
+                        time.sleep(0.01)
+                    del cancel
+                raise Aborted(f'aborted during {what}')
+            now = time.monotonic()
+            if now - last_check > 1.0:
+                last_check = now
+                if not client.server_is_ready():
+                    raise NodeGone(f'{what}: its node stopped answering')
+            if now > end:
+                if handle is not None:
+                    handle.cancel_goal_async()
+                raise NodeGone(f'{what}: no answer within {timeout_s:g} s')
+            time.sleep(0.005)
+        return future.result()
+
+
+class RosWorld:
+    """Perception (``/object/grid``, ``/object/pose``) and the executor's actions."""
+
+    def __init__(self, node: Node, caller: Caller, cell: Workcell, pose_timeout_s: float) -> None:
+        self.node, self.caller, self.cell = node, caller, cell
+        self.frame = cell.table.frame_id
+        self.pose_timeout_s = pose_timeout_s
+        self._lock = threading.Lock()
+        self._grid: tuple[Grid, Any] | None = None
+        self._pose: tuple[float, PoseStamped] | None = None
+        self.observed: PoseStamped | None = None
+        self._since = 0.0  # a pose must be stamped after this (ROS time [s]): the last motion
+        node.create_subscription(ObjectGrid, '/object/grid', self._on_grid, LATCHED)
+        node.create_subscription(PoseStamped, '/object/pose', self._on_pose, RELIABLE)
+        self.push_client = ActionClient(node, Push, '/executor/push')
+        self.grasp_client = ActionClient(node, GraspAction, '/executor/grasp')
+        self.records: list[PushRecord] = []
+
+    def _on_grid(self, msg: ObjectGrid) -> None:
+        try:
+            grid, _ = grid_from_msg(msg)
+        except MessageError:
+            return
+        with self._lock:
+            self._grid = (grid, msg)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        with self._lock:
+            self._pose = (time.monotonic(), msg)
+
+    def _now(self) -> float:
+        return float(self.node.get_clock().now().nanoseconds) * 1e-9
+
+    def ready(self) -> bool:
+        """Perception has sent the grid and a pose in the last ``pose_timeout_s``."""
+        with self._lock:
+            grid, pose = self._grid, self._pose
+        return (
+            grid is not None
+            and pose is not None
+            and (time.monotonic() - pose[0] < self.pose_timeout_s)
+        )
+
+    def observe(self) -> Observation:
+        """The object as perception sees it now: a pose received in the last
+        ``pose_timeout_s`` and taken after the last push or grasp ended (the object at rest
+        where that motion left it). ObjectLost when none comes within the timeout."""
+        end = time.monotonic() + self.pose_timeout_s
+        while True:
+            with self._lock:
+                grid, pose = self._grid, self._pose
+            fresh = (
+                pose is not None
+                and time.monotonic() - pose[0] < self.pose_timeout_s
+                and stamp_to_s(pose[1].header.stamp) >= self._since
+            )
+            if grid is not None and fresh:
+                assert pose is not None
+                try:
+                    X = pose_to_planar(pose[1].pose)
+                except MessageError as exc:
+                    raise ObjectLost(f'perception sent a bad pose: {exc}') from None
+                self.observed = pose[1]
+                return Observation(grid[0], X, stamp_to_s(pose[1].header.stamp))
+            if time.monotonic() > end:
+                raise ObjectLost(
+                    f'no object pose from perception for {self.pose_timeout_s:g} s'
+                    if grid is not None
+                    else 'perception has not acquired the object'
+                )
+            if self.caller.should_stop():
+                raise Aborted('aborted while observing')
+            time.sleep(0.02)
+
+    def push(self, primitive: Primitive, X_WO: FloatArray) -> PushSamples:
+        goal = Push.Goal()
+        primitive_to_msg(primitive, self.cell.fingertip, goal.primitive)
+        # Resolve the push at the freshest pose (deciding may have taken a while; the object
+        # has not moved since it was observed, but the executor refuses old poses).
+        self.observe()
+        assert self.observed is not None
+        goal.object_pose = self.observed
+        goal.index = len(self.records)
+        result = self.caller.call(self.push_client, 'push', goal, TIMEOUTS['push'])
+        self._since = self._now()
+        if result.error.code != ErrorCode.SUCCESS:
+            unsafe = result.error.code in (ErrorCode.FT_LIMIT, ErrorCode.CANCELED)
+            raise PushFailed(
+                f'push: {result.message} (code {result.error.code})', retryable=not unsafe
+            )
+        self.records.append(result.record)
+        try:
+            return record_from_msg(result.record, self.frame)
+        except MessageError as exc:
+            raise PushFailed(f'push: unusable record: {exc}') from None
+
+    def grasp(self, grasp: Grasp) -> GraspReport:
+        goal = GraspAction.Goal()
+        goal.grasp_pose.header.frame_id = self.frame
+        set_planar_pose(goal.grasp_pose.pose, np.array([*grasp.p_WE, grasp.yaw]), grasp.z)
+        goal.lift_height = 0.1
+        result = self.caller.call(self.grasp_client, 'grasp', goal, TIMEOUTS['grasp'])
+        self._since = self._now()
+        if result.error.code not in (ErrorCode.SUCCESS, ErrorCode.NOT_HELD):
+            raise WorldError(f'grasp: {result.message} (code {result.error.code})')
+        return GraspReport(bool(result.holding), float(result.lifted))
+
+
+class RosDecider:
+    """The planner's and identification's actions as the task's decider."""
+
+    def __init__(
+        self,
+        node: Node,
+        caller: Caller,
+        cell: Workcell,
+        seed: int,
+        identification: dict[str, Any],
+        progress: Callable[[str], None],
+    ) -> None:
+        self.node, self.caller, self.cell, self.seed = node, caller, cell, int(seed)
+        self.frame = cell.table.frame_id
+        self.settings = identification
+        self.progress = progress
+        self.explore_client = ActionClient(node, ChooseExploration, '/planner/choose_exploration')
+        self.goal_client = ActionClient(node, SelectGoal, '/planner/select_goal')
+        self.step_client = ActionClient(node, PlanStep, '/planner/plan_step')
+        self.identify_client = ActionClient(node, Identify, '/identification/identify')
+        self._belief: tuple[Belief, ModelBelief] | None = None
+
+    def _stamped(self, X: FloatArray) -> PoseStamped:
+        m = PoseStamped()
+        m.header.frame_id = self.frame
+        m.header.stamp = self.node.get_clock().now().to_msg()
+        set_planar_pose(m.pose, X)
+        return m
+
+    def _belief_msg(self, belief: Belief, X: FloatArray) -> ModelBelief:
+        if self._belief is not None and self._belief[0] is belief:
+            return self._belief[1]
+        return belief_to_msg(belief, X, ModelBelief(), MassFrictionModel, 0.0)
+
+    @staticmethod
+    def _ok(result: Any, what: str) -> Any:
+        if result.error.code == ErrorCode.NO_SOLUTION:
+            raise PlanningError(f'{what}: {result.message}')
+        if result.error.code != ErrorCode.SUCCESS:
+            raise NoSolutionError(f'{what}: {result.message} (code {result.error.code})')
+        return result
+
+    def exploration(
+        self, grid: Grid, X_WO: FloatArray, belief: Belief | None, done: Sequence[Primitive]
+    ) -> Primitive:
+        goal = ChooseExploration.Goal()
+        grid_to_msg(grid, X_WO, goal.object)
+        if belief is not None:
+            goal.belief = self._belief_msg(belief, X_WO)
+        goal.done = [primitive_to_msg(p, self.cell.fingertip, PushPrimitive()) for p in done]
+        goal.seed = self.seed
+        result = self._ok(
+            self.caller.call(self.explore_client, 'exploration choice', goal, TIMEOUTS['plan']),
+            'exploration choice',
+        )
+        return primitive_from_msg(result.primitive)
+
+    def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
+        goal = Identify.Goal()
+        grid_to_msg(grid, np.zeros(3), goal.grid)
+        records = []
+        for k, samples in enumerate(pushes):
+            msg = PushRecord()
+            msg.index = k
+            records.append(record_to_msg(samples, msg, PoseStamped, WrenchStamped, self.frame))
+        goal.pushes = records
+        goal.method = str(self.settings['method'])
+        goal.num_models = int(self.settings['models'])
+        goal.budget = int(self.settings['budget'])
+        goal.seed = self.seed
+
+        def feedback(msg: Any) -> None:
+            f = msg.feedback
+            self.progress(f'identification: {f.iteration}/{f.iterations_total} simulations')
+
+        result = self.caller.call(
+            self.identify_client, 'identification', goal, TIMEOUTS['identify'], feedback
+        )
+        if result.error.code != ErrorCode.SUCCESS:
+            raise NoSolutionError(f'identification: {result.message} (code {result.error.code})')
+        belief = belief_from_msg(result.belief)
+        self._belief = (belief, result.belief)
+        return belief
+
+    def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        goal = SelectGoal.Goal(
+            belief=self._belief_msg(belief, X_WO), object_pose=self._stamped(X_WO)
+        )
+        r = self._ok(
+            self.caller.call(self.goal_client, 'goal selection', goal, TIMEOUTS['plan']),
+            'goal selection',
+        )
+        X_goal = pose_to_planar(r.goal_pose.pose)
+        return Goal(
+            X_goal,
+            float(r.stay_probability),
+            float(r.margin),
+            float(r.overhang),
+            0.0,
+            self._grasp(r.grasp_pose),
+        )
+
+    def _grasp(self, pose: PoseStamped) -> Grasp:
+        X = pose_to_planar(pose.pose)
+        return Grasp(X[:2], float(pose.pose.position.z), float(X[2]), self.cell.gripper.min_grip)
+
+    def _plan(
+        self, belief: Belief, X_WO: FloatArray, goal_X: FloatArray, index: int, grasp_only: bool
+    ) -> Any:
+        goal = PlanStep.Goal(
+            belief=self._belief_msg(belief, X_WO),
+            object_pose=self._stamped(X_WO),
+            goal_pose=self._stamped(goal_X),
+            index=int(index),
+            seed=self.seed,
+            grasp_only=grasp_only,
+        )
+        return self._ok(
+            self.caller.call(self.step_client, 'planning', goal, TIMEOUTS['plan']), 'planning'
+        )
+
+    def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
+        t0 = time.perf_counter()
+        r = self._plan(belief, X_WO, goal.X_WO, index, False)
+        if r.done:
+            return Step(True, None, None, None, time.perf_counter() - t0)
+        waypoints = np.array([pose_to_planar(p.pose) for p in r.path.poses])
+        predicted = np.array(
+            [[p.position.x, p.position.y, pose_to_planar(p)[2]] for p in r.predicted.poses]
+        )
+        plan = PushPlan(
+            primitive_from_msg(r.push),
+            np.array([r.fingertip_start.x, r.fingertip_start.y]),
+            predicted,
+            float(r.expected_distance),
+            float(r.fall_probability),
+            int(r.simulations),
+        )
+        path = SE2Path(waypoints, 0.0, True)
+        return Step(False, path, pose_to_planar(r.target.pose), plan, time.perf_counter() - t0)
+
+    def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
+        r = self._plan(belief, X_WO, X_WO, 0, True)
+        return self._grasp(r.grasp_pose) if r.graspable else None
