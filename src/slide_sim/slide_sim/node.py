@@ -104,7 +104,8 @@ class TwinNode(Node):
         self._commands: queue.Queue[Callable[[], None]] = queue.Queue()
         self._stop = threading.Event()
         self._wrench = (0.0,) * 6
-        self._snapshot: tuple[float, np.ndarray, np.ndarray] | None = None
+        # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
+        self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
         self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
         self._gripper = (0.0, False)
@@ -175,7 +176,12 @@ class TwinNode(Node):
                 self._poses['gripper'] = twin.gripper_pose()
                 self._gripper = (twin.gripper_width(), twin.holding())
                 if twin.time >= next_snapshot:
-                    self._snapshot = (twin.time, twin.data.qpos.copy(), twin.data.mocap_pos.copy())
+                    self._snapshot = (
+                        twin.time,
+                        twin.data.qpos.copy(),
+                        twin.data.mocap_pos.copy(),
+                        self.get_clock().now().to_msg(),
+                    )
                     next_snapshot = twin.time + self._camera_period
             ahead = (twin.time - sim0) / self.rtf - (time.monotonic() - wall0)
             if ahead > 0.002:
@@ -207,14 +213,15 @@ class TwinNode(Node):
                     cloud = point_cloud(frame, world=False, decimation=self._decimation)
                     if not self.context.ok():
                         break
-                    self._publish_cloud(cloud, camera)
+                    self._publish_cloud(cloud, camera, snap[3])
                 except Exception as exc:  # noqa: BLE001 - a failed frame is one lost frame
                     if not self.context.ok():
                         break
                     self.get_logger().warning(f'camera frame lost: {exc}')
 
-    def _publish_cloud(self, points: np.ndarray, camera: RgbdCamera) -> None:
-        stamp = self.get_clock().now().to_msg()
+    def _publish_cloud(self, points: np.ndarray, camera: RgbdCamera, stamp: Any) -> None:
+        """Publish a frame stamped when its state was taken (as a camera stamps the exposure,
+        not the end of its processing)."""
         msg = xyz_to_cloud(points, PointCloud2(), PointField)
         msg.header.stamp, msg.header.frame_id = stamp, OPTICAL_FRAME
         self.pub_cloud.publish(msg)
