@@ -9,6 +9,9 @@ extrinsics file gives the optical frame in the table frame. ``pusher/pose`` and
 Publishes ``object/grid`` (slide_interfaces/ObjectGrid, latched), ``object/pose``
 (PoseStamped), ``object/cloud`` (the segmented points), ``object/markers`` (MarkerArray)
 and ``/diagnostics`` (what the last frame gave: ok or why there is no grid or pose).
+A message that cannot be used (a malformed cloud, a cloud perception cannot make sense of,
+a pose with NaN) is reported on ``/diagnostics`` (``bad_cloud``, ``bad_pose``), counted in
+``bad_messages`` (also on ``/diagnostics``), and the node carries on with the next one.
 Service ``~/reacquire`` (std_srvs/Trigger) forgets the object; the next frame acquires it.
 
     ros2 run slide_perception perception_node --ros-args \\
@@ -18,6 +21,7 @@ Service ``~/reacquire`` (std_srvs/Trigger) forgets the object; the next frame ac
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -150,6 +154,7 @@ class PerceptionNode(Node):
         self._cloud: tuple[Any, np.ndarray] | None = None  # (stamp, p_K)
         self._pusher: np.ndarray | None = None
         self._gripper: np.ndarray | None = None
+        self.bad_messages = 0
 
         self.pub_grid = self.create_publisher(ObjectGrid, 'object/grid', LATCHED_QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'object/pose', POSE_QOS)
@@ -174,11 +179,18 @@ class PerceptionNode(Node):
         )
 
     # -- callbacks: store and return ----------------------------------------------------------
+    def _bad(self, status: str, reason: str) -> None:
+        self.bad_messages += 1
+        self._report(DiagnosticStatus.ERROR, status, reason)
+        self.get_logger().warning(f'{status}: {reason}', throttle_duration_sec=5.0)
+
     def _on_cloud(self, msg: PointCloud2) -> None:
         try:
             p_K = cloud_to_xyz(msg)
-        except SlideInputError as exc:
-            self._report(DiagnosticStatus.ERROR, 'bad_cloud', str(exc))
+        except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+            # SlideInputError (a ValueError) says what is wrong; anything else is also
+            # one bad message, never the end of the node.
+            self._bad('bad_cloud', str(exc) or type(exc).__name__)
             return
         with self._lock:
             self._cloud = (msg.header.stamp, p_K)
@@ -192,7 +204,11 @@ class PerceptionNode(Node):
             )
             return None
         q = msg.pose.position
-        return np.array([q.x, q.y, q.z])
+        p = np.array([q.x, q.y, q.z], dtype=float)
+        if not np.isfinite(p).all():
+            self._bad('bad_pose', f'a keep-out pose holds NaN or infinite values: {p.tolist()}')
+            return None
+        return p
 
     def _on_pusher(self, msg: PoseStamped) -> None:
         self._pusher = self._planar(msg)
@@ -254,6 +270,12 @@ class PerceptionNode(Node):
         except PerceptionError as exc:
             self._report(DiagnosticStatus.WARN, exc.status.value, str(exc))
             return
+        except Exception as exc:  # noqa: BLE001 - one frame perception cannot handle
+            # (open3d refuses degenerate clouds with RuntimeError, numpy with ValueError):
+            # that frame is lost, the node carries on.
+            text = re.sub(r'\x1b\[[0-9;]*m', '', str(exc)).strip() or type(exc).__name__
+            self._bad('bad_cloud', f'perception failed on this frame: {text.splitlines()[0]}')
+            return
         pose = PoseStamped()
         pose.header.stamp = stamp
         pose.header.frame_id = self.table_frame
@@ -297,9 +319,10 @@ class PerceptionNode(Node):
     ) -> None:
         diag = DiagnosticStatus(name='perception', level=level, message=message)
         diag.hardware_id = 'camera'
-        diag.values = [KeyValue(key='status', value=status)] + [
-            KeyValue(key=k, value=v) for k, v in (values or {}).items()
-        ]
+        diag.values = [
+            KeyValue(key='status', value=status),
+            KeyValue(key='bad_messages', value=str(self.bad_messages)),
+        ] + [KeyValue(key=k, value=v) for k, v in (values or {}).items()]
         array = DiagnosticArray(status=[diag])
         array.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(array)
