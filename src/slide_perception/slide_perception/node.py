@@ -21,6 +21,7 @@ Service ``~/reacquire`` (std_srvs/Trigger) forgets the object; the next frame ac
 
 from __future__ import annotations
 
+from collections import deque
 import re
 import threading
 import time
@@ -53,6 +54,25 @@ from slide_core.perception import (
 from slide_interfaces.msg import ObjectGrid
 
 CLOUD_QOS = qos_profile_sensor_data
+KEEP_OUT_HISTORY = 200  # tool poses kept per tool (a few seconds at the tools' rates)
+
+
+def _seconds(stamp: Any) -> float:
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def _at(history: list[tuple[float, np.ndarray]], t: float) -> np.ndarray | None:
+    """The position at time ``t`` from stamped positions (interpolated; the nearest end
+    outside them); None without any."""
+    if not history:
+        return None
+    stamps = np.array([s for s, _ in history])
+    order = np.argsort(stamps)
+    stamps = stamps[order]
+    points = np.array([history[i][1] for i in order])
+    return np.array([np.interp(t, stamps, points[:, j]) for j in range(3)])
+
+
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 POSE_QOS = QoSProfile(depth=10)
 DIAGNOSTICS_QOS = QoSProfile(depth=10)
@@ -152,8 +172,10 @@ class PerceptionNode(Node):
         self.tracker: PoseTracker | None = None
         self._lock = threading.Lock()
         self._cloud: tuple[Any, np.ndarray] | None = None  # (stamp, p_K)
-        self._pusher: np.ndarray | None = None
-        self._gripper: np.ndarray | None = None
+        # Recent keep-out poses (stamp [s], position (3,)): a frame uses the pose of each tool
+        # at the frame's stamp, so a cloud that waited in the queue is cut where the tool was.
+        self._pusher: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
+        self._gripper: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self.bad_messages = 0
 
         self.pub_grid = self.create_publisher(ObjectGrid, 'object/grid', LATCHED_QOS)
@@ -211,10 +233,14 @@ class PerceptionNode(Node):
         return p
 
     def _on_pusher(self, msg: PoseStamped) -> None:
-        self._pusher = self._planar(msg)
+        p = self._planar(msg)
+        if p is not None:
+            self._pusher.append((_seconds(msg.header.stamp), p))
 
     def _on_gripper(self, msg: PoseStamped) -> None:
-        self._gripper = self._planar(msg)
+        p = self._planar(msg)
+        if p is not None:
+            self._gripper.append((_seconds(msg.header.stamp), p))
 
     def _reacquire(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         with self._lock:
@@ -225,12 +251,19 @@ class PerceptionNode(Node):
         return response
 
     # -- work ---------------------------------------------------------------------------------
-    def _keep_out(self) -> tuple[KeepOut, ...]:
+    def _keep_out(self, stamp: float) -> tuple[KeepOut, ...]:
+        """The tools to cut out of a frame stamped ``stamp`` [s], each at the pose it had
+        then (interpolated between the poses around it; the nearest beyond them)."""
         bodies = []
-        if self._pusher is not None and self.pusher_radius > 0:
-            bodies.append(KeepOut(tuple(self._pusher), self.pusher_radius, 0.05))
-        if self._gripper is not None and self.gripper_radius > 0:
-            bodies.append(KeepOut(tuple(self._gripper), self.gripper_radius, 0.1))
+        for history, radius, half_height in (
+            (self._pusher, self.pusher_radius, 0.05),
+            (self._gripper, self.gripper_radius, 0.1),
+        ):
+            p = _at(list(history), stamp)
+            if p is not None and radius > 0:
+                bodies.append(
+                    KeepOut((float(p[0]), float(p[1]), float(p[2])), radius, half_height)
+                )
         return tuple(bodies)
 
     def _step(self) -> None:
@@ -248,7 +281,7 @@ class PerceptionNode(Node):
         stamp, p_K = cloud
         t0 = time.perf_counter()
         p_W = to_table_frame(p_K, self.R_WK, self.p_WK)
-        keep_out = self._keep_out()
+        keep_out = self._keep_out(_seconds(stamp))
         try:
             if self.tracker is None:
                 estimate = acquire(p_W, self.config, keep_out)
