@@ -31,16 +31,19 @@ import importlib
 from pathlib import Path
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from typing import Any
 
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import SlideError, SlideInputError
 from slide_core.io import flush_chunk, interfaces_typestore
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode
 from slide_ros.params import Param, ParameterError, declare
 from slide_ros.topics import EPISODE_TOPICS
 
@@ -243,8 +246,37 @@ class RecorderNode(SlideNode):
         return self.target
 
 
+def _executor() -> Any:
+    """rclpy's EventsExecutor where it exists (it takes messages in C++: the recorder keeps
+    up with a 500 Hz wrench and the camera), else the SingleThreadedExecutor."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return SingleThreadedExecutor()
+    return EventsExecutor()
+
+
 def main() -> int:
-    return run(RecorderNode, 'recorder_node')
+    """``recorder_node``: exit code 2 on a bad parameter, 1 when start-up failed for good
+    (as :func:`slide_ros.lifecycle.run`)."""
+    rclpy.init(args=sys.argv)
+    try:
+        node = RecorderNode()
+    except (ParameterError, SlideError, OSError) as exc:
+        print(f'recorder_node: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = _executor()
+    executor.add_node(node)
+    try:
+        while rclpy.ok() and not node.gave_up:
+            executor.spin_once(timeout_sec=0.2)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 1 if node.gave_up else 0
 
 
 if __name__ == '__main__':

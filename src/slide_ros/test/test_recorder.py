@@ -1,0 +1,179 @@
+"""The recorder node over real DDS: the episode topics into a bag that is always complete
+(closed and moved into place on SIGINT or SIGTERM), what a killed recorder had flushed
+still readable, and bad parameters refused in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import os
+from pathlib import Path
+import signal
+import subprocess
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from slide_ros.qos import LATCHED, RELIABLE, SENSOR  # noqa: E402
+from std_msgs.msg import UInt32  # noqa: E402
+
+from slide_bringup.graph import NodeSpec  # noqa: E402
+from slide_bringup.runner import command  # noqa: E402
+from slide_core.io import grid_to_msg, open_bag  # noqa: E402
+from slide_core.model import load_object  # noqa: E402
+from slide_interfaces.msg import ObjectGrid  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+class Publisher:
+    """A node that publishes like the graph: a latched grid, wrenches, push markers."""
+
+    def __init__(self) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('episode', context=self.context)
+        self.grid = self.node.create_publisher(ObjectGrid, '/object/grid', LATCHED)
+        self.wrench = self.node.create_publisher(WrenchStamped, '/ft/wrench', RELIABLE)
+        self.raw = self.node.create_publisher(WrenchStamped, '/netft/wrench', SENSOR)
+        self.start = self.node.create_publisher(UInt32, '/push/start', RELIABLE)
+
+    def publish_grid(self) -> None:
+        spec = load_object('box')
+        msg = grid_to_msg(spec.grid, np.array([0.4, 0.0, 0.3]), ObjectGrid())
+        msg.header.frame_id = 'table'
+        self.grid.publish(msg)
+
+    def recorded(self, topics: list[str], timeout: float = 60.0) -> bool:
+        """The recorder subscribes to every one of ``topics`` and our publishers matched it."""
+        pubs = {
+            '/object/grid': self.grid,
+            '/ft/wrench': self.wrench,
+            '/netft/wrench': self.raw,
+            '/push/start': self.start,
+        }
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            subscribed = all(
+                any(
+                    s.node_name == 'recorder' for s in self.node.get_subscriptions_info_by_topic(t)
+                )
+                for t in topics
+            )
+            if subscribed and all(pubs[t].get_subscription_count() > 0 for t in topics):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def publish_wrenches(self, n: int, first: int = 0) -> None:
+        for k in range(first, first + n):
+            msg = WrenchStamped()
+            msg.header.frame_id = 'table'
+            msg.header.stamp = self.node.get_clock().now().to_msg()
+            msg.wrench.force.x, msg.wrench.force.y = float(k), -0.5 * k
+            self.wrench.publish(msg)
+            if k % 10 == 0:
+                self.start.publish(UInt32(data=k // 10))
+            time.sleep(0.002)
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture
+def episode() -> Iterator[Publisher]:
+    p = Publisher()
+    yield p
+    p.close()
+
+
+def start_recorder(bag: Path, log: Path, **parameters: Any) -> subprocess.Popen[bytes]:
+    spec = NodeSpec('slide_ros', 'recorder_node', 'recorder', {'bag': str(bag), **parameters})
+    with log.open('wb') as out:
+        return subprocess.Popen(
+            command(spec), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes], sig: int) -> int:
+    os.killpg(process.pid, sig)
+    return process.wait(timeout=30)
+
+
+def wrenches(bag: Path) -> list[tuple[float, float, str]]:
+    b = open_bag(bag)
+    out = []
+    for topic, _, raw in b.messages(['/ft/wrench']):
+        msg = b.decode(topic, raw)
+        out.append((msg.wrench.force.x, msg.wrench.force.y, msg.header.frame_id))
+    return out
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM])
+def test_a_recording_is_a_complete_bag_when_the_recorder_is_stopped(
+    episode: Publisher, tmp_path: Path, sig: int
+) -> None:
+    bag = tmp_path / 'episode'
+    episode.publish_grid()  # before the recorder starts: latched, still recorded
+    recorder = start_recorder(bag, tmp_path / 'recorder.log')
+    try:
+        assert episode.recorded(['/object/grid', '/ft/wrench', '/push/start', '/netft/wrench'])
+        episode.publish_wrenches(300)
+        time.sleep(0.5)
+    finally:
+        code = stop(recorder, sig)
+    log = (tmp_path / 'recorder.log').read_text()
+    assert code == 0, log
+    assert '331 messages written to' in log  # the grid, 300 wrenches, 30 markers
+    # Moved into place whole: the folder and its metadata, nothing hidden left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['episode', 'recorder.log']
+    assert sorted(p.name for p in bag.iterdir()) == ['episode.mcap', 'metadata.yaml']
+    b = open_bag(bag)
+    assert b.warnings == [] and not b.truncated
+    assert b.topics['/object/grid'].type == 'slide_interfaces/msg/ObjectGrid'
+    assert b.topics['/object/grid'].count == 1
+    assert b.topics['/push/start'].count == 30
+    # Reliable topics arrive whole and as sent (the bytes were written as they came).
+    assert wrenches(bag) == [(float(k), -0.5 * k, 'table') for k in range(300)]
+
+
+def test_a_killed_recorder_leaves_what_it_had_flushed(episode: Publisher, tmp_path: Path):
+    bag = tmp_path / 'episode'
+    recorder = start_recorder(bag, tmp_path / 'recorder.log', flush_period_s=0.2)
+    try:
+        assert episode.recorded(['/ft/wrench', '/push/start'])
+        episode.publish_wrenches(200)
+        time.sleep(1.0)  # several flush periods
+    finally:
+        stop(recorder, signal.SIGKILL)
+    # No bag where a finished one would be; the hidden folder holds what was flushed.
+    assert not bag.exists()
+    (hidden,) = [p for p in tmp_path.iterdir() if p.name.startswith('.episode.')]
+    partial = hidden / 'episode'
+    b = open_bag(partial)
+    assert any('no metadata.yaml' in w for w in b.warnings)
+    assert any('without its summary and footer' in w for w in b.warnings)
+    assert wrenches(partial) == [(float(k), -0.5 * k, 'table') for k in range(200)]
+
+
+def test_bad_parameters_are_refused_in_one_line(tmp_path: Path) -> None:
+    def run(**parameters: Any) -> subprocess.CompletedProcess[str]:
+        spec = NodeSpec('slide_ros', 'recorder_node', 'recorder', parameters)
+        return subprocess.run(
+            command(spec), capture_output=True, text=True, timeout=60, check=False
+        )
+
+    out = run(bag='')
+    assert out.returncode == 2 and 'bag: give the output folder' in out.stderr
+    out = run(bag=str(tmp_path / 'b'), topics=['/ft/wrench', '/nope'])
+    assert out.returncode == 2 and 'topics: /nope' in out.stderr
+    (tmp_path / 'exists').mkdir()
+    out = run(bag=str(tmp_path / 'exists'), configure_retries=0)
+    assert out.returncode == 1
+    assert 'exists: give a new folder for the bag' in out.stdout + out.stderr
+    assert 'Traceback' not in out.stdout + out.stderr
