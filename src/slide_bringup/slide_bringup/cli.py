@@ -30,10 +30,12 @@ from slide_core.errors import NoSolutionError
 COMMAND_MODULES = (
     'slide_bringup.commands.demo',
     'slide_bringup.commands.episode',
+    'slide_bringup.commands.launch',
     'slide_bringup.commands.doctor',
     'slide_bringup.commands.objects',
     'slide_bringup.commands.record',
     'slide_bringup.commands.identify',
+    'slide_bringup.commands.replay',
     'slide_bringup.commands.evaluate',
     'slide_bringup.commands.bench',
 )

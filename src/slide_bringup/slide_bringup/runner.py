@@ -9,12 +9,14 @@ left: nothing is left running.
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Sequence
 from dataclasses import dataclass
 import os
 from pathlib import Path
 import signal
 import subprocess
+import threading
 import time
 from typing import IO
 
@@ -26,6 +28,10 @@ class Running:
     spec: NodeSpec
     process: subprocess.Popen[bytes]
     log: IO[bytes]
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f'signal {signum}')
 
 
 def executable(spec: NodeSpec) -> Path:
@@ -68,6 +74,12 @@ class Graph:
         self.nodes: list[Running] = []
 
     def start(self) -> None:
+        """Start every node. From here on SIGTERM (``timeout``, a service manager) ends the
+        caller as Ctrl-C does, so its ``finally`` stops the nodes, and at exit whatever is
+        still running is stopped: nothing is left behind."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminate)
+        atexit.register(self.stop)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
         for spec, cmd in zip(self.specs, commands, strict=True):
@@ -100,7 +112,10 @@ class Graph:
         raise GraphError(f'no node {name!r} in the graph')
 
     def stop(self, grace_s: float = 8.0) -> dict[str, int]:
-        """SIGINT to every node, then SIGTERM and SIGKILL to what is left; exit codes."""
+        """SIGINT to every node, then SIGTERM and SIGKILL to what is left; exit codes.
+        Further SIGTERMs to this process are ignored while it cleans up."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for r in self.nodes:
             if r.process.poll() is None:
                 os.killpg(r.process.pid, signal.SIGINT)
@@ -116,6 +131,7 @@ class Graph:
         for r in self.nodes:
             codes[r.spec.name] = r.process.wait()
             r.log.close()
+        atexit.unregister(self.stop)
         return codes
 
     def log_tail(self, name: str, lines: int = 20) -> str:

@@ -57,16 +57,23 @@ class RgbdFrame:
 class RgbdCamera:
     """Renders the model's ``rgbd`` camera. Close it (or use ``with``) when done."""
 
-    def __init__(self, model: mujoco.MjModel, camera: str = 'rgbd', seed: int = 0) -> None:
+    def __init__(
+        self, model: mujoco.MjModel, camera: str = 'rgbd', seed: int = 0, decimation: int = 1
+    ) -> None:
+        """``decimation`` renders at 1/n of the D435's resolution in each direction (as
+        realsense2_camera's decimation filter thins its frames; rendering is the cost)."""
         self.model = model
         self.camera = camera
         self._id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
         if self._id < 0:
             raise ValueError(f'the model has no camera named {camera!r}')
+        if not 1 <= decimation <= 8:
+            raise ValueError(f'decimation must be 1 to 8, got {decimation}')
+        width, height = WIDTH // decimation, HEIGHT // decimation
         fovy = np.radians(model.cam_fovy[self._id])
-        f = (HEIGHT / 2) / np.tan(fovy / 2)
-        self.intrinsics = Intrinsics(f, f, (WIDTH - 1) / 2, (HEIGHT - 1) / 2)
-        self._renderer = mujoco.Renderer(model, HEIGHT, WIDTH)
+        f = (height / 2) / np.tan(fovy / 2)
+        self.intrinsics = Intrinsics(f, f, (width - 1) / 2, (height - 1) / 2, width, height)
+        self._renderer = mujoco.Renderer(model, height, width)
         self._rng = np.random.default_rng(seed)
 
     def close(self) -> None:
@@ -87,7 +94,7 @@ class RgbdCamera:
             r.update_scene(data, camera=self.camera)
             colour = r.render().copy()
         else:
-            colour = np.zeros((HEIGHT, WIDTH, 3), np.uint8)
+            colour = np.zeros((self.intrinsics.height, self.intrinsics.width, 3), np.uint8)
         r.enable_depth_rendering()
         r.update_scene(data, camera=self.camera)
         depth = r.render().astype(np.float64)

@@ -197,7 +197,9 @@ class TwinNode(Node):
     def _run_camera(self) -> None:
         data = mujoco.MjData(self.twin.model)
         last = -1.0
-        with RgbdCamera(self.twin.model, seed=self._camera_seed) as camera:
+        with RgbdCamera(
+            self.twin.model, seed=self._camera_seed, decimation=self._decimation
+        ) as camera:
             while not self._stop.is_set():
                 with self._lock:
                     snap = self._snapshot
@@ -210,22 +212,21 @@ class TwinNode(Node):
                 mujoco.mj_forward(self.twin.model, data)
                 try:
                     frame = camera.capture(data, rgb=False)
-                    cloud = point_cloud(frame, world=False, decimation=self._decimation)
+                    cloud = point_cloud(frame, world=False)
                     if not self.context.ok():
                         break
-                    self._publish_cloud(cloud, camera, snap[3])
+                    self._publish_cloud(cloud, frame.intrinsics, snap[3])
                 except Exception as exc:  # noqa: BLE001 - a failed frame is one lost frame
                     if not self.context.ok():
                         break
                     self.get_logger().warning(f'camera frame lost: {exc}')
 
-    def _publish_cloud(self, points: np.ndarray, camera: RgbdCamera, stamp: Any) -> None:
+    def _publish_cloud(self, points: np.ndarray, k: Any, stamp: Any) -> None:
         """Publish a frame stamped when its state was taken (as a camera stamps the exposure,
         not the end of its processing)."""
         msg = xyz_to_cloud(points, PointCloud2(), PointField)
         msg.header.stamp, msg.header.frame_id = stamp, OPTICAL_FRAME
         self.pub_cloud.publish(msg)
-        k = camera.intrinsics
         info = CameraInfo()
         info.header = msg.header
         info.width, info.height = k.width, k.height

@@ -1,33 +1,172 @@
-"""``slide demo``: the main job, one whole pre-grasp episode in the MuJoCo twin.
+"""``slide demo``: the main job, one whole pre-grasp episode by the ROS graph on the twin.
 
-The hammer (by default) lies at a random pose on the table. The robot pokes it with five
-random exploratory pushes, identifies a belief over its mass and friction maps from the
-recorded motion and wrenches, chooses a goal at the table edge where the handle sticks out
-and stays balanced with high probability, pushes it there in closed loop (observe, replan
-with RRT*, choose the push that the belief's models agree brings it nearest the next
-waypoint), grasps the overhang and lifts it. Writes a PNG of the maps, the plan and the
-pushes (``out/demo.png``).
+Starts the graph's nodes as separate processes (twin, F/T driver, perception, executor,
+identification, planner, behaviour), as ``slide launch pregrasp exit_on_done:=true`` does.
+The hammer (by default) lies at a random pose; the robot pokes it (the first push at
+random, then the pushes the belief's models disagree most about), the identification node
+identifies a belief over its mass and friction maps, the planner chooses a goal at the
+table edge where the handle sticks out and stays balanced with high probability and pushes
+it there in closed loop (observe through perception, replan, push), and the executor
+grasps the overhang and lifts it. It prints what happened stage by stage, writes a picture
+(``out/demo.png``), and scores the episode with the twin's ground truth (read only here,
+never by the graph). ``slide episode`` runs the same task in one process, for benchmarks.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+import sys
+import tempfile
+import threading
+import time
 from typing import Any
 
-from slide_bringup.commands import episode
-
 NAME = 'demo'
-HELP = 'one whole pre-grasp episode in the MuJoCo twin, with a picture (the main job)'
+HELP = 'one whole pre-grasp episode by the ROS graph on the twin, with a picture (the main job)'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    episode.add_episode_arguments(parser, default_png=Path('out/demo.png'))
+    parser.add_argument('--object', default='hammer', help='library name or .yaml file')
+    parser.add_argument('--seed', type=int, default=0, help='episode seed (start pose, pushes)')
+    parser.add_argument('--png', type=Path, default=Path('out/demo.png'), help='the picture')
+    parser.add_argument(
+        '--timeout', type=float, default=1200.0, help='give up after this many seconds'
+    )
+    parser.add_argument(
+        '--log-dir', type=Path, default=None, help='node logs (default out/demo/TIME)'
+    )
+
+
+class Watcher:
+    """Listens to the behaviour's state (prints its history as it grows) and keeps the
+    twin's latest ground truth, in a thread of its own."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from slide_ros.qos import LATCHED
+
+        from slide_interfaces.msg import GroundTruth, TaskState
+
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('slide_demo', context=self.context)
+        self.truth: Any = None
+        self.printed = 0
+        self.node.create_subscription(TaskState, '/behaviour/state', self._state, LATCHED)
+        self.node.create_subscription(GroundTruth, '/ground_truth', self._truth, LATCHED)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # noqa: BLE001 - the context was shut down under us
+                return
+
+    def _state(self, msg: Any) -> None:
+        for line in msg.history[self.printed :] if len(msg.history) > self.printed else []:
+            print(f'[{time.strftime("%H:%M:%S")}] {line}', file=sys.stderr, flush=True)
+        self.printed = max(self.printed, len(msg.history))
+
+    def _truth(self, msg: Any) -> None:
+        self.truth = msg
+
+    def close(self) -> None:
+        self.context.try_shutdown()
+        self.thread.join(timeout=2.0)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    return episode.run(args)
+    from slide_bringup.graph import pregrasp
+    from slide_bringup.runner import Graph
+    from slide_core.files import check_output
+    from slide_core.geometry import overhang
+    from slide_core.io import grid_from_msg
+    from slide_core.model import load_object
+
+    check_output(args.png, ('.png',), '--png')
+    load_object(args.object)  # a bad object is bad input, before anything starts
+    log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        result_file = Path(tmp) / 'result.json'
+        specs = pregrasp(
+            {'object': str(args.object), 'seed': str(args.seed), 'exit_on_done': 'true'}
+        )
+        for spec in specs:
+            if spec.name == 'behaviour':
+                spec.parameters.update(
+                    {'result_file': str(result_file), 'png': str(args.png.resolve())}
+                )
+        graph = Graph(specs, log_dir)
+        watcher = Watcher()
+        graph.start()
+        print(
+            f'slide demo: {len(specs)} nodes started ({", ".join(s.name for s in specs)}); '
+            f'logs in {log_dir}',
+            file=sys.stderr,
+        )
+        try:
+            code = graph.wait_for('behaviour', args.timeout)
+            time.sleep(0.5)  # the latest ground truth after the lift
+        finally:
+            truth = watcher.truth
+            codes = graph.stop()
+            watcher.close()
+        episode = json.loads(result_file.read_text()) if result_file.exists() else None
+    out: dict[str, Any] = {
+        'object': str(args.object),
+        'seed': args.seed,
+        'nodes': [s.name for s in specs],
+        'exit_codes': codes,
+        'logs': str(log_dir),
+        'total_s': round(time.perf_counter() - t0, 2),
+    }
+    if episode is None:
+        out.update(
+            success=False,
+            fell=False,
+            outcome='no_result',
+            reason=f'the behaviour node ended without a result (exit {code}); see {log_dir}',
+            stages={},
+            exploration_pushes=0,
+            pushes=0,
+            ok=False,
+        )
+        return out
+    out.update(episode)
+    out['episode_s'] = episode['total_s']
+    out['total_s'] = round(time.perf_counter() - t0, 2)
+    out['fell'] = bool(truth.fell) if truth is not None else False
+    if truth is not None:
+        grid, X = grid_from_msg(truth.grid)
+        out['X_final_true'] = [round(float(v), 4) for v in X]
+        out['overhang_m'] = round(overhang(grid, X), 4)
+    out['png'] = str(args.png) if args.png.exists() else None
+    out['ok'] = bool(episode['success'])
+    return out
 
 
 def format_text(result: dict[str, Any]) -> str:
-    return episode.format_text(result)
+    verdict = 'lifted and held' if result.get('success') else f'FAILED ({result["outcome"]})'
+    lines = [f'{result["object"]}, seed {result["seed"]}: {verdict}']
+    for stage, seconds in result.get('stages', {}).items():
+        lines.append(f'  {stage:10s} {seconds:7.1f} s')
+    lines.append(
+        f'  {result.get("exploration_pushes", 0)} exploratory pushes, '
+        f'{result.get("pushes", 0)} planned pushes; fell: {result.get("fell")}'
+    )
+    if not result.get('success'):
+        lines.append(f'  why: {result.get("reason")}')
+    lines.append(f'  nodes: {", ".join(result["nodes"])}; logs {result["logs"]}')
+    lines.append(f'  total {result["total_s"]:.1f} s')
+    if result.get('png'):
+        lines.append(f'picture: {result["png"]}')
+    return '\n'.join(lines)

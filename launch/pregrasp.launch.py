@@ -1,0 +1,128 @@
+"""The pre-grasp graph: ``ros2 launch slide_bringup pregrasp.launch.py``.
+
+    ros2 launch slide_bringup pregrasp.launch.py backend:=twin object:=hammer
+    ros2 launch slide_bringup pregrasp.launch.py backend:=fr3 sensor_address:=192.168.1.1 \\
+        rviz:=true record:=/data/episode_07
+
+The node list, parameters and remappings come from :func:`slide_bringup.graph.pregrasp`,
+the one description that the pip-only runner (``slide launch pregrasp``) reads too. On
+the robot PC this file adds what only exists there: realsense2_camera, the arm vendor's
+MoveIt bring-up, RViz with ``config/slide.rviz``, the table -> camera transform from the
+extrinsics file (tf2_ros), and ``ros2 bag record`` of the episode topics for ``record:=``.
+
+``launch`` and ``launch_ros`` are imported only when the launch file runs
+(:func:`generate_launch_description`); :func:`node_actions` is plain Python, so tests
+compare it with the runner's commands on machines without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def node_actions(arguments: dict[str, str]) -> list[dict[str, Any]]:
+    """The launch_ros ``Node`` keyword arguments of every node of the graph (plain data)."""
+    from slide_bringup.graph import pregrasp
+
+    out = []
+    for spec in pregrasp(arguments):
+        if spec.package == 'slide_ros' and spec.executable == 'recorder_node':
+            continue  # on the robot PC, ros2 bag record records (see generate_launch_description)
+        out.append(
+            {
+                'package': spec.package,
+                'executable': spec.executable,
+                'name': spec.name,
+                'parameters': [dict(spec.parameters)],
+                'remappings': list(spec.remappings),
+                'output': 'screen',
+            }
+        )
+    return out
+
+
+def generate_launch_description() -> Any:
+    from launch import LaunchDescription
+    from launch.actions import (
+        DeclareLaunchArgument,
+        ExecuteProcess,
+        IncludeLaunchDescription,
+        OpaqueFunction,
+    )
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+    from slide_ros.topics import EPISODE_TOPICS
+
+    from slide_bringup.graph import ARGUMENTS, ARMS, arguments, config_dir
+
+    def setup(context: Any) -> list[Any]:
+        given = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+        a = arguments(given)
+        actions: list[Any] = [Node(**kwargs) for kwargs in node_actions(a)]
+        cfg = config_dir(a['config_dir'])
+        if a['backend'] != 'twin':
+            from ament_index_python.packages import get_package_share_directory
+
+            arm = ARMS[a['backend']]
+            share = get_package_share_directory(str(arm['moveit_package']))
+            actions.append(
+                IncludeLaunchDescription(
+                    PythonLaunchDescriptionSource(f'{share}/launch/{arm["moveit_launch"]}')
+                )
+            )
+        extrinsics = cfg / ('twin_camera.yaml' if a['backend'] == 'twin' else 'camera.yaml')
+        actions.append(_camera_tf(Node, extrinsics))
+        if a['rviz'] == 'true':
+            actions.append(
+                Node(
+                    package='rviz2', executable='rviz2', arguments=['-d', str(cfg / 'slide.rviz')]
+                )
+            )
+        if a['record']:
+            topics = [t.name for t in EPISODE_TOPICS if a['backend'] == 'twin' or not t.twin_only]
+            actions.append(
+                ExecuteProcess(
+                    cmd=['ros2', 'bag', 'record', '-s', 'mcap', '-o', a['record'], *topics],
+                    output='screen',
+                )
+            )
+        return actions
+
+    declared = [
+        DeclareLaunchArgument(name, default_value=default, description=description)
+        for name, (default, description) in ARGUMENTS.items()
+    ]
+    return LaunchDescription([*declared, OpaqueFunction(function=setup)])
+
+
+def _camera_tf(node: Any, extrinsics: Any) -> Any:
+    """tf2_ros' static transform table -> camera optical frame from the extrinsics file."""
+    import yaml
+
+    doc = yaml.safe_load(extrinsics.read_text())
+    t, q = doc['translation'], doc['rotation']
+    return node(
+        package='tf2_ros',
+        executable='static_transform_publisher',
+        arguments=[
+            '--x',
+            str(t[0]),
+            '--y',
+            str(t[1]),
+            '--z',
+            str(t[2]),
+            '--qx',
+            str(q[0]),
+            '--qy',
+            str(q[1]),
+            '--qz',
+            str(q[2]),
+            '--qw',
+            str(q[3]),
+            '--frame-id',
+            str(doc['parent_frame']),
+            '--child-frame-id',
+            str(doc['child_frame']),
+        ],
+    )

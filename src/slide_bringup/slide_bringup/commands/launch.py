@@ -1,0 +1,72 @@
+"""``slide launch pregrasp [name:=value ...]``: the pre-grasp graph without ``ros2 launch``.
+
+Starts the nodes of :func:`slide_bringup.graph.pregrasp` (the description
+``pregrasp.launch.py`` reads too) as processes, logs in ``--log-dir``. Ctrl-C stops every
+node cleanly; with ``exit_on_done:=true`` the command ends when the episode does, its exit
+code saying the outcome (0 lifted, 3 failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+import time
+from typing import Any
+
+NAME = 'launch'
+HELP = 'start the pre-grasp graph (pip-only machines; ros2 launch on the robot PC)'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('graph', choices=('pregrasp',), help='which graph')
+    parser.add_argument(
+        'assignments', nargs='*', metavar='name:=value', help='launch arguments (see --list)'
+    )
+    parser.add_argument(
+        '--log-dir', type=Path, default=None, help='node logs (default out/launch/TIME)'
+    )
+    parser.add_argument('--list', action='store_true', help='list the launch arguments and exit')
+
+
+def parse_assignments(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition(':=')
+        if not sep or not name:
+            raise ValueError(f'{item!r} is not name:=value')
+        out[name] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from slide_bringup.graph import ARGUMENTS, pregrasp
+    from slide_bringup.runner import Graph
+
+    if args.list:
+        return {name: {'default': d, 'help': h} for name, (d, h) in ARGUMENTS.items()}
+    given = parse_assignments(args.assignments)
+    specs = pregrasp(given)
+    log_dir = args.log_dir or Path('out/launch') / time.strftime('%Y%m%d-%H%M%S')
+    graph = Graph(specs, log_dir)
+    graph.start()
+    names = [s.name for s in specs]
+    print(f'slide launch: {", ".join(names)} running; logs in {log_dir}', file=sys.stderr)
+    code: int | None = None
+    try:
+        if given.get('exit_on_done') == 'true':
+            code = graph.wait_for('behaviour')
+        else:
+            while True:
+                time.sleep(1.0)
+    except KeyboardInterrupt:
+        print('slide launch: stopping every node', file=sys.stderr)
+    finally:
+        codes = graph.stop()
+    return {
+        'nodes': names,
+        'exit_codes': codes,
+        'logs': str(log_dir),
+        'episode_exit_code': code,
+        'ok': code in (None, 0),
+    }
