@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
+import socket
 from typing import Any
 
 ARGUMENTS: dict[str, tuple[str, str]] = {
@@ -32,6 +33,7 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
         "folder with workcell.yaml and the camera extrinsics (default: the package's)",
     ),
     'start_episode': ('true', 'start the episode as soon as the graph is up'),
+    'ft_ports': ('auto', 'twin: ports of the emulated sensor (RDT,TCP,HTTP), or auto: free ones'),
 }
 BACKENDS = ('twin', 'fr3', 'lbr')
 CLOUD_TOPIC = '/camera/camera/depth/color/points'
@@ -105,9 +107,46 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` ports that are free for both UDP and TCP on loopback now."""
+    ports: list[int] = []
+    held = []
+    while len(ports) < count:
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(('127.0.0.1', 0))
+        port = udp.getsockname()[1]
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            tcp.bind(('127.0.0.1', port))
+        except OSError:
+            udp.close()
+            tcp.close()
+            continue
+        held += [udp, tcp]
+        ports.append(port)
+    for s in held:
+        s.close()
+    return ports
+
+
+def ft_ports(value: str) -> tuple[int, int, int]:
+    """The twin sensor's (RDT, TCP, HTTP) ports from the ``ft_ports`` argument."""
+    if value == 'auto':
+        rdt, tcp, http = free_ports(3)
+        return rdt, tcp, http
+    try:
+        rdt, tcp, http = (int(v) for v in value.split(','))
+    except ValueError:
+        raise GraphError(f'ft_ports must be auto or RDT,TCP,HTTP, got {value!r}') from None
+    if not all(0 < p < 65536 for p in (rdt, tcp, http)):
+        raise GraphError(f'ft_ports must be ports (1 to 65535), got {value!r}')
+    return rdt, tcp, http
+
+
 def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     """The nodes of the pre-grasp graph for these launch arguments."""
     a = arguments(given)
+    rdt, tcp, http = ft_ports(a['ft_ports']) if a['backend'] == 'twin' else (0, 0, 0)
     cfg = config_dir(a['config_dir'])
     workcell = str(cfg / 'workcell.yaml')
     extrinsics = str(cfg / ('twin_camera.yaml' if a['backend'] == 'twin' else 'camera.yaml'))
@@ -127,6 +166,9 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                     # A 500 Hz sensor and 30 Hz tool poses leave the CPU to perception.
                     'ft_rate_hz': 500.0,
                     'tool_rate_hz': 30.0,
+                    'rdt_port': rdt,
+                    'tcp_port': tcp,
+                    'http_port': http,
                 },
             )
         )
@@ -153,7 +195,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 # Identification reads pushes on 10 ms steps; block means of the records at
                 # 250 Hz lose nothing it needs (the limit monitor still sees every record).
                 'max_publish_rate_hz': 250.0,
-                **({'rdt_port': 49152, 'http_port': 8080, 'tcp_port': 49151} if twin else {}),
+                **({'rdt_port': rdt, 'http_port': http, 'tcp_port': tcp} if twin else {}),
             },
         ),
         NodeSpec(
