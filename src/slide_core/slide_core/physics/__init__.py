@@ -68,9 +68,15 @@ step, so nothing in it depends on the orientation except the applied force. When
 cell and the spin were moving and all friction stays saturated (the usual case while
 sliding), the solution is explicit:
 ``v+ = v + M_B^-1 (P - sum_i L_i J_i^T d_i - L_tau s e_3)``, checked against the
-complementarity conditions; otherwise (breakaway, stopping, a fingertip contact that
-sticks or slips in a way the explicit modes do not cover) the same MLCP as the reference
-is solved. Positions are integrated at the centre of mass C, and the twist carried from one
+complementarity conditions; otherwise (breakaway, stopping, cells near the instantaneous
+centre that turn back, a fingertip contact that sticks or slips) the same MLCP as the
+reference is solved, exactly, by a compiled primal active-set method over the friction
+groups' pieces in the three body velocities (:mod:`slide_core.physics.kernels`, a few
+microseconds), and by the QP solver only if that does not settle. A rollout without
+gradients runs wholly compiled, every hypothesis and step in one call
+(:func:`slide_core.physics.kernels.rollout`); with gradients the steps are solved in
+Python as above and the general steps' solutions kept for the step Jacobians.
+Positions are integrated at the centre of mass C, and the twist carried from one
 step to the next is that of C (linear momentum), so a body sliding freely keeps its
 momentum exactly whatever it spins; the reference simulator's re-projection onto the
 rigid shape keeps the same two quantities (mass-weighted mean position and momentum),

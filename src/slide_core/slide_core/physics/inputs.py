@@ -157,7 +157,10 @@ class Rollout:
             frame [m/s] and spin [rad/s].
         f_push_W: (K, T, 2) mean force the pusher applied on the object during each step
             [N] (the force an F/T sensor at the pusher measures, with opposite sign).
-        general_steps: number of (hypothesis, step) pairs that needed the general MLCP.
+        general_steps: number of (hypothesis, step) pairs that needed the general QP
+            (:func:`slide_core.physics.mlcp.solve_mlcp`): the compiled active set of
+            :mod:`slide_core.physics.kernels` did not settle them (the reference simulator
+            counts every step).
     """
 
     X_WO: FloatArray

@@ -151,9 +151,11 @@ def step_jacobians(
         if not moving.any() and s_tau == 0.0 and not np.any(nu_new[k]):
             continue  # held at rest: locally constant, zero sensitivity
         u = model.J @ nu[k]
-        speed = np.maximum(np.linalg.norm(u, axis=1), 1e-300)
-        # db_i/dnu for cells whose direction comes from the previous velocity.
-        dirs = u / speed[:, None]
+        speed = np.linalg.norm(u, axis=1)
+        # db_i/dnu for cells whose direction comes from the previous velocity (zero for
+        # resting cells: their polygon directions are fixed).
+        speed = np.where(speed > MOVING_SPEED, speed, np.inf)
+        dirs = np.where(np.isfinite(speed)[:, None], u / np.minimum(speed, 1e300)[:, None], 0.0)
         proj = (np.eye(2)[None] - np.einsum('ni,nj->nij', dirs, dirs)) / speed[:, None, None]
         db = np.einsum('nai,nab,nbj->nij', model.J, proj, model.J)  # (n, 3, 3)
         q = len(eq)

@@ -194,18 +194,7 @@ def _solve_qp(
     beta = np.maximum(s_prev, 0.0)
     lam = np.maximum(np.asarray(lagr[:r], dtype=float), 0.0)
     lam_n = float(max(lagr[-1], 0.0)) if finger is not None else 0.0
-    # Check Fig. 2's conditions.
-    w = -(G @ v + o) + beta[group]
-    xi = L - E.T @ lam
-    v_scale = 1e-6 + float(np.abs(v_star).max()) + float(np.abs(v).max())
-    l_scale = 1e-12 + float(np.max(np.abs(L), initial=0.0)) + lam_n
-    # Feasibility of the rows, zero slip on rows that carry impulse, limits reached by
-    # groups that slide; each relative to the problem's velocity or impulse scale.
-    parts = (
-        float(np.max(-w, initial=0.0)) / v_scale,
-        float(np.max(np.abs(w[lam > 1e-9 * l_scale]), initial=0.0)) / v_scale,
-        float(np.max(np.abs(xi[beta > 1e-6 * v_scale]), initial=0.0)) / l_scale,
-    )
+    parts = residuals(v_star, G, o, E, L, v, lam, beta, lam_n)
     residual = max(parts)
     if check and not residual <= 1e-5:
         raise MlcpError(
@@ -213,3 +202,97 @@ def _solve_qp(
             f'(row feasibility, slip of loaded rows, limit of sliding groups) = {parts}'
         )
     return MlcpSolution(v=v, lam=lam, beta=beta, lam_n=lam_n, residual=residual)
+
+
+def residuals(
+    v_star: FloatArray,
+    G: FloatArray,
+    o: FloatArray,
+    E: FloatArray,
+    L: FloatArray,
+    v: FloatArray,
+    lam: FloatArray,
+    beta: FloatArray,
+    lam_n: float,
+) -> tuple[float, float, float]:
+    """Fig. 2's conditions at a solution, each relative to the problem's velocity or impulse
+    scale: feasibility of the rows, zero slip on rows that carry impulse, limits reached by
+    groups that slide (``L`` with the fingertip group's limit as solved)."""
+    group = np.argmax(E, axis=1) if E.size else np.zeros(G.shape[0], dtype=np.int64)
+    w = -(G @ v + o) + beta[group]
+    xi = L - E.T @ lam
+    v_scale = 1e-6 + float(np.abs(v_star).max()) + float(np.abs(v).max())
+    l_scale = 1e-12 + float(np.max(np.abs(L), initial=0.0)) + lam_n
+    return (
+        float(np.max(-w, initial=0.0)) / v_scale,
+        float(np.max(np.abs(w[lam > 1e-9 * l_scale]), initial=0.0)) / v_scale,
+        float(np.max(np.abs(xi[beta > 1e-6 * v_scale]), initial=0.0)) / l_scale,
+    )
+
+
+def solve_rigid(
+    M: FloatArray,
+    v_star: FloatArray,
+    G: FloatArray,
+    o: FloatArray,
+    E: FloatArray,
+    L: FloatArray,
+    finger: Fingertip | None = None,
+) -> tuple[MlcpSolution, bool]:
+    """The step problem of one rigid body (three velocities, no welds): the compiled
+    active set of :mod:`slide_core.physics.kernels`, exact, in microseconds; the QP
+    (:func:`solve_mlcp`) when that does not settle or misses the conditions by more than
+    1e-9. Returns the solution and whether the QP was needed. Shapes as in
+    :func:`solve_mlcp` with d = 3."""
+    from slide_core.physics import kernels  # compiled on first use
+
+    r, g = G.shape[0], E.shape[1]
+    group = np.argmax(E, axis=1) if r else np.zeros(0, dtype=np.int64)
+    gstart = np.zeros(g + 1, dtype=np.int64)
+    A = np.zeros((r + g, 3))
+    c = np.zeros(r + g)
+    piece = np.zeros(r, dtype=np.int64)
+    k = 0
+    for gi in range(g):
+        gstart[gi] = k
+        k += 1  # the zero piece
+        for row in np.nonzero(group == gi)[0]:
+            A[k], c[k], piece[row] = G[row], o[row], k
+            k += 1
+    gstart[g] = k
+    gw = np.asarray(L, dtype=float).copy()
+    tip = finger is not None
+    g_n = finger.g_n if finger is not None else np.zeros(3)
+    o_n = finger.o_n if finger is not None else 0.0
+    weights = np.zeros(r + g)
+    v = np.asarray(v_star, dtype=float).copy()
+    Minv = np.linalg.inv(M)
+    status, lam_n, _ = kernels.solve_pieces(
+        np.ascontiguousarray(M, dtype=float),
+        Minv,
+        np.asarray(v_star, dtype=float),
+        A,
+        c,
+        gstart,
+        gw,
+        g,
+        tip,
+        np.asarray(g_n, dtype=float),
+        float(o_n),
+        finger.group if finger is not None else -1,
+        finger.mu if finger is not None else 0.0,
+        v,
+        weights,
+    )
+    if status == kernels.STATUS_OK:
+        lam = gw[group] * weights[piece] if r else np.zeros(0)
+        beta = np.array(
+            [
+                max(0.0, float(np.max(G[group == j] @ v + o[group == j], initial=0.0)))
+                for j in range(g)
+            ]
+        )
+        parts = residuals(v_star, G, o, E, gw, v, lam, beta, lam_n)
+        if max(parts) <= 1e-9:
+            return MlcpSolution(v, lam, beta, lam_n, max(parts)), False
+    return solve_mlcp(M, v_star, G, o, E, L, finger=finger), True

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.physics import kernels
 from slide_core.physics.inputs import (
     FingertipPush,
     PhysicsError,
@@ -112,8 +113,11 @@ def run_rollout(
     X = np.zeros((K, T + 1, 3))
     V = np.zeros((K, T + 1, 3))
     F = np.zeros((K, T, 2))
+    if observer is None:
+        general = _compiled_rollout(model, M, M_inv, L, L_tau, c_B, push, p, th, v, X, V, F)
+        return Rollout(X, V, F, general)
     general_steps = 0
-    keep = observer is not None and observer.keep_solutions
+    keep = observer.keep_solutions
 
     def record(t: int) -> None:
         R = rotation(th)
@@ -140,7 +144,7 @@ def run_rollout(
         step = fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
         if observer is not None:
             observer.step(StepRecord(t, th, nu, P, f_B, step))
-        general_steps += int(step.general.sum())
+        general_steps += int(step.qp.sum())
         if isinstance(push, WrenchPush):
             F[:, t] = push.f_W[t]
         else:
@@ -150,6 +154,83 @@ def run_rollout(
         th = th + h * v[:, 2]
         record(t + 1)
     return Rollout(X, V, F, general_steps)
+
+
+def _compiled_rollout(
+    model: RigidModel,
+    M: FloatArray,
+    M_inv: FloatArray,
+    L: FloatArray,
+    L_tau: FloatArray,
+    c_B: FloatArray,
+    push: Push,
+    p: FloatArray,
+    th: FloatArray,
+    v: FloatArray,
+    X: FloatArray,
+    V: FloatArray,
+    F: FloatArray,
+) -> int:
+    """The rollout by :func:`kernels.rollout`, filling X, V, F; a step the compiled active
+    set does not settle is solved here by :func:`fast_step` (explicit modes, then the
+    general QP). Returns how many steps needed the general QP."""
+    h = push.dt
+    wrench = isinstance(push, WrenchPush)
+    empty = np.zeros((1, 2))
+    if isinstance(push, WrenchPush):
+        f_W, r_c, tau, p_WF, radius, mu_F = (
+            push.f_W,
+            push.p_OA - model.p_OG,
+            push.tau,
+            empty,
+            1.0,
+            0.0,
+        )
+    else:
+        f_W, r_c, tau = np.zeros((push.steps, 2)), np.zeros((push.steps, 2)), np.zeros(push.steps)
+        p_WF, radius, mu_F = push.p_WF, push.radius, push.mu
+    p, th, v = np.ascontiguousarray(p), np.ascontiguousarray(th), np.ascontiguousarray(v)
+    k, t = 0, 0
+    general = 0
+    while True:
+        k, t = kernels.rollout(
+            model.r_B, model.p_OG, model.grid.cell_size, M, M_inv, L, L_tau, c_B, h,
+            not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
+        )  # fmt: skip
+        if k < 0:
+            return general
+        # The general QP for this one step of hypothesis k, then on with the kernel.
+        s = slice(k, k + 1)
+        nu = body_twist(th[s], v[s], c_B[s])
+        finger = None
+        if isinstance(push, WrenchPush):
+            P, _ = wrench_impulse(model, push, t, th[s])
+        else:
+            P = np.zeros((1, 3))
+            R = rotation(th[s])
+            Rt = np.swapaxes(R, 1, 2)
+            p_WG = p[s] - np.einsum('kij,kj->ki', R, c_B[s])
+            p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p_WG)
+            v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
+            finger = FingertipStep(p_BF, v_BF, push.radius, push.mu, h)
+        step = fast_step(model, M[s], M_inv[s], L[s], L_tau[s], nu, P, finger)
+        general += int(step.qp.sum())
+        if isinstance(push, WrenchPush):
+            F[k, t] = push.f_W[t]
+        else:
+            F[k, t] = rotation(th[s])[0] @ step.impulse_B[0] / h
+        v[s] = com_twist(th[s], step.nu, c_B[s])
+        p[s] = p[s] + h * v[s, :2]
+        th[s] = th[s] + h * v[s, 2]
+        R = rotation(th[s])[0]
+        X[k, t + 1, :2] = p[k] - R @ (model.p_OG + c_B[k])
+        X[k, t + 1, 2] = th[k]
+        V[k, t + 1] = v[k]
+        t += 1
+        if t == push.steps:
+            k, t = k + 1, 0
+            if k == X.shape[0]:
+                return general
 
 
 def check_fingertip_start(

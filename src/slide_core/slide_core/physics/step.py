@@ -3,7 +3,9 @@
 The step problem (see the package docstring) is solved by trying its likely active sets
 explicitly (:mod:`slide_core.physics.modes`), then the breakaway of resting cells against
 their friction polygons' vertices, then a body that comes to rest within the step; what
-none of these covers goes to the general solver (:mod:`slide_core.physics.mlcp`).
+none of these covers goes to the general solver (:func:`slide_core.physics.mlcp.solve_rigid`:
+the compiled active set, the QP when that does not settle). This is the path of rollouts
+with gradients; rollouts without run in :func:`slide_core.physics.kernels.rollout`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from numpy.typing import NDArray
 from scipy.optimize import lsq_linear
 
 from slide_core.geometry import FloatArray
-from slide_core.physics.mlcp import Fingertip, MlcpSolution, solve_mlcp
+from slide_core.physics.mlcp import Fingertip, MlcpSolution, solve_rigid
 from slide_core.physics.modes import (
     SPIN_FREE,
     SPIN_STUCK,
@@ -51,7 +53,9 @@ class StepResult:
     """One step for K hypotheses.
 
     nu: (K, 3) body twist after the step. impulse_B: (K, 2) pusher impulse on the object
-    in the body frame [N s]. general: (K,) True where the general problem was solved.
+    in the body frame [N s]. general: (K,) True where the general problem was solved (no
+    explicit mode held). qp: (K,) True where that needed the QP (the compiled active set
+    did not settle).
     pinned: (K,) the cell held at zero velocity by static friction, or -1.
     spin_mode: (K,) one of the SPIN_* modes of :mod:`slide_core.physics.modes`.
     solutions: general solutions by hypothesis: (rows G, groups E, limits, cell of each
@@ -71,6 +75,7 @@ class StepResult:
     ]
     vertex_dirs: FloatArray
     stopped: NDArray[np.bool_]
+    qp: NDArray[np.bool_]
 
 
 def general_rows(
@@ -220,8 +225,10 @@ def _general(
     FloatArray,
     FloatArray,
     tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64], MlcpSolution],
+    bool,
 ]:
-    """Hypothesis j by the general solver: twist, pusher impulse, and the solution."""
+    """Hypothesis j by the general solver: twist, pusher impulse, the solution, and whether
+    the QP was needed (:func:`slide_core.physics.mlcp.solve_rigid`)."""
     G, E, Lg, cells = general_rows(model, pb.nu[j], pb.L[j], float(pb.L_tau[j]), pb.angles[j])
     o = np.zeros(G.shape[0])
     tip = None
@@ -236,12 +243,12 @@ def _general(
         Lg = np.concatenate((Lg, [0.0]))
         tip = Fingertip(g_n=c.g_n[j], o_n=float(c.o_n[j]), group=g0, mu=c.mu)
         cells = np.concatenate((cells, [-2, -2]))
-    sol = solve_mlcp(M[j], pb.nu[j] + M_inv[j] @ P[j], G, o, E, Lg, finger=tip)
+    sol, qp = solve_rigid(M[j], pb.nu[j] + M_inv[j] @ P[j], G, o, E, Lg, finger=tip)
     if tip is not None and c is not None:
         r0 = G.shape[0] - 2
         lam_t = sol.lam[r0] - sol.lam[r0 + 1]
         impulse = -(c.n_out[j] * sol.lam_n + c.t_dir[j] * lam_t)
-    return sol.v, impulse, (G, E, Lg, cells, sol)
+    return sol.v, impulse, (G, E, Lg, cells, sol), qp
 
 
 def fast_step(
@@ -330,11 +337,12 @@ def fast_step(
             stopped[j] = True
 
     general = ~pb.solved
+    qp = np.zeros(K, dtype=bool)
     solutions = {}
     for j in np.nonzero(general)[0]:
-        pb.nu_new[j], pb.impulse_B[j], solution = _general(model, M, M_inv, pb, P, int(j))
+        pb.nu_new[j], pb.impulse_B[j], solution, qp[j] = _general(model, M, M_inv, pb, P, int(j))
         if keep_solutions:
             solutions[int(j)] = solution
     return StepResult(
-        pb.nu_new, pb.impulse_B, general, pinned, pb.spin_mode, solutions, vertex_out, stopped
+        pb.nu_new, pb.impulse_B, general, pinned, pb.spin_mode, solutions, vertex_out, stopped, qp
     )
