@@ -407,7 +407,7 @@ def _coulomb(
     for j in range(nw):
         mu[j] = mu_new[j]
     gw[tip_g] = L_t
-    return max(lam_n, 0.0)
+    return float(max(lam_n, 0.0))
 
 
 @njit(cache=True)
