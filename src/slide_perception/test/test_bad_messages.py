@@ -120,7 +120,7 @@ def test_every_bad_cloud_is_reported_counted_and_survived(harness: Harness) -> N
     assert h.spin_until(lambda: h.pusher_pub.get_subscription_count() > 0)
     h.pusher_pub.publish(nan_pose)
     assert h.spin_until(lambda: h.node.bad_messages == len(bad) + 1)
-    assert h.spin_until(lambda: (('bad_pose', str(len(bad) + 1)) in h.statuses))
+    assert h.spin_until(lambda: ('bad_pose', str(len(bad) + 1)) in h.statuses)
     assert ('bad_cloud', str(len(bad))) in h.statuses
 
     # The next good frame is acquired and tracked as if nothing had happened.

@@ -11,6 +11,13 @@ The bag is what the robot would record with ``ros2 bag record`` (and readable by
 | /push/primitive | slide_interfaces/msg/PushPrimitive | at each push start |
 | /push/start, /push/end | std_msgs/msg/UInt32 (push index) | stroke start and end |
 | /ground_truth | slide_interfaces/msg/GroundTruth | start, and after each push |
+| /camera/camera/depth/color/points | sensor_msgs/msg/PointCloud2 | ``cloud_hz`` during pushes |
+
+Camera clouds (optional, ``cloud_hz``) are rendered from the twin's RGB-D camera as the
+twin node renders them (optical frame, every second pixel of every second row): one
+before the first push and ``cloud_hz`` a second from each stroke's start, so a bag can be
+identified through perception (``slide identify --poses cloud``) and replayed into the
+perception node.
 
 The slide_interfaces types are registered in the bag from their .msg definitions, found
 through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time from a
@@ -52,6 +59,8 @@ TOPICS = {
     '/push/end': 'std_msgs/msg/UInt32',
     '/ground_truth': 'slide_interfaces/msg/GroundTruth',
 }
+CLOUD_TOPIC = '/camera/camera/depth/color/points'
+OPTICAL_FRAME = 'camera_color_optical_frame'
 
 
 def interfaces_dir() -> Path:
@@ -66,11 +75,13 @@ def typestore() -> Typestore:
 
 
 class _Bag:
-    def __init__(self, writer: Writer, store: Typestore, frame: str) -> None:
-        self.writer, self.store, self.frame = writer, store, frame
-        self.conns = {t: writer.add_connection(t, m, typestore=store) for t, m in TOPICS.items()}
+    def __init__(
+        self, writer: Writer, store: Typestore, frame: str, topics: dict[str, str]
+    ) -> None:
+        self.writer, self.store, self.frame, self.topics = writer, store, frame, topics
+        self.conns = {t: writer.add_connection(t, m, typestore=store) for t, m in topics.items()}
         self.T = store.types
-        self.counts = dict.fromkeys(TOPICS, 0)
+        self.counts = dict.fromkeys(topics, 0)
 
     def stamp(self, t: float) -> Any:
         ns = EPOCH_NS + int(round(t * 1e9))
@@ -80,7 +91,7 @@ class _Bag:
         return self.T['std_msgs/msg/Header'](stamp=self.stamp(t), frame_id=frame)
 
     def write(self, topic: str, t: float, msg: Any) -> None:
-        data = self.store.serialize_cdr(msg, TOPICS[topic])
+        data = self.store.serialize_cdr(msg, self.topics[topic])
         self.writer.write(self.conns[topic], EPOCH_NS + int(round(t * 1e9)), data)
         self.counts[topic] += 1
 
@@ -120,6 +131,45 @@ class _Bag:
             model=model,
             fell=twin.fell(),
         )
+
+    def cloud(self, points: Any, t: float) -> Any:
+        p = np.ascontiguousarray(points, dtype=np.float32)
+        field = self.T['sensor_msgs/msg/PointField']
+        return self.T['sensor_msgs/msg/PointCloud2'](
+            header=self.header(t, OPTICAL_FRAME),
+            height=1,
+            width=p.shape[0],
+            fields=[field(name=c, offset=4 * i, datatype=7, count=1) for i, c in enumerate('xyz')],
+            is_bigendian=False,
+            point_step=12,
+            row_step=12 * p.shape[0],
+            data=np.frombuffer(p.tobytes(), dtype=np.uint8),
+            is_dense=bool(np.isfinite(p).all()),
+        )
+
+
+class _Camera:
+    """Clouds of the twin's camera into the bag, ``hz`` a second while asked."""
+
+    def __init__(self, bag: _Bag, twin: Twin, hz: float, seed: int) -> None:
+        from slide_sim.camera import RgbdCamera
+
+        self.bag, self.twin, self.period = bag, twin, 1.0 / hz
+        self.camera = RgbdCamera(twin.model, seed=seed, decimation=2)
+        self.next = -np.inf
+
+    def __call__(self) -> None:
+        from slide_sim.camera import point_cloud
+
+        if self.twin.time + 1e-9 < self.next:
+            return
+        frame = self.camera.capture(self.twin.data, rgb=False)
+        t = self.twin.time
+        self.bag.write(CLOUD_TOPIC, t, self.bag.cloud(point_cloud(frame, world=False), t))
+        self.next = t + self.period
+
+    def close(self) -> None:
+        self.camera.close()
 
 
 def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
@@ -175,13 +225,17 @@ def record(
     out: str | Path,
     X_WO: tuple[float, float, float] | None = None,
     progress: Callable[[int, int], None] = lambda i, n: None,
+    cloud_hz: float = 0.0,
 ) -> dict[str, Any]:
-    """Run ``pushes`` random exploratory pushes in the twin and write them to ``out``.
+    """Run ``pushes`` random exploratory pushes in the twin and write them to ``out``
+    (with camera clouds at ``cloud_hz`` during pushes when it is positive).
 
     Returns a summary (pushes done, whether the object fell, message counts, duration).
     """
     if pushes < 1:
         raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
+    if not (math.isfinite(cloud_hz) and 0.0 <= cloud_hz <= 60.0):
+        raise SlideInputError(f'cloud_hz must be 0 (no clouds) to 60 Hz, got {cloud_hz}')
     out = Path(out)
     if out.exists():
         raise SlideInputError(f'{out} exists: give a new path for the bag')
@@ -189,24 +243,32 @@ def record(
     rng = np.random.default_rng(seed)
     twin = Twin(spec, cell, X_WO)
     frame = cell.table.frame_id
+    topics = {**TOPICS, CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2'} if cloud_hz else TOPICS
     with atomic_path(out, directory=True) as tmp:
         with Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-            bag = _Bag(writer, store, frame)
-            bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
-            bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-            done = 0
-            for i in range(pushes):
-                primitive = random_push(
-                    spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng
-                )
-                rec = twin.push(primitive)
-                _write_push(bag, i, rec, twin)
+            bag = _Bag(writer, store, frame, topics)
+            camera = _Camera(bag, twin, cloud_hz, seed) if cloud_hz else None
+            try:
+                bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
                 bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-                bagfile.flush_chunk(writer)  # a cut file keeps every push before the cut
-                done += 1
-                progress(done, pushes)
-                if twin.fell():
-                    break
+                if camera is not None:
+                    camera()  # the object at rest, to acquire it from
+                done = 0
+                for i in range(pushes):
+                    primitive = random_push(
+                        spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng
+                    )
+                    rec = twin.push(primitive, on_step=camera)
+                    _write_push(bag, i, rec, twin)
+                    bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                    bagfile.flush_chunk(writer)  # a cut file keeps every push before the cut
+                    done += 1
+                    progress(done, pushes)
+                    if twin.fell():
+                        break
+            finally:
+                if camera is not None:
+                    camera.close()
             counts = dict(bag.counts)
     return {
         'bag': str(out),

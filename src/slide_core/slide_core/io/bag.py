@@ -64,8 +64,10 @@ TYPES = {
 """The type each topic read here must have."""
 SENSOR_FRAMES = ('ft_sensor',)
 """Frames of the F/T sensor (the driver's ``frame_id``): mounted with the tool's axes."""
-JUMP_S = 1.0
-"""A stamp this far [s] off its topic's usual offset to the recording clock is a jump."""
+JUMP_S = 5.0
+"""A stamp this far [s] off its topic's usual offset to the recording clock is a jump (an
+overloaded graph delivers messages seconds late, and unevenly: smaller jumps are not told
+apart from that)."""
 MAX_TOOL_AGE_S = 0.2
 """A sensor-frame wrench needs a fingertip orientation at most this old [s]."""
 PoseSource = Literal['auto', 'topic', 'cloud']
@@ -264,8 +266,9 @@ def read_pushes(
     lost = bag.truncated
     if indices is None:
         wanted = sorted(numbers)
-        if lost:  # pushes whose markers were lost with the data
-            wanted = sorted({*wanted, *range(max(numbers) + 1)})
+        if lost:  # pushes whose markers were lost with the data (metadata may count them)
+            known = max(max(numbers) + 1, bag.listed.get('/push/start', 0))
+            wanted = sorted({*wanted, *range(known)})
     else:
         wanted = list(indices)
     beyond = [i for i in wanted if i not in position]
@@ -362,24 +365,31 @@ def _perceive(
     extrinsics: str | Path | None,
     warnings: list[str],
 ) -> tuple[list[tuple[float, Grid, str]], _Series]:
-    """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series."""
+    """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series.
+    After the acquisition only the clouds of the pushes are worked on."""
     from slide_core.io.messages import cloud_to_xyz
     from slide_core.io.perceive import keep_out_from, track_clouds
 
-    def clouds() -> Iterator[tuple[float, float, str, FloatArray]]:
-        bad = 0
+    starts = sorted(series['/push/start'].log)
+    ends = sorted(series['/push/end'].log) if '/push/end' in series else []
+    windows = [
+        (t0 - 0.5, (min((e for e in ends if e >= t0), default=t0 + 30.0)) + SETTLE_S + 0.5)
+        for t0 in starts
+    ]
+
+    def wanted(log: float) -> bool:
+        return any(a <= log <= b for a, b in windows)
+
+    def clouds() -> Iterator[tuple[float, Any]]:
         for topic, t_ns, raw in bag.messages([CLOUD_TOPIC]):
-            msg = bag.decode(topic, raw)
-            if msg is None:
-                continue
-            try:
-                xyz = cloud_to_xyz(msg)
-            except MessageError:
-                bad += 1
-                continue
-            yield t_ns * 1e-9, stamp_to_s(msg.header.stamp), str(msg.header.frame_id), xyz
-        if bad:
-            warnings.append(f'{CLOUD_TOPIC}: {bad} malformed cloud(s) skipped')
+
+            def decode(raw: bytes = raw, topic: str = topic) -> tuple[float, str, FloatArray]:
+                msg = bag.decode(topic, raw)
+                if msg is None:
+                    raise MessageError('the cloud does not decode')
+                return stamp_to_s(msg.header.stamp), str(msg.header.frame_id), cloud_to_xyz(msg)
+
+            yield t_ns * 1e-9, decode
 
     pusher = series['/pusher/pose']
     gripper = series.get('/gripper/pose')
@@ -389,8 +399,8 @@ def _perceive(
         None if gripper is None else np.asarray(gripper.stamp),
         None if gripper is None else np.array([r[[0, 1, 3]] for r in gripper.rows]).reshape(-1, 3),
     )
-    track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path))
-    warnings.extend(track.warnings)
+    track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path), wanted=wanted)
+    warnings.extend(f'{CLOUD_TOPIC}: {w}' for w in track.warnings)
     poses = _Series('/object/pose')
     for log, stamp, X in track.poses:
         poses.add(log, stamp, np.array([*X, 0.0, 0.0, 0.0, 0.0, 1.0]), track.frame)

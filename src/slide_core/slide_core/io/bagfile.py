@@ -59,6 +59,7 @@ class Bag:
         truncated: some data is known or likely to be lost (a file stops in the middle, was
             never closed, or holds a record that could not be read).
         first_ns, last_ns: log times of the first and last message.
+        listed: messages per topic as metadata.yaml counts them (empty without it).
     """
 
     path: Path
@@ -69,6 +70,7 @@ class Bag:
     truncated: bool = False
     first_ns: int | None = None
     last_ns: int | None = None
+    listed: dict[str, int] = field(default_factory=dict)
     _store: Any = None
     _sqlite: bool = False
     _bad_decodes: dict[str, int] = field(default_factory=dict)
@@ -267,6 +269,7 @@ def _check_metadata(bag: Bag, info: dict[str, Any]) -> None:
     except (KeyError, TypeError, ValueError):
         bag.warnings.append('metadata.yaml lists its topics in an unknown form: it is ignored')
         return
+    bag.listed = {name: count for name, (_, count) in listed.items()}
     counts: list[str] = []
     for name, (typ, count) in sorted(listed.items()):
         have = bag.topics.get(name)

@@ -46,7 +46,7 @@ class CloudTrack:
         grid: the acquired object's cells; frame: the table frame's name.
         log: the log time [s] of the cloud it was acquired from.
         poses: (log time [s], stamp [s], X_WO (3,)) of every frame that gave a pose.
-        frames: clouds seen; refused: per status, how many gave no pose.
+        frames: clouds worked on; refused: per status, how many gave no pose.
         warnings: one line per kind of trouble (clouds in another frame, refusals).
     """
 
@@ -96,17 +96,25 @@ def camera_frame(extrinsics: str | Path) -> str:
     return str(doc.get('child_frame', '')) if isinstance(doc, dict) else ''
 
 
+Cloud = Callable[[], tuple[float, str, FloatArray]]
+"""A cloud not yet decoded: called, it gives (stamp [s], frame, points p_K (N, 3) in the
+camera's optical frame), or raises SlideInputError when the message is malformed."""
+
+
 def track_clouds(
-    clouds: Iterable[tuple[float, float, str, FloatArray]],
+    clouds: Iterable[tuple[float, Cloud]],
     extrinsics: str | Path | None,
     keep_out: KeepOutAt,
     source: str = '<clouds>',
     config: PerceptionConfig | None = None,
     table_frame: str = 'table',
+    wanted: Callable[[float], bool] = lambda log: True,
 ) -> CloudTrack:
-    """Acquire and track the object over clouds (log time [s], stamp [s], frame, points
-    p_K (N, 3) in the camera's optical frame), in order. ``extrinsics``: the camera file
-    (default: the workcell's). Raises SlideInputError when no cloud shows the object."""
+    """Acquire and track the object over clouds (log time [s], the cloud), in order.
+    Once the object is acquired, only clouds whose log time is ``wanted`` are decoded and
+    tracked (the object rests between pushes: the tracker takes up where it stopped).
+    ``extrinsics``: the camera file (default: the workcell's). Raises SlideInputError when
+    no cloud shows the object."""
     if extrinsics is None:
         from slide_core.model import load_workcell
 
@@ -121,11 +129,19 @@ def track_clouds(
     refused: dict[str, int] = {}
     other_frames: dict[str, int] = {}
     frames = 0
-    for log, stamp, frame, p_K in clouds:
-        frames += 1
+    bad = 0
+    for log, decode in clouds:
+        if tracker is not None and not wanted(log):
+            continue
+        try:
+            stamp, frame, p_K = decode()
+        except SlideInputError:
+            bad += 1
+            continue
         if optical and frame and frame != optical:
             other_frames[frame] = other_frames.get(frame, 0) + 1
             continue
+        frames += 1
         p_W = to_table_frame(p_K, R_WK, p_WK)
         bodies = keep_out(stamp)
         try:
@@ -141,6 +157,8 @@ def track_clouds(
             continue
         poses.append((log, stamp, X))
     warnings = []
+    if bad:
+        warnings.append(f'{bad} malformed cloud(s) skipped')
     if other_frames:
         warnings.append(
             f'{sum(other_frames.values())} cloud(s) in frame '
@@ -156,6 +174,6 @@ def track_clouds(
     if grid is None:
         raise SlideInputError(
             f'{source}: perception found no object in any of {frames} cloud(s)'
-            + (f' ({warnings[-1]})' if warnings else '')
+            + (f' ({"; ".join(warnings)})' if warnings else '')
         )
     return CloudTrack(grid, table_frame, acquired_at, poses, frames, refused, warnings)
