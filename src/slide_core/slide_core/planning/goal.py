@@ -12,13 +12,12 @@ from slide_core.geometry import (
     FloatArray,
     cell_corners,
     check_pose,
-    com_margins,
     rotation,
     se2_distance,
     wrap_angle,
 )
 from slide_core.model import Belief
-from slide_core.planning.balance import in_workspace, is_valid, margin_quantile
+from slide_core.planning.balance import com_margins_of, in_workspace, is_valid, margin_quantile
 from slide_core.planning.config import PlannerConfig, PlanningError
 from slide_core.planning.grasp import Grasp, grasp_at
 
@@ -81,7 +80,7 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
         x_ext = float((corners @ R.T)[:, 0].max()) - x_min
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
-            margins = com_margins(grid, com, X)
+            margins = com_margins_of(belief, X)
             p_stay = float(belief.weight @ (margins >= config.balance_margin))
             if p_stay < 1.0 - config.epsilon - 1e-12:
                 continue

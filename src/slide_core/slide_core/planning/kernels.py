@@ -1,0 +1,232 @@
+"""Compiled balance tests for the planner (numba, cached on disk).
+
+The same quantities as :func:`slide_core.geometry.com_margins`, from the part of the grid
+that can matter: the support polygon (the convex hull of the footprint clipped to the
+table, x >= 0) has its vertices among the outline's corners on the table and the two
+ends of the footprint's cut along the edge line (a corner with all four cells around it
+lies inside the clipped footprint, and crossings between the two ends lie on the hull's
+edge along x = 0). The hull is Andrew's monotone chain; margins are the signed distances
+``-max_e n_e . (p - v_e)`` over the polygon's edges, as there.
+
+Callers pass the outline once per grid (:func:`outline`), so a sampling planner's
+validity test is one compiled call per pose.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+import numpy as np
+from numpy.typing import NDArray
+
+from slide_core.geometry import FloatArray, Grid
+
+WHOLLY_ON_TABLE = 1
+NO_SUPPORT = -1
+
+
+def outline(grid: Grid) -> tuple[FloatArray, NDArray[np.int64]]:
+    """The footprint's outline: corners (U, 2) in the object frame and its sides as index
+    pairs (E, 2) into them (cell sides with no occupied neighbour across)."""
+    occ = grid.occupancy
+    rows, cols = occ.shape
+    w = grid.cell_size
+    padded = np.zeros((rows + 2, cols + 2), dtype=bool)
+    padded[1:-1, 1:-1] = occ
+    index: dict[tuple[int, int], int] = {}
+    corners: list[tuple[float, float]] = []
+    sides: list[tuple[int, int]] = []
+
+    def corner(i: int, j: int) -> int:
+        """Grid corner at row line i, column line j (i, j from the top left)."""
+        if (i, j) not in index:
+            index[(i, j)] = len(corners)
+            corners.append(((j - cols / 2.0) * w, (rows / 2.0 - i) * w))
+        return index[(i, j)]
+
+    for r in range(rows):
+        for c in range(cols):
+            if not occ[r, c]:
+                continue
+            pr, pc = r + 1, c + 1
+            if not padded[pr - 1, pc]:  # top side
+                sides.append((corner(r, c), corner(r, c + 1)))
+            if not padded[pr + 1, pc]:  # bottom side
+                sides.append((corner(r + 1, c), corner(r + 1, c + 1)))
+            if not padded[pr, pc - 1]:  # left side
+                sides.append((corner(r, c), corner(r + 1, c)))
+            if not padded[pr, pc + 1]:  # right side
+                sides.append((corner(r, c + 1), corner(r + 1, c + 1)))
+    return np.array(corners, dtype=float), np.array(sides, dtype=np.int64)
+
+
+@njit(cache=True)
+def _cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+
+
+@njit(cache=True)
+def _hull(points: np.ndarray, count: int, out: np.ndarray) -> int:
+    """Counter-clockwise convex hull (no collinear vertices) of points[:count] into out;
+    returns the number of vertices."""
+    pts = points[:count]
+    order = np.argsort(pts[:, 1], kind='mergesort')
+    order = order[np.argsort(pts[order, 0], kind='mergesort')]
+    m = 0
+    for idx in order:  # lower hull
+        while m >= 2 and _cross(out[m - 2], out[m - 1], pts[idx]) <= 0.0:
+            m -= 1
+        out[m] = pts[idx]
+        m += 1
+    lower = m + 1
+    for t in range(count - 2, -1, -1):  # upper hull
+        idx = order[t]
+        while m >= lower and _cross(out[m - 2], out[m - 1], pts[idx]) <= 0.0:
+            m -= 1
+        out[m] = pts[idx]
+        m += 1
+    return m - 1 if m > 1 else m
+
+
+@njit(cache=True)
+def support_margins(
+    corners: np.ndarray,
+    sides: np.ndarray,
+    x: float,
+    y: float,
+    th: float,
+    com: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Margins [m] (K,) of centres of mass com (K, 2) (object frame) inside the support
+    polygon at pose (x, y, th), into out. Returns WHOLLY_ON_TABLE (margins +inf: it cannot
+    tip), NO_SUPPORT (-inf: less than a sliver rests on the table) or 0."""
+    U = corners.shape[0]
+    cs = math.cos(th)
+    sn = math.sin(th)
+    pts = np.empty((U + 2, 2))
+    world = np.empty((U, 2))
+    n = 0
+    x_min = math.inf
+    for i in range(U):
+        wx = x + cs * corners[i, 0] - sn * corners[i, 1]
+        wy = y + sn * corners[i, 0] + cs * corners[i, 1]
+        world[i, 0] = wx
+        world[i, 1] = wy
+        x_min = min(x_min, wx)
+        if wx >= 0.0:
+            pts[n, 0] = wx
+            pts[n, 1] = wy
+            n += 1
+    if x_min >= 0.0:
+        out[:] = math.inf
+        return WHOLLY_ON_TABLE
+    # The two ends of the cut along x = 0.
+    y_lo = math.inf
+    y_hi = -math.inf
+    for e in range(sides.shape[0]):
+        a = sides[e, 0]
+        b = sides[e, 1]
+        ax = world[a, 0]
+        bx = world[b, 0]
+        if (ax < 0.0) != (bx < 0.0):
+            t = -ax / (bx - ax)
+            py = world[a, 1] + t * (world[b, 1] - world[a, 1])
+            y_lo = min(y_lo, py)
+            y_hi = max(y_hi, py)
+    if y_lo <= y_hi:
+        pts[n, 0] = 0.0
+        pts[n, 1] = y_lo
+        n += 1
+        if y_hi > y_lo:
+            pts[n, 0] = 0.0
+            pts[n, 1] = y_hi
+            n += 1
+    if n < 3:
+        out[:] = -math.inf
+        return NO_SUPPORT
+    poly = np.empty((n + 1, 2))
+    V = _hull(pts, n, poly)
+    if V < 3:
+        out[:] = -math.inf
+        return NO_SUPPORT
+    for k in range(com.shape[0]):
+        px = x + cs * com[k, 0] - sn * com[k, 1]
+        py = y + sn * com[k, 0] + cs * com[k, 1]
+        worst = -math.inf
+        for v in range(V):
+            ex = poly[(v + 1) % V, 0] - poly[v, 0]
+            ey = poly[(v + 1) % V, 1] - poly[v, 1]
+            norm = math.sqrt(ex * ex + ey * ey)
+            d = ((px - poly[v, 0]) * ey - (py - poly[v, 1]) * ex) / norm
+            worst = max(worst, d)
+        out[k] = -worst
+    return 0
+
+
+@njit(cache=True)
+def stay_weight(
+    corners: np.ndarray,
+    sides: np.ndarray,
+    x: float,
+    y: float,
+    th: float,
+    com: np.ndarray,
+    weight: np.ndarray,
+    margin: float,
+) -> float:
+    """Weight of the models whose centre of mass is at least ``margin`` inside the support
+    polygon at (x, y, th) (the belief's stay probability)."""
+    out = np.empty(com.shape[0])
+    support_margins(corners, sides, x, y, th, com, out)
+    p = 0.0
+    for k in range(com.shape[0]):
+        if out[k] >= margin:
+            p += weight[k]
+    return p
+
+
+@njit(cache=True)
+def on_table(
+    corners: np.ndarray, x: float, y: float, th: float, depth: float, half_width: float
+) -> bool:
+    """No outline corner beyond the table's far side (x > depth) or its sides."""
+    cs = math.cos(th)
+    sn = math.sin(th)
+    for i in range(corners.shape[0]):
+        wx = x + cs * corners[i, 0] - sn * corners[i, 1]
+        wy = y + sn * corners[i, 0] + cs * corners[i, 1]
+        if wx > depth or abs(wy) > half_width:
+            return False
+    return True
+
+
+@njit(cache=True)
+def pose_valid(
+    corners: np.ndarray,
+    sides: np.ndarray,
+    x: float,
+    y: float,
+    th: float,
+    depth: float,
+    half_width: float,
+    com: np.ndarray,
+    weight: np.ndarray,
+    margin: float,
+    threshold: float,
+) -> bool:
+    """On the table (no corner beyond its far side or its sides) and, when it reaches past
+    the edge, balanced for at least ``threshold`` of the belief with ``margin``."""
+    cs = math.cos(th)
+    sn = math.sin(th)
+    x_min = math.inf
+    for i in range(corners.shape[0]):
+        wx = x + cs * corners[i, 0] - sn * corners[i, 1]
+        wy = y + sn * corners[i, 0] + cs * corners[i, 1]
+        if wx > depth or abs(wy) > half_width:
+            return False
+        x_min = min(x_min, wx)
+    if x_min >= 0.0:
+        return True
+    return stay_weight(corners, sides, x, y, th, com, weight, margin) >= threshold
