@@ -7,11 +7,12 @@ Every one-dimensional problem of the model ("the derivative of the dissipation D
 minus a constant, changes sign at which a in [lo, hi]?") was solved by 22 bisections,
 each a pass over the cells. Here the sign change r is found first, by Newton's method on
 the derivative (its own derivative is the curvature of D along z) safeguarded by a
-bracket, with the jump of the spin friction's sign at omega = 0 located in closed form;
-then the 22 bisection steps are replayed by comparing their midpoints with r, and only a
-midpoint within 1e-11 of the bracket's width from r has its derivative evaluated. The
-answer is the bisection's, bit for bit up to the summation order of the cells, from about
-eight passes over the cells instead of 22.
+bracket, with the jump of the spin friction's sign at omega = 0 located in closed form,
+starting from the hypothesis' answer at the last fingertip step; then the 22 bisection
+steps are replayed by comparing their midpoints with r, and only a midpoint within 1e-9
+of the bracket's width from r has its derivative evaluated. The answer is the
+bisection's, bit for bit up to the summation order of the cells, from five or six passes
+over the cells instead of 22.
 
 The cells' friction forces enter as ``c_i = mu_i N_i`` [N] with ``N_i`` the cell's normal
 load (today ``m_i g``), and the torsion as ``c_tau`` [N m]: the kernel never sees masses.
@@ -83,22 +84,17 @@ def _bisect(
     extra: float,
     lo: float,
     hi: float,
+    guess: float,
 ) -> float:
     """The result of BISECTIONS bisection steps on [lo, hi] for the sign change of the
-    derivative of D along z (minus ``extra``), computed from the located sign change."""
+    derivative of D along z (minus ``extra``), computed from the located sign change;
+    ``guess`` (inside the bracket, or NaN) starts the search (the last step's answer)."""
     width = hi - lo
-    # Where does the derivative (non-decreasing: D is convex) change sign?
+    tol = 1e-11 * width
     a_lo = lo
     a_hi = hi
-    r = math.nan  # the sign change, once known
-    g_hi, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, a_hi, extra)
-    if g_hi <= 0.0:
-        r = math.inf  # positive nowhere in the bracket: every step keeps the upper half
-    else:
-        g_lo, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, a_lo, extra)
-        if g_lo > 0.0:
-            r = -math.inf
-    if math.isnan(r) and zw != 0.0 and c_tau > 0.0:
+    r = math.nan  # the sign change (the derivative is non-decreasing: D is convex)
+    if zw != 0.0 and c_tau > 0.0:
         # The spin friction's sign jumps where omega = bw + a zw = 0.
         a_j = -bw / zw
         if a_lo < a_j < a_hi:
@@ -113,11 +109,13 @@ def _bisect(
     if math.isnan(r):
         # Newton steps inside the bracket; a bisection where a step would leave it or
         # does not at least halve the one before (Newton can cycle about an inflection
-        # of the derivative). A tiny step is confirmed by the derivative's signs just
-        # either side of it.
-        tol = 1e-13 * width
-        a = 0.5 * (a_lo + a_hi)
+        # of the derivative). A tiny step is confirmed by the derivative's sign just
+        # beyond it. A step out through an end of [lo, hi] tests that end once: no sign
+        # change inside means every bisection step keeps one half.
+        a = guess if a_lo < guess < a_hi else 0.5 * (a_lo + a_hi)
         step_old = a_hi - a_lo
+        lo_tested = False
+        hi_tested = False
         g, h = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, a, extra)
         for _ in range(200):
             if g <= 0.0:
@@ -127,28 +125,37 @@ def _bisect(
             if a_hi - a_lo <= 2.0 * tol:
                 break
             newton = h > 0.0 and abs(2.0 * g) <= abs(step_old * h)
-            new = a - g / h if newton else 0.0
-            if not newton or not (a_lo < new < a_hi):
+            new = a - g / h if newton else 0.5 * (a_lo + a_hi)
+            if newton and new >= a_hi and a_hi == hi and not hi_tested:
+                hi_tested = True
+                g_e, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, hi, extra)
+                if g_e <= 0.0:
+                    r = math.inf
+                    break
+            if newton and new <= a_lo and a_lo == lo and not lo_tested:
+                lo_tested = True
+                g_e, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, lo, extra)
+                if g_e > 0.0:
+                    r = -math.inf
+                    break
+            if not (a_lo < new < a_hi):
                 new = 0.5 * (a_lo + a_hi)
             elif abs(new - a) <= tol:
-                below = max(new - tol, a_lo)
-                above = min(new + tol, a_hi)
-                g_b, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, below, extra)
-                g_a, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, above, extra)
-                if g_b <= 0.0:
-                    a_lo = below
+                probe = min(new + tol, a_hi) if g <= 0.0 else max(new - tol, a_lo)
+                g_p, _ = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, probe, extra)
+                if g_p <= 0.0:
+                    a_lo = max(a_lo, probe)
                 else:
-                    a_hi = below
-                if g_a > 0.0:
-                    a_hi = min(a_hi, above)
-                else:
-                    a_lo = max(a_lo, above)
+                    a_hi = min(a_hi, probe)
+                if a_hi - a_lo <= 2.0 * tol:
+                    break
                 new = 0.5 * (a_lo + a_hi)
             step_old = abs(new - a)
             a = new
             g, h = _slope(c, c_tau, rp, bx, by, bw, zx, zy, zw, a, extra)
-        r = 0.5 * (a_lo + a_hi)
-    near = 1e-11 * width
+        if math.isnan(r):
+            r = 0.5 * (a_lo + a_hi)
+    near = 1e-9 * width
     for _ in range(BISECTIONS):
         mid = 0.5 * (lo + hi)
         if abs(mid - r) <= near:
@@ -220,6 +227,9 @@ def push_batch(
         X[b, 0, 0] = X0[b, 0]
         X[b, 0, 1] = X0[b, 1]
         X[b, 0, 2] = th
+        last_alpha = math.nan  # the last step's answers start the next step's searches
+        last_a = math.nan
+        last_beta = math.nan
         for k in range(S):
             fx = p0[0] + d[0] * ds * (k + 1)
             fy = p0[1] + d[1] * ds * (k + 1)
@@ -272,7 +282,8 @@ def push_batch(
             by = ty * tdF + iny * pen
             z1x = qy
             z1y = -qx
-            alpha = _bisect(cb, ct, rp, bx, by, 0.0, z1x, z1y, 1.0, 0.0, -0.5, 0.5)
+            alpha = _bisect(cb, ct, rp, bx, by, 0.0, z1x, z1y, 1.0, 0.0, -0.5, 0.5, last_alpha)
+            last_alpha = alpha
             nx = bx + alpha * z1x
             ny = by + alpha * z1y
             nw = alpha
@@ -286,14 +297,14 @@ def push_batch(
                 a = alpha
                 beta = 0.0
                 lim_b = 3.0 * ds + pen
-                for _ in range(SLIP_ROUNDS):
+                for rnd in range(SLIP_ROUNDS):
                     a = _bisect(
                         cb, ct, rp, bx + beta * tx, by + beta * ty, 0.0, z1x, z1y, 1.0, 0.0,
-                        -0.5, 0.5,
+                        -0.5, 0.5, last_a if rnd == 0 else a,
                     )  # fmt: skip
                     beta = _bisect(
                         cb, ct, rp, bx + a * z1x, by + a * z1y, a, tx, ty, 0.0,
-                        sigma * mu_tip * fn, -lim_b, lim_b,
+                        sigma * mu_tip * fn, -lim_b, lim_b, last_beta if rnd == 0 else beta,
                     )  # fmt: skip
                     fgx, fgy = _force(
                         cb, ct, rp, bx + a * z1x + beta * tx, by + a * z1y + beta * ty, a
@@ -302,6 +313,8 @@ def push_batch(
                 nx = bx + a * z1x + beta * tx
                 ny = by + a * z1y + beta * ty
                 nw = a
+                last_a = a
+                last_beta = beta
             # Apply the body displacement (first order, rotation about G).
             gx += cs * nx - sn * ny
             gy += sn * nx + cs * ny
