@@ -6,8 +6,11 @@ reads both alike. Subscriptions are raw (CDR bytes), written with rosbags as the
 there is no per-type code; types and their definitions come from Jazzy's and
 slide_interfaces' ``.msg`` files. A topic is subscribed when its first publisher appears,
 with a QoS that matches every publisher (best effort if one is, transient local if all
-are), as rosbag2 does; each message is stamped with the node's clock when it arrives (the
-bag's log time, as rosbag2's receive time).
+are), as rosbag2 does; a message's log time is when it arrived, on the node's clock (as
+rosbag2's). Topics without a header stamp (the push markers) are taken apart, by a small
+node of their own, with the time their publisher sent them (the middleware's source
+timestamp, carried over to the node's clock): an overloaded recorder takes messages late,
+and a marker would then be placed after the data it marks.
 
 The bag is always complete and valid, whatever happens to the episode:
 
@@ -65,6 +68,7 @@ PARAMS = (
     *LIFECYCLE_PARAMS,
 )
 TYPES = {t.name: t.type for t in EPISODE_TOPICS}
+UNSTAMPED = {t.name for t in EPISODE_TOPICS if not t.stamped}
 
 
 def message_class(type_name: str) -> Any:
@@ -115,7 +119,25 @@ class RecorderNode(SlideNode):
         self._error = ''
         self._close_lock = threading.Lock()
         self._discovery = self.create_timer(float(p['discovery_period_s']), self._discover)
+        # Unstamped topics: a node of their own whose callbacks get the message info (the
+        # EventsExecutor that takes the streams cannot give it), spun in its own thread.
+        self._markers = rclpy.create_node(
+            'recorder_markers', context=self.context, start_parameter_services=False
+        )
+        self._markers_executor = SingleThreadedExecutor(context=self.context)
+        self._markers_executor.add_node(self._markers)
+        self._markers_thread = threading.Thread(
+            target=self._spin_markers, name='markers', daemon=True
+        )
+        self._markers_thread.start()
         self.start_up(p)
+
+    def _spin_markers(self) -> None:
+        while self.context.ok() and not self._closed:
+            try:
+                self._markers_executor.spin_once(timeout_sec=0.1)
+            except Exception:  # noqa: BLE001 - shutting down under it
+                return
 
     # -- lifecycle -------------------------------------------------------------------------
     def configure(self) -> None:
@@ -141,8 +163,8 @@ class RecorderNode(SlideNode):
 
     def deactivate(self) -> None:
         # Paused: no new messages; the bag stays open until cleanup or shutdown.
-        for sub in self._subs.values():
-            self.destroy_subscription(sub)
+        for topic, sub in self._subs.items():
+            (self._markers if topic in UNSTAMPED else self).destroy_subscription(sub)
         self._subs.clear()
 
     def on_cleanup(self, state: Any) -> Any:
@@ -156,6 +178,8 @@ class RecorderNode(SlideNode):
 
     def destroy_node(self) -> None:
         self.close()
+        self._markers_executor.shutdown(timeout_sec=1.0)
+        self._markers.destroy_node()
         super().destroy_node()
 
     # -- subscriptions (callbacks store and return) ------------------------------------------
@@ -176,16 +200,24 @@ class RecorderNode(SlideNode):
                     throttle_duration_sec=30.0,
                 )
                 continue
-            self._subs[topic] = self.create_subscription(
-                message_class(TYPES[topic]),
-                topic,
-                partial(self._on_message, topic),
-                matching_qos(publishers),
-                raw=True,
+            if topic in UNSTAMPED:
+                node, callback = self._markers, partial(self._on_marker, topic)
+            else:
+                node, callback = self, partial(self._on_message, topic)
+            self._subs[topic] = node.create_subscription(
+                message_class(TYPES[topic]), topic, callback, matching_qos(publishers), raw=True
             )
 
     def _on_message(self, topic: str, data: bytes) -> None:
         self._queue.put((topic, TYPES[topic], self.get_clock().now().nanoseconds, data))
+
+    def _on_marker(self, topic: str, data: bytes, info: dict[str, Any]) -> None:
+        now = self.get_clock().now().nanoseconds
+        sent = int(info.get('source_timestamp') or 0)
+        # The delay since the publisher sent it, on the system clock (source timestamps'),
+        # taken off the node's clock (which may be /clock's).
+        delay = max(0, time.time_ns() - sent) if sent > 0 else 0
+        self._queue.put((topic, TYPES[topic], now - delay, data))
 
     # -- the writer thread ----------------------------------------------------------------
     def _write(self) -> None:
@@ -223,12 +255,13 @@ class RecorderNode(SlideNode):
                 self._closed = True
                 return None
             self._closed = True
-        for sub in list(self._subs.values()):
+        for topic, sub in list(self._subs.items()):
             try:
-                self.destroy_subscription(sub)
+                (self._markers if topic in UNSTAMPED else self).destroy_subscription(sub)
             except Exception:  # noqa: BLE001, S110 - the context may be gone at shutdown
                 pass
         self._subs.clear()
+        self._markers_thread.join(timeout=2.0)
         self._queue.put(None)
         if self._thread is not None:
             self._thread.join()

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Topic:
-    """A topic of the episode: name, message type, and whether its publisher latches it."""
+    """A topic of the episode: name, message type, whether its publisher latches it, and
+    whether its messages carry a header stamp (the push markers do not: a bag places them
+    by when they were sent)."""
 
     name: str
     type: str
     latched: bool = False
     twin_only: bool = False
+    stamped: bool = True
 
 
 EPISODE_TOPICS: tuple[Topic, ...] = (
@@ -30,9 +33,9 @@ EPISODE_TOPICS: tuple[Topic, ...] = (
     Topic('/gripper/pose', 'geometry_msgs/msg/PoseStamped'),
     Topic('/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
     Topic('/netft/wrench', 'geometry_msgs/msg/WrenchStamped'),
-    Topic('/push/primitive', 'slide_interfaces/msg/PushPrimitive'),
-    Topic('/push/start', 'std_msgs/msg/UInt32'),
-    Topic('/push/end', 'std_msgs/msg/UInt32'),
+    Topic('/push/primitive', 'slide_interfaces/msg/PushPrimitive', stamped=False),
+    Topic('/push/start', 'std_msgs/msg/UInt32', stamped=False),
+    Topic('/push/end', 'std_msgs/msg/UInt32', stamped=False),
     Topic('/belief', 'slide_interfaces/msg/ModelBelief', latched=True),
     Topic('/behaviour/state', 'slide_interfaces/msg/TaskState', latched=True),
     Topic('/ground_truth', 'slide_interfaces/msg/GroundTruth', latched=True, twin_only=True),

@@ -18,7 +18,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from slide_ros.qos import LATCHED, RELIABLE, SENSOR  # noqa: E402
 from std_msgs.msg import UInt32  # noqa: E402
 
 from slide_bringup.graph import NodeSpec  # noqa: E402
@@ -28,6 +27,7 @@ from slide_core.model import load_object  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 
 pytestmark = pytest.mark.ros
+from slide_ros.qos import LATCHED, RELIABLE, SENSOR  # noqa: E402
 
 
 class Publisher:

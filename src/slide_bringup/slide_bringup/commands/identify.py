@@ -1,4 +1,10 @@
-"""``slide identify BAG``: per-cell mass and friction maps from recorded pushes."""
+"""``slide identify BAG``: per-cell mass and friction maps from recorded pushes.
+
+Reads ``slide record``'s twin bags and the graph's (the recorder node's, ``ros2 bag
+record``'s): pushes the bag cannot give whole are left out with the reason, and what was
+wrong with the bag is said (see :func:`slide_core.io.read_pushes`). A bag without object
+poses gets them from its camera clouds through perception (``--poses cloud`` forces it).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from slide_core.identification import METHODS
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
-    parser.add_argument('--train', default='0-4', help='training pushes, like 0-4 or 0,2,5')
+    parser.add_argument(
+        '--train', default='0-4', help="training pushes, like 0-4 or 0,2,5, or 'all'"
+    )
+    parser.add_argument(
+        '--poses',
+        default='auto',
+        choices=('auto', 'topic', 'cloud'),
+        help='object poses from /object/pose (topic), from the recorded camera clouds through '
+        'perception (cloud), or the topic when the bag has it (auto, the default)',
+    )
+    parser.add_argument(
+        '--extrinsics',
+        type=Path,
+        help="camera extrinsics for --poses cloud (default: the workcell's camera file)",
+    )
     parser.add_argument(
         '--method', default='probabilistic', choices=METHODS, help='identification method'
     )
@@ -42,7 +62,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_output(args.out, ('.yaml', '.yml'), '--out')
     if args.png is not None:
         check_output(args.png, ('.png',), '--png')
-    grid, pushes = read_pushes(args.bag, parse_range(args.train))
+    train_pushes = None if args.train.strip() == 'all' else parse_range(args.train)
+    read = read_pushes(args.bag, train_pushes, poses=args.poses, extrinsics=args.extrinsics)
+    for line in read.report():  # said now, before the long part, and in the result
+        print(f'slide identify: {line}', file=sys.stderr, flush=True)
+    grid, pushes = read.grid, read.pushes
     train = TrainingSet.from_pushes(grid, pushes)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
@@ -56,7 +80,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             progress=lambda done, total, best: bar.update(done - bar.n),
         )
     belief = found.belief
-    provenance = {'bag': str(args.bag), 'train_pushes': [pd.index for pd in pushes]}
+    provenance = {
+        'bag': str(args.bag),
+        'train_pushes': [pd.index for pd in pushes],
+        'skipped_pushes': [s.index for s in read.skipped],
+        'poses_from': read.poses_from,
+        'wrench_from': read.wrench_from,
+    }
     if args.png is None:
         save_belief(belief, args.out, args.bag.name, provenance)
     else:
@@ -68,6 +98,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'bag': str(args.bag),
         'method': args.method,
         'train': [pd.index for pd in pushes],
+        'skipped': [{'push': s.index, 'reason': s.reason} for s in read.skipped],
+        'warnings': list(read.warnings),
+        'poses_from': read.poses_from,
+        'wrench_from': read.wrench_from,
         'steps_used': train.steps,
         'models': belief.K,
         'simulations': found.simulations,
@@ -83,11 +117,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def format_text(result: dict[str, Any]) -> str:
-    return (
+    lines = [
         f'{result["method"]} identification from pushes {result["train"]} '
-        f'({result["steps_used"]} moving steps): {result["models"]} model(s), '
-        f'{result["simulations"]} simulations in {result["seconds"]} s\n'
+        f'({result["steps_used"]} moving steps; poses from {result["poses_from"]}): '
+        f'{result["models"]} model(s), {result["simulations"]} simulations in '
+        f'{result["seconds"]} s',
         f'most probable model {result["most_probable"]}: {result["total_mass_kg"]} kg, centre '
-        f'of mass {result["com_m"]} m; weights {result["weights"]}\n'
+        f'of mass {result["com_m"]} m; weights {result["weights"]}',
+    ]
+    lines += [f'push {s["push"]} skipped: {s["reason"]}' for s in result['skipped']]
+    lines += [f'warning: {w}' for w in result['warnings']]
+    lines.append(
         f'belief: {result["out"]}' + (f', picture: {result["png"]}' if result['png'] else '')
     )
+    return '\n'.join(lines)
