@@ -1,0 +1,84 @@
+"""slide identify on bags that are not whole (issues 16, 19): what can be used is used, what
+was skipped is said, and a bag with nothing usable is a one-line error (exit 2), never a
+traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import shutil
+import subprocess
+
+import pytest
+
+pytest.importorskip('mujoco')
+
+SLIDE = shutil.which('slide')
+
+
+def slide(*args: str) -> subprocess.CompletedProcess[str]:
+    assert SLIDE is not None, 'the slide command is not installed (run scripts/setup.sh)'
+    return subprocess.run([SLIDE, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope='module')
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp('bags') / 'box'
+    out = slide('record', '--object', 'box', '--pushes', '4', '--seed', '2', '--out', str(path))
+    assert out.returncode == 0, out.stderr
+    return path
+
+
+def data_file(bag: Path) -> Path:
+    (path,) = [p for p in bag.iterdir() if p.suffix == '.mcap']
+    return path
+
+
+def test_a_bag_cut_at_half_identifies_from_its_complete_pushes(bag: Path, tmp_path: Path):
+    cut = tmp_path / 'cut'
+    shutil.copytree(bag, cut)
+    data = data_file(cut)
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    model = tmp_path / 'm.yaml'
+    common = ('--models', '2', '--budget', '200', '--out', str(model))
+    out = slide('identify', str(cut), '--train', '0-3', *common, '--json')
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result['train'] == [0, 1]
+    assert [s['push'] for s in result['skipped']] == [2, 3]
+    assert any('stops inside a chunk' in w for w in result['warnings'])
+    assert 'push 2 skipped: not in the bag' in out.stderr  # said before the work, too
+    text = slide('identify', str(cut), '--train', 'all', *common)
+    assert text.returncode == 0, text.stderr
+    assert 'push 3 skipped' in text.stdout and 'warning: ' in text.stdout
+
+
+@pytest.mark.parametrize(
+    ('damage', 'reason'),
+    [
+        ('garbage', 'not an MCAP file'),
+        ('empty', 'is empty'),
+        ('missing', 'which the folder lacks'),
+        ('metadata', 'not a bag'),
+    ],
+)
+def test_a_bag_with_nothing_usable_is_a_one_line_error(
+    bag: Path, tmp_path: Path, damage: str, reason: str
+) -> None:
+    broken = tmp_path / damage
+    shutil.copytree(bag, broken)
+    data = data_file(broken)
+    if damage == 'garbage':
+        data.write_bytes(b'\x00garbage' * 500)
+    elif damage == 'empty':
+        data.write_bytes(b'')
+    elif damage == 'missing':
+        data.unlink()
+    else:  # no metadata and no data: an empty folder
+        data.unlink()
+        (broken / 'metadata.yaml').unlink()
+    out = slide('identify', str(broken), '--out', str(tmp_path / 'm.yaml'))
+    assert out.returncode == 2, out.stderr
+    assert reason in out.stderr and 'Traceback' not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / 'm.yaml').exists()
