@@ -54,13 +54,13 @@ class Counter:
 
     def loss(self, thetas: FloatArray) -> FloatArray:
         n = self.n
-        losses = self.problem.loss(thetas[:, :n], thetas[:, n:])
+        losses, _, _ = self.problem.quick_loss_grad(thetas[:, :n], thetas[:, n:], grad=False)
         self._note(thetas, losses)
         return losses
 
     def loss_grad(self, thetas: FloatArray) -> tuple[FloatArray, FloatArray]:
         n = self.n
-        losses, g_m, g_mu = self.problem.loss_grad(thetas[:, :n], thetas[:, n:])
+        losses, g_m, g_mu = self.problem.quick_loss_grad(thetas[:, :n], thetas[:, n:])
         self._note(thetas, losses)
         return losses, np.concatenate((g_m, g_mu), axis=1)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,6 +12,7 @@ from scipy.optimize import lsq_linear
 from scipy.signal import savgol_filter
 
 from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
@@ -124,15 +126,22 @@ class TrainingSet:
             )
         return cls(grid, np.concatenate(Qs), np.concatenate(Gs), np.concatenate(ws), rho, len(ws))
 
+    @cached_property
+    def _matrices(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Q and G as (3S, n) matrices and w as (3S,): the loss is three matrix products."""
+        n = self.grid.n
+        return (
+            np.ascontiguousarray(self.Q.reshape(-1, n)),
+            np.ascontiguousarray(self.G.reshape(-1, n)),
+            np.ascontiguousarray(self.w.reshape(-1)),
+        )
+
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
+        Q2, G2, w2 = self._matrices
         c = mu * m * GRAVITY
-        return np.asarray(
-            self.w[None]
-            - np.einsum('sjn,kn->ksj', self.Q, m)
-            - np.einsum('sjn,kn->ksj', self.G, c),
-            dtype=float,
-        )
+        res = w2[None] - m @ Q2.T - c @ G2.T
+        return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
     def loss(self, m: ArrayLike, mu: ArrayLike) -> FloatArray:
         """(K,) losses [N^2] of hypotheses (K, n)."""
@@ -142,22 +151,67 @@ class TrainingSet:
     def loss_grad(self, m: ArrayLike, mu: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Losses (K,) and their exact gradients d/dm, d/dmu (K, n)."""
         m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
+        Q2, G2, _ = self._matrices
         res = self.residual(m2, mu2)
         S = self.steps
         loss = np.mean(np.sum(res**2, axis=2), axis=1)
-        rG = np.einsum('ksj,sjn->kn', res, self.G)
-        rQ = np.einsum('ksj,sjn->kn', res, self.Q)
+        flat = res.reshape(res.shape[0], -1)
+        rG = flat @ G2
+        rQ = flat @ Q2
         g_m = -2.0 / S * (rQ + GRAVITY * mu2 * rG)
         g_mu = -2.0 / S * (GRAVITY * m2 * rG)
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
+    @cached_property
+    def _normal_equations(self) -> tuple[FloatArray, FloatArray, float]:
+        """H = [Q G]^T [Q G] (2n, 2n), b = [Q G]^T w (2n,) and w.w of the loss's quadratic
+        form (:mod:`slide_core.identification.kernels`)."""
+        Q2, G2, w2 = self._matrices
+        return kernels.gram(np.ascontiguousarray(np.hstack((Q2, G2))), w2)
+
+    def quick_loss_grad(
+        self, m: FloatArray, mu: FloatArray, grad: bool = True
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """:meth:`loss_grad` (or only the losses, with zero gradients) from the loss's
+        quadratic form: cost independent of the steps, for the optimisers' many
+        evaluations; absolute round-off about 1e-15 of the wrenches' squared norm."""
+        H, b, ww = self._normal_equations
+        m2 = np.ascontiguousarray(np.atleast_2d(m), dtype=float)
+        mu2 = np.ascontiguousarray(np.atleast_2d(mu), dtype=float)
+        K, n = m2.shape
+        loss, g_m, g_mu = np.zeros(K), np.zeros((K, n)), np.zeros((K, n))
+        kernels.quadratic_loss_grad(
+            H, b, ww, self.steps, m2, m2 * GRAVITY, np.full((K, n), GRAVITY), mu2, loss, g_m,
+            g_mu, grad,
+        )  # fmt: skip
+        return loss, g_m, g_mu
+
+    @cached_property
+    def _friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The warm start's least squares |G c - (w - Q m)| in n unknowns: with
+        G^T G = R^T R (Cholesky), |R c - R^-T (G^T w - G^T Q m)| has the same minimiser.
+        Returns R, R^-T G^T w and R^-T G^T Q (from a thin QR of G = U R instead, U^T w
+        and U^T Q, when G^T G is singular or badly conditioned)."""
+        n = self.grid.n
+        H, b, _ = self._normal_equations
+        try:
+            R = np.linalg.cholesky(H[n:, n:]).T
+            d = np.abs(np.diag(R))
+            well_posed = bool(d.min() > 1e-6 * d.max())  # else the squared condition bites
+        except np.linalg.LinAlgError:
+            well_posed = False
+        if not well_posed:
+            Q2, G2, w2 = self._matrices
+            U, R = np.linalg.qr(G2, mode='reduced')
+            return np.asarray(R, dtype=float), U.T @ w2, U.T @ Q2
+        Rt_inv = np.linalg.inv(R.T)
+        return np.asarray(R, dtype=float), Rt_inv @ b[n:], Rt_inv @ H[n:, :n]
+
     def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
         """Warm start: the friction map that best explains the wrenches at masses m (n,),
-        by bounded linear least squares in c = mu m g."""
-        n = m.size
-        A = self.G.reshape(-1, n)
-        b = (self.w - np.einsum('sjn,n->sj', self.Q, m)).reshape(-1)
+        by bounded linear least squares in c = mu m g (on the reduced n x n system)."""
+        R, Rw, RQ = self._friction_system
         lo = bounds.friction_min * m * GRAVITY
         hi = bounds.friction_max * m * GRAVITY
-        c = lsq_linear(A, b, bounds=(lo, hi), method='bvls').x
+        c = lsq_linear(R, Rw - RQ @ m, bounds=(lo, hi), method='bvls').x
         return np.asarray(np.clip(c / (m * GRAVITY), bounds.friction_min, bounds.friction_max))
