@@ -85,3 +85,12 @@ def gram(A: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         for j in range(i):
             H[i, j] = H[j, i]
     return H, b, ww
+
+
+def warm_up() -> None:
+    """Load the compiled loss (numba's disk cache): a process's first call pays for it."""
+    H, b, ww = gram(np.ones((3, 2)), np.ones(3))
+    one = np.ones((1, 1))
+    quadratic_loss_grad(
+        H, b, ww, 1, one, one, one, one, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), True
+    )

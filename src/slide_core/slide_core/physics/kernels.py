@@ -983,3 +983,24 @@ def _record(
     V[k, t, 0] = v[k, 0]
     V[k, t, 1] = v[k, 1]
     V[k, t, 2] = v[k, 2]
+
+
+def warm_up() -> None:
+    """Load this module's compiled functions (from numba's disk cache, or compile them):
+    a process's first call otherwise pays for it (a second or more)."""
+    r_B = np.array([[-0.01, 0.0], [0.01, 0.0]])
+    M = np.tile(np.diag([0.02, 0.02, 1e-5]), (1, 1, 1))
+    X = np.zeros((1, 3, 3))
+    for fingertip in (False, True):
+        rollout(
+            r_B, np.zeros(2), 0.02, M, np.linalg.inv(M), np.full((1, 2), 1e-4), np.full(1, 1e-6),
+            np.zeros((1, 2)), 0.01, fingertip, np.ones((2, 2)), np.zeros((2, 2)), np.zeros(2),
+            np.array([[-0.03, 0.0], [-0.02, 0.0], [-0.01, 0.0]]), 0.008, 0.3, np.zeros((1, 2)),
+            np.zeros(1), np.zeros((1, 3)), X.copy(), X.copy(), np.zeros((1, 2, 2)), 0, 0,
+        )  # fmt: skip
+    A = np.zeros((2, 3))
+    A[1, 0] = 1.0
+    solve_pieces(
+        M[0], np.linalg.inv(M[0]), np.ones(3), A, np.zeros(2), np.array([0, 2]), np.ones(1), 1,
+        False, np.zeros(3), 0.0, -1, 0.0, np.ones(3), np.zeros(2),
+    )  # fmt: skip

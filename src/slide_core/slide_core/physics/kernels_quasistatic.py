@@ -324,3 +324,14 @@ def push_batch(
             X[b, k + 1, 2] = th
             X[b, k + 1, 0] = gx - (cs * p_OG[0] - sn * p_OG[1])
             X[b, k + 1, 1] = gy - (sn * p_OG[0] + cs * p_OG[1])
+
+
+def warm_up() -> None:
+    """Load the compiled push (numba's disk cache): a process's first call pays for it."""
+    X = np.zeros((1, 3, 3))
+    push_batch(
+        np.full((1, 2), 0.1), np.full(1, 1e-3), np.array([[-0.01, 0.0], [0.01, 0.0]]),
+        np.zeros(2), 0.01, np.zeros((1, 3)), np.array([-0.03, 0.0]), np.array([1.0, 0.0]),
+        0.005, 2, 0.008, 0.3, X, np.zeros((1, 2), dtype=np.bool_),
+        np.zeros((1, 2), dtype=np.bool_),
+    )  # fmt: skip

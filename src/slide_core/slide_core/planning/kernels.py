@@ -230,3 +230,14 @@ def pose_valid(
     if x_min >= 0.0:
         return True
     return stay_weight(corners, sides, x, y, th, com, weight, margin) >= threshold
+
+
+def warm_up() -> None:
+    """Load the compiled balance tests (numba's disk cache): a first call pays for it."""
+    corners = np.array([[-0.01, -0.01], [0.01, -0.01], [0.01, 0.01], [-0.01, 0.01]])
+    sides = np.array([[0, 1], [1, 2], [2, 3], [3, 0]], dtype=np.int64)
+    com = np.zeros((1, 2))
+    support_margins(corners, sides, 0.0, 0.0, 0.1, com, np.zeros(1))
+    stay_weight(corners, sides, 0.0, 0.0, 0.1, com, np.ones(1), 0.0)
+    pose_valid(corners, sides, 0.0, 0.0, 0.1, 1.0, 1.0, com, np.ones(1), 0.0, 0.5)
+    on_table(corners, 0.5, 0.0, 0.1, 1.0, 1.0)
