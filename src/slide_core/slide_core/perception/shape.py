@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
-from scipy.spatial import ConvexHull, QhullError
+from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.perception.cloud import (
@@ -34,22 +34,41 @@ class ObjectEstimate:
 
 
 def footprint_image(
-    xy: FloatArray, origin: FloatArray, shape: tuple[int, int], pitch: float
+    xy: FloatArray,
+    origin: FloatArray,
+    shape: tuple[int, int],
+    pitch: float,
+    gap: float = 0.0,
 ) -> NDArray[np.bool_]:
     """Covered sub-cells (rows, cols) of points xy (M, 2); row 0 at +y, pixel (0, 0)'s
-    lower-left corner at origin + (0, (rows - 1) * pitch)."""
+    lower-left corner at origin + (0, (rows - 1) * pitch). Gaps between samples up to
+    ``gap`` [m] wide (at least one pixel) are closed: a surface sampled every few
+    millimetres covers the space between its samples. The image keeps ``gap`` of empty
+    border, or its edge pixels are eroded."""
     rows, cols = shape
     c = np.floor((xy[:, 0] - origin[0]) / pitch).astype(int)
     r = rows - 1 - np.floor((xy[:, 1] - origin[1]) / pitch).astype(int)
     ok = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
     image = np.zeros(shape, dtype=bool)
     image[r[ok], c[ok]] = True
-    image = ndimage.binary_closing(image, np.ones((3, 3), bool), border_value=0)
+    k = max(1, math.ceil(gap / pitch / 2))
+    i, j = np.mgrid[-k : k + 1, -k : k + 1]
+    disk = i**2 + j**2 <= k * k + k  # a digital disc of radius k (3 x 3 for k = 1)
+    image = ndimage.binary_closing(image, disk, border_value=0)
     image = ndimage.binary_fill_holes(image)
     labels, count = ndimage.label(image)
     if count > 1:
         image = labels == 1 + int(np.argmax(ndimage.sum(image, labels, range(1, count + 1))))
     return np.asarray(image, dtype=bool)
+
+
+def sample_spacing(xy: FloatArray) -> float:
+    """Median distance [m] from each of the points xy (M, 2) to its nearest neighbour: the
+    footprint's sampling step (it grows with the distance to the camera)."""
+    if xy.shape[0] < 2:
+        return 0.0
+    d = np.asarray(cKDTree(xy).query(xy, k=2)[0], dtype=float)
+    return float(np.median(d[:, 1]))
 
 
 @dataclass(frozen=True)

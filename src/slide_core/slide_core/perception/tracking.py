@@ -18,7 +18,7 @@ from slide_core.perception.cloud import (
     PerceptionError,
     PerceptionStatus,
 )
-from slide_core.perception.shape import ObjectEstimate, footprint_image
+from slide_core.perception.shape import ObjectEstimate, footprint_image, sample_spacing
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,23 @@ class TrackResult:
 
 def _outline(xy: FloatArray, pitch: float, anchor: FloatArray) -> FloatArray:
     """Centres (K, 2) of the outline pixels of the footprint of points xy (M, 2), on a raster
-    of ``pitch`` whose pixel corners include ``anchor`` (2,)."""
-    lo = anchor + pitch * np.floor((xy.min(axis=0) - 3 * pitch - anchor) / pitch)
-    n = np.ceil((xy.max(axis=0) + 3 * pitch - lo) / pitch).astype(int)
-    image = footprint_image(xy, lo, (int(n[1]), int(n[0])), pitch)
+    of ``pitch`` whose pixel corners include ``anchor`` (2,). Gaps of the sampling step are
+    closed first: the step grows with the distance to the camera, and an unclosed sparse
+    top face is a ragged outline that no longer matches the acquired one."""
+    gap = GAP_PER_SPACING * sample_spacing(xy)
+    margin = (math.ceil(gap / pitch / 2) + 3) * pitch
+    lo = anchor + pitch * np.floor((xy.min(axis=0) - margin - anchor) / pitch)
+    n = np.ceil((xy.max(axis=0) + margin - lo) / pitch).astype(int)
+    image = footprint_image(xy, lo, (int(n[1]), int(n[0])), pitch, gap)
     edge = image & ~ndimage.binary_erosion(image)
     r, c = np.nonzero(edge)
     return np.column_stack(
         (lo[0] + (c + 0.5) * pitch, lo[1] + (image.shape[0] - 1 - r + 0.5) * pitch)
     )
+
+
+GAP_PER_SPACING = 1.5
+"""Gaps closed in a footprint, in sampling steps (a square lattice's diagonal is 1.41)."""
 
 
 @dataclass
@@ -75,10 +83,11 @@ class PoseTracker:
         xy = self.estimate.model_O[:, :2]
         self._radius = float(np.linalg.norm(xy, axis=1).max())
         self._pitch = self.config.voxel_size / 2
-        pad = self.config.icp_distance
+        gap = GAP_PER_SPACING * sample_spacing(xy)
+        pad = max(self.config.icp_distance, gap + 3 * self._pitch)
         lo = xy.min(axis=0) - pad
         n = np.ceil((xy.max(axis=0) + pad - lo) / self._pitch).astype(int)
-        image = footprint_image(xy, lo, (int(n[1]), int(n[0])), self._pitch)
+        image = footprint_image(xy, lo, (int(n[1]), int(n[0])), self._pitch, gap)
         edge = image & ~ndimage.binary_erosion(image)
         # Distance [m] to the outline; rows flipped so that index 0 is the lowest y.
         self._field = (
