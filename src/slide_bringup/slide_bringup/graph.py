@@ -10,7 +10,7 @@ which the launch file includes on the robot PC) and the executor uses MoveIt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
@@ -212,6 +212,10 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             {
                 'backend': 'twin' if twin else 'moveit_py',
                 'workcell_file': workcell,
+                # Configure waits for the arm and the F/T stream.
+                'configure_retries': -1,
+                'retry_backoff_s': 0.5,
+                'retry_backoff_max_s': 2.0,
                 **(
                     {}
                     if twin
@@ -247,6 +251,17 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     if a['rviz'] == 'true':
         nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz', {}, robot_only=True))
     return nodes
+
+
+def select(specs: list[NodeSpec], names: Sequence[str]) -> list[NodeSpec]:
+    """The named nodes of ``specs``, in the graph's order (a part of the graph to run)."""
+    unknown = set(names) - {s.name for s in specs}
+    if unknown:
+        raise GraphError(
+            f'no node {", ".join(sorted(unknown))} in this graph; it has '
+            f'{", ".join(s.name for s in specs)}'
+        )
+    return [s for s in specs if s.name in names]
 
 
 def twin_parameter(specs: list[NodeSpec], name: str) -> Any:

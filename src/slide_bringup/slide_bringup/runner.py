@@ -95,6 +95,13 @@ class Graph:
             )
             self.nodes.append(Running(spec, process, log))
 
+    def __enter__(self) -> Graph:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def poll(self) -> dict[str, int | None]:
         """Each node's exit code (None while it runs)."""
         return {r.spec.name: r.process.poll() for r in self.nodes}

@@ -39,8 +39,8 @@ from slide_core.model import load_workcell
 from slide_core.planning import planner_config
 from slide_core.task import Aborted, Stage, Task, TaskFailure, TaskResult, TaskSettings
 from slide_interfaces.msg import TaskState
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
-from slide_ros.params import Param, declare
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, remote_state, run
+from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED
 from slide_ros.ros_task import Caller, RosDecider, RosWorld
 
@@ -59,6 +59,7 @@ PARAMS = (
         low=0.1,
         high=60.0,
     ),
+    MAX_POSE_AGE,
     Param('start_on_activate', False, 'start an episode as soon as the node is active'),
     Param('exit_on_done', False, 'exit when the episode ends (0 lifted, 3 failed)'),
     Param('result_file', '', 'write the episode result as JSON here (atomically)'),
@@ -126,7 +127,13 @@ class BehaviourNode(SlideNode):
         self.leaves: list[StageLeaf] = []
         self.result: TaskResult | None = None
         caller = Caller(self, self._abort_flag.is_set)
-        self.world = RosWorld(self, caller, self.cell, float(self.p['pose_timeout_s']))
+        self.world = RosWorld(
+            self,
+            caller,
+            self.cell,
+            float(self.p['pose_timeout_s']),
+            lambda: float(self.get_parameter('max_pose_age_s').value),
+        )
         self.decider = RosDecider(
             self,
             caller,
@@ -159,6 +166,13 @@ class BehaviourNode(SlideNode):
         ]
         if missing:
             raise NotReady(f'waiting for {", ".join(missing)}')
+        inactive = [
+            name
+            for name in ('/executor', '/planner', '/identification')
+            if remote_state(self, name) != 'active'
+        ]
+        if inactive:
+            raise NotReady(f'waiting for {", ".join(inactive)} to be active')
         if not self.world.ready():
             raise NotReady('waiting for perception to acquire the object')
 

@@ -61,22 +61,15 @@ from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
 from slide_interfaces.msg import ErrorCode, ObjectGrid, PushPrimitive
 from slide_ros.backends import Backend, Motion, TwinBackend
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
-from slide_ros.params import Param, declare
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
+from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR
 
 PARAMS = (
     Param('backend', 'twin', 'who moves the arm', choices=('twin', 'moveit_py')),
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
     Param('twin_namespace', '/twin', 'twin backend: the twin node'),
-    Param(
-        'max_pose_age_s',
-        3.0,
-        'refuse a push resolved at an older object pose [s]',
-        read_only=False,
-        low=0.01,
-        high=60.0,
-    ),
+    MAX_POSE_AGE,
     Param(
         'contact_tolerance_m',
         0.004,
@@ -201,6 +194,10 @@ class ExecutorNode(SlideNode):
             backend = MoveItBackend(self, self.p, self.cell, self.frame)
         backend.connect(float(self.p['connect_timeout_s']))
         self.backend = backend
+        with self._lock:
+            latest = self._wrenches[-1][0] if self._wrenches else -math.inf
+        if self._now() - latest > 1.0:
+            raise NotReady('no wrench from the F/T driver on ft_wrench in the last second')
 
     def _accept(self, _goal: Any) -> GoalResponse:
         # One motion at a time: a second goal while one runs is refused at once.

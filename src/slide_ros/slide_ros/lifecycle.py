@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.task import Future
@@ -109,6 +110,31 @@ class SlideNode(LifecycleNode):
         self.active = False
         self.deactivate()
         return TransitionCallbackReturn.SUCCESS
+
+
+def remote_state(node: Any, name: str, timeout_s: float = 1.0) -> str | None:
+    """The lifecycle state label ('unconfigured', 'inactive', 'active', ...) of node
+    ``name`` (its ``get_state`` service), or None when it does not answer."""
+    from lifecycle_msgs.srv import GetState
+
+    clients = getattr(node, '_state_clients', None)
+    if clients is None:
+        clients = {}
+        node._state_clients = clients
+    if name not in clients:
+        # A group of its own: the caller (a configure step) holds the default group while it
+        # waits, and the response must still be processed.
+        clients[name] = node.create_client(
+            GetState, f'{name}/get_state', callback_group=ReentrantCallbackGroup()
+        )
+    client = clients[name]
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        return None
+    try:
+        result = wait_for(client.call_async(GetState.Request()), timeout_s)
+    except TimeoutError:
+        return None
+    return str(result.current_state.label) if result is not None else None
 
 
 def wait_for(

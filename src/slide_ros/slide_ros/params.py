@@ -71,6 +71,17 @@ class ParameterError(ValueError):
     """A parameter value the node cannot run with (the message says which and why)."""
 
 
+MAX_POSE_AGE = Param(
+    'max_pose_age_s',
+    3.0,
+    'the oldest object pose a push is resolved at [s]',
+    read_only=False,
+    low=0.01,
+    high=60.0,
+)
+"""Shared by the executor (refuses older poses) and the behaviour (waits for a younger one)."""
+
+
 def declare(node: Node, table: Sequence[Param]) -> dict[str, Any]:
     """Declare ``table`` on ``node`` and return the values; raise ParameterError (one line)
     on a bad initial value. Later changes are validated by the same rules."""

@@ -9,6 +9,7 @@ died fails the call with a reason instead of hanging) and a timeout.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 import threading
 import time
 from typing import Any
@@ -65,6 +66,13 @@ class Caller:
 
     def __init__(self, node: Node, should_stop: Callable[[], bool]) -> None:
         self.node, self.should_stop = node, should_stop
+        self._names: dict[int, str] = {}
+
+    def client(self, kind: Any, name: str) -> ActionClient:
+        """An action client of ``name`` whose failures name the action (and so its node)."""
+        client = ActionClient(self.node, kind, name)
+        self._names[id(client)] = name
+        return client
 
     def call(
         self,
@@ -74,14 +82,15 @@ class Caller:
         timeout_s: float,
         feedback: Callable[[Any], None] | None = None,
     ) -> Any:
+        name = self._names.get(id(client), 'its action server')
         if not client.wait_for_server(timeout_sec=3.0):
-            raise NodeGone(f'{what}: its node is not running')
+            raise NodeGone(f'{what}: {name} is not running (is its node up? see its log)')
         future = client.send_goal_async(goal, feedback_callback=feedback)
-        handle = self._wait(future, client, what, 10.0, None)
+        handle = self._wait(future, client, f'{what} ({name})', 10.0, None)
         if not handle.accepted:
             raise WorldError(f'{what}: the goal was refused', retryable=True)
         result = handle.get_result_async()
-        self._wait(result, client, what, timeout_s, handle)
+        self._wait(result, client, f'{what} ({name})', timeout_s, handle)
         return result.result().result
 
     def _wait(
@@ -114,10 +123,18 @@ class Caller:
 class RosWorld:
     """Perception (``/object/grid``, ``/object/pose``) and the executor's actions."""
 
-    def __init__(self, node: Node, caller: Caller, cell: Workcell, pose_timeout_s: float) -> None:
+    def __init__(
+        self,
+        node: Node,
+        caller: Caller,
+        cell: Workcell,
+        pose_timeout_s: float,
+        max_pose_age_s: Callable[[], float] = lambda: math.inf,
+    ) -> None:
         self.node, self.caller, self.cell = node, caller, cell
         self.frame = cell.table.frame_id
         self.pose_timeout_s = pose_timeout_s
+        self.max_pose_age_s = max_pose_age_s  # read at each use: a parameter one may set
         self._lock = threading.Lock()
         self._grid: tuple[Grid, Any] | None = None
         self._pose: tuple[float, PoseStamped] | None = None
@@ -125,8 +142,8 @@ class RosWorld:
         self._since = 0.0  # a pose must be stamped after this (ROS time [s]): the last motion
         node.create_subscription(ObjectGrid, '/object/grid', self._on_grid, LATCHED)
         node.create_subscription(PoseStamped, '/object/pose', self._on_pose, RELIABLE)
-        self.push_client = ActionClient(node, Push, '/executor/push')
-        self.grasp_client = ActionClient(node, GraspAction, '/executor/grasp')
+        self.push_client = caller.client(Push, '/executor/push')
+        self.grasp_client = caller.client(GraspAction, '/executor/grasp')
         self.records: list[PushRecord] = []
 
     def _on_grid(self, msg: ObjectGrid) -> None:
@@ -156,16 +173,22 @@ class RosWorld:
 
     def observe(self) -> Observation:
         """The object as perception sees it now: a pose received in the last
-        ``pose_timeout_s`` and taken after the last push or grasp ended (the object at rest
-        where that motion left it). ObjectLost when none comes within the timeout."""
+        ``pose_timeout_s``, taken after the last push or grasp ended (the object at rest
+        where that motion left it) and at most ``max_pose_age_s`` old (the executor refuses
+        older ones). ObjectLost when none comes within the timeout."""
         end = time.monotonic() + self.pose_timeout_s
+        max_age = self.max_pose_age_s()
+        age = math.nan
         while True:
             with self._lock:
                 grid, pose = self._grid, self._pose
+            if pose is not None:
+                age = self._now() - stamp_to_s(pose[1].header.stamp)
             fresh = (
                 pose is not None
                 and time.monotonic() - pose[0] < self.pose_timeout_s
                 and stamp_to_s(pose[1].header.stamp) >= self._since
+                and age <= max_age
             )
             if grid is not None and fresh:
                 assert pose is not None
@@ -176,11 +199,14 @@ class RosWorld:
                 self.observed = pose[1]
                 return Observation(grid[0], X, stamp_to_s(pose[1].header.stamp))
             if time.monotonic() > end:
-                raise ObjectLost(
-                    f'no object pose from perception for {self.pose_timeout_s:g} s'
-                    if grid is not None
-                    else 'perception has not acquired the object'
-                )
+                if grid is None:
+                    raise ObjectLost('perception has not acquired the object')
+                if age > max_age:
+                    raise ObjectLost(
+                        f'perception is falling behind: its latest pose is {age:.1f} s old'
+                        f' (at most {max_age:g} s is used)'
+                    )
+                raise ObjectLost(f'no object pose from perception for {self.pose_timeout_s:g} s')
             if self.caller.should_stop():
                 raise Aborted('aborted while observing')
             time.sleep(0.02)
@@ -235,10 +261,10 @@ class RosDecider:
         self.frame = cell.table.frame_id
         self.settings = identification
         self.progress = progress
-        self.explore_client = ActionClient(node, ChooseExploration, '/planner/choose_exploration')
-        self.goal_client = ActionClient(node, SelectGoal, '/planner/select_goal')
-        self.step_client = ActionClient(node, PlanStep, '/planner/plan_step')
-        self.identify_client = ActionClient(node, Identify, '/identification/identify')
+        self.explore_client = caller.client(ChooseExploration, '/planner/choose_exploration')
+        self.goal_client = caller.client(SelectGoal, '/planner/select_goal')
+        self.step_client = caller.client(PlanStep, '/planner/plan_step')
+        self.identify_client = caller.client(Identify, '/identification/identify')
         self._belief: tuple[Belief, ModelBelief] | None = None
 
     def _stamped(self, X: FloatArray) -> PoseStamped:

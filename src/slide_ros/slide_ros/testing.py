@@ -1,0 +1,59 @@
+"""For tests (and scripts) that talk to running graph nodes: an rclpy node spinning in a
+thread and a context of its own, beside the test's code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import threading
+import time
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor
+
+
+class Peer:
+    """An rclpy node spinning in a thread of its own, in a context of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=3, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - shut down under us
+                return
+
+    def wait(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+        end = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > end:
+                raise AssertionError(f'timed out after {timeout_s:g} s waiting for {what}')
+            time.sleep(0.05)
+
+    def result(self, future: Any, timeout_s: float) -> Any:
+        self.wait(future.done, timeout_s, 'a future')
+        return future.result()
+
+    def send(
+        self, client: ActionClient, goal: Any, timeout_s: float = 120.0, feedback: Any = None
+    ) -> tuple[Any, Any]:
+        """Send a goal; (goal handle, result future)."""
+        self.wait(lambda: client.server_is_ready(), 60.0, 'the action server')
+        handle = self.result(client.send_goal_async(goal, feedback_callback=feedback), 10.0)
+        assert handle.accepted
+        return handle, handle.get_result_async()
+
+    def close(self) -> None:
+        self.node.destroy_node()
+        self.context.try_shutdown()
+        self._thread.join(timeout=2.0)
