@@ -143,8 +143,9 @@ class TwinBackend:
         result_future = handle.get_result_async()
         stopped = wait_for(result_future, 600.0, should_stop) is None
         if stopped:
-            wait_for(handle.cancel_goal_async(), 5.0)
-            wait_for(result_future, 10.0)
+            if self.node.context.ok():  # else the process is ending: nothing can be sent
+                wait_for(handle.cancel_goal_async(), 5.0)
+                wait_for(result_future, 10.0)
             return Motion(False, True, 'stopped')
         result = result_future.result().result
         if result.error.code != ErrorCode.SUCCESS:

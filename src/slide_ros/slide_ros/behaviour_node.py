@@ -26,8 +26,10 @@ episode ends: 0 when the object was lifted, 3 otherwise (as the ``slide`` comman
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import json
 import threading
+import traceback
 from typing import Any
 
 import py_trees
@@ -37,7 +39,16 @@ from std_srvs.srv import Trigger
 from slide_core.files import write_text_atomic
 from slide_core.model import load_workcell
 from slide_core.planning import planner_config
-from slide_core.task import Aborted, Stage, Task, TaskFailure, TaskResult, TaskSettings
+from slide_core.task import (
+    Aborted,
+    Outcome,
+    Stage,
+    Task,
+    TaskFailure,
+    TaskResult,
+    TaskSettings,
+    WorldError,
+)
 from slide_interfaces.msg import TaskState
 from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, remote_state, run
 from slide_ros.params import MAX_POSE_AGE, Param, declare
@@ -78,9 +89,12 @@ class StageLeaf(py_trees.behaviour.Behaviour):
     returns True: a False return runs it again on the next tick); FAILURE when it raises
     the task's failure or abort, which :attr:`ended_by` keeps."""
 
-    def __init__(self, name: str, stage: Any, until_true: bool = False) -> None:
+    def __init__(
+        self, name: str, stage: Any, task_stage: Callable[[], Stage], until_true: bool = False
+    ) -> None:
         super().__init__(name)
         self.stage, self.until_true = stage, until_true
+        self.task_stage = task_stage  # the task's stage now (where a failure happened)
         self._thread: threading.Thread | None = None
         self._result: Any = None
         self.ended_by: TaskFailure | Aborted | None = None
@@ -90,6 +104,14 @@ class StageLeaf(py_trees.behaviour.Behaviour):
             self._result = self.stage()
         except (TaskFailure, Aborted) as exc:
             self.ended_by = exc
+        except WorldError as exc:
+            # Raised past the task's own handling: a node it needs is gone (NodeGone).
+            self.ended_by = TaskFailure(Outcome.ERROR, self.task_stage(), str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug must end the episode, not pass
+            self.logger.error(traceback.format_exc())
+            self.ended_by = TaskFailure(
+                Outcome.ERROR, self.task_stage(), f'internal error: {type(exc).__name__}: {exc}'
+            )
 
     def initialise(self) -> None:
         self.ended_by, self._result = None, None
@@ -216,13 +238,17 @@ class BehaviourNode(SlideNode):
             events=self._event,
             should_stop=self._abort_flag.is_set,
         )
+
+        def stage() -> Stage:
+            return task.state.stage
+
         self.leaves = [
-            StageLeaf('perceive', task.perceive),
-            StageLeaf('explore once', task.explore_once),
-            StageLeaf('identify', task.identify),
-            StageLeaf('goal', task.choose_goal),
-            StageLeaf('closed loop', task.closed_loop_step, until_true=True),
-            StageLeaf('grasp', task.final_grasp),
+            StageLeaf('perceive', task.perceive, stage),
+            StageLeaf('explore once', task.explore_once, stage),
+            StageLeaf('identify', task.identify, stage),
+            StageLeaf('goal', task.choose_goal, stage),
+            StageLeaf('closed loop', task.closed_loop_step, stage, until_true=True),
+            StageLeaf('grasp', task.final_grasp, stage),
         ]
         perceive, explore, identify, goal, loop, grasp = self.leaves
         root = py_trees.composites.Sequence(

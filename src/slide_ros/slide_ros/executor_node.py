@@ -199,6 +199,9 @@ class ExecutorNode(SlideNode):
         if self._now() - latest > 1.0:
             raise NotReady('no wrench from the F/T driver on ft_wrench in the last second')
 
+    def idle(self) -> bool:
+        return not self._busy.locked()
+
     def _accept(self, _goal: Any) -> GoalResponse:
         # One motion at a time: a second goal while one runs is refused at once.
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
@@ -307,8 +310,11 @@ class ExecutorNode(SlideNode):
         return primitive, X
 
     def _retract(self, tool: str, back_W: FloatArray | None = None) -> None:
-        """Pull ``tool`` back (by ``back_W``) and lift it, whatever happened before."""
+        """Pull ``tool`` back (by ``back_W``) and lift it, whatever happened before (not
+        while the node is shutting down: the arm then stays where it stopped)."""
         assert self.backend is not None
+        if self.stopping.is_set():
+            return
         pose = self.backend.tool_pose(tool)
         if pose is None:
             return
@@ -371,9 +377,13 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def should_stop() -> bool:
-            return bool(handle.is_cancel_requested or self._limit.is_set())
+            return bool(
+                handle.is_cancel_requested or self._limit.is_set() or self.stopping.is_set()
+            )
 
         motion: Motion = self.backend.follow('fingertip', waypoints, on_waypoint, should_stop)
+        if not motion.completed and self.stopping.is_set():
+            raise Failure(ErrorCode.CANCELED, 'the executor is shutting down: the arm stopped')
         if not motion.completed:
             stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
             back = -stroke / max(float(np.linalg.norm(stroke)), 1e-9) * RETRACT
@@ -477,7 +487,7 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def stop() -> bool:
-            return bool(handle.is_cancel_requested)
+            return bool(handle.is_cancel_requested or self.stopping.is_set())
 
         phase('open')
         backend.gripper(g.max_opening, 0.0)

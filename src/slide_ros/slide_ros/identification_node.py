@@ -135,7 +135,7 @@ class IdentificationNode(SlideNode):
                 temperature=float(self.get_parameter('temperature').value),
                 seed=int(goal.seed),
                 progress=progress,
-                should_stop=lambda: bool(handle.is_cancel_requested),
+                should_stop=lambda: bool(handle.is_cancel_requested or self.stopping.is_set()),
             )
         except IdentificationCancelledError as exc:
             handle.canceled()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import sys
+import threading
 import time
 from typing import Any
 
@@ -45,6 +46,9 @@ class SlideNode(LifecycleNode):
         self.active = False
         self.gave_up = False
         self.exit_code: int | None = None  # set to end the node's run (see run())
+        # Set when the process is ending (Ctrl-C, SIGTERM, shutdown): work in flight stops
+        # at once; DDS may already be gone, so nothing more is sent.
+        self.stopping = threading.Event()
         self._retries_left = 0
         self._backoff = 1.0
         self._backoff_max = 30.0
@@ -74,6 +78,10 @@ class SlideNode(LifecycleNode):
         self._backoff = min(self._backoff_max, 2 * self._backoff)
 
     # -- to implement ---------------------------------------------------------------------
+    def idle(self) -> bool:
+        """No goal is being executed (run() waits for this, briefly, before exiting)."""
+        return True
+
     def configure(self) -> None:
         """Connect what the node needs; raise NotReady (or SlideError) saying what failed."""
 
@@ -179,6 +187,16 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # Work in flight (an action's execute callback in the executor's threads, which the
+        # interpreter joins at exit) sees ``stopping`` and ends; give it a moment.
+        node.stopping.set()
+        end = time.monotonic() + STOP_GRACE_S
+        while not node.idle() and time.monotonic() < end:
+            time.sleep(0.02)
         node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+STOP_GRACE_S = 3.0
+"""How long run() waits for work in flight to stop before the node is destroyed."""

@@ -134,9 +134,8 @@ class PlannerNode(SlideNode):
 
         return wrapped
 
-    @staticmethod
-    def _check(handle: Any) -> None:
-        if handle.is_cancel_requested:
+    def _check(self, handle: Any) -> None:
+        if handle.is_cancel_requested or self.stopping.is_set():
             raise Cancelled
 
     def _belief(self, msg: Any) -> Belief | None:

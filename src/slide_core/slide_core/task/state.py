@@ -52,6 +52,9 @@ class Outcome(enum.Enum):
     """The grasp did not lift the object."""
     ABORTED = 'aborted'
     """Somebody stopped the task."""
+    ERROR = 'error'
+    """A part the task relies on failed (a node of the graph died or stopped answering);
+    the reason says which."""
 
 
 @dataclass(frozen=True)
