@@ -4,6 +4,7 @@ polygon, the probability that the object stays, and the poses the object may pas
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from typing import Any
 import weakref
 
@@ -117,10 +118,88 @@ def fall_probability(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> 
     return fall
 
 
+YAW_BINS = 720
+"""Yaw bins of the footprint's extents (:func:`extents_by_yaw`): 0.5 degree each."""
+
+
+def extents_by_yaw(grid: Grid) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Per yaw bin of [-pi, pi) (YAW_BINS of them), bounds on the footprint's extent
+    relative to the object frame's origin that hold for every yaw in the bin: the least
+    and largest x of any corner (lower bounds of both), their upper bounds, and the
+    largest |y|'s upper bound; (YAW_BINS,) each, [m]. Each corner's coordinates change
+    with the yaw at most at its distance from the origin, so the values at a bin's centre
+    widened by that distance times half the bin hold across it. Cached per grid."""
+    found = _EXTENTS.get(grid)
+    if found is not None:
+        return found
+    corners, _ = outline_of(grid)
+    width = 2.0 * np.pi / YAW_BINS
+    centres = -np.pi + (np.arange(YAW_BINS) + 0.5) * width
+    c, s = np.cos(centres)[:, None], np.sin(centres)[:, None]
+    x = c * corners[:, 0] - s * corners[:, 1]  # (bins, U)
+    y = s * corners[:, 0] + c * corners[:, 1]
+    slack = float(np.linalg.norm(corners, axis=1).max()) * width / 2 + 1e-12
+    found = (
+        x.min(axis=1) - slack,
+        x.max(axis=1) - slack,
+        x.max(axis=1) + slack,
+        np.abs(y).max(axis=1) + slack,
+    )
+    _EXTENTS[grid] = found
+    return found
+
+
+_EXTENTS: weakref.WeakKeyDictionary[
+    Grid, tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+] = weakref.WeakKeyDictionary()
+
+
+def motion_validity(
+    belief: Belief, config: PlannerConfig
+) -> Callable[[float, float, float, float, float, float, int], bool] | None:
+    """The sampling planner's motion check as one compiled call per motion
+    (:func:`kernels.motion_valid`: the end pose and ``nd - 1`` poses between, OMPL's
+    discrete check), or None with obstacles (then OMPL checks pose by pose)."""
+    if config.obstacles:
+        return None
+    corners, sides = outline_of(belief.grid)
+    com = _com(belief)
+    weight = np.ascontiguousarray(belief.weight, dtype=float)
+    depth, half_width = config.table.depth, config.table.width / 2
+    threshold = 1.0 - config.epsilon - 1e-12
+    margin = config.balance_margin
+    valid = kernels.motion_valid
+
+    def check(x1: float, y1: float, t1: float, x2: float, y2: float, t2: float, nd: int) -> bool:
+        return bool(
+            valid(
+                corners,
+                sides,
+                x1,
+                y1,
+                t1,
+                x2,
+                y2,
+                t2,
+                nd,
+                depth,
+                half_width,
+                com,
+                weight,
+                margin,
+                threshold,
+            )  # fmt: skip
+        )
+
+    return check
+
+
 def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, float], bool]:
     """:func:`is_valid` as a fast closure for the sampling planner (called ~1e4 times per
-    path): one compiled call per pose (:func:`kernels.pose_valid`); the balance test
-    only runs for poses that reach past the edge."""
+    path). A pose whose yaw bin's extents (:func:`extents_by_yaw`) put the footprint wholly
+    on the table, or certainly past its far side or a side, is decided in Python without
+    further work; the others (near the edge or a border) take one compiled call
+    (:func:`kernels.pose_valid`). Both give exactly :func:`is_valid`'s answer."""
     grid = belief.grid
     corners, sides = outline_of(grid)
     com = _com(belief)
@@ -130,10 +209,23 @@ def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, f
     margin = config.balance_margin
     obstacles = bool(config.obstacles)
     valid = kernels.pose_valid
+    x_min_lo, x_max_lo, x_max_hi, y_abs_hi = (a.tolist() for a in extents_by_yaw(grid))
+    scale = YAW_BINS / (2.0 * math.pi)
+    bins = YAW_BINS
 
     def check(x: float, y: float, theta: float) -> bool:
         if obstacles and not in_workspace(grid, np.array([x, y, theta]), config):
             return False
+        if -math.pi <= theta < math.pi:
+            k = min(int((theta + math.pi) * scale), bins - 1)
+            if x + x_max_lo[k] > depth:
+                return False  # past the far side whatever the yaw in the bin
+            if (
+                x + x_min_lo[k] >= 0.0
+                and x + x_max_hi[k] <= depth
+                and abs(y) + y_abs_hi[k] <= half_width
+            ):
+                return True  # wholly on the table: nothing can tip
         return bool(
             valid(corners, sides, x, y, theta, depth, half_width, com, weight, margin, threshold)
         )

@@ -232,6 +232,53 @@ def pose_valid(
     return stay_weight(corners, sides, x, y, th, com, weight, margin) >= threshold
 
 
+@njit(cache=True)
+def motion_valid(
+    corners: np.ndarray,
+    sides: np.ndarray,
+    x1: float,
+    y1: float,
+    th1: float,
+    x2: float,
+    y2: float,
+    th2: float,
+    nd: int,
+    depth: float,
+    half_width: float,
+    com: np.ndarray,
+    weight: np.ndarray,
+    margin: float,
+    threshold: float,
+) -> bool:
+    """OMPL's discrete motion check from pose 1 to pose 2 (yaws in [-pi, pi]): pose 2
+    and the ``nd - 1`` poses at j / nd between (SE(2) interpolation as OMPL's: linear in
+    x, y, the shorter way round in yaw) all :func:`pose_valid` (pose 1 is valid already)."""
+    if not pose_valid(
+        corners, sides, x2, y2, th2, depth, half_width, com, weight, margin, threshold
+    ):
+        return False
+    pi = math.pi
+    diff = th2 - th1
+    for j in range(1, nd):
+        t = float(j) / float(nd)
+        x = x1 + (x2 - x1) * t
+        y = y1 + (y2 - y1) * t
+        if abs(diff) <= pi:
+            th = th1 + diff * t
+        else:
+            d = 2.0 * pi - diff if diff > 0.0 else -2.0 * pi - diff
+            th = th1 - d * t
+            if th > pi:
+                th -= 2.0 * pi
+            elif th < -pi:
+                th += 2.0 * pi
+        if not pose_valid(
+            corners, sides, x, y, th, depth, half_width, com, weight, margin, threshold
+        ):
+            return False
+    return True
+
+
 def warm_up() -> None:
     """Load the compiled balance tests (numba's disk cache): a first call pays for it."""
     corners = np.array([[-0.01, -0.01], [0.01, -0.01], [0.01, 0.01], [-0.01, 0.01]])
@@ -241,3 +288,6 @@ def warm_up() -> None:
     stay_weight(corners, sides, 0.0, 0.0, 0.1, com, np.ones(1), 0.0)
     pose_valid(corners, sides, 0.0, 0.0, 0.1, 1.0, 1.0, com, np.ones(1), 0.0, 0.5)
     on_table(corners, 0.5, 0.0, 0.1, 1.0, 1.0)
+    motion_valid(
+        corners, sides, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 3, 1.0, 1.0, com, np.ones(1), 0.0, 0.5
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import math
 import time
@@ -11,7 +12,7 @@ import numpy as np
 
 from slide_core.geometry import FloatArray, check_pose, se2_distance, wrap_angle
 from slide_core.model import Belief
-from slide_core.planning.balance import is_valid, validity
+from slide_core.planning.balance import is_valid, motion_validity, validity
 from slide_core.planning.config import PlannerConfig, PlannerSettingsError, PlanningError
 
 MOTION_CHECK_STEP = 0.01
@@ -97,6 +98,11 @@ def rrt_star(
     si.setStateValidityChecker(valid)
     # Check motions every MOTION_CHECK_STEP (the resolution is a fraction of the extent).
     si.setStateValidityCheckingResolution(MOTION_CHECK_STEP / space.getMaximumExtent())
+    motion = motion_validity(belief, config)
+    if motion is not None:
+        # The same poses as OMPL's discrete motion validator checks, in one compiled call
+        # per motion instead of one Python call per pose (the planner's main cost).
+        si.setMotionValidator(_motion_validator(ob)(si, space, motion))
     si.setup()
     start, goal = space.allocState(), space.allocState()
     for s, X in ((start, Xs), (goal, Xg)):
@@ -131,6 +137,30 @@ def rrt_star(
     )
     exact = bool(pdef.hasExactSolution())
     return SE2Path(resample(X, rho, config.waypoint_step), time.perf_counter() - t0, exact)
+
+
+def _motion_validator(ob: Any) -> Any:
+    """OMPL's MotionValidator (from its Python module ``ob``) that checks a motion with a
+    compiled function of both poses and OMPL's segment count."""
+
+    class MotionCheck(ob.MotionValidator):  # type: ignore[misc]
+        def __init__(
+            self,
+            si: Any,
+            space: Any,
+            check: Callable[[float, float, float, float, float, float, int], bool],
+        ) -> None:
+            super().__init__(si)
+            self._space = space
+            self._check = check
+
+        def checkMotion(self, s1: Any, s2: Any) -> bool:  # noqa: N802 (OMPL's name)
+            return self._check(
+                s1.getX(), s1.getY(), s1.getYaw(), s2.getX(), s2.getY(), s2.getYaw(),
+                self._space.validSegmentCount(s1, s2),
+            )  # fmt: skip
+
+    return MotionCheck
 
 
 def resample(X: FloatArray, rho: float, step: float) -> FloatArray:
