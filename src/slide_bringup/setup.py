@@ -16,7 +16,14 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', sorted(glob(root + '/launch/*.py'))),
-        ('share/' + package_name + '/config', sorted(glob(root + '/config/*.yaml'))),
+        (
+            'share/' + package_name + '/config',
+            sorted(
+                glob(root + '/config/*.yaml')
+                + glob(root + '/config/*.rviz')
+                + glob(root + '/config/*.xml')
+            ),
+        ),
         ('share/' + package_name + '/urdf', sorted(glob(root + '/urdf/*'))),
     ],
     install_requires=['setuptools'],
