@@ -20,8 +20,8 @@ transition that fails returns FAILURE and logs one line saying what was wrong an
 do (no traceback), and can be tried again (``~/change_state``). With ``autostart`` (default
 true) the node configures and activates itself at start-up, so tests and launch files need
 no lifecycle manager; ``configure_retries`` (-1: for ever) retries a failed start-up with a
-backoff that starts at ``retry_backoff_s`` and doubles up to 30 s. ``netft_node`` exits
-with status 1 when start-up failed and no retry is left.
+backoff that starts at ``retry_backoff_s`` and doubles up to ``retry_backoff_max_s``.
+``netft_node`` exits with status 1 when start-up failed and no retry is left.
 
 Records come from the sensor's address and RDT port only, and only plausible records that
 follow the stream are used (see :mod:`ati_netft.client`); none of the counters can be
@@ -281,7 +281,15 @@ class NetFTNode(LifecycleNode):
             'retry_backoff_s',
             1.0,
             d(
-                description='first retry delay; doubles up to 30 s',
+                description='first retry delay; doubles up to retry_backoff_max_s',
+                floating_point_range=_floats(0.01, MAX_BACKOFF_S),
+            ),
+        )
+        p(
+            'retry_backoff_max_s',
+            MAX_BACKOFF_S,
+            d(
+                description='longest retry delay (a sensor that is coming up: keep it short)',
                 floating_point_range=_floats(0.01, MAX_BACKOFF_S),
             ),
         )
@@ -356,7 +364,9 @@ class NetFTNode(LifecycleNode):
         if self._retries_left > 0:
             self._retries_left -= 1
         delay = self._backoff
-        self._backoff = min(2.0 * self._backoff, MAX_BACKOFF_S)
+        self._backoff = min(
+            2.0 * self._backoff, float(self.get_parameter('retry_backoff_max_s').value)
+        )
         self.get_logger().info(f'trying again in {delay:g} s')
         self._retry_timer = self.create_timer(delay, self._bring_up)
 

@@ -256,6 +256,26 @@ def test_configure_is_retried_with_backoff_until_the_sensor_answers() -> None:
 
 
 @pytest.mark.ros
+def test_a_capped_backoff_finds_a_late_sensor_at_once() -> None:
+    # Doubling from 0.1 s, a sensor that comes up after 3 s would wait for the retry at
+    # 6.3 s; capped at 0.2 s, the next retry finds it.
+    http_port, rdt_port = free_port(), free_port(socket.SOCK_DGRAM)
+    off = NetFTEmulator(CAL, rate_hz=500.0)
+    off.rdt_port, off.http_port = rdt_port, http_port
+    h = Harness(off, configure_retries=-1, retry_backoff_s=0.1, retry_backoff_max_s=0.2)
+    off.stop()
+    emu = off
+    try:
+        h.spin_until(lambda: False, timeout=3.0)
+        assert h.node.state == 'unconfigured'
+        emu = NetFTEmulator(CAL, rate_hz=500.0, rdt_port=rdt_port, http_port=http_port).start()
+        assert h.spin_until(lambda: h.node.state == 'active', timeout=1.5)
+    finally:
+        h.close()
+        emu.stop()
+
+
+@pytest.mark.ros
 def test_lifecycle_transitions_stop_and_restart_the_stream(emulator: NetFTEmulator) -> None:
     h = Harness(emulator, autostart=False)
     try:

@@ -192,6 +192,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 'frame_id': 'ft_sensor',
                 'configure_retries': -1,
                 'retry_backoff_s': 0.5,
+                'retry_backoff_max_s': 2.0,
                 # Identification reads pushes on 10 ms steps; block means of the records at
                 # 250 Hz lose nothing it needs (the limit monitor still sees every record).
                 'max_publish_rate_hz': 250.0,
