@@ -283,7 +283,9 @@ class BehaviourNode(SlideNode):
     def _finish(self, result: TaskResult) -> None:
         status = 'succeeded' if result.success else result.outcome.value
         self._publish(status, result.reason or 'the object was lifted')
-        self.get_logger().info(f'episode {status} at {result.stage.value}: {result.reason}')
+        self.get_logger().info(
+            f'episode {status} at {result.stage.value}: {result.reason or "the object was lifted"}'
+        )
         if self.p['result_file']:
             write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
         if self.p['png'] and result.state.belief is not None and result.state.grid is not None:

@@ -39,8 +39,6 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, PointCloud2, PointField
-from slide_ros.params import Param, ParameterError, declare
-from slide_ros.qos import LATCHED, SENSOR
 
 from slide_core.errors import SlideError
 from slide_core.geometry import quaternion_of_yaw, yaw_of_quaternion
@@ -48,6 +46,8 @@ from slide_core.io import grid_to_msg, xyz_to_cloud
 from slide_core.model import Waypoint, load_object, load_workcell
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode, GroundTruth
+from slide_ros.params import Param, ParameterError, declare
+from slide_ros.qos import LATCHED, SENSOR
 from slide_sim.camera import RgbdCamera, point_cloud
 from slide_sim.scene import random_start
 from slide_sim.twin import Twin
@@ -261,6 +261,7 @@ class TwinNode(Node):
         def read() -> None:
             out['X'] = self.twin.object_pose()
             out['fell'] = self.twin.fell()
+            out['height'] = self.twin.object_height()
             done.set()
 
         self._submit(read)
@@ -277,6 +278,7 @@ class TwinNode(Node):
         msg.model.friction = spec.grid.to_map(spec.friction, fill=0.0).ravel().tolist()
         msg.model.loss = float('nan')
         msg.fell = bool(out['fell'])
+        msg.height = float(out['height'])
         self.pub_truth.publish(msg)
 
     # -- actions ----------------------------------------------------------------------------

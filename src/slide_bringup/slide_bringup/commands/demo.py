@@ -24,6 +24,8 @@ import time
 from typing import Any
 
 NAME = 'demo'
+LIFTED_M = 0.05
+"""The object rose at least this much [m] (the grasp lifts 0.1 m): it was really lifted."""
 HELP = 'one whole pre-grasp episode by the ROS graph on the twin, with a picture (the main job)'
 
 
@@ -47,14 +49,15 @@ class Watcher:
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
-        from slide_ros.qos import LATCHED
 
         from slide_interfaces.msg import GroundTruth, TaskState
+        from slide_ros.qos import LATCHED
 
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node('slide_demo', context=self.context)
         self.truth: Any = None
+        self.first_truth: Any = None
         self.printed = 0
         self.node.create_subscription(TaskState, '/behaviour/state', self._state, LATCHED)
         self.node.create_subscription(GroundTruth, '/ground_truth', self._truth, LATCHED)
@@ -76,6 +79,8 @@ class Watcher:
         self.printed = max(self.printed, len(msg.history))
 
     def _truth(self, msg: Any) -> None:
+        if self.first_truth is None:
+            self.first_truth = msg
         self.truth = msg
 
     def close(self) -> None:
@@ -117,7 +122,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             code = graph.wait_for('behaviour', args.timeout)
             time.sleep(0.5)  # the latest ground truth after the lift
         finally:
-            truth = watcher.truth
+            truth, first = watcher.truth, watcher.first_truth
             codes = graph.stop()
             watcher.close()
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
@@ -149,8 +154,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         grid, X = grid_from_msg(truth.grid)
         out['X_final_true'] = [round(float(v), 4) for v in X]
         out['overhang_m'] = round(overhang(grid, X), 4)
+        out['lifted_true_m'] = round(float(truth.height - first.height), 4)
     out['png'] = str(args.png) if args.png.exists() else None
-    out['ok'] = bool(episode['success'])
+    # The graph's word (the gripper holds after the lift), checked against the twin's truth.
+    out['ok'] = bool(
+        episode['success'] and not out['fell'] and out.get('lifted_true_m', 0.0) > LIFTED_M
+    )
     return out
 
 
@@ -163,6 +172,11 @@ def format_text(result: dict[str, Any]) -> str:
         f'  {result.get("exploration_pushes", 0)} exploratory pushes, '
         f'{result.get("pushes", 0)} planned pushes; fell: {result.get("fell")}'
     )
+    if 'lifted_true_m' in result:
+        lines.append(
+            f'  twin truth: lifted {result["lifted_true_m"] * 100:.1f} cm, '
+            f'{result.get("overhang_m", 0.0) * 100:.1f} cm over the table edge'
+        )
     if not result.get('success'):
         lines.append(f'  why: {result.get("reason")}')
     lines.append(f'  nodes: {", ".join(result["nodes"])}; logs {result["logs"]}')
