@@ -84,10 +84,21 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
             p_stay = float(belief.weight @ (margins >= config.balance_margin))
             if p_stay < 1.0 - config.epsilon - 1e-12:
                 continue
+            margin = margin_quantile(belief, margins, config.epsilon)
+            if best is not None:
+                # The best score this yaw and overhang could reach: no sideways effort, the
+                # widest grasp that counts. When that cannot beat the best, skip the grasp.
+                least = (
+                    float(se2_distance(np.array([X[0], X0[1], yaw]), X0, rho))
+                    - config.margin_weight * min(margin, 0.05)
+                    - config.grasp_weight * 0.05
+                    - config.overhang_weight * o
+                )
+                if least >= best[0]:
+                    continue
             grasp = grasp_at(grid, X, g, com[int(np.argmax(belief.weight))])
             if grasp is None:
                 continue
-            margin = margin_quantile(belief, margins, config.epsilon)
             for y in ys:
                 Xy = np.array([X[0], y, yaw])
                 if not in_workspace(grid, Xy, config):

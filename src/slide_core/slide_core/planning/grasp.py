@@ -82,16 +82,16 @@ def grasp_at(
     pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
     cov = covered(grid, X, pts)  # (B, 3, Nx)
     com_y = float(to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
-    fronts = np.zeros(len(centres))
-    grips = np.zeros(len(centres))
-    pads = []
-    for i in range(len(centres)):
-        hit = np.nonzero(cov[i].any(axis=0))[0]
-        front = min(front_max, float(xs[hit[0]]) + gripper.finger_depth) if len(hit) else 0.0
-        pad = (xs >= front - gripper.finger_depth - 1e-9) & (xs <= front + 1e-9)
-        fronts[i] = front
-        grips[i] = float(cov[i][:, pad].sum(axis=1).min()) * _LINE_STEP if len(hit) else 0.0
-        pads.append(pad)
+    # Per band (all at once): the pads reach from the first covered sample along x.
+    covered_x = cov.any(axis=1)  # (B, Nx)
+    has = covered_x.any(axis=1)
+    first = xs[np.argmax(covered_x, axis=1)]
+    fronts = np.where(has, np.minimum(front_max, first + gripper.finger_depth), 0.0)
+    pads = (xs[None, :] >= fronts[:, None] - gripper.finger_depth - 1e-9) & (
+        xs[None, :] <= fronts[:, None] + 1e-9
+    )
+    held_samples = (cov & pads[:, None, :]).sum(axis=2).min(axis=1)
+    grips = np.where(has, held_samples * _LINE_STEP, 0.0)
     ok = grips >= gripper.min_grip
     if not ok.any():
         return None
