@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from slide_core.geometry import (
     FloatArray,
@@ -80,11 +81,11 @@ def grasp_at(
     offsets = np.array([-0.9, 0.0, 0.9]) * half_w
     lines_y = centres[:, None] + offsets[None, :]  # (B, 3)
     pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
-    cov = covered(grid, X, pts)  # (B, 3, Nx)
+    cov: NDArray[np.bool_] = np.asarray(covered(grid, X, pts), dtype=bool)  # (B, 3, Nx)
     com_y = float(to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
     # Per band (all at once): the pads reach from the first covered sample along x.
-    covered_x = cov.any(axis=1)  # (B, Nx)
-    has = covered_x.any(axis=1)
+    covered_x: NDArray[np.bool_] = np.any(cov, axis=1)  # (B, Nx)
+    has: NDArray[np.bool_] = np.any(covered_x, axis=1)
     first = xs[np.argmax(covered_x, axis=1)]
     fronts = np.where(has, np.minimum(front_max, first + gripper.finger_depth), 0.0)
     pads = (xs[None, :] >= fronts[:, None] - gripper.finger_depth - 1e-9) & (
