@@ -1,0 +1,14 @@
+"""Load every compiled kernel before a benchmark times anything (numba's first call in a
+process loads the machine code from its disk cache, or compiles it: 0.1 s to a minute)."""
+
+from __future__ import annotations
+
+
+def warm_up() -> None:
+    """Load the physics, quasi-static, planning and identification kernels."""
+    from slide_core.identification import kernels as identification_kernels
+    from slide_core.physics import kernels, kernels_quasistatic
+    from slide_core.planning import kernels as planning_kernels
+
+    for module in (kernels, kernels_quasistatic, planning_kernels, identification_kernels):
+        module.warm_up()
