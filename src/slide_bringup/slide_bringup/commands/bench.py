@@ -1,5 +1,9 @@
 """``slide bench SUITE``: benchmarks that print figures (speed and accuracy targets live
-here, not in timed tests)."""
+here, not in timed tests).
+
+On a terminal a progress bar on stderr counts the suite's jobs (episodes and planning
+trials, objects and methods, objects, stages); the timestamped log lines go to stderr
+above it, as they do without a terminal."""
 
 from __future__ import annotations
 
@@ -70,49 +74,110 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _progress(message: str) -> None:
-    print(f'[{time.strftime("%H:%M:%S")}] {message}', file=sys.stderr, flush=True)
+class _Progress:
+    """The log (stderr, timestamped) and, on a terminal, a tqdm bar below it."""
+
+    def __init__(self, total: int | None, unit: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total,
+            unit=unit,
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        )
+
+    def log(self, message: str) -> None:
+        """A log line that also counts one job done."""
+        self.note(message)
+        self.bar.update(1)
+
+    def note(self, message: str) -> None:
+        """A log line."""
+        line = f'[{time.strftime("%H:%M:%S")}] {message}'
+        if self.bar.disable:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self.bar.write(line, file=sys.stderr)
+
+    def advance(self, what: str, done: int, total: int) -> None:
+        """Jobs of a phase with a known count (pregrasp's episodes, planning trials)."""
+        if self.bar.total != total or self.bar.desc != what:
+            self.bar.reset(total=total)
+            self.bar.set_description(what)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
+    """How many jobs the suite reports (the bar's total; None: counted as they come)."""
+    from slide_core.model import library_names
+
+    objects = len(args.objects) if args.objects else len(library_names())
+    if args.suite == 'physics':
+        return (9 if args.no_reference else 14), 'stage'
+    if args.suite == 'perception':
+        return objects, 'object'
+    if args.suite == 'identification':
+        from slide_core.identification import METHODS
+
+        return objects * len(args.methods or METHODS), 'method'
+    if args.suite == 'pregrasp':
+        return None, 'job'
+    return None, 'step'
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
+    total, unit = _jobs(args)
+    bar = _Progress(total, unit)
+    try:
+        result = _run_suite(args, bar)
+    finally:
+        bar.close()
+    result['bench_wall_s'] = time.perf_counter() - t0
+    return {'suite': args.suite, **result}
+
+
+def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
     if args.suite == 'physics':
         from slide_bringup.bench import physics as bench_physics
 
-        result = bench_physics.run(progress=_progress, reference=not args.no_reference)
-    elif args.suite == 'perception':
+        return bench_physics.run(progress=bar.log, reference=not args.no_reference)
+    if args.suite == 'perception':
         from slide_bringup.bench import perception as bench_perception
 
-        result = bench_perception.run(args.objects, args.poses, args.seed, progress=_progress)
-    elif args.suite == 'identification':
+        return bench_perception.run(args.objects, args.poses, args.seed, progress=bar.log)
+    if args.suite == 'identification':
         from slide_bringup.bench import identification as bench_identification
 
-        result = bench_identification.run(
-            args.objects, args.methods, args.seed, args.png, progress=_progress
+        return bench_identification.run(
+            args.objects, args.methods, args.seed, args.png, progress=bar.log
         )
-    elif args.suite == 'pregrasp':
+    if args.suite == 'pregrasp':
         from slide_bringup.bench import pregrasp as bench_pregrasp
 
-        result = bench_pregrasp.run(
+        return bench_pregrasp.run(
             args.objects,
             args.methods,
             args.seeds,
             args.seed,
             args.planning_trials,
             args.jobs,
-            progress=_progress,
+            progress=bar.note,
             overhang_weight=args.overhang_weight,
+            advance=bar.advance,
         )
-    elif args.suite == 'mit-push':
+    if args.suite == 'mit-push':
         from slide_bringup.bench import mitpush
 
-        result = mitpush.run(args.data, progress=_progress)
-    else:
-        from ati_netft import bench as bench_ft
+        return mitpush.run(args.data, progress=bar.log)
+    from ati_netft import bench as bench_ft
 
-        result = bench_ft.run(progress=_progress)
-    result['bench_wall_s'] = time.perf_counter() - t0
-    return {'suite': args.suite, **result}
+    return bench_ft.run(progress=bar.log)
 
 
 def format_text(result: dict[str, Any]) -> str:
