@@ -18,6 +18,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import UInt32  # noqa: E402
 
 from slide_bringup.graph import NodeSpec  # noqa: E402
@@ -27,7 +28,9 @@ from slide_core.model import load_object  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 
 pytestmark = pytest.mark.ros
+from slide_ros.params import ParameterError  # noqa: E402
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR  # noqa: E402
+from slide_ros.recorder_node import RecorderNode  # noqa: E402
 
 
 class Publisher:
@@ -170,8 +173,20 @@ def test_bad_parameters_are_refused_in_one_line(tmp_path: Path) -> None:
 
     out = run(bag='')
     assert out.returncode == 2 and 'bag: give the output folder' in out.stderr
-    out = run(bag=str(tmp_path / 'b'), topics=['/ft/wrench', '/nope'])
-    assert out.returncode == 2 and 'topics: /nope' in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ParameterError, match='topics: /nope; record episode topics'):
+            RecorderNode(
+                context=context,
+                parameter_overrides=[
+                    Parameter('bag', value=str(tmp_path / 'b')),
+                    Parameter('topics', value=['/ft/wrench', '/nope']),
+                ],
+            )
+    finally:
+        rclpy.shutdown(context=context)
     (tmp_path / 'exists').mkdir()
     out = run(bag=str(tmp_path / 'exists'), configure_retries=0)
     assert out.returncode == 1

@@ -30,14 +30,18 @@ from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosbags.highlevel import AnyReader  # noqa: E402
+from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from std_msgs.msg import UInt32  # noqa: E402
 
+from slide_bringup.cli import main  # noqa: E402
 from slide_bringup.graph import CLOUD_TOPIC, NodeSpec, pregrasp  # noqa: E402
 from slide_bringup.runner import Graph  # noqa: E402
 from slide_core.identification import TrainingSet, identify  # noqa: E402
 from slide_core.io import (  # noqa: E402
     grid_from_msg,
+    interfaces_typestore,
     open_bag,
     pose_to_planar,
     primitive_to_msg,
@@ -54,7 +58,10 @@ pytestmark = pytest.mark.ros
 from slide_ros.qos import LATCHED, RELIABLE  # noqa: E402
 
 SLIDE = shutil.which('slide')
-FIT = {'method': 'probabilistic', 'K': 4, 'budget': 400, 'seed': 0}
+# Identification is chaotic in its inputs: 1e-9 m moves of contact points moved models'
+# centres of mass by up to 15 mm (analytic, 400 simulations) or 7 mm (8 models, 2000);
+# at this setting, none of a few dozen such perturbations moved them.
+FIT = {'method': 'probabilistic', 'K': 4, 'budget': 200, 'seed': 0}
 
 
 class Probe:
@@ -149,14 +156,20 @@ def test_replay_publishes_every_message_at_its_time_with_the_clock(
     assert stamps == sorted(stamps)  # in the order of the bag's time
 
 
-def test_replay_refuses_what_it_cannot_play_in_one_line(twin_bag: Path, tmp_path: Path):
+def test_replay_refuses_what_it_cannot_play_in_one_line(
+    twin_bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = slide('replay', str(twin_bag), '--topics', '/nope')
     assert out.returncode == 2 and 'has no /nope' in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
-    out = slide('replay', str(tmp_path / 'absent'))
-    assert out.returncode == 2 and 'no such bag' in out.stderr
-    out = slide('replay', str(twin_bag), '--rate', '0')
-    assert out.returncode == 2 and '--rate' in out.stderr
+    for args, reason in (
+        ([str(tmp_path / 'absent')], 'no such bag'),
+        ([str(twin_bag), '--rate', '0'], '--rate must be in'),
+        ([str(twin_bag), '--start-offset', '-1'], '--start-offset must be'),
+    ):
+        assert main(['replay', *args]) == 2
+        err = capsys.readouterr().err
+        assert reason in err and len(err.strip().splitlines()) == 1
 
 
 # -- an episode of the graph ----------------------------------------------------------------
@@ -176,7 +189,7 @@ class Episode:
 
 @pytest.fixture(scope='module')
 def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
-    """Three executor pushes on the twin graph, recorded by the recorder node."""
+    """Two executor pushes on the twin graph, recorded by the recorder node."""
     out = tmp_path_factory.mktemp('episode')
     bag = out / 'bag'
     # Ports of their own: other graphs may run on this machine.
@@ -224,11 +237,7 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
         grid, _ = grid_from_msg(grids[-1])
         _, mids, normals = grid.outline_sides()
         tip = load_workcell().fingertip
-        sides = [
-            int(np.argmin(mids[:, 0])),
-            int(np.argmin(mids[:, 1])),
-            int(np.argmax(mids[:, 1])),
-        ]
+        sides = [int(np.argmin(mids[:, 0])), int(np.argmin(mids[:, 1]))]
         for index, k in enumerate(sides):
             for _attempt in range(2):  # a loaded machine can make a pose stale: once more
                 n = len(poses)
@@ -255,7 +264,7 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
         recorder.stop()
         graph.stop()
         probe.close()
-    assert len(records) >= 2, 'fewer than two pushes succeeded'
+    assert len(records) == 2, 'a push failed twice'
     yield Episode(bag, records, grids[-1], specs['perception'])
 
 
@@ -271,25 +280,108 @@ def online_pushes(ep: Episode) -> tuple[Any, list[Any]]:
     return grid, pushes
 
 
-def test_a_graph_bag_holds_the_pushes_the_executor_returned(episode: Episode) -> None:
+SERIES = {
+    '/object/pose': 'object_poses',
+    '/pusher/pose': 'pusher_poses',
+    '/ft/wrench': 'wrenches',
+}
+
+
+def samples(topic: str, messages: list[Any]) -> np.ndarray:
+    """Rows (stamp, values) of poses or wrenches, in time order."""
+    rows = []
+    for msg in messages:
+        t = stamp_to_s(msg.header.stamp)
+        if topic == '/ft/wrench':
+            rows.append((t, msg.wrench.force.x, msg.wrench.force.y))
+        else:
+            rows.append((t, *pose_to_planar(msg.pose)[: 3 if topic == '/object/pose' else 2]))
+    out = np.array(rows, dtype=float)
+    return out[np.argsort(out[:, 0], kind='stable')]
+
+
+def missing(returned: np.ndarray, held: np.ndarray) -> int:
+    """How many rows of ``returned`` ``held`` lacks (stamps to 1 us: a record's stamps went
+    through float seconds; values to 1e-9)."""
+    k = np.clip(np.searchsorted(held[:, 0], returned[:, 0]), 1, len(held) - 1)
+    best = np.where(
+        np.abs(held[k - 1, 0] - returned[:, 0]) < np.abs(held[k, 0] - returned[:, 0]), k - 1, k
+    )
+    near = held[best]
+    ok = (np.abs(near[:, 0] - returned[:, 0]) < 1e-6) & np.all(
+        np.abs(near[:, 1:] - returned[:, 1:]) < 1e-9, axis=1
+    )
+    return int((~ok).sum())
+
+
+def as_returned(ep: Episode, out: Path) -> Path:
+    """The bag with each series cut where the executor's record of each push ends: the
+    executor closes a record when the fingertip starts to retract (0.2 s after the stroke,
+    before the 0.3 s of sliding that a push's data runs to), and perception's last poses
+    may come later still; the bag has them. Cut so, it holds what the executor returned."""
+    ends = {
+        topic: [
+            (stamp_to_s(r.start), max(stamp_to_s(m.header.stamp) for m in getattr(r, field)))
+            for r in ep.records
+        ]
+        for topic, field in SERIES.items()
+    }
+    store = interfaces_typestore()
+    with (
+        AnyReader([ep.bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        keep = [c for c in reader.connections if c.topic != CLOUD_TOPIC]
+        conns = {c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store) for c in keep}
+        for conn, t_ns, raw in reader.messages(connections=keep):
+            if conn.topic in ends:
+                t = stamp_to_s(reader.deserialize(raw, conn.msgtype).header.stamp)
+                windows = ends[conn.topic]
+                starts = [a for a, _ in windows[1:]] + [np.inf]
+                if any(
+                    end + 1e-6 < t < nxt for (_, end), nxt in zip(windows, starts, strict=True)
+                ):
+                    continue
+            writer.write(conns[conn.topic], t_ns, raw)
+    return out
+
+
+def test_a_graph_bag_holds_what_the_executor_returned(episode: Episode, tmp_path: Path):
     grid, online = online_pushes(episode)
     assert len(online) >= 2
+    bag = open_bag(episode.bag)
+    messages: dict[str, list[Any]] = {topic: [] for topic in SERIES}
+    for topic, _, raw in bag.messages(SERIES):
+        messages[topic].append(bag.decode(topic, raw))
+    held = {topic: samples(topic, m) for topic, m in messages.items()}
+    # Every sample the executor returned is in the bag, as it returned it.
+    for r in episode.records:
+        for topic, field in SERIES.items():
+            assert missing(samples(topic, getattr(r, field)), held[topic]) == 0, topic
     read = read_pushes(episode.bag)
     assert read.warnings == () and read.wrench_from.startswith('/ft/wrench')
     assert np.array_equal(read.grid.occupancy, grid.occupancy)
-    from_bag = {p.index: p for p in read.pushes}
+    full = {p.index: p for p in read.pushes}
+    # Read back with what the executor had, the pushes are the executor's, and so is the
+    # belief: every model's centre of mass within 5 mm of the online one's.
+    same = {p.index: p for p in read_pushes(as_returned(episode, tmp_path / 'cut')).pushes}
     for p in online:
-        b = from_bag[p.index]
-        np.testing.assert_allclose(b.X_WO0, p.X_WO0, atol=1e-6)
-        assert abs(b.push.steps - p.push.steps) <= 2
-        impulse_b, impulse_p = (q.push.f_W.sum(0) * q.push.dt for q in (b, p))
-        assert np.linalg.norm(impulse_b - impulse_p) <= 0.02 * np.linalg.norm(impulse_p) + 1e-3
-    # Identified alike: every model's centre of mass within 5 mm of the online one's.
+        b = same[p.index]
+        assert b.push.steps == p.push.steps and np.array_equal(b.obs_steps, p.obs_steps)
+        np.testing.assert_allclose(b.X_obs, p.X_obs, atol=1e-9)
+        np.testing.assert_allclose(b.push.f_W, p.push.f_W, atol=1e-9)
+        np.testing.assert_allclose(b.p_WF, p.p_WF, atol=1e-6)  # stamps to 1 us
+        np.testing.assert_allclose(full[p.index].X_WO0, p.X_WO0, atol=1e-9)
     online_fit = identify(TrainingSet.from_pushes(grid, online), **FIT).belief
-    used = [from_bag[p.index] for p in online]
-    bag_fit = identify(TrainingSet.from_pushes(read.grid, used), **FIT).belief
-    gap = np.linalg.norm(bag_fit.com() - online_fit.com(), axis=1)
-    print(f'centre-of-mass gap, bag vs executor records [mm]: {np.round(gap * 1000, 3)}')
+    bag_fit = identify(TrainingSet.from_pushes(read.grid, [same[p.index] for p in online]), **FIT)
+    gap = np.linalg.norm(bag_fit.belief.com() - online_fit.com(), axis=1)
+    whole = identify(TrainingSet.from_pushes(read.grid, [full[p.index] for p in online]), **FIT)
+    more = np.linalg.norm(whole.belief.com() - online_fit.com(), axis=1)
+    print(
+        f'centre-of-mass gap to the executor records [mm]: bag as returned '
+        f'{np.round(gap * 1000, 3)}; whole bag {np.round(more * 1000, 3)} (steps '
+        f'{[full[p.index].push.steps for p in online]} against {[p.push.steps for p in online]})'
+    )
     assert gap.max() < 0.005
 
 
@@ -300,9 +392,9 @@ def test_slide_identify_on_a_graph_bag_gives_the_online_belief(
     train = ','.join(str(p.index) for p in online)
     model = tmp_path / 'belief.yaml'
     out = slide(
-        'identify', str(episode.bag), '--train', train, '--models', str(FIT['K']),
-        '--budget', str(FIT['budget']), '--seed', str(FIT['seed']), '--out', str(model),
-        '--json',
+        'identify', str(as_returned(episode, tmp_path / 'cut')), '--train', train,
+        '--models', str(FIT['K']), '--budget', str(FIT['budget']), '--seed', str(FIT['seed']),
+        '--out', str(model), '--json',
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

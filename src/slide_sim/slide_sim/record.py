@@ -124,13 +124,21 @@ class _Bag:
             friction=spec.grid.to_map(spec.friction, fill=0.0).ravel(),
             loss=float('nan'),
         )
-        return self.T['slide_interfaces/msg/GroundTruth'](
-            header=self.header(t, self.frame),
-            name=spec.name,
-            grid=self.grid(spec, twin.object_pose(), t),
-            model=model,
-            fell=twin.fell(),
-        )
+        f = twin.contact_force()
+        fields = {
+            'header': self.header(t, self.frame),
+            'name': spec.name,
+            'grid': self.grid(spec, twin.object_pose(), t),
+            'model': model,
+            'fell': twin.fell(),
+            'height': twin.object_height(),
+            'contact_force': self.T['geometry_msgs/msg/Vector3'](
+                x=float(f[0]), y=float(f[1]), z=float(f[2])
+            ),
+        }
+        kind = self.T['slide_interfaces/msg/GroundTruth']
+        # The fields this installed definition has (the message grew with the task).
+        return kind(**{k: v for k, v in fields.items() if k in kind.__dataclass_fields__})
 
     def cloud(self, points: Any, t: float) -> Any:
         p = np.ascontiguousarray(points, dtype=np.float32)
