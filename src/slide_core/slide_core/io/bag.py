@@ -10,8 +10,8 @@ its stroke, before the fingertip retracts; a push without its end marker was abo
 cut short and is not used). ``/ground_truth`` is read only by :func:`read_ground_truth`, never by
 :func:`read_pushes`, so identification cannot see it.
 
-Frames are honest: every series is used in the frame its header names. Poses must be in the
-table frame. A wrench in the table frame is used as it is; one in the F/T sensor's frame
+Frames are honest: every series is used in the frame its header names (an unnamed frame is
+taken to be the table's, and said). Poses must be in the table frame. A wrench in the table frame is used as it is; one in the F/T sensor's frame
 (the driver's ``/netft/wrench``) is turned into the table frame with the sensor's
 orientation that the bag holds, the fingertip pose's orientation on ``/pusher/pose`` at the
 wrench's time (as the executor does; the sensor is mounted with the tool's axes); any other
@@ -208,7 +208,10 @@ def read_pushes(
         )
     if not from_cloud:
         need('/object/pose', 'object poses')
-        need('/object/grid', 'object grid')
+        why_grid = _usable(bag, '/object/grid')
+        if why_grid:
+            hint = '' if why_cloud else f' (poses=cloud reads {CLOUD_TOPIC} instead)'
+            raise SlideInputError(f'{name}: no object grid: /object/grid {why_grid}{hint}{cut}')
 
     topics = ['/pusher/pose', wrench_topic, '/push/start']
     optional = ['/push/end', '/gripper/pose'] if from_cloud else ['/push/end']
@@ -230,6 +233,12 @@ def read_pushes(
         if s.bad:
             warnings.append(f'{s.topic}: {s.bad} message(s) hold bad values; skipped')
     table = grids[0][2] or 'table'
+    for topic in ('/object/pose', '/pusher/pose', wrench_topic):
+        unnamed = series[topic].frames.count('')
+        if unnamed:
+            warnings.append(
+                f'{topic}: {unnamed} message(s) name no frame: taken to be in the table frame'
+            )
 
     # Frames: every series in the frame its header names; clocks that jump.
     arrays: dict[str, FloatArray] = {}
