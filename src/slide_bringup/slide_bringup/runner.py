@@ -4,13 +4,15 @@ Each node of the description (:mod:`slide_bringup.graph`) is started from its in
 executable (``<prefix>/lib/<package>/<executable>``, as ``ros2 run`` finds it) with its
 parameters and remappings as ``--ros-args``. Output goes to ``<log_dir>/<node>.log``.
 Ctrl-C (or :meth:`Graph.stop`) sends SIGINT to every node, waits, then terminates what is
-left: nothing is left running.
+left: nothing is left running. A runner that is killed outright (SIGKILL, a test's timeout)
+takes its nodes with it: each node asks the kernel for SIGTERM when its parent dies.
 """
 
 from __future__ import annotations
 
 import atexit
 from collections.abc import Sequence
+import ctypes
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -28,6 +30,17 @@ class Running:
     spec: NodeSpec
     process: subprocess.Popen[bytes]
     log: IO[bytes]
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_LIBC = ctypes.CDLL(None, use_errno=True) if os.name == 'posix' else None
+
+
+def _die_with_parent() -> None:
+    """In the forked child, before exec: SIGTERM when the runner dies, however it dies
+    (only a libc call here: the child of a threaded parent must not take locks)."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -92,6 +105,7 @@ class Graph:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env=os.environ.copy(),
+                preexec_fn=_die_with_parent,
             )
             self.nodes.append(Running(spec, process, log))
 

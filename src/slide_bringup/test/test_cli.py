@@ -14,9 +14,9 @@ from slide_bringup.cli import main
 SLIDE = shutil.which('slide')
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     assert SLIDE is not None, 'the slide command is not installed (run scripts/setup.sh)'
-    return subprocess.run([SLIDE, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([SLIDE, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_help_lists_subcommands() -> None:
@@ -55,7 +55,21 @@ def test_no_subcommand_prints_help_and_fails(capsys: pytest.CaptureFixture[str])
 
 def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     png = tmp_path / 'demo.png'
-    out = _run('demo', '--json', '--object', 'crimp', '--seed', '2', '--png', str(png))
+    # A whole episode on the graph: minutes on a loaded 2-core machine. The demo's own
+    # --timeout ends it cleanly first; its nodes die with it if the test must kill it.
+    out = _run(
+        'demo',
+        '--json',
+        '--object',
+        'crimp',
+        '--seed',
+        '2',
+        '--png',
+        str(png),
+        '--timeout',
+        '700',
+        timeout=800,
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b'\x89PNG'

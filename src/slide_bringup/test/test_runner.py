@@ -1,0 +1,84 @@
+"""The pip-only runner leaves nothing running, even when it is killed outright."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from slide_bringup.graph import NodeSpec
+from slide_bringup.runner import Graph
+
+# A driver that keeps retrying a sensor that is not there: a node that never ends by itself.
+NETFT = NodeSpec(
+    'ati_netft',
+    'netft_node',
+    'netft',
+    {'address': '127.0.0.1', 'rdt_port': 9, 'configure_retries': -1, 'retry_backoff_s': 0.5},
+)
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from slide_bringup.graph import NodeSpec
+from slide_bringup.runner import Graph
+graph = Graph([NodeSpec(**eval(sys.argv[1]))], Path(sys.argv[2]))
+graph.start()
+print(graph.nodes[0].process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (a container's PID 1 may not reap)."""
+    try:
+        state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ('Z', 'X')
+
+
+def _gone(pid: int, timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while _alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='PR_SET_PDEATHSIG is Linux')
+def test_a_killed_runner_takes_its_nodes_with_it(tmp_path: Path) -> None:
+    spec = {k: getattr(NETFT, k) for k in ('package', 'executable', 'name', 'parameters')}
+    child = subprocess.Popen(
+        [sys.executable, '-c', CHILD, repr(spec), str(tmp_path / 'logs')],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    node = 0
+    try:
+        assert child.stdout is not None
+        node = int(child.stdout.readline())
+        assert _alive(node)
+        os.kill(child.pid, signal.SIGKILL)  # no finally, no atexit: only the kernel is left
+        child.wait(10)
+        assert _gone(node, 10), f'node {node} outlived its killed runner'
+    finally:
+        child.kill()
+        child.wait()
+        if node and _alive(node):
+            os.kill(node, signal.SIGKILL)
+
+
+def test_stop_ends_every_node_and_gives_its_exit_code(tmp_path: Path) -> None:
+    with Graph([NETFT], tmp_path / 'logs') as graph:
+        pid = graph.nodes[0].process.pid
+        time.sleep(1.0)
+        assert graph.poll() == {'netft': None}
+    assert not _alive(pid)
+    assert graph.nodes[0].process.returncode is not None
