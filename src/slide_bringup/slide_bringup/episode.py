@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from slide_core.errors import SlideInputError
 from slide_core.geometry import com_margins, overhang
 from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
@@ -102,7 +104,11 @@ def score(
         r.goal_stay_probability = st.goal.stay_probability
         r.goal_truly_balanced = bool(com_margins(spec.grid, truth.com(), st.goal.X_WO)[0] >= 0)
     r.simulations = st.simulations
-    X = twin.object_pose()
+    # Where the object lay when the task grasped it (the pose it decided on), not where the
+    # gripper has since carried it: a held object turns and its 'overhang' means nothing.
+    X = np.asarray(st.trace['X_final'], dtype=float) if 'X_final' in st.trace else None
+    if X is None:
+        X = twin.object_pose()
     r.X_final = X.tolist()
     r.overhang_m = overhang(spec.grid, X)
     if st.belief is not None:

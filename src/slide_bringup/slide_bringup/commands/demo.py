@@ -58,6 +58,7 @@ class Watcher:
         self.node = rclpy.create_node('slide_demo', context=self.context)
         self.truth: Any = None
         self.first_truth: Any = None
+        self.grasp_truth: Any = None  # the truth when the grasp stage began
         self.printed = 0
         self.node.create_subscription(TaskState, '/behaviour/state', self._state, LATCHED)
         self.node.create_subscription(GroundTruth, '/ground_truth', self._truth, LATCHED)
@@ -74,6 +75,8 @@ class Watcher:
                 return
 
     def _state(self, msg: Any) -> None:
+        if msg.stage == 'grasp' and self.grasp_truth is None:
+            self.grasp_truth = self.truth
         for line in msg.history[self.printed :] if len(msg.history) > self.printed else []:
             print(f'[{time.strftime("%H:%M:%S")}] {line}', file=sys.stderr, flush=True)
         self.printed = max(self.printed, len(msg.history))
@@ -122,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             code = graph.wait_for('behaviour', args.timeout)
             time.sleep(0.5)  # the latest ground truth after the lift
         finally:
-            truth, first = watcher.truth, watcher.first_truth
+            truth, first, at_grasp = watcher.truth, watcher.first_truth, watcher.grasp_truth
             codes = graph.stop()
             watcher.close()
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
@@ -151,7 +154,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out['total_s'] = round(time.perf_counter() - t0, 2)
     out['fell'] = bool(truth.fell) if truth is not None else False
     if truth is not None:
-        grid, X = grid_from_msg(truth.grid)
+        # Where the object lay when the grasp began: a held object's 'overhang' means nothing.
+        grid, X = grid_from_msg((at_grasp or truth).grid)
         out['X_final_true'] = [round(float(v), 4) for v in X]
         out['overhang_m'] = round(overhang(grid, X), 4)
         out['lifted_true_m'] = round(float(truth.height - first.height), 4)
