@@ -367,6 +367,9 @@ class PerceptionNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
+    from slide_core.perception import kernels
+
+    kernels.warm_up()  # numba's disk cache now, not on the first tracked frame
     rclpy.init(args=args)
     node = None
     try:
@@ -374,6 +377,10 @@ def main(args: list[str] | None = None) -> None:
         rclpy.spin(node)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
+    except Exception:
+        # A SIGINT between rclpy's checks shuts the context down under a spin: no fault.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -174,12 +174,19 @@ def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
 
 
 def to_table_frame(points_K: ArrayLike, R_WK: ArrayLike, p_WK: ArrayLike) -> FloatArray:
-    """Finite, non-zero points p_K (N, 3) of the optical frame mapped to p_W (M, 3)."""
-    p = np.asarray(points_K, dtype=np.float64).reshape(-1, 3)
-    keep = np.flatnonzero((p[:, 2] > 0) & np.isfinite(p[:, 0]) & np.isfinite(p[:, 1]))
-    p_W = (np.asarray(R_WK, dtype=float) @ p[keep].T).T  # (R p^T)^T: contiguous, fast
-    p_W += np.asarray(p_WK, dtype=float)
-    return np.asarray(p_W, dtype=float)
+    """Finite, non-zero points p_K (N, 3) of the optical frame mapped to p_W (M, 3) (one
+    compiled pass, :func:`slide_core.perception.kernels.to_table_frame`)."""
+    from slide_core.perception import kernels
+
+    p = np.ascontiguousarray(np.asarray(points_K, dtype=np.float64).reshape(-1, 3))
+    return np.asarray(
+        kernels.to_table_frame(
+            p,
+            np.ascontiguousarray(R_WK, dtype=np.float64),
+            np.ascontiguousarray(p_WK, dtype=np.float64).reshape(3),
+        ),
+        dtype=float,
+    )
 
 
 def _o3d_cloud(points: FloatArray) -> Any:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
-from scipy.spatial import ConvexHull, QhullError, cKDTree
+from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.perception.cloud import (
@@ -67,8 +67,9 @@ def sample_spacing(xy: FloatArray) -> float:
     footprint's sampling step (it grows with the distance to the camera)."""
     if xy.shape[0] < 2:
         return 0.0
-    d = np.asarray(cKDTree(xy).query(xy, k=2)[0], dtype=float)
-    return float(np.median(d[:, 1]))
+    from slide_core.perception import kernels  # compiled: a k-d tree took 5 to 15 ms
+
+    return float(np.median(kernels.nearest_distances(np.ascontiguousarray(xy, dtype=float))))
 
 
 @dataclass(frozen=True)

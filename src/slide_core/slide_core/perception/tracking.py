@@ -12,6 +12,7 @@ from scipy import ndimage
 from scipy.optimize import least_squares
 
 from slide_core.geometry import FloatArray, rotation
+from slide_core.perception import kernels
 from slide_core.perception.cloud import (
     KeepOut,
     PerceptionConfig,
@@ -90,17 +91,10 @@ class PoseTracker:
         image = footprint_image(xy, lo, (int(n[1]), int(n[0])), self._pitch, gap)
         edge = image & ~ndimage.binary_erosion(image)
         # Distance [m] to the outline; rows flipped so that index 0 is the lowest y.
-        self._field = (
+        self._field = np.ascontiguousarray(
             np.asarray(ndimage.distance_transform_edt(~edge[::-1]), dtype=float) * self._pitch
         )
         self._field_lo = lo
-
-    def _distance(self, p_O: FloatArray) -> FloatArray:
-        idx = (p_O - self._field_lo) / self._pitch - 0.5
-        return np.asarray(
-            ndimage.map_coordinates(self._field, [idx[:, 1], idx[:, 0]], order=1, mode='nearest'),
-            dtype=float,
-        )
 
     def update(self, points_W: ArrayLike, keep_out: tuple[KeepOut, ...] = ()) -> TrackResult:
         """Register one table-frame cloud p_W (N, 3); return the new pose and its scores
@@ -110,13 +104,24 @@ class PoseTracker:
         if p.shape[0] == 0:
             raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')
         reach = self._radius + cfg.max_motion
-        d2 = (p[:, 0] - self.X_WO[0]) ** 2 + (p[:, 1] - self.X_WO[1]) ** 2
-        p = p[d2 <= reach**2]
-        h = self.estimate.table.height(p)
-        keep = (h >= cfg.min_height) & np.isfinite(h)
-        for body in keep_out:
-            keep &= ~body.contains(p)
-        xy = p[keep, :2]
+        table = self.estimate.table
+        bodies = np.array(
+            [(*body.p_W, body.radius, body.half_height) for body in keep_out], dtype=float
+        ).reshape(-1, 5)
+        # Near the last pose, above the table, not the pusher or gripper: one compiled pass.
+        p = p[
+            kernels.crop(
+                np.ascontiguousarray(p),
+                float(self.X_WO[0]),
+                float(self.X_WO[1]),
+                reach,
+                np.asarray(table.normal, dtype=float),
+                float(table.offset),
+                cfg.min_height,
+                bodies,
+            )
+        ]
+        xy = np.ascontiguousarray(p[:, :2])
         if xy.shape[0] < cfg.min_cluster_points:
             raise PerceptionError(
                 PerceptionStatus.POOR_REGISTRATION,
@@ -136,9 +141,14 @@ class PoseTracker:
                 PerceptionStatus.POOR_REGISTRATION, 'too little of the outline is visible'
             )
 
+        outline = np.ascontiguousarray(outline, dtype=float)
+        K = outline.shape[0]
+        res_buf = np.empty(K)
+
         def residuals(X: FloatArray) -> FloatArray:
-            p_O = (outline - X[:2]) @ rotation(float(X[2]))
-            return self._distance(p_O)
+            # One compiled pass: the outline in the object frame, looked up in the field.
+            kernels.register(outline, X, self._field, self._field_lo, self._pitch, res_buf)
+            return res_buf.copy()
 
         tol = cfg.icp_distance / 4
         fit = least_squares(
@@ -159,7 +169,7 @@ class PoseTracker:
                 f'{moved * 1000:.0f} mm (max {cfg.max_motion * 1000:.0f})',
             )
         self.X_WO = X
-        return TrackResult(X, fitness, rmse, p[keep])
+        return TrackResult(X, fitness, rmse, p)
 
 
 def _se2_matrix(X: FloatArray) -> FloatArray:
