@@ -781,6 +781,10 @@ def main(args: list[str] | None = None) -> None:
         code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # A SIGINT between rclpy's checks shuts the context down under a spin: no fault.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -186,6 +186,11 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
             code = int(node.exit_code)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # A SIGINT that lands between rclpy's checks shuts the context down under a spin,
+        # which then fails to build its wait set: that is the shutdown, not a fault.
+        if rclpy.ok():
+            raise
     finally:
         # Work in flight (an action's execute callback in the executor's threads, which the
         # interpreter joins at exit) sees ``stopping`` and ends; give it a moment.
