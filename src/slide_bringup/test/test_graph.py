@@ -30,12 +30,17 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_bringup.graph import pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
-from slide_core.geometry import rotation  # noqa: E402
-from slide_core.io import grid_from_msg, pose_to_planar, primitive_to_msg  # noqa: E402
+from slide_core.geometry import rotation, wrap_angle  # noqa: E402
+from slide_core.io import (  # noqa: E402
+    grid_from_msg,
+    pose_to_planar,
+    primitive_to_msg,
+    stamp_to_s,
+)
 from slide_core.model import APPROACH, load_workcell  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Identify, Push  # noqa: E402
-from slide_interfaces.msg import ErrorCode, ObjectGrid, TaskState  # noqa: E402
+from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid, TaskState  # noqa: E402
 from slide_ros.lifecycle import remote_state  # noqa: E402
 from slide_ros.qos import LATCHED, RELIABLE  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
@@ -55,10 +60,12 @@ class Rig:
         self.poses: list[PoseStamped] = []
         self.tips: list[PoseStamped] = []
         self.states: list[TaskState] = []
+        self.truths: list[GroundTruth] = []
         node.create_subscription(ObjectGrid, '/object/grid', self.grids.append, LATCHED)
         node.create_subscription(PoseStamped, '/object/pose', self.poses.append, RELIABLE)
         node.create_subscription(PoseStamped, '/pusher/pose', self.tips.append, RELIABLE)
         node.create_subscription(TaskState, '/behaviour/state', self.states.append, LATCHED)
+        node.create_subscription(GroundTruth, '/ground_truth', self.truths.append, LATCHED)
         self.push = ActionClient(node, Push, '/executor/push')
         self.identify = ActionClient(node, Identify, '/identification/identify')
         self.start = node.create_client(Trigger, '/behaviour/start')
@@ -106,11 +113,13 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     specs = select(pregrasp({'object': 'box', 'seed': '3', 'start_episode': 'false'}), NODES)
     # A loaded test machine can leave perception seconds behind the camera; the object rests
     # between pushes, so older poses are still right here.
+    more = {
+        'executor': {'max_pose_age_s': 10.0},
+        'behaviour': {'max_pose_age_s': 10.0},
+        'twin': {'truth_rate_hz': 50.0},  # truth to compare perception and the F/T with
+    }
     specs = [
-        dataclasses.replace(s, parameters={**s.parameters, 'max_pose_age_s': 10.0})
-        if s.name in ('executor', 'behaviour')
-        else s
-        for s in specs
+        dataclasses.replace(s, parameters={**s.parameters, **more.get(s.name, {})}) for s in specs
     ]
     graph = Graph(specs, tmp_path_factory.mktemp('graph') / 'logs')
     peer = Peer('graph_test')
@@ -160,7 +169,60 @@ def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     assert f_W.mean(axis=0) @ d_W > 0.05
     moved = pose_to_planar(record.object_poses[-1].pose)[:2] - X0[:2]
     assert moved @ d_W > 0.002
+    check_against_truth(record, rig.truths)
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
+
+
+def check_against_truth(record: Any, truths: list[GroundTruth]) -> None:
+    """Perception's poses during the push are within 3 mm and 1 degree of the twin's true
+    motion; the wrench that came through the F/T driver agrees with the twin's contact force
+    to 2% over the stroke."""
+    truths = list(truths)  # a snapshot: the subscription goes on appending
+    t_truth = np.array([stamp_to_s(m.header.stamp) for m in truths])
+    pairs = []
+    for pose in record.object_poses:
+        t = stamp_to_s(pose.header.stamp)
+        k = int(np.argmin(np.abs(t_truth - t)))
+        if abs(t_truth[k] - t) < 0.012:
+            pairs.append((pose_to_planar(pose.pose), grid_from_msg(truths[k].grid)[1]))
+    assert len(pairs) >= 3, 'too few poses with a ground truth at their time'
+    # The perceived object frame O is the twin's body frame B moved by a fixed X_BO.
+    X_WO0, X_WB0 = pairs[0]
+    p_BO = rotation(X_WB0[2]).T @ (X_WO0[:2] - X_WB0[:2])
+    errors = []
+    for X_WO, X_WB in pairs:
+        p_err = X_WO[:2] - (X_WB[:2] + rotation(X_WB[2]) @ p_BO)
+        yaw_err = wrap_angle(float((X_WO[2] - X_WB[2]) - (X_WO0[2] - X_WB0[2])))
+        errors.append((float(np.linalg.norm(p_err)), abs(yaw_err)))
+    worst = np.max(errors, axis=0)
+    # The force while the fingertip slides the object: between the first and the last truth
+    # in contact, 0.2 s in from either end (contact starts and ends within a sample).
+    t_wrench = np.array([stamp_to_s(w.header.stamp) for w in record.wrenches])
+    f_wrench = np.array([[w.wrench.force.x, w.wrench.force.y] for w in record.wrenches])
+    f_contact = np.array([[m.contact_force.x, m.contact_force.y] for m in truths])
+    touching = t_truth[np.linalg.norm(f_contact, axis=1) > 0.05]
+    t_a, t_b = touching.min() + 0.2, touching.max() - 0.2
+    assert t_b - t_a > 0.3, 'too short a contact to compare the forces'
+    # Each truth message carries the mean contact force since the one before (a block whose
+    # length varies with the node's timer); each driver message, a block of 4 ms. Both are
+    # averaged over the same span, weighted by the time each block covers.
+    start = np.concatenate(([-np.inf], t_truth[:-1]))
+    blocks = (start >= t_a) & (t_truth <= t_b)
+    assert blocks.sum() >= 10, 'too few ground truth messages over the contact'
+    t_0, t_1 = start[blocks].min(), t_truth[blocks].max()
+    dt = (t_truth - start)[blocks]
+    f_true = (f_contact[blocks] * dt[:, None]).sum(axis=0) / dt.sum()
+    ft = f_wrench[(t_wrench > t_0) & (t_wrench <= t_1)]
+    f_ft = ft.mean(axis=0)
+    gap = float(np.linalg.norm(f_ft - f_true) / np.linalg.norm(f_true))
+    print(
+        f'perception vs truth over {len(pairs)} poses: {worst[0] * 1000:.2f} mm, '
+        f'{np.degrees(worst[1]):.2f} deg; F/T vs contact force over {t_1 - t_0:.2f} s of '
+        f'contact: {f_ft.round(3)} vs {f_true.round(3)} N ({gap * 100:.2f}%)'
+    )
+    assert worst[0] < 0.003 and worst[1] < np.radians(1.0)
+    assert np.linalg.norm(f_true) > 0.2, 'the stroke hardly touched the object'
+    assert gap < 0.02
 
 
 def test_a_push_cancelled_mid_stroke_retracts(rig: Rig) -> None:
@@ -235,6 +297,27 @@ def test_behaviour_abort_mid_push_retracts_and_names_the_stage(rig: Rig) -> None
     assert state.stage == 'explore' and 'abort' in state.message, state.message
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
     assert rig.graph.poll()['behaviour'] is None, 'the behaviour node exited on abort'
+
+
+def test_behaviour_given_an_f_t_limit_mid_push_retracts_and_names_the_stage(rig: Rig) -> None:
+    n, seen = len(rig.states), len(rig.tips)
+    started = rig.call(rig.start)
+    assert started.success, started.message
+    low = rig.cell.fingertip.height + 0.01
+    rig.peer.wait(lambda: any(t.pose.position.z < low for t in rig.tips[seen:]), 180, 'a push')
+    rig.set_force_limit(0.3)  # the driver now reports every push as over its limit
+    try:
+        rig.peer.wait(
+            lambda: len(rig.states) > n and rig.states[-1].status not in ('running', 'succeeded'),
+            120,
+            'the episode to end',
+        )
+    finally:
+        rig.set_force_limit(0.0)
+    state = rig.states[-1]
+    assert state.status == 'push_failed' and state.stage == 'explore', state
+    assert 'limit' in state.message, state.message
+    rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
 
 
 def test_a_dead_planner_ends_the_episode_with_a_reason(rig: Rig) -> None:

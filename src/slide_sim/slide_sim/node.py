@@ -103,15 +103,26 @@ class TwinNode(Node):
         self._lock = threading.Lock()
         self._commands: queue.Queue[Callable[[], None]] = queue.Queue()
         self._stop = threading.Event()
+        # The sensor's wrench summed over the physics steps since the emulator's last sample,
+        # and their number: a sample is the mean force over its period, as a real sensor's
+        # filtered output is, not the latest step's chatter (the physics runs in bursts).
+        self._ft_lock = threading.Lock()
+        self._ft_block = (np.zeros(6), 0)
         self._wrench = (0.0,) * 6
+        # The fingertip's contact force summed over the physics steps since the last truth
+        # message, and their number: the truth carries its mean, as the driver's block means.
+        self._contact = (np.zeros(3), 0)
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
-        self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
+        # Per tool: moving, the waypoint index, when it left for each waypoint (Time list).
+        self._status: dict[str, tuple[bool, int, list[Any]]] = {
+            tool: (False, -1, []) for tool in ('fingertip', 'gripper')
+        }
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
         self._gripper = (0.0, False)
         self.emulator = NetFTEmulator(
             rate_hz=float(p['ft_rate_hz']),
-            source=lambda t: self._wrench,
+            source=self._ft_sample,
             rdt_port=int(p['rdt_port']),
             tcp_port=int(p['tcp_port']),
             http_port=int(p['http_port']),
@@ -157,6 +168,16 @@ class TwinNode(Node):
             f'calibration TCP {self.emulator.tcp_port} / HTTP {self.emulator.http_port}'
         )
 
+    def _ft_sample(self, _t: float) -> tuple[float, ...]:
+        """The emulator's next sample (its thread): the mean wrench over the physics steps
+        since the last one, or the last sample again when no step ran in between."""
+        with self._ft_lock:
+            total, n = self._ft_block
+            if n:
+                self._ft_block = (np.zeros(6), 0)
+                self._wrench = tuple(float(v) for v in total / n)
+            return self._wrench
+
     # -- the physics thread: the only one that touches the twin ------------------------------
     def _run_physics(self) -> None:
         twin = self.twin
@@ -168,10 +189,23 @@ class TwinNode(Node):
                 self._commands.get_nowait()()
             twin.step()
             w = twin.wrench()
-            self._wrench = tuple(float(v) for v in w)
+            with self._ft_lock:
+                total, n = self._ft_block
+                self._ft_block = (total + w, n + 1)
+            total, n = self._contact
+            self._contact = (total + twin.contact_force(), n + 1)
             with self._lock:
                 for tool in ('fingertip', 'gripper'):
-                    self._status[tool] = (twin.moving(tool), twin.waypoint(tool))
+                    moving, index = twin.moving(tool), twin.waypoint(tool)
+                    was_moving, was_index, left_at = self._status[tool]
+                    if moving and (not was_moving or index < was_index):
+                        left_at = []  # a new path
+                    if moving:
+                        # When the tool left for each waypoint, on the node's clock.
+                        now = self.get_clock().now().to_msg()
+                        while len(left_at) <= index:
+                            left_at.append(now)
+                    self._status[tool] = (moving, index, left_at)
                 self._poses['fingertip'] = np.array([*twin.fingertip(), 0.0])
                 self._poses['gripper'] = twin.gripper_pose()
                 self._gripper = (twin.gripper_width(), twin.holding())
@@ -259,9 +293,13 @@ class TwinNode(Node):
         out: dict[str, Any] = {}
 
         def read() -> None:
+            out['stamp'] = self.get_clock().now().to_msg()  # the state's time, as the camera's
             out['X'] = self.twin.object_pose()
             out['fell'] = self.twin.fell()
             out['height'] = self.twin.object_height()
+            total, n = self._contact
+            self._contact = (np.zeros(3), 0)
+            out['contact'] = total / n if n else self.twin.contact_force()
             done.set()
 
         self._submit(read)
@@ -269,7 +307,7 @@ class TwinNode(Node):
             return
         spec = self.twin.spec
         msg = GroundTruth()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = out['stamp']
         msg.header.frame_id = self.frame
         msg.name = spec.name
         grid_to_msg(spec.grid, out['X'], msg.grid)
@@ -279,6 +317,8 @@ class TwinNode(Node):
         msg.model.loss = float('nan')
         msg.fell = bool(out['fell'])
         msg.height = float(out['height'])
+        c = msg.contact_force
+        c.x, c.y, c.z = (float(v) for v in out['contact'])
         self.pub_truth.publish(msg)
 
     # -- actions ----------------------------------------------------------------------------
@@ -300,7 +340,7 @@ class TwinNode(Node):
         feedback = FollowPath.Feedback()
         while True:
             with self._lock:
-                moving, index = self._status[tool]
+                moving, index, left_at = self._status[tool]
             if not moving:
                 break
             if handle.is_cancel_requested:
@@ -312,6 +352,7 @@ class TwinNode(Node):
                 result.pose = self._pose_msg(tool)
                 return result
             feedback.waypoint = max(0, index)
+            feedback.left_at = list(left_at)
             feedback.pose = self._pose_msg(tool)
             handle.publish_feedback(feedback)
             time.sleep(0.02)
@@ -388,6 +429,10 @@ def main(argv: list[str] | None = None) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # A SIGINT between rclpy's checks shuts the context down under a spin: no fault.
+        if rclpy.ok():
+            raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
