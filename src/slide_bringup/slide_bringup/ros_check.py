@@ -35,6 +35,7 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
     from rclpy.executors import SingleThreadedExecutor
 
     from slide_interfaces.action import Push
+    from slide_interfaces.msg import ErrorCode
 
     t0 = time.monotonic()
     context = Context()
@@ -51,7 +52,8 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
                 fb.travelled = goal_handle.request.primitive.travel * (i + 1) / 3
                 goal_handle.publish_feedback(fb)
             goal_handle.succeed()
-            result = Push.Result(success=True, message='')
+            result = Push.Result(message='')
+            result.error.code = ErrorCode.SUCCESS
             result.record.primitive = goal_handle.request.primitive
             return result
 
@@ -87,7 +89,7 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
         return RoundTrip(
             accepted=True,
             feedback_received=len(feedback),
-            result_success=bool(result.success),
+            result_success=result.error.code == ErrorCode.SUCCESS,
             result_message=result.message,
             travel_echoed_m=float(result.record.primitive.travel),
             seconds=time.monotonic() - t0,
