@@ -20,7 +20,6 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from slide_core.geometry import FloatArray, quaternion_of_yaw
-from slide_core.io import stamp_to_s
 from slide_core.model import Waypoint
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode
@@ -56,12 +55,11 @@ class Backend(Protocol):
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int, float], None],
+        on_waypoint: Callable[[int], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
-        """Move ``tool`` through ``waypoints``; ``on_waypoint(i, t)`` as waypoint i is
-        approached, t [s] (ROS time) when the tool left for it; stop where it is as soon as
-        ``should_stop()`` is true."""
+        """Move ``tool`` through ``waypoints``; ``on_waypoint(i)`` as waypoint i is
+        approached; stop where it is as soon as ``should_stop()`` is true."""
 
     def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
         """Open or close; the final opening [m] and whether an object is held."""
@@ -122,7 +120,7 @@ class TwinBackend:
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int, float], None],
+        on_waypoint: Callable[[int], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
         goal = FollowPath.Goal()
@@ -135,10 +133,9 @@ class TwinBackend:
         def feedback(msg: Any) -> None:
             # Every waypoint is announced once and in order, even when a short one passed
             # between two feedback messages.
-            left_at = [stamp_to_s(t) for t in msg.feedback.left_at]
-            for i in range(seen[0] + 1, min(int(msg.feedback.waypoint) + 1, len(left_at))):
+            for i in range(seen[0] + 1, int(msg.feedback.waypoint) + 1):
                 seen[0] = i
-                on_waypoint(i, left_at[i])
+                on_waypoint(i)
 
         handle = wait_for(self._follow.send_goal_async(goal, feedback_callback=feedback), 5.0)
         if handle is None or not handle.accepted:

@@ -91,7 +91,7 @@ class MoveItBackend:
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int, float], None],
+        on_waypoint: Callable[[int], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
         from moveit.planning import PlanRequestParameters  # noqa: PLC0415 - robot PC only
@@ -99,6 +99,7 @@ class MoveItBackend:
         for i, wp in enumerate(waypoints):
             if should_stop():
                 return Motion(False, True, 'stopped')
+            on_waypoint(i)
             self.arm.set_start_state_to_current_state()
             self.arm.set_goal_state(
                 pose_stamped_msg=self._link_goal(tool, wp), pose_link=self.link
@@ -110,7 +111,6 @@ class MoveItBackend:
             plan = self.arm.plan(single_plan_parameters=request)
             if not plan:
                 return Motion(False, message=f'no straight-line plan to waypoint {i}')
-            on_waypoint(i, self.node.get_clock().now().nanoseconds * 1e-9)
             self.moveit.execute(plan.trajectory, controllers=[])
             end = time.monotonic() + wp.dwell_s
             while time.monotonic() < end:

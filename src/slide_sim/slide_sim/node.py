@@ -114,10 +114,7 @@ class TwinNode(Node):
         self._contact = (np.zeros(3), 0)
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
-        # Per tool: moving, the waypoint index, when it left for each waypoint (Time list).
-        self._status: dict[str, tuple[bool, int, list[Any]]] = {
-            tool: (False, -1, []) for tool in ('fingertip', 'gripper')
-        }
+        self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
         self._gripper = (0.0, False)
         self.emulator = NetFTEmulator(
@@ -196,16 +193,7 @@ class TwinNode(Node):
             self._contact = (total + twin.contact_force(), n + 1)
             with self._lock:
                 for tool in ('fingertip', 'gripper'):
-                    moving, index = twin.moving(tool), twin.waypoint(tool)
-                    was_moving, was_index, left_at = self._status[tool]
-                    if moving and (not was_moving or index < was_index):
-                        left_at = []  # a new path
-                    if moving:
-                        # When the tool left for each waypoint, on the node's clock.
-                        now = self.get_clock().now().to_msg()
-                        while len(left_at) <= index:
-                            left_at.append(now)
-                    self._status[tool] = (moving, index, left_at)
+                    self._status[tool] = (twin.moving(tool), twin.waypoint(tool))
                 self._poses['fingertip'] = np.array([*twin.fingertip(), 0.0])
                 self._poses['gripper'] = twin.gripper_pose()
                 self._gripper = (twin.gripper_width(), twin.holding())
@@ -340,7 +328,7 @@ class TwinNode(Node):
         feedback = FollowPath.Feedback()
         while True:
             with self._lock:
-                moving, index, left_at = self._status[tool]
+                moving, index = self._status[tool]
             if not moving:
                 break
             if handle.is_cancel_requested:
@@ -352,7 +340,6 @@ class TwinNode(Node):
                 result.pose = self._pose_msg(tool)
                 return result
             feedback.waypoint = max(0, index)
-            feedback.left_at = list(left_at)
             feedback.pose = self._pose_msg(tool)
             handle.publish_feedback(feedback)
             time.sleep(0.02)
