@@ -131,7 +131,7 @@ def run_episode(
     progress: Progress | None = None,
     exhaustive: bool = False,
     workcell: Workcell | None = None,
-    exploration: str = 'random',
+    exploration: str = 'most-distinctive',
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``)."""
     try:
@@ -139,7 +139,11 @@ def run_episode(
     except ValueError:
         names = ', '.join(s.value for s in ModelSource)
         raise SlideInputError(f'unknown method {method!r}; choose from {names}') from None
-    settings = TaskSettings(exploration_pushes=exploration_pushes, push_budget=push_budget)
+    settings = TaskSettings(
+        exploration_pushes=exploration_pushes,
+        push_budget=push_budget,
+        interim_beliefs=exploration != 'random',
+    )
     cell = workcell or load_workcell()
     config = config or planner_config(cell)
     twin = Twin(spec, cell, random_start(spec, cell, seed))

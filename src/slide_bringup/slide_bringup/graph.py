@@ -21,6 +21,11 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
     'backend': ('twin', 'twin, fr3 or lbr'),
     'object': ('hammer', 'twin: library object name or object .yaml file'),
     'seed': ('0', 'seed of the episode (twin start pose, exploration, paths)'),
+    'exploration': (
+        'most-distinctive',
+        'exploratory pushes after the first: most-distinctive (under a belief of the pushes '
+        'so far, paper 2) or random',
+    ),
     'rviz': ('false', 'start RViz with config/slide.rviz (robot PC)'),
     'record': ('', 'record the episode topics to this bag folder'),
     'exit_on_done': (
@@ -100,6 +105,10 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     for flag in ('rviz', 'exit_on_done', 'start_episode'):
         if out[flag] not in ('true', 'false'):
             raise GraphError(f'{flag} must be true or false, got {out[flag]!r}')
+    if out['exploration'] not in ('random', 'most-distinctive'):
+        raise GraphError(
+            f'exploration must be random or most-distinctive, got {out["exploration"]!r}'
+        )
     try:
         int(out['seed'])
     except ValueError:
@@ -230,7 +239,12 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
         NodeSpec(
             'slide_ros', 'identification_node', 'identification', {'workcell_file': workcell}
         ),
-        NodeSpec('slide_ros', 'planner_node', 'planner', {'workcell_file': workcell}),
+        NodeSpec(
+            'slide_ros',
+            'planner_node',
+            'planner',
+            {'workcell_file': workcell, 'exploration': a['exploration']},
+        ),
         NodeSpec(
             'slide_ros',
             'behaviour_node',
@@ -240,6 +254,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 'seed': seed,
                 'start_on_activate': a['start_episode'] == 'true',
                 'exit_on_done': a['exit_on_done'] == 'true',
+                'interim_beliefs': a['exploration'] != 'random',
                 # Configure waits for the other nodes and a perceived object.
                 'configure_retries': -1,
                 'retry_backoff_s': 0.5,

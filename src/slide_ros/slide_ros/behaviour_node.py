@@ -59,6 +59,12 @@ PARAMS = (
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
     Param('seed', 0, 'the episode seed (exploration draws, paths)', low=0, high=2**31 - 1),
     Param('exploration_pushes', 5, 'exploratory pushes', low=1, high=20),
+    Param(
+        'interim_beliefs',
+        True,
+        'identify a belief after each exploratory push, for the planner to choose the next '
+        'under it (its most-distinctive exploration needs one)',
+    ),
     Param('push_budget', 25, 'planned pushes allowed', low=1, high=200),
     Param('identification_method', 'probabilistic', 'identification method'),
     Param('models', 8, 'models in the belief', low=1, high=64),
@@ -230,6 +236,7 @@ class BehaviourNode(SlideNode):
         settings = TaskSettings(
             exploration_pushes=int(self.p['exploration_pushes']),
             push_budget=int(self.p['push_budget']),
+            interim_beliefs=bool(self.p['interim_beliefs']),
         )
         task = Task(
             self.world,

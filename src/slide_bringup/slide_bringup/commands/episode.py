@@ -38,8 +38,9 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
     parser.add_argument(
         '--exploration',
         choices=EXPLORATION,
-        default='random',
-        help='exploratory pushes after the first: random or most distinctive (paper 2)',
+        default='most-distinctive',
+        help='exploratory pushes after the first: most distinctive under a belief of the '
+        'pushes so far (paper 2, as the graph does; default) or random',
     )
     parser.add_argument(
         '--exploration-pushes', type=int, default=5, help='exploratory pushes (1 to 20)'

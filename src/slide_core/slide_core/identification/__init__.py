@@ -71,6 +71,7 @@ from slide_core.identification.explore import (
     Candidate,
     candidates,
     choose,
+    on_table,
     outline_point,
     random_push,
 )
@@ -114,6 +115,7 @@ __all__ = [
     'TrainingSet',
     'build_push',
     'candidates',
+    'on_table',
     'choose',
     'evaluate',
     'final_errors',

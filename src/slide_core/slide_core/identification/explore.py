@@ -23,6 +23,7 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     cell_positions,
+    distance_to_cells,
     reach,
     rotation,
 )
@@ -66,7 +67,9 @@ class Candidate:
 def candidates(
     belief: Belief, fingertip: Fingertip, travel: float = 0.04, clearance: float = 0.005
 ) -> list[Candidate]:
-    """One push per free side of every outline cell, at the side's middle, inward."""
+    """One push per free side of every outline cell, at the side's middle, inward; only
+    those whose fingertip starts clear of every cell and comes down clear of the object
+    (at a concave corner the start can lie on a neighbouring cell)."""
     g = belief.grid
     occ = np.pad(g.occupancy, 1)
     out = []
@@ -77,7 +80,27 @@ def candidates(
                 continue
             n = np.array(n_out, dtype=float)
             start = p + n * (half + fingertip.radius + clearance)
-            out.append(Candidate(start, -n, travel, p + n * half))
+            contact = p + n * half
+            if distance_to_cells(g, start) < fingertip.radius + clearance / 2:
+                continue
+            if not approach_clear(g, contact, -n, fingertip):
+                continue
+            out.append(Candidate(start, -n, travel, contact))
+    return out
+
+
+def on_table(pool: list[Candidate], grid: Grid, X_WO: FloatArray, table: Table) -> list[Candidate]:
+    """The candidates whose push leaves the object in the middle of the table (as
+    :func:`random_push` asks of its draws)."""
+    margin = reach(grid) + EXPLORATION_MARGIN
+    lo = np.array([margin, -table.width / 2 + margin])
+    hi = np.array([table.depth - margin, table.width / 2 - margin])
+    R = rotation(float(X_WO[2]))
+    out = []
+    for c in pool:
+        moved = X_WO[:2] + c.travel * (R @ c.direction_O)
+        if np.all(moved >= lo) and np.all(moved <= hi):
+            out.append(c)
     return out
 
 

@@ -15,8 +15,10 @@ from slide_core.identification import (
     Identification,
     PushSamples,
     TrainingSet,
+    candidates,
     choose,
     identify,
+    on_table,
     random_push,
 )
 from slide_core.model import Belief, Primitive, Workcell
@@ -90,7 +92,10 @@ def exploration_push(
     rng = np.random.default_rng([abs(int(seed)), 1, int(index)])
     if policy == 'random' or belief is None:
         return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
-    candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip)
+    pool = on_table(candidates(belief, workcell.fingertip), grid, X_WO, workcell.table)
+    if not pool:  # every side's push would leave the middle of the table
+        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
+    candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip, pool=pool)
     return candidate.primitive(speed)
 
 

@@ -124,6 +124,14 @@ class Task:
         t0 = self._enter(Stage.EXPLORE)
         st = self.state
         assert st.grid is not None and st.X_WO is not None
+        if self.settings.interim_beliefs and st.explored:
+            # The push the models identified so far disagree most about (paper 2).
+            try:
+                st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
+                self.say(f'interim belief from {len(st.explored)} push(es)')
+            except (IdentificationError, NoSolutionError) as exc:
+                st.belief = None
+                self.say(f'no interim belief ({exc}); this push is drawn at random')
         primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
         self.say(f'exploratory push {len(st.explored) + 1}: {primitive.travel * 100:.1f} cm')
         assert st.grid is not None

@@ -61,13 +61,17 @@ class Outcome(enum.Enum):
 class TaskSettings:
     """exploration_pushes: 1 to 20; push_budget: planned pushes allowed; push_retries: a
     failed push is re-planned this often before the task fails; observe_retries: a lost
-    pose is looked for again this often (``retry_wait_s`` apart) before the task fails."""
+    pose is looked for again this often (``retry_wait_s`` apart) before the task fails;
+    interim_beliefs: each exploratory push after the first is chosen under a belief
+    identified from the pushes so far (paper 2's most distinctive push needs one; a random
+    exploration does not, and saves the identifications)."""
 
     exploration_pushes: int = 5
     push_budget: int = 25
     push_retries: int = 1
     observe_retries: int = 2
     retry_wait_s: float = 0.5
+    interim_beliefs: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.exploration_pushes <= 20:
