@@ -93,6 +93,8 @@ def test_bad_arguments_give_one_line_reasons() -> None:
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     out = _run('bench', 'everything')
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    out = _run('bench', 'executor', '--pushes', '0')
+    assert out.returncode == 2 and 'pushes must be 1 to 50' in out.stderr
 
 
 def test_objects_list_and_show_with_a_picture(tmp_path) -> None:  # type: ignore[no-untyped-def]

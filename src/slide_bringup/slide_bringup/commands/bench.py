@@ -16,7 +16,7 @@ from typing import Any
 NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
 
-SUITES = ('physics', 'ft', 'perception', 'identification', 'mit-push', 'pregrasp')
+SUITES = ('physics', 'ft', 'executor', 'perception', 'identification', 'mit-push', 'pregrasp')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,12 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--objects',
         nargs='+',
         metavar='NAME',
-        help='perception, identification, pregrasp: library objects to use (default: all)',
+        help='perception, identification, pregrasp: library objects to use (default: all); '
+        'executor: the first (default box)',
     )
     parser.add_argument(
         '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
     )
     parser.add_argument('--seed', type=int, default=0, help='random seed')
+    parser.add_argument(
+        '--pushes', type=int, default=6, help='executor: pushes to send (default 6)'
+    )
     parser.add_argument(
         '--methods',
         nargs='+',
@@ -127,6 +131,8 @@ def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
         return objects * len(args.methods or METHODS), 'method'
     if args.suite == 'pregrasp':
         return None, 'job'
+    if args.suite == 'executor':
+        return args.pushes, 'push'
     return None, 'step'
 
 
@@ -171,6 +177,11 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
             overhang_weight=args.overhang_weight,
             advance=bar.advance,
         )
+    if args.suite == 'executor':
+        from slide_bringup.bench import executor as bench_executor
+
+        obj = args.objects[0] if args.objects else 'box'
+        return bench_executor.run(args.pushes, args.seed, obj, progress=bar.log, note=bar.note)
     if args.suite == 'mit-push':
         from slide_bringup.bench import mitpush
 
