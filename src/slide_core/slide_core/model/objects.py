@@ -110,7 +110,8 @@ class ObjectSpec:
 
 
 def _rows(image: FloatArray) -> list[list[float]]:
-    return [[float(round(v, 6)) for v in row] for row in image]
+    # Exact values: rounding lost cells lighter than the last kept decimal.
+    return [[float(v) for v in row] for row in image]
 
 
 def _matrix(doc: dict[str, Any], key: str) -> FloatArray:
@@ -143,9 +144,10 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
     """Validate a parsed YAML document and build the object (raises SpecError)."""
     if not isinstance(doc, dict):
         raise SpecError(f'{source}: an object specification is a YAML mapping')
-    unknown = sorted(set(doc) - FIELDS)
+    unknown = sorted(set(doc) - FIELDS, key=str)
     if unknown:
-        raise SpecError(f'{unknown[0]}: unknown field (known: {", ".join(sorted(FIELDS))})')
+        # Quoted: a name with a line break or of another type stays one readable line.
+        raise SpecError(f'{unknown[0]!r}: unknown field (known: {", ".join(sorted(FIELDS))})')
     for key in ('name', 'cell_size', 'mass', 'friction'):
         if key not in doc:
             raise SpecError(f'{key}: missing')

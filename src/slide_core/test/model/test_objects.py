@@ -73,7 +73,7 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
         ),
         ({'mass': [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]}, r'^mass: no cells'),
         ({'mass': [[0.05, 0.0, 0.05], [0.0, 0.0, 0.0]]}, r'^mass: the cells are disconnected'),
-        ({'masss': 1}, r'^masss: unknown field'),
+        ({'masss': 1}, r"^'masss': unknown field"),
         ({'cell_size': -0.02}, r'^cell_size: must be positive'),
         ({'cell_size': 'two'}, r'^cell_size: must be a number'),
         ({'mass': [[0.05, 'x', 0.05], [0.02, 0.02, 0.0]]}, r'^mass: row 0, column 1 is .x., not'),
