@@ -52,9 +52,9 @@ def generate_launch_description() -> Any:
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
-    from slide_ros.topics import EPISODE_TOPICS
 
     from slide_bringup.graph import ARGUMENTS, ARMS, arguments, config_dir
+    from slide_ros.topics import EPISODE_TOPICS
 
     def setup(context: Any) -> list[Any]:
         given = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}

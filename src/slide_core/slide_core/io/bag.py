@@ -11,11 +11,11 @@ cut short and is not used). ``/ground_truth`` is read only by :func:`read_ground
 :func:`read_pushes`, so identification cannot see it.
 
 Frames are honest: every series is used in the frame its header names (an unnamed frame is
-taken to be the table's, and said). Poses must be in the table frame. A wrench in the table frame is used as it is; one in the F/T sensor's frame
-(the driver's ``/netft/wrench``) is turned into the table frame with the sensor's
-orientation that the bag holds, the fingertip pose's orientation on ``/pusher/pose`` at the
-wrench's time (as the executor does; the sensor is mounted with the tool's axes); any other
-frame is refused with the reason.
+taken to be the table's, and said). Poses must be in the table frame. A wrench in the table
+frame is used as it is; one in the F/T sensor's frame (the driver's ``/netft/wrench``) is
+turned into the table frame with the sensor's orientation that the bag holds, the fingertip
+pose's orientation on ``/pusher/pose`` at the wrench's time (as the executor does; the sensor
+is mounted with the tool's axes); any other frame is refused with the reason.
 
 Times: series are placed by their header stamps; pushes by the log time of their markers
 (which have no header). A message whose stamp is more than JUMP_S off the recording
