@@ -105,6 +105,8 @@ PARAMS = (
 )
 
 PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
+GRID_WAIT_S = 5.0
+"""How long a push waits for the object grid perception latches [s] before refusing."""
 
 
 def quaternion_matrix(q: FloatArray) -> FloatArray:
@@ -288,12 +290,17 @@ class ExecutorNode(SlideNode):
                 ErrorCode.INVALID_GOAL,
                 f'the object pose is in {goal.object_pose.header.frame_id!r}, not {self.frame}',
             )
-        age = self._now() - stamp_to_s(goal.object_pose.header.stamp)
-        if age > float(self.get_parameter('max_pose_age_s').value):
-            raise Failure(ErrorCode.STALE_POSE, f'the object pose is {age:.2f} s old')
+        # The latched grid reaches each subscriber in its own time: a behaviour that already
+        # has it may ask before this node does.
+        end = time.monotonic() + GRID_WAIT_S
+        while self._grid is None and time.monotonic() < end and not self.stopping.is_set():
+            time.sleep(0.05)
         grid = self._grid
         if grid is None:
             raise Failure(ErrorCode.NOT_READY, 'no object grid yet (is perception running?)')
+        age = self._now() - stamp_to_s(goal.object_pose.header.stamp)
+        if age > float(self.get_parameter('max_pose_age_s').value):
+            raise Failure(ErrorCode.STALE_POSE, f'the object pose is {age:.2f} s old')
         tol = float(self.get_parameter('contact_tolerance_m').value)
         off = distance_to_cells(grid, primitive.p_OA)
         if off > tol:

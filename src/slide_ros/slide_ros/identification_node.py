@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import traceback
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped
@@ -148,6 +149,11 @@ class IdentificationNode(SlideNode):
         except (NoSolutionError, SlideError) as exc:
             handle.abort()
             result.error.code, result.message = ErrorCode.NO_SOLUTION, str(exc)
+            return result
+        except Exception as exc:  # noqa: BLE001 - a fault answers the goal, with its reason
+            self.get_logger().error(f'identify: {traceback.format_exc()}')
+            handle.abort()
+            result.error.code, result.message = ErrorCode.INTERNAL, f'{type(exc).__name__}: {exc}'
             return result
         belief = found.belief
         X = self._object_pose(goal)

@@ -15,6 +15,7 @@ Every action honours cancel (between its stages; a cancelled goal returns nothin
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 from geometry_msgs.msg import Point, Pose, PoseStamped
@@ -98,14 +99,14 @@ class PlannerNode(SlideNode):
                 self,
                 action,
                 name,
-                execute_callback=self._guard(action, execute),
+                execute_callback=self._guard(action, execute, name),
                 goal_callback=lambda _g: GoalResponse.ACCEPT,
                 cancel_callback=lambda _g: CancelResponse.ACCEPT,
                 callback_group=group,
             )
         self.start_up(self.p)
 
-    def _guard(self, action: Any, execute: Any) -> Any:
+    def _guard(self, action: Any, execute: Any, name: str = '') -> Any:
         """Run ``execute(handle, result)``; failures become error codes, never tracebacks."""
 
         def wrapped(handle: Any) -> Any:
@@ -126,6 +127,12 @@ class PlannerNode(SlideNode):
                 return out
             except (PlanningError, NoSolutionError) as exc:
                 out.error.code, out.message = ErrorCode.NO_SOLUTION, str(exc)
+                handle.abort()
+                return out
+            except Exception as exc:  # noqa: BLE001 - a fault answers the goal, with its reason
+                self.get_logger().error(f'{name}: {traceback.format_exc()}')
+                out.error.code = ErrorCode.INTERNAL
+                out.message = f'{type(exc).__name__}: {exc}'
                 handle.abort()
                 return out
             out.error.code = ErrorCode.SUCCESS

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 import numpy as np
 from rclpy.action import ActionClient
@@ -91,7 +92,13 @@ class Caller:
             raise WorldError(f'{what}: the goal was refused', retryable=True)
         result = handle.get_result_async()
         self._wait(result, client, f'{what} ({name})', timeout_s, handle)
-        return result.result().result
+        response = result.result()
+        if response.status == GoalStatus.STATUS_ABORTED and response.result.error.code == 0:
+            # A server that died inside its execute callback aborts with an empty result,
+            # whose error code reads as success: never take its fields for an answer.
+            response.result.error.code = ErrorCode.INTERNAL
+            response.result.message = f'{name} aborted the goal without a result (see its log)'
+        return response.result
 
     def _wait(
         self, future: Any, client: ActionClient, what: str, timeout_s: float, handle: Any

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import (
     FloatArray,
     Grid,
@@ -28,7 +28,7 @@ from slide_core.geometry import (
     rotation,
 )
 from slide_core.model import Belief, Fingertip, Primitive, Table, approach_clear
-from slide_core.physics import FingertipPush, simulate
+from slide_core.physics import FingertipPush, MlcpError, PhysicsError, simulate
 
 STRATEGIES = ('random', 'most-different', 'most-distinctive')
 EXPLORATION_MARGIN = 0.08
@@ -142,14 +142,20 @@ def choose(
                 ]
             )
     else:
-        scores = np.empty(len(pool))
+        scores = np.full(len(pool), -np.inf)
         for j, cand in enumerate(pool):
             push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
-            final = simulate(belief.grid, belief.mass, belief.friction, push, X_WO).X_WO[:, -1]
+            try:
+                rollout = simulate(belief.grid, belief.mass, belief.friction, push, X_WO)
+            except (MlcpError, PhysicsError):
+                continue  # a push the model cannot roll out is not chosen
+            final = rollout.X_WO[:, -1]
             cells = cell_positions(belief.grid, final)  # (K, n, 2)
             mean = np.einsum('k,kni->ni', belief.weight, cells)
             spread = np.linalg.norm(cells - mean[None], axis=2).mean(axis=1)
             scores[j] = float(belief.weight @ spread)
+    if not np.any(np.isfinite(scores)):
+        raise NoSolutionError('no candidate push could be simulated with the belief')
     return pool[int(np.argmax(scores))], scores
 
 

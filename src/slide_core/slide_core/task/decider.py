@@ -8,7 +8,7 @@ import enum
 
 import numpy as np
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     METHODS,
@@ -95,7 +95,10 @@ def exploration_push(
     pool = on_table(candidates(belief, workcell.fingertip), grid, X_WO, workcell.table)
     if not pool:  # every side's push would leave the middle of the table
         return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
-    candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip, pool=pool)
+    try:
+        candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip, pool=pool)
+    except NoSolutionError:  # the belief cannot roll out any of them
+        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
     return candidate.primitive(speed)
 
 
