@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
-from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from slide_core.geometry import FloatArray, quaternion_of_yaw
 from slide_core.model import Waypoint
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode
+from slide_ros.action_client import SafeActionClient
 from slide_ros.lifecycle import NotReady, wait_for
 
 
@@ -87,10 +87,10 @@ class TwinBackend:
     def __init__(self, node: Node, ns: str, frame: str, callback_group: Any = None) -> None:
         self.node, self.frame = node, frame
         self._names = (f'{ns}/follow_path', f'{ns}/gripper')
-        self._follow = ActionClient(
+        self._follow = SafeActionClient(
             node, FollowPath, f'{ns}/follow_path', callback_group=callback_group
         )
-        self._grip = ActionClient(
+        self._grip = SafeActionClient(
             node, GripperCommand, f'{ns}/gripper', callback_group=callback_group
         )
         self._poses: dict[str, ToolPose] = {}

@@ -54,9 +54,10 @@ class MoveItBackend:
 
     def connect(self, timeout_s: float) -> None:
         from control_msgs.action import GripperCommand  # noqa: PLC0415 - robot PC only
-        from rclpy.action import ActionClient  # noqa: PLC0415
 
-        self._gripper = ActionClient(self.node, GripperCommand, self.gripper_action)
+        from slide_ros.action_client import SafeActionClient  # noqa: PLC0415
+
+        self._gripper = SafeActionClient(self.node, GripperCommand, self.gripper_action)
         if not self._gripper.wait_for_server(timeout_sec=timeout_s):
             raise NotReady(f'no gripper action {self.gripper_action}')
         if self.tool_pose('fingertip') is None:

@@ -50,6 +50,7 @@ from slide_interfaces.msg import (
     PushPrimitive,
     PushRecord,
 )
+from slide_ros.action_client import SafeActionClient
 from slide_ros.qos import LATCHED, RELIABLE
 
 TIMEOUTS = {'push': 180.0, 'grasp': 120.0, 'identify': 300.0, 'plan': 120.0}
@@ -71,7 +72,7 @@ class Caller:
 
     def client(self, kind: Any, name: str) -> ActionClient:
         """An action client of ``name`` whose failures name the action (and so its node)."""
-        client = ActionClient(self.node, kind, name)
+        client = SafeActionClient(self.node, kind, name)
         self._names[id(client)] = name
         return client
 
