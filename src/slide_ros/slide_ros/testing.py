@@ -30,8 +30,9 @@ class Peer:
         while self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shut down under us
-                return
+            except Exception:  # noqa: BLE001 - shut down under us, or one callback failed
+                if not self.context.ok():
+                    return
 
     def wait(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
         end = time.monotonic() + timeout_s

@@ -59,6 +59,8 @@ class Watcher:
         self.truth: Any = None
         self.first_truth: Any = None
         self.grasp_truth: Any = None  # the truth when the grasp stage began
+        self.truth_count = 0
+        self.truth_at = 0.0  # when the latest truth arrived (monotonic)
         self.printed = 0
         self.node.create_subscription(TaskState, '/behaviour/state', self._state, LATCHED)
         self.node.create_subscription(GroundTruth, '/ground_truth', self._truth, LATCHED)
@@ -71,8 +73,11 @@ class Watcher:
         while self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # noqa: BLE001 - the context was shut down under us
-                return
+            except Exception:  # noqa: BLE001 - the context was shut down under us, or a
+                # callback failed once: only the first ends the watch (a dead watcher would
+                # score the episode with a stale ground truth)
+                if not self.context.ok():
+                    return
 
     def _state(self, msg: Any) -> None:
         if msg.stage == 'grasp' and self.grasp_truth is None:
@@ -85,6 +90,8 @@ class Watcher:
         if self.first_truth is None:
             self.first_truth = msg
         self.truth = msg
+        self.truth_count += 1
+        self.truth_at = time.monotonic()
 
     def close(self) -> None:
         self.context.try_shutdown()
@@ -126,6 +133,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.5)  # the latest ground truth after the lift
         finally:
             truth, first, at_grasp = watcher.truth, watcher.first_truth, watcher.grasp_truth
+            truth_age = time.monotonic() - watcher.truth_at
             codes = graph.stop()
             watcher.close()
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
@@ -159,6 +167,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out['X_final_true'] = [round(float(v), 4) for v in X]
         out['overhang_m'] = round(overhang(grid, X), 4)
         out['lifted_true_m'] = round(float(truth.height - first.height), 4)
+        # The twin publishes its truth at 5 Hz: an old one would score a stale world.
+        out['truth_messages'] = watcher.truth_count
+        out['truth_age_s'] = round(truth_age, 2)
     out['png'] = str(args.png) if args.png.exists() else None
     # The graph's word (the gripper holds after the lift), checked against the twin's truth.
     out['ok'] = bool(
