@@ -179,6 +179,10 @@ class RecorderNode(SlideNode):
 
     def destroy_node(self) -> None:
         self.close()
+        # The markers' thread sees the close within one spin; a daemon thread still inside
+        # rcl when the interpreter exits aborts the process (a recorder that never
+        # configured exited by SIGABRT instead of 1).
+        self._markers_thread.join(timeout=2.0)
         self._markers_executor.shutdown(timeout_sec=1.0)
         self._markers.destroy_node()
         super().destroy_node()
