@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 import sys
 import tempfile
@@ -26,6 +27,8 @@ from typing import Any
 NAME = 'demo'
 LIFTED_M = 0.05
 """The object rose at least this much [m] (the grasp lifts 0.1 m): it was really lifted."""
+TRUTH_MAX_AGE_S = 2.0
+"""The latest ground truth is at most this old [s] when the episode is scored."""
 HELP = 'one whole pre-grasp episode by the ROS graph on the twin, with a picture (the main job)'
 
 
@@ -173,7 +176,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out['png'] = str(args.png) if args.png.exists() else None
     # The graph's word (the gripper holds after the lift), checked against the twin's truth.
     out['ok'] = bool(
-        episode['success'] and not out['fell'] and out.get('lifted_true_m', 0.0) > LIFTED_M
+        episode['success']
+        and not out['fell']
+        and out.get('lifted_true_m', 0.0) > LIFTED_M
+        and out.get('truth_age_s', math.inf) < TRUTH_MAX_AGE_S
     )
     return out
 
