@@ -5,10 +5,18 @@ from __future__ import annotations
 
 
 def warm_up() -> None:
-    """Load the physics, quasi-static, planning and identification kernels."""
+    """Load the physics, quasi-static, planning, identification and perception kernels."""
     from slide_core.identification import kernels as identification_kernels
-    from slide_core.physics import kernels, kernels_quasistatic
+    from slide_core.perception import kernels as perception_kernels
+    from slide_core.physics import kernels, kernels_quasistatic, kernels_rollout
     from slide_core.planning import kernels as planning_kernels
 
-    for module in (kernels, kernels_quasistatic, planning_kernels, identification_kernels):
+    for module in (
+        kernels,
+        kernels_rollout,
+        kernels_quasistatic,
+        planning_kernels,
+        identification_kernels,
+        perception_kernels,
+    ):
         module.warm_up()

@@ -4,6 +4,8 @@
   rosbags' and rclpy's messages decode alike.
 - :mod:`slide_core.io.bag`: recorded pushes and the ground truth from a rosbag2, with what
   could not be used and why.
+- :mod:`slide_core.io.series`: a bag's topics as series (usable or why not, poses and
+  wrenches in the table frame, clock jumps), which :mod:`slide_core.io.bag` builds on.
 - :mod:`slide_core.io.bagfile`: opening a rosbag2 in whatever state it is (cut short,
   without metadata, disagreeing with its metadata); the type store of bag writers.
 - :mod:`slide_core.io.mcap`: a tolerant MCAP reader (every complete record).

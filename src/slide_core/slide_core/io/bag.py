@@ -32,7 +32,7 @@ fixed time step (:func:`slide_core.identification.build_push`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -43,33 +43,20 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, GridError
 from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
 from slide_core.io.bagfile import Bag, open_bag
-from slide_core.io.messages import MessageError, grid_from_msg, pose_to_planar, stamp_to_s
+from slide_core.io.messages import MessageError, grid_from_msg, stamp_to_s
+from slide_core.io.series import (
+    CLOUD_TOPIC,
+    Series,
+    clock_jump,
+    planar_rows,
+    read_series,
+    usable,
+    wrench_rows,
+)
 
 REQUIRED = ('/object/grid', '/object/pose', '/pusher/pose', '/ft/wrench', '/push/start')
 """The topics of a complete twin bag (``slide record``)."""
-CLOUD_TOPIC = '/camera/camera/depth/color/points'
 WRENCH_TOPICS = ('/ft/wrench', '/netft/wrench')
-TYPES = {
-    '/object/grid': 'slide_interfaces/msg/ObjectGrid',
-    '/object/pose': 'geometry_msgs/msg/PoseStamped',
-    '/pusher/pose': 'geometry_msgs/msg/PoseStamped',
-    '/gripper/pose': 'geometry_msgs/msg/PoseStamped',
-    '/ft/wrench': 'geometry_msgs/msg/WrenchStamped',
-    '/netft/wrench': 'geometry_msgs/msg/WrenchStamped',
-    '/push/start': 'std_msgs/msg/UInt32',
-    '/push/end': 'std_msgs/msg/UInt32',
-    CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2',
-    '/ground_truth': 'slide_interfaces/msg/GroundTruth',
-}
-"""The type each topic read here must have."""
-SENSOR_FRAMES = ('ft_sensor',)
-"""Frames of the F/T sensor (the driver's ``frame_id``): mounted with the tool's axes."""
-JUMP_S = 5.0
-"""A stamp this far [s] off its topic's usual offset to the recording clock is a jump (an
-overloaded graph delivers messages seconds late, and unevenly: smaller jumps are not told
-apart from that)."""
-MAX_TOOL_AGE_S = 0.2
-"""A sensor-frame wrench needs a fingertip orientation at most this old [s]."""
 PoseSource = Literal['auto', 'topic', 'cloud']
 
 
@@ -112,50 +99,9 @@ class BagPushes:
         return [*self.warnings, *(f'push {s.index} skipped: {s.reason}' for s in self.skipped)]
 
 
-@dataclass
-class _Series:
-    """One topic's messages: log times [s], header stamps [s], values (rows), frames."""
-
-    topic: str
-    log: list[float] = field(default_factory=list)
-    stamp: list[float] = field(default_factory=list)
-    rows: list[Any] = field(default_factory=list)
-    frames: list[str] = field(default_factory=list)
-    bad: int = 0
-
-    def add(self, log: float, stamp: float, row: Any, frame: str) -> None:
-        self.log.append(log)
-        self.stamp.append(stamp)
-        self.rows.append(row)
-        self.frames.append(frame)
-
-    def jumps(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ok mask, offset from the usual [s]) of each message's stamp."""
-        if not self.log:
-            return np.zeros(0, bool), np.zeros(0)
-        off = np.asarray(self.stamp) - np.asarray(self.log)
-        dev = off - float(np.median(off))
-        return np.abs(dev) <= JUMP_S, dev
-
-
 def _check_dt(dt: float) -> None:
     if not 0.0005 <= dt <= 0.05:
         raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
-
-
-def _usable(bag: Bag, topic: str) -> str:
-    """'' when the bag has messages of ``topic`` that can be decoded, else why not."""
-    info = bag.topics.get(topic)
-    if info is None:
-        return 'not recorded'
-    if info.count == 0:
-        return 'has no messages'
-    if topic in bag.unknown:
-        return bag.unknown[topic]
-    want = TYPES.get(topic)
-    if want is not None and info.type != want:
-        return f'its type is {info.type}, not {want}'
-    return ''
 
 
 def read_pushes(
@@ -184,20 +130,20 @@ def read_pushes(
     cut = f' ({bag.warnings[0]})' if bag.truncated and bag.warnings else ''
 
     def need(topic: str, what: str) -> None:
-        why = _usable(bag, topic)
+        why = usable(bag, topic)
         if why:
             raise SlideInputError(f'{name}: no {what}: {topic} {why}{cut}')
 
     need('/push/start', 'push markers')
     need('/pusher/pose', 'fingertip poses')
-    why_wrench = {t: _usable(bag, t) for t in WRENCH_TOPICS}
+    why_wrench = {t: usable(bag, t) for t in WRENCH_TOPICS}
     usable_wrench = [t for t in WRENCH_TOPICS if not why_wrench[t]]
     if not usable_wrench:
         raise SlideInputError(
             f'{name}: no wrench: ' + '; '.join(f'{t} {w}' for t, w in why_wrench.items()) + cut
         )
     wrench_topic = usable_wrench[0]
-    why_pose, why_cloud = _usable(bag, '/object/pose'), _usable(bag, CLOUD_TOPIC)
+    why_pose, why_cloud = usable(bag, '/object/pose'), usable(bag, CLOUD_TOPIC)
     from_cloud = poses == 'cloud' or (poses == 'auto' and bool(why_pose))
     if from_cloud and why_cloud:
         if poses == 'cloud':
@@ -208,17 +154,17 @@ def read_pushes(
         )
     if not from_cloud:
         need('/object/pose', 'object poses')
-        why_grid = _usable(bag, '/object/grid')
+        why_grid = usable(bag, '/object/grid')
         if why_grid:
             hint = '' if why_cloud else f' (poses=cloud reads {CLOUD_TOPIC} instead)'
             raise SlideInputError(f'{name}: no object grid: /object/grid {why_grid}{hint}{cut}')
 
     topics = ['/pusher/pose', wrench_topic, '/push/start']
     optional = ['/push/end', '/gripper/pose'] if from_cloud else ['/push/end']
-    topics += [t for t in optional if not _usable(bag, t)]
+    topics += [t for t in optional if not usable(bag, t)]
     if not from_cloud:
         topics += ['/object/pose', '/object/grid']
-    series = _read_series(bag, topics)
+    series = read_series(bag, topics)
     warnings = list(bag.warnings)
     if from_cloud:
         grids, series['/object/pose'] = _perceive(bag, series, extrinsics, warnings)
@@ -245,12 +191,12 @@ def read_pushes(
     jumps: dict[str, np.ndarray] = {}
     refused: dict[str, str] = {}
     for topic in ('/object/pose', '/pusher/pose'):
-        arrays[topic], jumps[topic], problem, fatal = _planar(series[topic], table)
+        arrays[topic], jumps[topic], problem, fatal = planar_rows(series[topic], table)
         if fatal:
             refused[topic] = problem
         elif problem:
             warnings.append(f'{topic}: {problem}')
-    arrays[wrench_topic], jumps[wrench_topic], problem, wrench_from = _wrench(
+    arrays[wrench_topic], jumps[wrench_topic], problem, wrench_from = wrench_rows(
         series[wrench_topic], series['/pusher/pose'], table
     )
     if problem:
@@ -308,7 +254,7 @@ def read_pushes(
             skipped.append(Skipped(i, _unfinished(t0, t_next, end_of_data)))
             continue
         stop = min(after[0] + SETTLE_S, t_next, max(end_of_data, after[0]))
-        reason = _jumped(series, jumps, t0, stop)
+        reason = clock_jump(series, jumps, t0, stop)
         if reason:
             skipped.append(Skipped(i, reason))
             continue
@@ -370,10 +316,10 @@ def _unfinished(t0: float, t_next: float, end_of_data: float) -> str:
 
 def _perceive(
     bag: Bag,
-    series: dict[str, _Series],
+    series: dict[str, Series],
     extrinsics: str | Path | None,
     warnings: list[str],
-) -> tuple[list[tuple[float, Grid, str]], _Series]:
+) -> tuple[list[tuple[float, Grid, str]], Series]:
     """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series.
     After the acquisition only the clouds of the pushes are worked on."""
     from slide_core.io.messages import cloud_to_xyz
@@ -410,142 +356,10 @@ def _perceive(
     )
     track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path), wanted=wanted)
     warnings.extend(f'{CLOUD_TOPIC}: {w}' for w in track.warnings)
-    poses = _Series('/object/pose')
+    poses = Series('/object/pose')
     for log, stamp, X in track.poses:
         poses.add(log, stamp, np.array([*X, 0.0, 0.0, 0.0, 0.0, 1.0]), track.frame)
     return [(track.log, track.grid, track.frame)], poses
-
-
-def _read_series(bag: Bag, topics: list[str]) -> dict[str, _Series]:
-    """Decoded series of ``topics`` (grids as (log, Grid, frame) rows)."""
-    out = {t: _Series(t) for t in topics}
-    for topic, t_ns, raw in bag.messages(topics):
-        msg = bag.decode(topic, raw)
-        if msg is None:
-            continue
-        s = out[topic]
-        log = t_ns * 1e-9
-        try:
-            if topic in ('/push/start', '/push/end'):
-                s.add(log, log, int(msg.data), '')
-            elif topic == '/object/grid':
-                grid, _ = grid_from_msg(msg)
-                s.add(log, stamp_to_s(msg.header.stamp), (log, grid, msg.header.frame_id), '')
-            elif topic.endswith('/wrench'):
-                f, tau = msg.wrench.force, msg.wrench.torque
-                row = np.array([f.x, f.y, f.z, tau.x, tau.y, tau.z], dtype=float)
-                if not np.isfinite(row).all():
-                    raise MessageError('not finite')
-                s.add(log, stamp_to_s(msg.header.stamp), row, str(msg.header.frame_id))
-            else:  # poses: (x, y, yaw, z, qx, qy, qz, qw)
-                q = msg.pose.orientation
-                row = np.array(
-                    [*pose_to_planar(msg.pose), msg.pose.position.z, q.x, q.y, q.z, q.w],
-                    dtype=float,
-                )
-                if not np.isfinite(row).all():
-                    raise MessageError('not finite')
-                s.add(log, stamp_to_s(msg.header.stamp), row, str(msg.header.frame_id))
-        except (MessageError, AttributeError, TypeError, ValueError):
-            s.bad += 1
-    return out
-
-
-def _planar(s: _Series, table: str) -> tuple[FloatArray, np.ndarray, str, bool]:
-    """Rows (t, x, y, yaw) of a pose series in the table frame, the log times of messages
-    whose clock jumped, a problem ('' if none), and whether it leaves nothing to use."""
-    ok, _ = s.jumps()
-    frames = np.array(s.frames, dtype=object)
-    in_table = np.array([f in (table, '') for f in s.frames], dtype=bool)
-    problem, fatal = '', False
-    if len(frames) and not in_table.all():
-        other = ', '.join(map(repr, sorted(set(frames[~in_table]))))
-        fatal = not in_table.any()
-        problem = (
-            f'every pose is in frame {other}, not the table frame {table!r}'
-            if fatal
-            else f'{int((~in_table).sum())} pose(s) in frame {other}, not the table frame '
-            f'{table!r}, are not used'
-        )
-    rows = np.array([r[:3] for r in s.rows], dtype=float).reshape(-1, 3)
-    data = np.column_stack((np.asarray(s.stamp, dtype=float), rows))[ok & in_table]
-    order = np.argsort(data[:, 0], kind='stable')
-    return data[order], np.asarray(s.log, dtype=float)[~ok], problem, fatal
-
-
-def _wrench(s: _Series, tool: _Series, table: str) -> tuple[FloatArray, np.ndarray, str, str]:
-    """Rows (t, fx, fy) of the force on the object in the table frame, the log times of
-    messages whose clock jumped, why the series cannot be used ('' when it can), and where
-    it came from."""
-    ok, _ = s.jumps()
-    jumped = np.asarray(s.log, dtype=float)[~ok]
-    frames = sorted(set(s.frames))
-    where = f'{s.topic} (frame {", ".join(map(repr, frames))})'
-    bad = [f for f in frames if f not in (table, '', *SENSOR_FRAMES)]
-    if bad:
-        why = (
-            f'wrenches in frame {", ".join(map(repr, bad))}, neither the table frame '
-            f'{table!r} nor the F/T sensor frame {SENSOR_FRAMES[0]!r}: they cannot be turned '
-            'into the table frame'
-        )
-        return np.zeros((0, 3)), jumped, why, where
-    stamps = np.asarray(s.stamp, dtype=float)
-    F = np.array(s.rows, dtype=float).reshape(-1, 6)
-    f_W = F[:, :3].copy()
-    sensor = np.array([f in SENSOR_FRAMES for f in s.frames], dtype=bool)
-    if sensor.any():
-        # The sensor keeps the fingertip's axes: its orientation is the tool's, on
-        # /pusher/pose, the latest at the wrench's stamp (as the executor turns it).
-        t_tool = np.asarray(tool.stamp, dtype=float)
-        if len(t_tool) == 0:
-            why = (
-                f'wrenches in the sensor frame {SENSOR_FRAMES[0]!r} and no fingertip '
-                'orientation (/pusher/pose) to turn them into the table frame'
-            )
-            return np.zeros((0, 3)), jumped, why, where
-        order = np.argsort(t_tool, kind='stable')
-        t_tool = t_tool[order]
-        R_all = np.array([_quaternion_matrix(r[4:8]) for r in tool.rows])[order]
-        t_s = stamps[sensor]
-        k = np.clip(np.searchsorted(t_tool, t_s, side='right') - 1, 0, len(t_tool) - 1)
-        f_W[sensor] = np.einsum('nij,nj->ni', R_all[k], F[sensor, :3])
-        stale = np.zeros(len(stamps), dtype=bool)
-        stale[np.flatnonzero(sensor)[np.abs(t_s - t_tool[k]) > MAX_TOOL_AGE_S]] = True
-        ok = ok & ~stale
-        where += ', turned into the table frame with the /pusher/pose orientation'
-    data = np.column_stack((stamps, f_W[:, :2]))[ok]
-    order = np.argsort(data[:, 0], kind='stable')
-    return data[order], jumped, '', where
-
-
-def _quaternion_matrix(q: FloatArray) -> FloatArray:
-    """Rotation (3, 3) of a quaternion (x, y, z, w) (normalised here)."""
-    n = float(np.linalg.norm(q))
-    x, y, z, w = (float(v) / n for v in q) if n > 0 else (0.0, 0.0, 0.0, 1.0)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def _jumped(series: dict[str, _Series], jumps: dict[str, np.ndarray], t0: float, t1: float) -> str:
-    """Why the push [t0, t1] (log times) cannot be used because a clock jumped, or ''."""
-    for topic, times in jumps.items():
-        inside = (times >= t0) & (times <= t1)
-        if inside.any() and topic in series:
-            s = series[topic]
-            ok, dev = s.jumps()
-            k = int(np.flatnonzero(np.asarray(s.log) == times[inside][0])[0])
-            return (
-                f'the clock of {topic} jumps during it (stamps {dev[k]:+.2f} s off the '
-                'recording clock)'
-            )
-        if inside.any():
-            return f'the clock of {topic} jumps during it'
-    return ''
 
 
 def _grid_at(grids: list[tuple[float, Grid, str]], t: float) -> Grid:
@@ -577,7 +391,7 @@ class GroundTruth:
 def read_ground_truth(path: str | Path) -> GroundTruth | None:
     """The bag's /ground_truth (first message), or None when it has none (a robot bag)."""
     bag = open_bag(Path(path))
-    if _usable(bag, '/ground_truth'):
+    if usable(bag, '/ground_truth'):
         return None
     for topic, _, raw in bag.messages(['/ground_truth']):
         msg = bag.decode(topic, raw)

@@ -74,7 +74,7 @@ reference is solved, exactly, by a compiled primal active-set method over the fr
 groups' pieces in the three body velocities (:mod:`slide_core.physics.kernels`, a few
 microseconds), and by the QP solver only if that does not settle. A rollout without
 gradients runs wholly compiled, every hypothesis and step in one call
-(:func:`slide_core.physics.kernels.rollout`); with gradients the steps are solved in
+(:func:`slide_core.physics.kernels_rollout.rollout`); with gradients the steps are solved in
 Python as above and the general steps' solutions kept for the step Jacobians.
 Positions are integrated at the centre of mass C, and the twist carried from one
 step to the next is that of C (linear momentum), so a body sliding freely keeps its

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.physics import kernels
+from slide_core.physics import kernels_rollout
 from slide_core.physics.inputs import (
     FingertipPush,
     PhysicsError,
@@ -171,7 +171,7 @@ def _compiled_rollout(
     V: FloatArray,
     F: FloatArray,
 ) -> int:
-    """The rollout by :func:`kernels.rollout`, filling X, V, F; a step the compiled active
+    """The rollout by :func:`kernels_rollout.rollout`, filling X, V, F; a step the compiled active
     set does not settle is solved here by :func:`fast_step` (explicit modes, then the
     general QP). Returns how many steps needed the general QP."""
     h = push.dt
@@ -193,7 +193,7 @@ def _compiled_rollout(
     k, t = 0, 0
     general = 0
     while True:
-        k, t = kernels.rollout(
+        k, t = kernels_rollout.rollout(
             model.r_B, model.p_OG, model.grid.cell_size, M, M_inv, L, L_tau, c_B, h,
             not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
         )  # fmt: skip

@@ -5,7 +5,7 @@ explicitly (:mod:`slide_core.physics.modes`), then the breakaway of resting cell
 their friction polygons' vertices, then a body that comes to rest within the step; what
 none of these covers goes to the general solver (:func:`slide_core.physics.mlcp.solve_rigid`:
 the compiled active set, the QP when that does not settle). This is the path of rollouts
-with gradients; rollouts without run in :func:`slide_core.physics.kernels.rollout`.
+with gradients; rollouts without run in :func:`slide_core.physics.kernels_rollout.rollout`.
 """
 
 from __future__ import annotations
