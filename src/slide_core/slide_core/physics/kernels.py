@@ -53,6 +53,7 @@ from slide_core.physics.kernels_pieces import (
     argmax_pieces,
     dot3,
     solve_small,
+    working_rows,
 )
 
 __all__ = [
@@ -122,17 +123,7 @@ def _coulomb(
     for i in range(3):
         vfree[i] = a[i] - (Minv[i, 0] * f[0] + Minv[i, 1] * f[1] + Minv[i, 2] * f[2])
     pt = pi[tip_g]
-    for j in range(nw):
-        if wg[j] < 0:
-            for i in range(3):
-                C[j, i] = gn[i]
-            e[j] = -on
-        else:
-            p = pi[wg[j]]
-            k = wk[j]
-            for i in range(3):
-                C[j, i] = A[p, i] - A[k, i]
-            e[j] = c[k] - c[p]
+    working_rows(nw, wg, wk, pi, A, c, gn, on, C, e)
     for j in range(nw):
         # Columns: the normal row's carries the fingertip friction mu_F A_pt too.
         c0 = C[j, 0] + (mu_F * A[pt, 0] if j == jn else 0.0)

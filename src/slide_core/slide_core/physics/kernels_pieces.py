@@ -63,6 +63,35 @@ def argmax_pieces(A: np.ndarray, c: np.ndarray, gstart: np.ndarray, g: int, v: n
 
 
 @njit(cache=True)
+def working_rows(
+    nw: int,
+    wg: np.ndarray,
+    wk: np.ndarray,
+    pi: np.ndarray,
+    A: np.ndarray,
+    c: np.ndarray,
+    gn: np.ndarray,
+    on: float,
+    C: np.ndarray,
+    e: np.ndarray,
+) -> None:
+    """Rows C[:nw] (3 each) and right sides e[:nw] of the working set's equalities
+    C v = e: the fingertip's normal constraint (wg < 0), or a kink where group wg's piece
+    pi[wg] ties with piece wk."""
+    for j in range(nw):
+        if wg[j] < 0:
+            for i in range(3):
+                C[j, i] = gn[i]
+            e[j] = -on
+        else:
+            p = pi[wg[j]]
+            k = wk[j]
+            for i in range(3):
+                C[j, i] = A[p, i] - A[k, i]
+            e[j] = c[k] - c[p]
+
+
+@njit(cache=True)
 def active_set(
     Minv: np.ndarray,
     a: np.ndarray,
@@ -112,17 +141,7 @@ def active_set(
                 f[2] += L * A[p, 2]
         for i in range(3):
             vfree[i] = a[i] - (Minv[i, 0] * f[0] + Minv[i, 1] * f[1] + Minv[i, 2] * f[2])
-        for j in range(nw):
-            if wg[j] < 0:
-                for i in range(3):
-                    C[j, i] = gn[i]
-                e[j] = -on
-            else:
-                p = pi[wg[j]]
-                k = wk[j]
-                for i in range(3):
-                    C[j, i] = A[p, i] - A[k, i]
-                e[j] = c[k] - c[p]
+        working_rows(nw, wg, wk, pi, A, c, gn, on, C, e)
         for j in range(nw):
             for i in range(3):
                 MCt[i, j] = Minv[i, 0] * C[j, 0] + Minv[i, 1] * C[j, 1] + Minv[i, 2] * C[j, 2]
