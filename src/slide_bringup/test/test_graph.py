@@ -222,11 +222,11 @@ def check_against_truth(record: Any, truths: list[GroundTruth]) -> None:
     )
     assert worst[0] < 0.003 and worst[1] < np.radians(1.0)
     assert np.linalg.norm(f_true) > 0.2, 'the stroke hardly touched the object'
-    # Measured 1.0 to 1.6% on an idle machine and 4.7% under the whole suite's load: the twin's
-    # physics then runs in bursts, and the emulator samples it on the wall clock (a block of
-    # many steps weighs as much as a block of one). A wrong frame or sign is off by far
-    # more; a calibration a few percent off would pass here.
-    assert gap < 0.08
+    # Measured 1.0 to 1.8% on an idle machine, 4.6 to 9.4% under the whole suite's load: the
+    # twin's physics then runs in bursts, and the emulator samples it on the wall clock (a
+    # block of many steps weighs as much as a block of one). A wrong frame or sign is off by
+    # far more; a calibration some percent off would pass here.
+    assert gap < 0.12
 
 
 def test_a_push_cancelled_mid_stroke_retracts(rig: Rig) -> None:
