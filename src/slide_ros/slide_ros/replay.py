@@ -151,6 +151,17 @@ class Player:
         before :meth:`play` to wait for late subscribers)."""
         return all(p.get_subscription_count() > 0 for p in self.publishers.values())
 
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every reliable message sent was acknowledged by every matched
+        subscriber (at most ``timeout_s`` per publisher); False if some were not. Call before
+        destroying the node: a writer destroyed right after its last publish loses what it
+        had not yet delivered."""
+        from rclpy.duration import Duration
+
+        wait = Duration(nanoseconds=int(timeout_s * 1e9))
+        acked = [p.wait_for_all_acked(wait) for p in self.publishers.values()]  # each one
+        return all(acked)
+
     def _publish_clock(self, t_ns: int) -> None:
         msg = self._Clock()
         msg.clock.sec, msg.clock.nanosec = t_ns // 10**9, t_ns % 10**9

@@ -64,6 +64,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for line in player.bag.warnings:  # said before a long replay, and in the result
                 print(f'slide replay: warning: {line}', file=sys.stderr, flush=True)
             result = player.play()
+            if not player.flush():
+                print(
+                    'slide replay: warning: some subscribers did not acknowledge the last '
+                    'messages within 5 s; they may have missed them',
+                    file=sys.stderr,
+                    flush=True,
+                )
         finally:
             node.destroy_node()
     finally:
