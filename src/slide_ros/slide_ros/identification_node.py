@@ -43,6 +43,7 @@ from slide_core.io import (
     record_from_msg,
 )
 from slide_core.model import load_workcell
+from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
 from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
@@ -57,6 +58,13 @@ PARAMS = (
     ),
     Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
     Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
+    Param(
+        'support',
+        DEFAULT_SUPPORT,
+        "how the table carries the object's cells: a rigid body's linear pressure, or each "
+        "cell's own weight (the papers')",
+        choices=SUPPORT_MODELS,
+    ),
     *LIFECYCLE_PARAMS,
 )
 
@@ -126,7 +134,7 @@ class IdentificationNode(SlideNode):
                 density_max=goal.density_max or DENSITY_MAX,
                 friction_max=goal.friction_max or FRICTION_BOUND,
             )
-            train = TrainingSet.from_pushes(grid, pushes)
+            train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']))
             found = identify(
                 train,
                 goal.method or 'probabilistic',

@@ -19,6 +19,7 @@ HELP = 'identify mass and friction maps from the pushes of a bag; write the beli
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from slide_core.identification import METHODS
+    from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
     parser.add_argument(
@@ -44,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
     )
     parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
+    parser.add_argument(
+        '--support',
+        default=DEFAULT_SUPPORT,
+        choices=SUPPORT_MODELS,
+        help="how the table carries the cells: a rigid body's linear pressure (default) or "
+        "each cell's own weight (the papers')",
+    )
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
 
@@ -67,7 +75,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for line in read.report():  # said now, before the long part, and in the result
         print(f'slide identify: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes
-    train = TrainingSet.from_pushes(grid, pushes)
+    train = TrainingSet.from_pushes(grid, pushes, args.support)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
     ) as bar:

@@ -15,7 +15,7 @@ pushes). We use the same step equation in its other form. Over a step in which t
 slides, every cell's friction acts against its velocity, so Newton-Euler about the object
 origin O, in the object frame, reads
 
-    w_push(t) = sum_i m_i Q_i(t) + sum_i c_i G_i(t),       c_i = mu_i m_i g
+    w_push(t) = sum_i m_i Q_i(t) + sum_i c_i G_i(t),       c_i = mu_i N_i(m)
 
 with, for cell i at r_i (velocity v_i and acceleration a_i from the observed poses):
 
@@ -31,8 +31,11 @@ the mean squared residual over every step of the training pushes where the objec
 
     L(m, mu) = mean_t | w_push(t) - Q(t) m - G(t) c |^2     [N^2]
 
-Its gradient is exact and cheap: dL/dm_i = -2 mean_t r_t . (Q_i + mu_i g G_i) and
-dL/dmu_i = -2 mean_t r_t . (m_i g G_i). One evaluation for K hypotheses is a few
+with ``N(m)`` the cells' normal loads under the support model (:mod:`slide_core.physics.
+support`: ``m_i g`` for the papers' loose cells, the rigid body's linear pressure by
+default, which depends on the masses only through the total mass and centre of mass).
+Its gradient is exact and cheap: dL/dm_j = -2 mean_t r_t . (Q_j + sum_i mu_i G_i dN_i/dm_j)
+and dL/dmu_i = -2 mean_t r_t . (N_i G_i). One evaluation for K hypotheses is a few
 matrix products (microseconds per hypothesis), so identification takes well under a second
 and every optimiser below can be given thousands of evaluations. Because L is a convex
 quadratic in (m, c) and the bounds are linear in (m, c), it has no spurious local minima

@@ -22,7 +22,7 @@ from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
 from slide_core.model import Belief, Fingertip, uniform_maps
-from slide_core.physics import FingertipPush, simulate
+from slide_core.physics import DEFAULT_SUPPORT, FingertipPush, simulate
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,15 @@ def replay(
     pushes: list[PushData],
     fingertip: Fingertip,
     progress: Callable[[int, int], None] | None = None,
+    support: str = DEFAULT_SUPPORT,
 ) -> FloatArray:
-    """Final poses (K, P, 3) of K models (K, n) replaying each push's fingertip path."""
+    """Final poses (K, P, 3) of K models (K, n) replaying each push's fingertip path, under
+    the support model ``support``."""
     m, mu = np.atleast_2d(mass), np.atleast_2d(friction)
     out = np.empty((m.shape[0], len(pushes), 3))
     for j, pd in enumerate(pushes):
         tip = FingertipPush.create(pd.p_WF, fingertip.radius, fingertip.mu, pd.push.dt)
-        out[:, j] = simulate(grid, m, mu, tip, pd.X_WO0).X_WO[:, -1]
+        out[:, j] = simulate(grid, m, mu, tip, pd.X_WO0, None, support).X_WO[:, -1]
         if progress:
             progress(j + 1, len(pushes))
     return out
@@ -99,7 +101,7 @@ def evaluate(
     um, umu = uniform_maps(belief.mass[k], belief.friction[k])
     masses = np.vstack((belief.mass, um[None]))
     frictions = np.vstack((belief.friction, umu[None]))
-    finals = replay(grid, masses, frictions, pushes, fingertip, progress)
+    finals = replay(grid, masses, frictions, pushes, fingertip, progress, belief.support)
     errors = final_errors(grid, finals, pushes)  # (K + 1, P)
     moved = np.mean(
         [

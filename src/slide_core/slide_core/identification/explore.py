@@ -146,7 +146,9 @@ def choose(
         for j, cand in enumerate(pool):
             push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
             try:
-                rollout = simulate(belief.grid, belief.mass, belief.friction, push, X_WO)
+                rollout = simulate(
+                    belief.grid, belief.mass, belief.friction, push, X_WO, None, belief.support
+                )
             except (MlcpError, PhysicsError):
                 continue  # a push the model cannot roll out is not chosen
             final = rollout.X_WO[:, -1]

@@ -120,6 +120,6 @@ def identify(
         )
     weight = softmax_weights(losses, temperature) if method == 'probabilistic' else np.ones(1)
     belief = Belief.create(
-        grid, thetas[:, :n].copy(), thetas[:, n:].copy(), weight, losses, method
+        grid, thetas[:, :n].copy(), thetas[:, n:].copy(), weight, losses, method, train.support
     )
     return Identification(belief, counter.used, time.perf_counter() - t0, counter.trace)

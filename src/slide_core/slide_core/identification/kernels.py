@@ -1,7 +1,7 @@
 """Compiled loss of the optimisers (numba, cached on disk).
 
 The identification loss is a quadratic in theta = (m, c), c_i = mu_i N_i the cells'
-friction forces (``N_i`` the normal load, today m_i g):
+friction forces (``N_i`` the normal load under the support model):
 
     L = |w - Q m - G c|^2 / S = (w.w - 2 b . theta + theta^T H theta) / S
 
@@ -28,16 +28,16 @@ def quadratic_loss_grad(
     S: int,
     m: np.ndarray,
     N: np.ndarray,
-    dN: np.ndarray,
     mu: np.ndarray,
     loss: np.ndarray,
     g_m: np.ndarray,
-    g_mu: np.ndarray,
+    g_c: np.ndarray,
     want_grad: bool,
 ) -> None:
-    """Losses (K,) into ``loss`` and, with ``want_grad``, d/dm and d/dmu (K, n) into g_m,
-    g_mu, of hypotheses m, mu (K, n) whose cells' normal loads are ``N`` (K, n) [N], each
-    changing with its own cell's mass at the rate ``dN`` (K, n) [N/kg] (g today)."""
+    """Losses (K,) into ``loss`` and, with ``want_grad``, the partial derivatives d/dm at
+    fixed friction forces and d/dc (K, n) into g_m, g_c, of hypotheses m, mu (K, n) whose
+    cells' normal loads are ``N`` (K, n) [N] (friction forces c = mu N). The caller adds
+    the loads' dependence on the masses (the support model's dN/dm)."""
     K, n = m.shape
     theta = np.empty(2 * n)
     Ht = np.empty(2 * n)
@@ -60,8 +60,8 @@ def quadratic_loss_grad(
         for i in range(n):
             d_m = 2.0 * (Ht[i] - b[i]) / S
             d_c = 2.0 * (Ht[n + i] - b[n + i]) / S
-            g_m[k, i] = d_m + d_c * mu[k, i] * dN[k, i]
-            g_mu[k, i] = d_c * N[k, i]
+            g_m[k, i] = d_m
+            g_c[k, i] = d_c
 
 
 @njit(cache=True)
@@ -91,6 +91,4 @@ def warm_up() -> None:
     """Load the compiled loss (numba's disk cache): a process's first call pays for it."""
     H, b, ww = gram(np.ones((3, 2)), np.ones(3))
     one = np.ones((1, 1))
-    quadratic_loss_grad(
-        H, b, ww, 1, one, one, one, one, np.zeros(1), np.zeros((1, 1)), np.zeros((1, 1)), True
-    )
+    quadratic_loss_grad(H, b, ww, 1, one, one, one, np.zeros(1), np.zeros((1, 1)), one, True)

@@ -16,7 +16,7 @@ from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
-from slide_core.physics import GRAVITY, SPIN_ARM
+from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support
 
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
@@ -52,6 +52,8 @@ class TrainingSet:
         w: (S, 3) measured push wrench (force, torque / rho) in the object frame.
         rho: torque-to-force length [m].
         pushes: how many pushes the steps come from.
+        support: the support model that turns masses into the cells' normal loads N, so
+            that the friction forces are c = mu N (:mod:`slide_core.physics.support`).
     """
 
     grid: Grid
@@ -60,14 +62,23 @@ class TrainingSet:
     w: FloatArray
     rho: float
     pushes: int
+    support: str = DEFAULT_SUPPORT
+
+    @cached_property
+    def loads(self) -> Support:
+        """The cells' normal loads as a function of the masses."""
+        return Support.of(self.grid, self.support)
 
     @property
     def steps(self) -> int:
         return int(self.w.shape[0])
 
     @classmethod
-    def from_pushes(cls, grid: Grid, pushes: list[PushData]) -> TrainingSet:
-        """Build the system from pushes read with :func:`slide_core.bag.read_pushes`."""
+    def from_pushes(
+        cls, grid: Grid, pushes: list[PushData], support: str = DEFAULT_SUPPORT
+    ) -> TrainingSet:
+        """Build the system from pushes read with :func:`slide_core.io.read_pushes`, for
+        the support model ``support``."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
         r = grid.p_OC
@@ -124,7 +135,15 @@ class TrainingSet:
             raise IdentificationError(
                 'the object never moves in the training pushes: nothing to identify from'
             )
-        return cls(grid, np.concatenate(Qs), np.concatenate(Gs), np.concatenate(ws), rho, len(ws))
+        return cls(
+            grid,
+            np.concatenate(Qs),
+            np.concatenate(Gs),
+            np.concatenate(ws),
+            rho,
+            len(ws),
+            Support.of(grid, support).kind,
+        )
 
     @cached_property
     def _matrices(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -139,7 +158,7 @@ class TrainingSet:
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
         Q2, G2, w2 = self._matrices
-        c = mu * m * GRAVITY
+        c = mu * self.loads.loads(m)
         res = w2[None] - m @ Q2.T - c @ G2.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
@@ -158,8 +177,9 @@ class TrainingSet:
         flat = res.reshape(res.shape[0], -1)
         rG = flat @ G2
         rQ = flat @ Q2
-        g_m = -2.0 / S * (rQ + GRAVITY * mu2 * rG)
-        g_mu = -2.0 / S * (GRAVITY * m2 * rG)
+        g_c = -2.0 / S * rG  # d loss / d c, c = mu N
+        g_m = -2.0 / S * rQ + np.einsum('ki,kij->kj', g_c * mu2, self.loads.load_jacobian(m2))
+        g_mu = g_c * self.loads.loads(m2)
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
     @cached_property
@@ -179,12 +199,13 @@ class TrainingSet:
         m2 = np.ascontiguousarray(np.atleast_2d(m), dtype=float)
         mu2 = np.ascontiguousarray(np.atleast_2d(mu), dtype=float)
         K, n = m2.shape
-        loss, g_m, g_mu = np.zeros(K), np.zeros((K, n)), np.zeros((K, n))
-        kernels.quadratic_loss_grad(
-            H, b, ww, self.steps, m2, m2 * GRAVITY, np.full((K, n), GRAVITY), mu2, loss, g_m,
-            g_mu, grad,
-        )  # fmt: skip
-        return loss, g_m, g_mu
+        loss, g_m, g_c = np.zeros(K), np.zeros((K, n)), np.zeros((K, n))
+        N = self.loads.loads(m2)
+        kernels.quadratic_loss_grad(H, b, ww, self.steps, m2, N, mu2, loss, g_m, g_c, grad)
+        if not grad:
+            return loss, g_m, g_c
+        g_m += np.einsum('ki,kij->kj', g_c * mu2, self.loads.load_jacobian(m2))
+        return loss, g_m, g_c * N
 
     @cached_property
     def _friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -209,9 +230,14 @@ class TrainingSet:
 
     def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
         """Warm start: the friction map that best explains the wrenches at masses m (n,),
-        by bounded linear least squares in c = mu m g (on the reduced n x n system)."""
+        by bounded linear least squares in c = mu N (on the reduced n x n system). A cell
+        that carries no load keeps the middle of the friction bounds (nothing tells it)."""
         R, Rw, RQ = self._friction_system
-        lo = bounds.friction_min * m * GRAVITY
-        hi = bounds.friction_max * m * GRAVITY
+        N = self.loads.loads(m)[0]
+        loaded = N > 1e-9 * max(float(N.max()), 1e-300)
+        lo = bounds.friction_min * N * loaded
+        hi = np.where(loaded, bounds.friction_max * N, 1e-12)
         c = lsq_linear(R, Rw - RQ @ m, bounds=(lo, hi), method='bvls').x
-        return np.asarray(np.clip(c / (m * GRAVITY), bounds.friction_min, bounds.friction_max))
+        middle = 0.5 * (bounds.friction_min + bounds.friction_max)
+        mu = np.divide(c, N, out=np.full_like(c, middle), where=loaded)
+        return np.asarray(np.clip(mu, bounds.friction_min, bounds.friction_max))

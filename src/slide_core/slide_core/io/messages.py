@@ -28,6 +28,7 @@ from slide_core.geometry import (
 )
 from slide_core.identification import PushSamples
 from slide_core.model import Belief, BeliefError, Fingertip, Primitive, PrimitiveError
+from slide_core.physics import DEFAULT_SUPPORT
 
 
 class MessageError(SlideInputError):
@@ -117,7 +118,15 @@ def belief_from_msg(msg: Any) -> Belief:
         raise MessageError(f"the belief's maps do not fit its grid: {exc}") from None
     loss = np.array([float(m.loss) for m in msg.models])
     try:
-        return Belief.create(grid, mass, friction, list(msg.probabilities), loss, str(msg.method))
+        return Belief.create(
+            grid,
+            mass,
+            friction,
+            list(msg.probabilities),
+            loss,
+            str(msg.method),
+            str(msg.support) or DEFAULT_SUPPORT,
+        )
     except BeliefError as exc:
         raise MessageError(f'the belief is not valid: {exc}') from None
 
@@ -140,6 +149,7 @@ def belief_to_msg(
     msg.probabilities = [float(w) for w in belief.weight]
     msg.temperature = float(temperature)
     msg.method = belief.method
+    msg.support = belief.support
     return msg
 
 

@@ -22,6 +22,7 @@ from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid, GridError, grid_radius
 from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
+from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
 BELIEF_KIND = 'slide/belief'
 
@@ -49,6 +50,10 @@ class Belief:
         loss: (K,) training losses [N^2] (wrench residual of identification), NaN when
             unknown (a ground truth, a uniform model).
         method: how the models were found ('' when unknown).
+        support: the support model the maps hold under (how the table carries the cells:
+            ``'rigid'`` or the papers' ``'cell-mass'``, :mod:`slide_core.physics.support`).
+            Under ``'rigid'`` the mass map matters only through its total, centre of mass
+            and inertia: each map is one representative of the masses the pushes allow.
     """
 
     grid: Grid
@@ -57,6 +62,7 @@ class Belief:
     weight: FloatArray
     loss: FloatArray
     method: str = ''
+    support: str = DEFAULT_SUPPORT
 
     @classmethod
     def create(
@@ -67,6 +73,7 @@ class Belief:
         weight: ArrayLike | None = None,
         loss: ArrayLike | None = None,
         method: str = '',
+        support: str = DEFAULT_SUPPORT,
     ) -> Belief:
         """Validate and build a belief; (n,) maps make one model. Weights are normalised
         (uniform when omitted). Raises BeliefError saying what is wrong."""
@@ -99,7 +106,11 @@ class Belief:
         lo = np.full(K, np.nan) if loss is None else np.asarray(loss, dtype=float)
         if lo.shape != (K,):
             raise BeliefError(f'losses must be ({K},), got {lo.shape}')
-        return cls(grid, m, mu, w / w.sum(), lo, str(method))
+        if support not in SUPPORT_MODELS:
+            raise BeliefError(
+                f'unknown support model {support!r}: one of {", ".join(SUPPORT_MODELS)}'
+            )
+        return cls(grid, m, mu, w / w.sum(), lo, str(method), str(support))
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -130,13 +141,14 @@ class Belief:
             self.friction[k],
             loss=self.loss[k : k + 1],
             method=self.method,
+            support=self.support,
         )
 
     def uniform(self) -> Belief:
         """Uniform maps with the most probable model's total mass and total friction force
         (no identification of how they are distributed)."""
         m, mu = uniform_maps(self.mass[self.best], self.friction[self.best])
-        return Belief.create(self.grid, m, mu, method='uniform')
+        return Belief.create(self.grid, m, mu, method='uniform', support=self.support)
 
 
 def uniform_maps(mass: FloatArray, friction: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -163,6 +175,7 @@ def belief_to_dict(
         'kind': BELIEF_KIND,
         'name': name,
         'method': belief.method,
+        'support': belief.support,
         'provenance': dict(provenance or {}),
         'cell_size': float(g.cell_size),
         'occupancy': g.occupancy.astype(int).tolist(),
@@ -213,7 +226,11 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
     if abs(weight.sum() - 1.0) > 1e-6:
         raise BeliefError(f'{source}: the weights sum to {weight.sum():.6g}, not 1')
     try:
-        return Belief.create(grid, mass, friction, weight, loss, str(doc.get('method', '')))
+        # Files from before the support model was recorded were identified with m_i g.
+        support = str(doc.get('support', 'cell-mass'))
+        return Belief.create(
+            grid, mass, friction, weight, loss, str(doc.get('method', '')), support
+        )
     except BeliefError as exc:
         raise BeliefError(f'{source}: {exc}') from None
 

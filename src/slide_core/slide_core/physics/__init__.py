@@ -16,11 +16,14 @@ positions ``x+ = x + h v+``. Per step:
 1. **Impulses, not forces.** The paper bounds the friction magnitudes ``lambda_f`` (an
    impulse, N s) by ``mu diag(M)`` (kg, or kg m^2 for the rotational entries): the units
    do not match and the bound lacks gravity and the step. Here a cell's support friction
-   impulse is bounded by ``L_i = mu_i m_i g h`` (flat table, normal force ``m_i g``).
+   impulse is bounded by ``L_i = mu_i N_i h`` with ``N_i`` the cell's normal load. The
+   papers take ``N_i = m_i g`` (``support='cell-mass'``); a rigid object's table pressure is
+   linear across its footprint instead, set by its total mass and centre of mass
+   (``support='rigid'``, the default; derivation in :mod:`slide_core.physics.support`).
 2. **Rotation rows.** The paper gives each cell a friction row on its own rotation, bounded
    like the translational one. We keep that row, with the limit a uniformly loaded square
    patch of edge ``w`` really has against spinning about its centre:
-   ``L_tau,i = k_s w mu_i m_i g h`` with ``k_s = (sqrt(2) + ln(1 + sqrt(2))) / 6 ~ 0.383``
+   ``L_tau,i = k_s w mu_i N_i h`` with ``k_s = (sqrt(2) + ln(1 + sqrt(2))) / 6 ~ 0.383``
    (the mean distance of the square's points from its centre, over ``w``). The support
    friction of a cell is then its centre-point Coulomb force plus this torsion: exact for
    pure spin of a cell and pure translation, an approximation when both combine that
@@ -119,14 +122,24 @@ from slide_core.physics.inputs import (
 )
 from slide_core.physics.mlcp import MlcpError, MlcpSolution, solve_mlcp
 from slide_core.physics.reference import simulate_reference, weld_tree
-from slide_core.physics.rigid import GRAVITY, MOVING_SPEED, N_PYRAMID, SPIN_ARM, RigidModel
+from slide_core.physics.rigid import MOVING_SPEED, N_PYRAMID, SPIN_ARM, RigidModel
 from slide_core.physics.simulate import simulate
+from slide_core.physics.support import (
+    DEFAULT_SUPPORT,
+    GRAVITY,
+    SUPPORT_MODELS,
+    Support,
+    SupportKind,
+    check_support,
+)
 
 __all__ = [
+    'DEFAULT_SUPPORT',
     'GRAVITY',
     'MOVING_SPEED',
     'N_PYRAMID',
     'SPIN_ARM',
+    'SUPPORT_MODELS',
     'FingertipPush',
     'LossGrad',
     'MlcpError',
@@ -135,8 +148,11 @@ __all__ = [
     'Push',
     'RigidModel',
     'Rollout',
+    'Support',
+    'SupportKind',
     'WrenchPush',
     'check_params',
+    'check_support',
     'contact_cell',
     'limit_surface',
     'one_step_loss',

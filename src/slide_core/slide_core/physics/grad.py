@@ -6,7 +6,7 @@ active set, the linear conditions
     M (nu' - nu) - P + sum_{i saturated} L_i b_i + s_tau L_tau e_3 + C^T Lambda = 0
     C nu' = 0
 
-where saturated cells push with their full limit ``L_i = mu_i m_i g h`` along ``b_i``
+where saturated cells push with their full limit ``L_i = mu_i N_i h`` along ``b_i``
 (``b_i = J_i^T d_i(nu)`` for a cell that was sliding, a vertex direction of its friction
 polygon for a cell that broke away from rest), ``s_tau = +-1`` when the spin friction is
 saturated, and the rows of ``C`` hold cells that static friction keeps still (``J_p``),
@@ -17,12 +17,15 @@ previous direction) drop out. Differentiating
 this square system (the paper's section V, with ``X = M^-1`` of the rigid body when ``C``
 is empty) gives ``d nu' / d(nu, P, m, mu)``:
 
-    [M  C^T] [d nu'    ]     [dE1]            dE1/dm_k  = Q_k (nu' - nu) + [k sat] mu_k g h b_k
-    [C   0 ] [d Lambda ] = - [dE2],                         + [spin sat] s_tau k_s w mu_k g h e_3
-                                              dE1/dmu_k = [k sat] m_k g h b_k + ...
+    [M  C^T] [d nu'    ]     [dE1]            dE1/dm_k  = Q_k (nu' - nu) + sum_i dE1/dN_i dN_i/dm_k
+    [C   0 ] [d Lambda ] = - [dE2],           dE1/dN_i  = [i sat] mu_i h b_i
+                                                          + [spin sat] s_tau k_s w mu_i h e_3
+                                              dE1/dmu_k = [k sat] N_k h b_k + ...
                                               dE1/dnu   = -M + sum_i L_i db_i/dnu (+ rows of C)
                                               db_i/dnu  = J_i^T (I - d_i d_i^T) J_i / |J_i nu|
 
+with ``dN/dm`` the support model's load Jacobian (``g I`` for the papers' cell-mass loads,
+rank 3 for a rigid body's linear pressure: :mod:`slide_core.physics.support`).
 The last line is the friction Jacobian the paper sets to zero (its one-step loss uses
 observed velocities); a rollout needs it. Per step the rollout maps the state
 ``(p_G, theta, v_W)`` through ``nu = R^T v_W`` (body frame at the step's start), the
@@ -53,13 +56,14 @@ from slide_core.physics.inputs import PhysicsError, Rollout, WrenchPush, check_p
 from slide_core.physics.jacobians import StepParams, step_jacobians
 from slide_core.physics.rigid import (
     S90,
+    SPIN_ARM,
     RigidModel,
     body_twist,
     com_twist,
-    friction_limits,
 )
 from slide_core.physics.simulate import StepRecord, run_rollout, wrench_impulse
 from slide_core.physics.step import fast_step
+from slide_core.physics.support import DEFAULT_SUPPORT
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,8 +166,8 @@ class _Tracker:
         self.r_c = push.p_OA - model.p_OG
         K, n = m.shape
         self.M = model.mass_matrix(m)
-        self.L, _ = friction_limits(model.grid, m, mu, push.dt)
-        self.params = StepParams(model, self.M, m, mu, self.L, push.dt)
+        self.params = StepParams.of(model, self.M, m, mu, push.dt)
+        self.L = self.params.L
         self.c_B = model.com(m)
         self.dc = _com_sensitivity(model, m)
         # The initial centre of mass state depends on the masses through c_B.
@@ -228,6 +232,7 @@ def rollout_loss(
     obs_steps: ArrayLike,
     X_WO_obs: ArrayLike,
     V_WO0: ArrayLike | None = None,
+    support: str = DEFAULT_SUPPORT,
 ) -> LossGrad:
     """Multi-step rollout loss and its exact gradient, for K hypotheses at once.
 
@@ -240,7 +245,7 @@ def rollout_loss(
     t_obs, X_obs = _check_observations(push.steps, obs_steps, X_WO_obs)
     X0 = check_pose(X_WO0, 'X_WO0')
     V0 = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
-    model = RigidModel.of(grid)
+    model = RigidModel.of(grid, support)
     obs = {int(t): _cells(grid, X) for t, X in zip(t_obs, X_obs, strict=True)}
     tracker = _Tracker(model, m, mu, push, obs, X0, V0)
     rollout = run_rollout(model, m, mu, push, X0, V0, observer=tracker)
@@ -255,6 +260,7 @@ def one_step_loss(
     push: WrenchPush,
     X_WO_obs: ArrayLike,
     steps: ArrayLike | None = None,
+    support: str = DEFAULT_SUPPORT,
 ) -> LossGrad:
     """The paper's one-step-ahead loss (Eq. 1) and its exact gradient.
 
@@ -274,7 +280,7 @@ def one_step_loss(
         raise PhysicsError(f'X_WO_obs must have shape ({T + 1}, 3), got {X.shape}')
     if T < 2:
         raise PhysicsError('the one-step loss needs a push of at least 2 steps')
-    model = RigidModel.of(grid)
+    model = RigidModel.of(grid, support)
     K, n = m.shape
     h = push.dt
     if steps is None:
@@ -302,9 +308,10 @@ def one_step_loss(
         P[rows], _ = wrench_impulse(model, push, int(t), th[rows])
     M = model.mass_matrix(mb)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
-    L, L_tau = friction_limits(grid, mb, mub, h)
+    params = StepParams.of(model, M, mb, mub, h)
+    L, L_tau = params.L, SPIN_ARM * grid.cell_size * params.L.sum(axis=1)
     result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
-    J_nu, _, J_m, J_mu = step_jacobians(StepParams(model, M, mb, mub, L, h), nu, P, result)
+    J_nu, _, J_m, J_mu = step_jacobians(params, nu, P, result)
     V1 = com_twist(th, result.nu, c_B)
     p_pred = p_C_now + h * V1[:, :2]
     th_pred = th + h * V1[:, 2]

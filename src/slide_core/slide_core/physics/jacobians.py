@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from slide_core.geometry import FloatArray
 from slide_core.physics.modes import SPIN_NEG, SPIN_POS, SPIN_SLIDING, SPIN_STUCK
-from slide_core.physics.rigid import GRAVITY, MOVING_SPEED, SPIN_ARM, RigidModel
+from slide_core.physics.rigid import MOVING_SPEED, SPIN_ARM, RigidModel
 from slide_core.physics.step import StepResult
 
 
@@ -110,7 +110,9 @@ def _structure(
 @dataclass(frozen=True)
 class StepParams:
     """What a step's Jacobians depend on besides its input: the model, the mass matrices
-    M (K, 3, 3), masses m and frictions mu (K, n), cell limits L (K, n), the step h [s]."""
+    M (K, 3, 3), masses m and frictions mu (K, n), cell limits L (K, n), the step h [s],
+    the normal loads N (K, n) [N] and their derivatives dN/dm (K, n, n) under the model's
+    support (the limits are ``L = mu N h``)."""
 
     model: RigidModel
     M: FloatArray
@@ -118,6 +120,16 @@ class StepParams:
     mu: FloatArray
     L: FloatArray
     h: float
+    N: FloatArray
+    dN_dm: FloatArray
+
+    @classmethod
+    def of(
+        cls, model: RigidModel, M: FloatArray, m: FloatArray, mu: FloatArray, h: float
+    ) -> StepParams:
+        """The parameters of masses m and frictions mu (K, n) under the model's support."""
+        N = model.loads(m)
+        return cls(model, M, m, mu, mu * N * h, h, N, model.support.load_jacobian(m))
 
 
 def step_jacobians(
@@ -176,12 +188,14 @@ def step_jacobians(
                     dE_nu[3 + r] = nu_new[k] @ db[cell]
         dE_P = np.zeros((3 + q, 3))
         dE_P[:3] = -np.eye(3)
-        spin = s_tau * SPIN_ARM * w * GRAVITY * h
+        spin = s_tau * SPIN_ARM * w * h
+        # The limits L_i = mu_i N_i h; the loads N depend on the masses through the support.
+        dE_N = (b * (mu[k] * h)[:, None]).T + np.outer(e3, spin * mu[k])  # (3, n)
         dE_m = np.zeros((3 + q, n))
-        dE_m[:3] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k])
-        dE_m[:3] += (b * (mu[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * mu[k])
+        dE_m[:3] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k]) + dE_N @ params.dN_dm[k]
         dE_mu = np.zeros((3 + q, n))
-        dE_mu[:3] = (b * (m[k] * GRAVITY * h)[:, None]).T + np.outer(e3, spin * m[k])
+        N_k = params.N[k]
+        dE_mu[:3] = (b * (N_k * h)[:, None]).T + np.outer(e3, spin * N_k)
         rhs = np.hstack((dE_nu, dE_P, dE_m, dE_mu))
         sol = -np.linalg.lstsq(A, rhs, rcond=None)[0][:3]
         d_nu[k] = sol[:, :3]
@@ -202,7 +216,7 @@ def _explicit_jacobians(
     d_mu: FloatArray,
 ) -> None:
     """Closed-form Jacobians (the paper's W_M, W_mu plus the direction term), in place."""
-    model, M, m, mu, L, h = params.model, params.M, params.m, params.mu, params.L, params.h
+    model, M, mu, L, h = params.model, params.M, params.mu, params.L, params.h
     w = model.grid.cell_size
     Mi = np.linalg.inv(M[sel])
     v0, v1 = nu[sel], step.nu[sel]
@@ -220,15 +234,15 @@ def _explicit_jacobians(
         np.sign(v0[:, 2]),
         np.where(mode == SPIN_POS, 1.0, np.where(mode == SPIN_NEG, -1.0, 0.0)),
     )
-    ghm = GRAVITY * h
-    spin = (s_tau * SPIN_ARM * w * ghm)[:, None]
+    spin = (s_tau * SPIN_ARM * w * h)[:, None]
     dE_nu = -M[sel] + np.einsum('kn,knij->kij', L[sel] * moving, db)
-    dE_m = np.einsum('nij,kj->kin', model.Q, v1 - v0) + np.swapaxes(
-        b * (mu[sel] * ghm)[..., None], 1, 2
-    )
-    dE_m[:, 2, :] += spin * mu[sel]
-    dE_mu = np.swapaxes(b * (m[sel] * ghm)[..., None], 1, 2)
-    dE_mu[:, 2, :] += spin * m[sel]
+    # Through the limits L_i = mu_i N_i h, with the loads' mass derivatives dN/dm.
+    dE_N = np.swapaxes(b * (mu[sel] * h)[..., None], 1, 2)  # (k, 3, n)
+    dE_N[:, 2, :] += spin * mu[sel]
+    dE_m = np.einsum('nij,kj->kin', model.Q, v1 - v0) + dE_N @ params.dN_dm[sel]
+    N = params.N[sel]
+    dE_mu = np.swapaxes(b * (N * h)[..., None], 1, 2)
+    dE_mu[:, 2, :] += spin * N
     d_nu[sel] = -Mi @ dE_nu
     d_P[sel] = Mi
     d_m[sel] = -Mi @ dE_m

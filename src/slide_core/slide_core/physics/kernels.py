@@ -35,7 +35,7 @@ A problem the active set does not settle within its iteration limit reports a st
 caller then solves that step with the general QP (:func:`slide_core.physics.mlcp.solve_mlcp`).
 
 Normal loads enter only through the friction limits: the kernels take per-cell limits
-``L_i`` [N s] (``mu_i N_i h``, ``N_i`` the cell's normal load; today ``m_i g``) and the
+``L_i`` [N s] (``mu_i N_i h``, ``N_i`` the cell's normal load under the support model) and the
 torsion limit, never masses and gravity, so a different support pressure changes only how
 the caller computes ``L``.
 """

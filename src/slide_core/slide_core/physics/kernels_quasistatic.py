@@ -15,7 +15,8 @@ bisection's, bit for bit up to the summation order of the cells, from five or si
 over the cells instead of 22.
 
 The cells' friction forces enter as ``c_i = mu_i N_i`` [N] with ``N_i`` the cell's normal
-load (today ``m_i g``), and the torsion as ``c_tau`` [N m]: the kernel never sees masses.
+load under the support model, and the torsion as ``c_tau`` [N m]: the kernel never sees
+masses.
 """
 
 from __future__ import annotations

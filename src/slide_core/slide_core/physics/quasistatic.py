@@ -10,11 +10,13 @@ of each small fingertip displacement is the one that minimises the dissipated po
 (the maximum-dissipation principle behind limit surfaces, Goyal et al. 1991, here exact
 for the cells' point supports rather than an ellipsoid fit):
 
-    D(nu) = sum_i c_i |J_i nu| + c_tau |omega|,   c_i = mu_i m_i g,
+    D(nu) = sum_i c_i |J_i nu| + c_tau |omega|,   c_i = mu_i N_i,
     c_tau = SPIN_ARM w sum_i c_i  (each cell's own torsional friction, as in the core)
 
-where ``nu = (dx, dy, dtheta)`` is a body displacement at the cell centroid G and
-``J_i`` the cell's velocity Jacobian. Per step (``step`` metres of fingertip travel):
+where ``nu = (dx, dy, dtheta)`` is a body displacement at the cell centroid G, ``J_i``
+the cell's velocity Jacobian and ``N_i`` the cell's normal load under the chosen support
+model (:mod:`slide_core.physics.support`; ``m_i g`` under ``'cell-mass'``). Per step
+(``step`` metres of fingertip travel):
 
 - No contact (the fingertip does not reach the object within the step): it stays.
 - Sticking contact at the object point q: the contact point follows the fingertip
@@ -31,8 +33,9 @@ kernel (:mod:`slide_core.physics.kernels_quasistatic`) locates the sign change b
 safeguarded Newton steps and replays the bisection from it, so it returns the bisection's
 answer at a third of the passes over the cells, for every hypothesis of a batch in one call.
 
-Only the products c_i = mu_i m_i g matter for the motion (quasi-statically, mass
-distribution acts through friction alone); the centre of mass matters for balance.
+Only the products c_i = mu_i N_i matter for the motion (quasi-statically, mass
+distribution acts through friction alone: under the rigid support through the total mass
+and the centre of mass); the centre of mass matters for balance.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from numpy.typing import ArrayLike
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose
 from slide_core.physics import kernels_quasistatic
-from slide_core.physics.rigid import GRAVITY, SPIN_ARM, RigidModel
+from slide_core.physics.rigid import SPIN_ARM, RigidModel
+from slide_core.physics.support import DEFAULT_SUPPORT
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +72,7 @@ def push(
     radius: float,
     mu_tip: float,
     step: float = 0.002,
+    support: str = DEFAULT_SUPPORT,
 ) -> QuasiStaticRollout:
     """Push B hypotheses with a fingertip disc moving straight from ``p_WF0`` along
     ``direction_W`` for ``travel`` metres, in steps of ``step`` metres.
@@ -98,8 +103,8 @@ def push(
     if np.linalg.norm(d) == 0 or not (travel > 0 and step > 0 and radius > 0 and mu_tip >= 0):
         raise SlideInputError('direction non-zero; travel, step, radius > 0; mu_tip >= 0')
     d = d / np.linalg.norm(d)
-    model = RigidModel.of(grid)
-    c = mu * m * GRAVITY  # (B, n) friction force of each cell [N] (normal load m g)
+    model = RigidModel.of(grid, support)
+    c = mu * model.loads(m)  # (B, n) friction force of each cell [N]: mu_i N_i
     S = max(1, int(np.ceil(travel / step)))
     X = np.zeros((B, S + 1, 3))
     touching = np.zeros((B, S), dtype=bool)

@@ -39,6 +39,7 @@ from slide_core.physics.rigid import (
     start_state,
 )
 from slide_core.physics.simulate import check_fingertip_start
+from slide_core.physics.support import DEFAULT_SUPPORT
 
 
 def weld_tree(grid: Grid) -> NDArray[np.int64]:
@@ -107,6 +108,7 @@ def simulate_reference(
     push: Push,
     X_WO0: ArrayLike,
     V_WO0: ArrayLike | None = None,
+    support: str = DEFAULT_SUPPORT,
 ) -> Rollout:
     """Simulate a push with the per-cell reference model (one hypothesis).
 
@@ -119,10 +121,10 @@ def simulate_reference(
     m = m2[0]
     if np.any(m <= 0):
         raise ValueError('the reference simulator needs a positive mass in every cell')
-    model = RigidModel.of(grid)
+    model = RigidModel.of(grid, support)
     tree = weld_tree(grid)
     n, w, h, T = grid.n, grid.cell_size, push.dt, push.steps
-    L, _ = friction_limits(grid, m2, mu2, h)
+    L, _ = friction_limits(model, m2, mu2, h)
     L_cell = L[0]
     L_spin = SPIN_ARM * w * L_cell  # per-cell torsion limits
     Mdiag = np.repeat(m, 3)

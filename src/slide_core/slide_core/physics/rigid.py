@@ -15,9 +15,7 @@ from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics.inputs import PhysicsError
-
-GRAVITY = 9.81
-"""Standard gravity [m/s^2]."""
+from slide_core.physics.support import DEFAULT_SUPPORT, Support
 
 SPIN_ARM = (math.sqrt(2.0) + math.log(1.0 + math.sqrt(2.0))) / 6.0
 """Spin friction lever of a uniformly loaded square, as a fraction of its edge (~0.3826)."""
@@ -42,6 +40,7 @@ class RigidModel:
         r_B: (n, 2) cell centres relative to G.
         J: (n, 2, 3) cell velocity Jacobians ``u_i = J_i nu``.
         Q: (n, 3, 3) per-unit-mass inertia contributions, ``M_B = sum m_i Q_i``.
+        support: how the table carries the cells (:mod:`slide_core.physics.support`).
     """
 
     grid: Grid
@@ -49,9 +48,10 @@ class RigidModel:
     r_B: FloatArray
     J: FloatArray
     Q: FloatArray
+    support: Support
 
     @classmethod
-    def of(cls, grid: Grid) -> RigidModel:
+    def of(cls, grid: Grid, support: str = DEFAULT_SUPPORT) -> RigidModel:
         p_OG = grid.p_OC.mean(axis=0)
         r = grid.p_OC - p_OG
         n = grid.n
@@ -62,7 +62,11 @@ class RigidModel:
         J[:, 1, 2] = r[:, 0]
         Q = np.einsum('nai,naj->nij', J, J)
         Q[:, 2, 2] += grid.cell_size**2 / 6.0
-        return cls(grid, p_OG, r, J, Q)
+        return cls(grid, p_OG, r, J, Q, Support.of(grid, support))
+
+    def loads(self, mass: FloatArray) -> FloatArray:
+        """Normal loads (K, n) [N] of the cells for masses (K, n)."""
+        return self.support.loads(mass)
 
     def com(self, mass: FloatArray) -> FloatArray:
         """(K, 2) centres of mass relative to G (body frame) for masses (K, n)."""
@@ -93,11 +97,12 @@ class RigidModel:
 
 
 def friction_limits(
-    grid: Grid, mass: FloatArray, friction: FloatArray, h: float
+    model: RigidModel, mass: FloatArray, friction: FloatArray, h: float
 ) -> tuple[FloatArray, FloatArray]:
-    """Per-cell friction impulse limits (K, n) and merged torsion limits (K,)."""
-    L = friction * mass * GRAVITY * h
-    L_tau = SPIN_ARM * grid.cell_size * L.sum(axis=1)
+    """Per-cell friction impulse limits (K, n) ``mu_i N_i h`` with the normal loads of the
+    model's support, and merged torsion limits (K,)."""
+    L = friction * model.loads(mass) * h
+    L_tau = SPIN_ARM * model.grid.cell_size * L.sum(axis=1)
     return L, L_tau
 
 

@@ -26,6 +26,7 @@ from slide_core.physics.rigid import (
     start_state,
 )
 from slide_core.physics.step import FingertipStep, StepResult, fast_step
+from slide_core.physics.support import DEFAULT_SUPPORT
 
 
 def simulate(
@@ -35,6 +36,7 @@ def simulate(
     push: Push,
     X_WO0: ArrayLike,
     V_WO0: ArrayLike | None = None,
+    support: str = DEFAULT_SUPPORT,
 ) -> Rollout:
     """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
 
@@ -46,9 +48,11 @@ def simulate(
             hypothesis.
         V_WO0: (3,) or (K, 3) initial twist of O (velocity of the origin [m/s], spin [rad/s]);
             at rest when omitted.
+        support: how the table carries the cells, ``'rigid'`` or ``'cell-mass'``
+            (:mod:`slide_core.physics.support`).
     """
     m, mu = check_params(grid, mass, friction)
-    return run_rollout(RigidModel.of(grid), m, mu, push, X_WO0, V_WO0)
+    return run_rollout(RigidModel.of(grid, support), m, mu, push, X_WO0, V_WO0)
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ def run_rollout(
     T = push.steps
     M = model.mass_matrix(m)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
-    L, L_tau = friction_limits(model.grid, m, mu, h)
+    L, L_tau = friction_limits(model, m, mu, h)
     c_B = model.com(m)
     p, th, v = start_state(model, X_WO0, V_WO0, c_B)
     if isinstance(push, FingertipPush):

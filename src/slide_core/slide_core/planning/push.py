@@ -78,7 +78,7 @@ class PushEvaluator:
     ) -> None:
         self.belief, self.X, self.target, self.config = belief, X_WO, target, config
         self.rho = belief.radius()
-        self.model = RigidModel.of(belief.grid)
+        self.model = RigidModel.of(belief.grid, belief.support)
         self.travel = travel
         self.simulations = 0
         self.min_step = max(1, int(math.ceil(config.push_min / config.sim_step)))
@@ -135,6 +135,7 @@ class PushEvaluator:
             cfg.fingertip.radius,
             cfg.fingertip.mu,
             cfg.sim_step,
+            support=self.belief.support,
         ).X_WO.reshape(len(idx), K, S + 1, 3)
         self.simulations += len(idx) * K
         for a, j in enumerate(idx.tolist()):

@@ -22,6 +22,7 @@ from slide_core.identification import (
     random_push,
 )
 from slide_core.model import Belief, Primitive, Workcell
+from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_core.planning import (
     Goal,
     Grasp,
@@ -56,12 +57,14 @@ the current belief (paper 2)."""
 @dataclass(frozen=True)
 class IdentificationSettings:
     """How the decider identifies: method (one of identification's METHODS), K models,
-    budget of simulations, seed of randomised methods."""
+    budget of simulations, seed of randomised methods, support model (how the table
+    carries the cells, :mod:`slide_core.physics.support`)."""
 
     method: str = 'probabilistic'
     K: int = 8
     budget: int = 2000
     seed: int = 0
+    support: str = DEFAULT_SUPPORT
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -70,6 +73,10 @@ class IdentificationSettings:
             )
         if self.K < 1 or self.budget < 1:
             raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
+        if self.support not in SUPPORT_MODELS:
+            raise SlideInputError(
+                f'unknown support model {self.support!r}; choose from {", ".join(SUPPORT_MODELS)}'
+            )
 
 
 def exploration_push(
@@ -170,7 +177,7 @@ class LocalDecider:
             return self.truth
         s = self.identification
         data = [samples.to_data(grid, k) for k, samples in enumerate(pushes)]
-        train = TrainingSet.from_pushes(grid, data)
+        train = TrainingSet.from_pushes(grid, data, s.support)
         self.last_identification = identify(train, s.method, K=s.K, budget=s.budget, seed=s.seed)
         return planning_belief(self.source, self.last_identification.belief)
 

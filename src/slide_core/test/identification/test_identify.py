@@ -17,26 +17,31 @@ from slide_core.identification import (
     softmax_weights,
 )
 from slide_core.model import Belief, BeliefError, load_belief, save_belief
-from slide_core.physics import GRAVITY
+from slide_core.physics import SUPPORT_MODELS, Support
 
 GRID = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.03))
 
 
-def synthetic(seed: int = 0, noise: float = 0.0) -> tuple[TrainingSet, np.ndarray, np.ndarray]:
-    """A training set whose wrenches a known model (m, mu) explains exactly."""
+def synthetic(
+    seed: int = 0, noise: float = 0.0, support: str = 'rigid'
+) -> tuple[TrainingSet, np.ndarray, np.ndarray]:
+    """A training set whose wrenches a known model (m, mu) explains exactly under the
+    support model ``support``."""
     rng = np.random.default_rng(seed)
     n, S = GRID.n, 120
     Q = rng.normal(0.0, 0.2, (S, 3, n))
     G = rng.normal(0.0, 1.0, (S, 3, n))
     m = rng.uniform(0.01, 0.05, n)
     mu = rng.uniform(0.2, 0.8, n)
-    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * m * GRAVITY)
+    N = Support.of(GRID, support).loads(m)[0]
+    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * N)
     w += rng.normal(0.0, noise, w.shape)
-    return TrainingSet(GRID, Q, G, w, 0.03, 1), m, mu
+    return TrainingSet(GRID, Q, G, w, 0.03, 1, support), m, mu
 
 
-def test_gradient_matches_finite_differences():
-    train, m, mu = synthetic()
+@pytest.mark.parametrize('support', SUPPORT_MODELS)
+def test_gradient_matches_finite_differences(support):
+    train, m, mu = synthetic(support=support)
     rng = np.random.default_rng(1)
     m0 = m * rng.uniform(0.5, 1.5, m.size)
     mu0 = mu * rng.uniform(0.5, 1.5, mu.size)
@@ -49,15 +54,22 @@ def test_gradient_matches_finite_differences():
         fd_mu = (train.loss(m0, mu0 + d) - train.loss(m0, mu0 - d))[0] / (2 * eps)
         assert g_m[0, i] == pytest.approx(fd_m, rel=1e-5, abs=1e-9)
         assert g_mu[0, i] == pytest.approx(fd_mu, rel=1e-5, abs=1e-9)
+    # The compiled quadratic form gives the same losses and gradients.
+    quick = train.quick_loss_grad(m0[None], mu0[None])
+    for a, b in zip(quick, train.loss_grad(m0, mu0), strict=True):
+        assert np.allclose(a, b, rtol=1e-7, atol=1e-12)
 
 
-def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_forces():
-    train, m, mu = synthetic()
+@pytest.mark.parametrize('support', SUPPORT_MODELS)
+def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_forces(support):
+    train, m, mu = synthetic(support=support)
     assert train.loss(m, mu)[0] == pytest.approx(0.0, abs=1e-20)
     belief = identify(train, 'analytic', budget=3000, warm_start=False).belief
+    assert belief.support == support
     assert belief.loss[0] < 1e-4 * train.loss(*Bounds.from_grid(GRID).middle().reshape(2, -1))[0]
-    c_true = mu * m
-    c_found = belief.mass[0] * belief.friction[0]
+    loads = Support.of(GRID, support)
+    c_true = mu * loads.loads(m)[0]
+    c_found = belief.friction[0] * loads.loads(belief.mass[0])[0]
     assert np.allclose(c_found, c_true, rtol=0.05)
 
 

@@ -1,0 +1,187 @@
+r"""How the table carries the object: each cell's normal load, from the mass map.
+
+Two support models, chosen per run (``support=`` of the simulators, the losses, the planner
+and identification; a belief records the one its maps were identified under):
+
+``'cell-mass'`` (the papers'): cell ``i`` presses on the table with its own weight,
+``N_i = m_i g``. That is right for a bag of loose cells, not for a rigid object.
+
+``'rigid'`` (the default): the cells are one rigid body resting on a slightly compliant
+table (an elastic, Winkler, foundation). A rigid body can only sink and tilt, so the
+table's pressure is linear across the footprint where it touches and zero where the body
+would lift off:
+
+    ``N_i = a_i max(0, z_0 + z_1 d_ix + z_2 d_iy)``,  ``d_i = r_i - r_bar``,
+
+with ``a_i`` the cell's supported area fraction (1 for a whole cell) and ``r_bar`` the
+supported cells' area centroid. The three unknowns follow from force and moment balance
+about the table,
+
+    ``sum_i N_i = M g``,  ``sum_i N_i d_i = M g (c - r_bar)``,
+
+with ``M = sum_j m_j`` and ``c`` the centre of mass. Without lift-off this is linear,
+``z = H^-1 b`` with ``H = sum_i a_i D_i D_i^T``, ``D_i = (1, d_i)``, ``b = g sum_j m_j E_j``,
+``E_j = (1, r_j - r_bar)`` over all cells (unsupported ones weigh too). When some ``N_i``
+would be negative the balance with lift-off is the stationary point of the convex
+``F(z) = 1/2 sum_i a_i max(0, D_i . z)^2 - b . z``, found by Newton's method on the active
+cells (a few iterations). Among all load distributions that balance the body this is the
+one of minimum weighted norm on the active cells (the elastic-foundation / minimum-norm
+distribution). Loads are per cell centre: for a whole square cell under a linear pressure,
+the integral over the cell is its area times the pressure at the centre.
+
+Friction of cell ``i`` is ``mu_i N_i``. The loads depend on the mass map only through
+``M`` and ``c``: ``N = P m`` with ``P = g diag(a * active) D H_A^-1 E^T`` of rank 3, so
+``dN/dm = P`` on a fixed active set, which is what the gradients use.
+
+What pushes can identify under it: the dynamics see the mass map only through its total
+``M``, centre of mass ``c`` and rotational inertia about it, and the friction forces only
+through ``mu_i N_i`` with ``N`` fixed by ``M`` and ``c``. So a few pushes identify ``M``,
+``c`` and (through accelerations) the inertia, and the per-cell friction ``mu_i`` where a
+cell is loaded; the per-cell mass map beyond those moments is not identifiable, and neither
+is the friction of a cell that carries no load (lifted off, or over the edge). Beliefs carry
+mass maps, which are one representative of each identifiable class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from slide_core.geometry import FloatArray, Grid
+from slide_core.physics.inputs import PhysicsError
+
+GRAVITY = 9.81
+"""Standard gravity [m/s^2]."""
+
+SupportKind = Literal['rigid', 'cell-mass']
+SUPPORT_MODELS: tuple[SupportKind, ...] = ('rigid', 'cell-mass')
+DEFAULT_SUPPORT: SupportKind = 'rigid'
+
+_NEWTON_ITERATIONS = 50
+
+
+def check_support(support: str) -> SupportKind:
+    """``support`` as a support model name; PhysicsError naming the choices if unknown."""
+    if support not in SUPPORT_MODELS:
+        raise PhysicsError(
+            f'unknown support model {support!r}: choose one of {", ".join(SUPPORT_MODELS)}'
+        )
+    return support
+
+
+@dataclass(frozen=True, eq=False)
+class Support:
+    """The normal loads of a grid's cells under one support model.
+
+    Attributes:
+        kind: ``'rigid'`` or ``'cell-mass'`` (see the module docstring).
+        r: (n, 2) cell centres [m] in any frame fixed to the object.
+        area: (n,) supported area fraction of each cell (0 for a cell that the table does
+            not carry, e.g. over the edge; 1 for a whole cell on the table).
+    """
+
+    kind: SupportKind
+    r: FloatArray
+    area: FloatArray
+    _E: FloatArray = field(init=False, repr=False)  # (n, 3) rows (1, r_j - r_bar)
+    _H_all: FloatArray = field(init=False, repr=False)  # (3, 3) H with every cell active
+    _P_all: FloatArray = field(init=False, repr=False)  # (n, n) dN/dm without lift-off
+
+    def __post_init__(self) -> None:
+        kind = check_support(self.kind)
+        r = np.asarray(self.r, dtype=float)
+        area = np.asarray(self.area, dtype=float)
+        if r.ndim != 2 or r.shape[1] != 2 or area.shape != (r.shape[0],):
+            raise PhysicsError(f'r must be (n, 2) and area (n,), got {r.shape}, {area.shape}')
+        if not np.all(np.isfinite(area)) or np.any(area < 0.0) or area.sum() <= 0.0:
+            raise PhysicsError('supported areas must be finite, >= 0, and not all zero')
+        r_bar = area @ r / area.sum()
+        E = np.column_stack((np.ones(r.shape[0]), r - r_bar))
+        object.__setattr__(self, 'kind', kind)
+        object.__setattr__(self, 'r', r)
+        object.__setattr__(self, 'area', area)
+        H = (E * area[:, None]).T @ E
+        if kind == 'cell-mass':
+            P = np.diag(GRAVITY * (area > 0.0))
+        else:
+            P = GRAVITY * (E * area[:, None]) @ np.linalg.pinv(H) @ E.T
+        object.__setattr__(self, '_E', E)
+        object.__setattr__(self, '_H_all', H)
+        object.__setattr__(self, '_P_all', P)
+
+    @classmethod
+    def of(cls, grid: Grid, kind: str = DEFAULT_SUPPORT, area: ArrayLike | None = None) -> Support:
+        """The support of ``grid``'s cells (every cell whole and on the table by default)."""
+        a = np.ones(grid.n) if area is None else np.asarray(area, dtype=float)
+        return cls(check_support(kind), grid.p_OC, a)
+
+    @property
+    def n(self) -> int:
+        return int(self.r.shape[0])
+
+    def _active_solution(self, b: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """z (3,) and the active cells (n,) of the balance with lift-off for b (3,)."""
+        E, a = self._E, self.area
+        z = np.asarray(np.linalg.lstsq(self._H_all, b, rcond=None)[0], dtype=float)
+        carried = a > 0.0
+
+        def objective(z: FloatArray) -> float:
+            p = np.maximum(E @ z, 0.0)
+            return float(0.5 * np.sum(a * p * p) - b @ z)
+
+        for _ in range(_NEWTON_ITERATIONS):
+            active = carried & (E @ z > 0.0)
+            if not active.any():
+                raise PhysicsError('no cell carries the object: it is not on the table')
+            Ea = E[active] * a[active, None]
+            grad = Ea.T @ (E[active] @ z) - b
+            if np.abs(grad).max() <= 1e-12 * max(abs(b[0]), 1e-300):
+                return z, active
+            step = np.asarray(np.linalg.lstsq(Ea.T @ E[active], grad, rcond=None)[0], dtype=float)
+            f0, t = objective(z), 1.0
+            while t > 1e-8 and objective(z - t * step) > f0 - 1e-4 * t * (grad @ step):
+                t *= 0.5
+            z = np.asarray(z - t * step, dtype=float)
+        active = carried & (E @ z > 0.0)
+        residual = (E[active] * a[active, None]).T @ (E[active] @ z) - b
+        if np.abs(residual).max() > 1e-6 * max(abs(b[0]), 1e-300):
+            raise PhysicsError(
+                'the supported cells cannot balance the object (its centre of mass is '
+                'outside them: it would tip)'
+            )
+        return z, active
+
+    def loads(self, mass: ArrayLike) -> FloatArray:
+        """Normal loads N (K, n) [N] of masses (K, n) or (n,) [kg] (returns (K, n))."""
+        m = np.atleast_2d(np.asarray(mass, dtype=float))
+        if m.shape[1] != self.n:
+            raise PhysicsError(f'mass must have {self.n} cells per hypothesis, got {m.shape}')
+        out = m @ self._P_all.T  # no lift-off (and the cell-mass loads): linear in m
+        if self.kind == 'cell-mass':
+            return np.asarray(out, dtype=float)
+        b = GRAVITY * m @ self._E  # (K, 3)
+        for k in np.nonzero(np.any((out < 0.0) & (self.area > 0.0), axis=1))[0]:
+            z, active = self._active_solution(b[k])  # some cells lift off
+            out[k] = np.where(active, self.area * (self._E @ z), 0.0)
+        return np.asarray(out, dtype=float)
+
+    def load_jacobian(self, mass: ArrayLike) -> FloatArray:
+        """dN/dm (K, n, n): ``[k, i, j]`` the change of cell i's load per kg at cell j."""
+        m = np.atleast_2d(np.asarray(mass, dtype=float))
+        K, n = m.shape
+        out = np.repeat(self._P_all[None], K, axis=0)
+        if self.kind == 'cell-mass':
+            return out
+        b = GRAVITY * m @ self._E
+        lifted = np.any((m @ self._P_all.T < 0.0) & (self.area > 0.0), axis=1)
+        for k in np.nonzero(lifted)[0]:
+            _, active = self._active_solution(b[k])
+            out[k] = 0.0
+            E_a = self._E[active]
+            H = (E_a * self.area[active, None]).T @ E_a
+            left = (E_a * self.area[active, None]) @ np.linalg.pinv(H)  # (n_a, 3)
+            out[k, active] = GRAVITY * left @ self._E.T
+        return out

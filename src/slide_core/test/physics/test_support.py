@@ -1,0 +1,154 @@
+"""The support models: a rigid body's linear table pressure, and the papers' m_i g."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import Grid
+from slide_core.physics import (
+    GRAVITY,
+    FingertipPush,
+    PhysicsError,
+    Support,
+    WrenchPush,
+    rollout_loss,
+    simulate,
+    simulate_reference,
+)
+
+L_SHAPE = Grid.from_occupancy([[1, 1, 1, 1], [1, 0, 0, 0], [1, 0, 0, 0]], 0.02, 0.03)
+
+
+def balance(support: Support, N: np.ndarray, m: np.ndarray) -> tuple[float, np.ndarray]:
+    """Force and moment residuals of loads N (n,) holding masses m (n,)."""
+    M = m.sum()
+    force = N.sum() - M * GRAVITY
+    moment = N @ support.r - GRAVITY * m @ support.r
+    return float(force), moment
+
+
+def test_rigid_loads_balance_the_body_and_are_linear_across_the_footprint():
+    rng = np.random.default_rng(0)
+    grid = Grid.from_occupancy(np.ones((4, 6)), 0.02)
+    support = Support.of(grid, 'rigid')
+    m = rng.uniform(0.005, 0.03, grid.n)
+    N = support.loads(m)[0]
+    force, moment = balance(support, N, m)
+    assert abs(force) < 1e-12 and np.abs(moment).max() < 1e-12
+    assert np.all(N > 0)
+    # Linear in the cell position: a plane fits the loads exactly.
+    A = np.column_stack((np.ones(grid.n), grid.p_OC))
+    coef = np.linalg.lstsq(A, N, rcond=None)[0]
+    assert np.allclose(A @ coef, N, atol=1e-12)
+    # Only the total mass and the centre of mass matter: moving mass between cells with
+    # the same total and centre changes nothing.
+    shift = np.zeros(grid.n)
+    shift[[0, 5, 18, 23]] = [1e-3, -1e-3, -1e-3, 1e-3]  # corners: same sum, same centre
+    assert np.allclose(support.loads(m + shift), N, atol=1e-12)
+    # ... while the papers' model loads each cell with its own weight.
+    assert np.allclose(Support.of(grid, 'cell-mass').loads(m)[0], m * GRAVITY)
+
+
+def test_a_heavy_end_lifts_the_far_cells_off_and_the_rest_still_balance():
+    grid = Grid.from_occupancy(np.ones((1, 10)), 0.02)
+    support = Support.of(grid, 'rigid')
+    m = np.full(grid.n, 0.001)
+    m[-1] = 0.2  # the centre of mass near the last cell
+    N = support.loads(m)[0]
+    force, moment = balance(support, N, m)
+    assert abs(force) < 1e-9 and np.abs(moment).max() < 1e-9
+    assert np.all(N >= 0) and N[0] == 0.0  # no tension: the light end lifts off
+    loaded = N > 0
+    # Linear where it touches, rising towards the heavy end.
+    x = grid.p_OC[loaded, 0]
+    assert np.allclose(np.polyval(np.polyfit(x, N[loaded], 1), x), N[loaded], atol=1e-9)
+    assert np.all(np.diff(N[loaded]) > 0)
+
+
+@pytest.mark.parametrize('kind', ['rigid', 'cell-mass'])
+def test_load_jacobian_matches_finite_differences(kind):
+    rng = np.random.default_rng(1)
+    support = Support.of(L_SHAPE, kind)
+    for m in (rng.uniform(0.01, 0.03, L_SHAPE.n), np.r_[0.5, rng.uniform(1e-3, 2e-3, 5)]):
+        J = support.load_jacobian(m)[0]
+        eps = 1e-7
+        for j in range(L_SHAPE.n):
+            d = np.zeros(L_SHAPE.n)
+            d[j] = eps
+            fd = (support.loads(m + d)[0] - support.loads(m - d)[0]) / (2 * eps)
+            assert np.allclose(J[:, j], fd, atol=1e-6)
+
+
+def test_unsupported_cells_carry_nothing_and_an_unbalanced_object_is_refused():
+    grid = Grid.from_occupancy(np.ones((1, 5)), 0.02)
+    area = np.array([0.0, 0.0, 1.0, 1.0, 1.0])  # two cells over the edge
+    support = Support.of(grid, 'rigid', area)
+    m = np.full(grid.n, 0.01)  # centre of mass over cell 2: on the supported part
+    N = support.loads(m)[0]
+    assert N[0] == N[1] == 0.0 and N.sum() == pytest.approx(m.sum() * GRAVITY)
+    m_out = np.array([0.1, 0.1, 0.001, 0.001, 0.001])  # centre of mass over the edge
+    with pytest.raises(PhysicsError, match='tip'):
+        support.loads(m_out)
+    with pytest.raises(PhysicsError, match='unknown support model'):
+        Support.of(grid, 'springs')
+
+
+def test_fast_and_reference_simulators_agree_under_both_supports():
+    rng = np.random.default_rng(2)
+    m = rng.uniform(0.005, 0.03, L_SHAPE.n)
+    mu = rng.uniform(0.2, 0.8, L_SHAPE.n)
+    push = WrenchPush.at_cell(L_SHAPE, 3, np.tile([1.2, 0.4], (150, 1)), 0.004)
+    finals = {}
+    for kind in ('rigid', 'cell-mass'):
+        a = simulate(L_SHAPE, m, mu, push, [0.1, 0.0, 0.3], support=kind).X_WO[0]
+        b = simulate_reference(L_SHAPE, m, mu, push, [0.1, 0.0, 0.3], support=kind).X_WO[0]
+        assert np.abs(a - b).max() < 1e-4
+        finals[kind] = a[-1]
+    # The heavy corner cell presses less under a rigid body: the motions differ.
+    assert np.abs(finals['rigid'] - finals['cell-mass']).max() > 1e-3
+
+
+def test_rollout_gradient_through_the_rigid_loads_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    m = rng.uniform(0.005, 0.03, L_SHAPE.n)
+    mu = rng.uniform(0.2, 0.8, L_SHAPE.n)
+    f = np.tile([2.0, 1.0], (40, 1))
+    push = WrenchPush.at_cell(L_SHAPE, 0, f, 0.004)
+    X0, V0 = np.array([0.0, 0.0, 0.1]), np.array([0.3, 0.1, 0.5])
+    truth = simulate(L_SHAPE, m, mu, push, X0, V0)
+    steps = np.arange(10, 41, 10)
+    guess_m, guess_mu = m * 1.2, mu * 0.9
+    r = rollout_loss(L_SHAPE, guess_m, guess_mu, push, X0, steps, truth.X_WO[0, steps], V0)
+    eps = 1e-7
+
+    def loss(mm: np.ndarray, mumu: np.ndarray) -> float:
+        return float(
+            rollout_loss(L_SHAPE, mm, mumu, push, X0, steps, truth.X_WO[0, steps], V0).loss[0]
+        )
+
+    numeric_m = np.zeros(L_SHAPE.n)
+    numeric_mu = np.zeros(L_SHAPE.n)
+    for i in range(L_SHAPE.n):
+        d = np.zeros(L_SHAPE.n)
+        d[i] = eps * guess_m[i]
+        numeric_m[i] = (loss(guess_m + d, guess_mu) - loss(guess_m - d, guess_mu)) / (2 * d[i])
+        d[i] = eps * guess_mu[i]
+        numeric_mu[i] = (loss(guess_m, guess_mu + d) - loss(guess_m, guess_mu - d)) / (2 * d[i])
+    scale = max(np.abs(numeric_m).max(), np.abs(numeric_mu).max())
+    assert np.abs(r.d_mass[0] - numeric_m).max() < 1e-4 * scale
+    assert np.abs(r.d_friction[0] - numeric_mu).max() < 1e-4 * scale
+
+
+def test_a_fingertip_push_sees_the_support_model():
+    grid = Grid.from_occupancy(np.ones((3, 3)), 0.02, 0.03)
+    m = np.full(grid.n, 0.01)
+    m[2] = 0.1  # a heavy corner
+    mu = np.full(grid.n, 0.4)
+    path = np.column_stack((np.linspace(-0.045, 0.0, 200), np.full(200, -0.015)))
+    tip = FingertipPush.create(path, 0.008, 0.3, 0.004)
+    # Uniform friction puts the centre of friction at the centre of mass under both models;
+    # pushed off it, the object turns against the loads' spread, which differs.
+    rigid = simulate(grid, m, mu, tip, [0, 0, 0], support='rigid').X_WO[0, -1]
+    cells = simulate(grid, m, mu, tip, [0, 0, 0], support='cell-mass').X_WO[0, -1]
+    assert np.all(np.isfinite(rigid)) and abs(rigid[2] - cells[2]) > 1e-3
