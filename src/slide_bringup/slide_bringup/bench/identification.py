@@ -24,6 +24,7 @@ from slide_core.geometry import cell_positions
 from slide_core.identification import METHODS, TrainingSet, evaluate, identify
 from slide_core.io import read_ground_truth, read_pushes
 from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
+from slide_core.physics import DEFAULT_SUPPORT, check_support
 from slide_core.planning import stay_probability
 from slide_sim.record import record
 from slide_sim.twin import Twin
@@ -58,8 +59,10 @@ def run(
     seed: int = 0,
     png: Path | None = None,
     progress: Progress | None = None,
+    support: str | None = None,
 ) -> dict[str, Any]:
     names = list(objects or library_names())
+    support = check_support(support or DEFAULT_SUPPORT)
     methods = list(methods or METHODS)
     rows: dict[str, dict[str, list[float]]] = {
         m: {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
@@ -78,8 +81,8 @@ def run(
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
             truth = read_ground_truth(bag)
-            train = TrainingSet.from_pushes(grid, train_pd)
-            test = TrainingSet.from_pushes(grid, test_pd)
+            train = TrainingSet.from_pushes(grid, train_pd, support)
+            test = TrainingSet.from_pushes(grid, test_pd, support)
             beliefs = {}
             for method in methods:
                 beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
@@ -130,6 +133,7 @@ def run(
     }
     result: dict[str, Any] = {
         'objects': names,
+        'support': support,
         'budget_simulations': BUDGET,
         'methods': per_method,
         'probabilistic_com_error_m': float(np.mean(com_errors)) if com_errors else None,

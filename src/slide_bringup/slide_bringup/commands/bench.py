@@ -20,6 +20,8 @@ SUITES = ('physics', 'ft', 'executor', 'perception', 'identification', 'mit-push
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from slide_core.physics import SUPPORT_MODELS
+
     parser.add_argument('suite', choices=SUITES, help='which benchmark to run')
     parser.add_argument(
         '--no-reference',
@@ -63,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help='pregrasp: goal preference for overhang (0: what the grasp needs; 5: far out)',
+    )
+    parser.add_argument(
+        '--support',
+        default=None,
+        choices=SUPPORT_MODELS,
+        help='identification: the support model the maps are identified and evaluated under '
+        '(default: the core default, rigid)',
     )
     parser.add_argument(
         '--png',
@@ -161,7 +170,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
         from slide_bringup.bench import identification as bench_identification
 
         return bench_identification.run(
-            args.objects, args.methods, args.seed, args.png, progress=bar.log
+            args.objects, args.methods, args.seed, args.png, progress=bar.log, support=args.support
         )
     if args.suite == 'pregrasp':
         from slide_bringup.bench import pregrasp as bench_pregrasp

@@ -135,7 +135,7 @@ class Support:
         for _ in range(_NEWTON_ITERATIONS):
             active = carried & (E @ z > 0.0)
             if not active.any():
-                raise PhysicsError('no cell carries the object: it is not on the table')
+                break  # the balance is out of reach: said below
             Ea = E[active] * a[active, None]
             grad = Ea.T @ (E[active] @ z) - b
             if np.abs(grad).max() <= 1e-12 * max(abs(b[0]), 1e-300):
@@ -154,6 +154,13 @@ class Support:
             )
         return z, active
 
+    def _lifting(self, m: FloatArray, linear: FloatArray) -> list[int]:
+        """Hypotheses whose linear loads put some supported cell in tension (they lift
+        off). A hypothesis with a negative mass (an optimiser's trial point outside the
+        physical range) keeps the linear loads, which extend smoothly past it."""
+        tension = np.any((linear < 0.0) & (self.area > 0.0), axis=1)
+        return [int(k) for k in np.nonzero(tension & np.all(m >= 0.0, axis=1))[0]]
+
     def loads(self, mass: ArrayLike) -> FloatArray:
         """Normal loads N (K, n) [N] of masses (K, n) or (n,) [kg] (returns (K, n))."""
         m = np.atleast_2d(np.asarray(mass, dtype=float))
@@ -163,21 +170,21 @@ class Support:
         if self.kind == 'cell-mass':
             return np.asarray(out, dtype=float)
         b = GRAVITY * m @ self._E  # (K, 3)
-        for k in np.nonzero(np.any((out < 0.0) & (self.area > 0.0), axis=1))[0]:
+        for k in self._lifting(m, out):
             z, active = self._active_solution(b[k])  # some cells lift off
             out[k] = np.where(active, self.area * (self._E @ z), 0.0)
         return np.asarray(out, dtype=float)
 
     def load_jacobian(self, mass: ArrayLike) -> FloatArray:
-        """dN/dm (K, n, n): ``[k, i, j]`` the change of cell i's load per kg at cell j."""
+        """dN/dm (K, n, n): ``[k, i, j]`` the change of cell i's load per kg at cell j (on
+        the active cells of :meth:`loads`)."""
         m = np.atleast_2d(np.asarray(mass, dtype=float))
         K, n = m.shape
         out = np.repeat(self._P_all[None], K, axis=0)
         if self.kind == 'cell-mass':
             return out
         b = GRAVITY * m @ self._E
-        lifted = np.any((m @ self._P_all.T < 0.0) & (self.area > 0.0), axis=1)
-        for k in np.nonzero(lifted)[0]:
+        for k in self._lifting(m, m @ self._P_all.T):
             _, active = self._active_solution(b[k])
             out[k] = 0.0
             E_a = self._E[active]

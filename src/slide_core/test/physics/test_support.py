@@ -152,3 +152,16 @@ def test_a_fingertip_push_sees_the_support_model():
     rigid = simulate(grid, m, mu, tip, [0, 0, 0], support='rigid').X_WO[0, -1]
     cells = simulate(grid, m, mu, tip, [0, 0, 0], support='cell-mass').X_WO[0, -1]
     assert np.all(np.isfinite(rigid)) and abs(rigid[2] - cells[2]) > 1e-3
+
+
+def test_trial_masses_outside_the_physical_range_get_the_linear_loads():
+    # Optimisers may evaluate points past their bounds: no balance exists for a centre of
+    # mass outside the footprint, and the loads stay the smooth linear extension.
+    grid = Grid.from_occupancy(np.ones((2, 4)), 0.02)
+    support = Support.of(grid, 'rigid')
+    m = np.full(grid.n, 0.01)
+    m[0] = -0.03
+    N = support.loads(m)[0]
+    A = np.column_stack((np.ones(grid.n), grid.p_OC))
+    assert np.allclose(A @ np.linalg.lstsq(A, N, rcond=None)[0], N, atol=1e-12)
+    assert np.allclose(support.load_jacobian(m)[0] @ m, N, atol=1e-12)
