@@ -7,6 +7,10 @@ three random exploratory pushes of the library's book (88 cells) in the MuJoCo t
 ``slide record`` and the task do, seed 0) and replays each with the recorded fingertip
 path and the book's true maps (kinematic fingertip, what ``slide evaluate`` does).
 
+``twin_true_maps_*``: the core given each library object's true maps predicts its pushes
+in the twin (5 random pushes each, replayed with the recorded fingertip path), under the
+default support model and under the papers' m_i g loads.
+
 Timings are medians over repeats, after every compiled kernel was loaded (their first
 call in a process loads them from numba's disk cache: not part of any figure).
 """
@@ -14,6 +18,7 @@ call in a process loads them from numba's disk cache: not part of any figure).
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 import statistics
 import time
 from typing import Any
@@ -169,6 +174,63 @@ def replay(progress: Progress, pushes: int = 3, repeats: int = 5) -> dict[str, A
     }
 
 
+def twin_true_maps(
+    progress: Progress, pushes: int = 5, seed: int = 7, objects: list[str] | None = None
+) -> dict[str, Any]:
+    """The core with every library object's true maps predicting the twin's pushes.
+
+    Per object, ``pushes`` random exploratory pushes recorded in the twin (none of them
+    used to fit anything: the maps are the object's own) are replayed with the recorded
+    fingertip path, under each support model. ``twin_true_maps_add_error_m`` is the mean
+    over objects of the papers' metric (mean cell distance at the push's end) under the
+    default support; the worst object, the mean yaw and translation errors at the end,
+    and the figure under the papers' m_i g loads come beside it.
+    """
+    from slide_core.identification import final_errors, random_push, replay
+    from slide_core.model import library_names, load_object, load_workcell
+    from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
+    from slide_sim.twin import Twin
+    from slide_sim.world import samples_of
+
+    cell = load_workcell()
+    errors: dict[str, dict[str, float]] = {s: {} for s in SUPPORT_MODELS}
+    yaw: list[float] = []
+    shift: list[float] = []
+    for name in objects or library_names():
+        spec = load_object(name)
+        progress(f'twin with true maps: recording {pushes} pushes of the {name}')
+        twin = Twin(spec, cell)
+        rng = np.random.default_rng(seed)
+        data = []
+        for i in range(pushes):
+            primitive = random_push(spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng)
+            data.append(samples_of(twin.push(primitive)).to_data(spec.grid, i))
+        for support in SUPPORT_MODELS:
+            finals = replay(
+                spec.grid, spec.mass, spec.friction, data, cell.fingertip, support=support
+            )
+            errors[support][name] = float(final_errors(spec.grid, finals, data)[0].mean())
+            if support == DEFAULT_SUPPORT:
+                for pd, X in zip(data, finals[0], strict=True):
+                    d = X - pd.X_steps[-1]
+                    yaw.append(abs(math.remainder(float(d[2]), math.tau)))
+                    shift.append(float(np.linalg.norm(d[:2])))
+    default = errors[DEFAULT_SUPPORT]
+    worst = max(default, key=lambda k: default[k])
+    return {
+        'twin_true_maps_add_error_m': float(np.mean(list(default.values()))),
+        'twin_true_maps_support': DEFAULT_SUPPORT,
+        'twin_true_maps_worst_object': f'{worst} {default[worst]:.4f} m',
+        'twin_true_maps_yaw_error_rad': float(np.mean(yaw)),
+        'twin_true_maps_position_error_m': float(np.mean(shift)),
+        'twin_true_maps_pushes': pushes * len(default),
+        **{
+            f'twin_true_maps_add_error_m_{s.replace("-", "_")}': float(np.mean(list(e.values())))
+            for s, e in errors.items()
+        },
+    }
+
+
 def run(progress: Progress = lambda _: None, reference: bool = True) -> dict[str, Any]:
     """All figures of ``slide bench physics`` as one JSON-ready dict."""
     progress('loading the compiled kernels')
@@ -197,6 +259,7 @@ def run(progress: Progress = lambda _: None, reference: bool = True) -> dict[str
     out['batch_k'] = K
     out['batch_general_steps'] = batch.general_steps
     out.update(replay(progress))
+    out.update(twin_true_maps(progress))
 
     if reference:
         progress('timing the reference simulator (1 s push, 88 cells; about a minute)')

@@ -131,7 +131,7 @@ def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
 
     objects = len(args.objects) if args.objects else len(library_names())
     if args.suite == 'physics':
-        return (9 if args.no_reference else 14), 'stage'
+        return (17 if args.no_reference else 22), 'stage'
     if args.suite == 'perception':
         return objects, 'object'
     if args.suite == 'identification':

