@@ -20,6 +20,7 @@ import numpy as np
 from slide_core.errors import SlideInputError
 from slide_core.geometry import com_margins, overhang
 from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
+from slide_core.physics import DEFAULT_SUPPORT
 from slide_core.planning import PlannerConfig, planner_config, stay_probability
 from slide_core.task import (
     IdentificationSettings,
@@ -132,8 +133,10 @@ def run_episode(
     exhaustive: bool = False,
     workcell: Workcell | None = None,
     exploration: str = 'most-distinctive',
+    support: str = DEFAULT_SUPPORT,
 ) -> EpisodeResult:
-    """Run the whole task once in a fresh twin (reproducible from ``seed``)."""
+    """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
+    the support model identification and planning use (the twin is a rigid body)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -152,7 +155,7 @@ def run_episode(
         cell,
         source=source,
         truth=Belief.create(spec.grid, spec.mass, spec.friction),
-        identification=IdentificationSettings(seed=seed),
+        identification=IdentificationSettings(seed=seed, support=support),
         exploration_policy=exploration,
         seed=seed,
         exhaustive=exhaustive,

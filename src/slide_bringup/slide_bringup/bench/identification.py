@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from slide_core.geometry import cell_positions
-from slide_core.identification import METHODS, TrainingSet, evaluate, identify
+from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
 from slide_core.io import read_ground_truth, read_pushes
 from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, check_support
@@ -60,6 +60,7 @@ def run(
     png: Path | None = None,
     progress: Progress | None = None,
     support: str | None = None,
+    refine_budget: int = 0,
 ) -> dict[str, Any]:
     names = list(objects or library_names())
     support = check_support(support or DEFAULT_SUPPORT)
@@ -72,6 +73,7 @@ def run(
     balance = {'poses': 0, 'predicted_stable': 0, 'stable_and_stayed': 0, 'agree': 0}
     com_errors: list[float] = []
     in_support: list[bool] = []
+    refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -111,6 +113,25 @@ def run(
                         f'{name} {method}: add {100 * ev.add_error_m:.2f} cm (uniform '
                         f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
                     )
+            if refine_budget > 0 and 'probabilistic' in beliefs:
+                before = beliefs['probabilistic']
+                after = refine(before, train, train_pd, budget=refine_budget)
+                mass = None if truth is None else truth.mass
+                ev0 = evaluate(before.belief, test_pd, cell.fingertip, mass)
+                ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
+                refined[name] = {
+                    'add_error_m': ev0.add_error_m,
+                    'refined_add_error_m': ev1.add_error_m,
+                    'seconds': before.seconds,
+                    'refined_seconds': after.seconds,
+                    'com_error_m': ev0.com_error_m,
+                    'refined_com_error_m': ev1.com_error_m,
+                }
+                if progress:
+                    progress(
+                        f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
+                        f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
+                    )
             if 'probabilistic' in beliefs:
                 rng = np.random.default_rng(seed)
                 for X in edge_poses(spec, 12, rng):
@@ -134,6 +155,7 @@ def run(
     result: dict[str, Any] = {
         'objects': names,
         'support': support,
+        **({'rollout_refinement': refined} if refined else {}),
         'budget_simulations': BUDGET,
         'methods': per_method,
         'probabilistic_com_error_m': float(np.mean(com_errors)) if com_errors else None,

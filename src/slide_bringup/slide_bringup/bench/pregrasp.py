@@ -37,7 +37,7 @@ from slide_bringup.episode import run_episode
 from slide_core.geometry import rotation, wrap_angle
 from slide_core.identification import Bounds
 from slide_core.model import Belief, library_names, load_object, load_workcell
-from slide_core.physics import quasistatic
+from slide_core.physics import DEFAULT_SUPPORT, check_support, quasistatic
 from slide_core.planning import (
     PlannerConfig,
     PlanningError,
@@ -56,11 +56,13 @@ GOAL_TOL_RAD = 0.2
 MAX_PUSHES = 30
 
 
-def _episode(job: tuple[str, int, str, float]) -> dict[str, Any]:
-    name, seed, method, overhang_weight = job
+def _episode(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
+    name, seed, method, overhang_weight, support = job
     try:
         config = planner_config(load_workcell(), overhang_weight=overhang_weight)
-        return run_episode(load_object(name), seed, method, config=config).to_dict()
+        return run_episode(
+            load_object(name), seed, method, config=config, support=support
+        ).to_dict()
     except Exception as exc:  # noqa: BLE001 - a crash is a failed episode, with its reason
         return {'object': name, 'seed': seed, 'method': method, 'error': repr(exc)}
 
@@ -169,8 +171,10 @@ def run(
     progress: Progress | None = None,
     overhang_weight: float = 0.0,
     advance: Advance | None = None,
+    support: str | None = None,
 ) -> dict[str, Any]:
     say = progress or (lambda _m: None)
+    support = check_support(support or DEFAULT_SUPPORT)
     names = list(objects or library_names())
     methods = list(methods or METHODS)
     bad = [m for m in methods if m not in METHODS]
@@ -180,7 +184,10 @@ def run(
         raise ValueError('seeds must be >= 1 and planning trials >= 0')
     workers = workers or max(1, os.cpu_count() or 1)
     jobs = [
-        (n, seed + s, m, overhang_weight) for n in names for s in range(seeds) for m in methods
+        (n, seed + s, m, overhang_weight, support)
+        for n in names
+        for s in range(seeds)
+        for m in methods
     ]
     rows = _map(_episode, jobs, workers, say, 'episode', advance)
     per_method: dict[str, Any] = {}
@@ -227,6 +234,7 @@ def run(
         'objects': names,
         'seeds': seeds,
         'overhang_weight': overhang_weight,
+        'support': support,
         'methods': per_method,
         'planning': planning,
         'episodes': [{k: v for k, v in x.items() if k not in ('goal',)} for x in rows],

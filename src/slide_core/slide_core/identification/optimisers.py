@@ -9,13 +9,24 @@ from typing import Protocol
 
 import numpy as np
 
-from slide_core.geometry import FloatArray
+from slide_core.geometry import FloatArray, Grid
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationCancelledError
-from slide_core.identification.training import TrainingSet
 
 Progress = Callable[[int, int, float], None]
 """Called with (simulations used, budget, best loss so far [N^2]) as work proceeds."""
+
+
+class LossProblem(Protocol):
+    """What the optimisers minimise: a loss of K hypotheses (m, mu) (K, n) on a grid, with
+    its gradients (the wrench-space :class:`TrainingSet`, the rollout refinement's windows)."""
+
+    @property
+    def grid(self) -> Grid: ...
+
+    def quick_loss_grad(
+        self, m: FloatArray, mu: FloatArray, grad: bool = True
+    ) -> tuple[FloatArray, FloatArray, FloatArray]: ...
 
 
 class Counter:
@@ -23,7 +34,7 @@ class Counter:
 
     def __init__(
         self,
-        problem: TrainingSet,
+        problem: LossProblem,
         budget: int,
         progress: Progress | None,
         should_stop: Callable[[], bool] | None = None,
@@ -95,19 +106,23 @@ def spg(
         lam = np.ones(x.shape[0])
         accepted = np.zeros(x.shape[0], dtype=bool)
         for _ in range(12):
-            trial = x + lam[:, None] * d
-            if counter.left < per_iter:
+            # Only the hypotheses still searching are evaluated (an accepted one has moved:
+            # its x + lam d could leave the bounds).
+            pending = np.nonzero(~accepted)[0]
+            if counter.left < pending.size:
                 break
+            trial = x[pending] + lam[pending, None] * d[pending]
             f_new, g_new = counter.loss_grad(trial)
-            ok = ~accepted & (f_new <= f_ref + 1e-4 * lam * slope)
-            if ok.any():
-                s = trial[ok] - x[ok]
-                y = g_new[ok] * scale[ok] - g[ok]
+            good = f_new <= f_ref[pending] + 1e-4 * lam[pending] * slope[pending]
+            if good.any():
+                ok = pending[good]
+                s = trial[good] - x[ok]
+                y = g_new[good] * scale[ok] - g[ok]
                 sy = np.sum(s / scale[ok] * y, axis=1)
                 ss = np.sum((s / scale[ok]) ** 2, axis=1)
                 step[ok] = np.where(sy > 0, np.clip(ss / np.maximum(sy, 1e-300), 1e-10, 1e10), 1.0)
-                x[ok], f[ok], g[ok] = trial[ok], f_new[ok], g_new[ok] * scale[ok]
-                accepted |= ok
+                x[ok], f[ok], g[ok] = trial[good], f_new[good], g_new[good] * scale[ok]
+                accepted[ok] = True
             if accepted.all():
                 break
             lam = np.where(accepted, lam, lam / 2)

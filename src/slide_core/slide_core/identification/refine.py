@@ -1,0 +1,143 @@
+"""The papers' final stage: the models refined on the simulator's own pose error.
+
+The wrench-space loss (:mod:`slide_core.identification.training`) is an equation-error fit:
+the maps it finds explain the measured wrenches step by step, and can still disagree with
+what the simulator then predicts. This stage minimises what the simulator predicts instead:
+the training pushes are cut into windows of ``window_s`` seconds over which the object
+moves; each window is simulated from its observed pose and velocity with the measured
+force (:func:`slide_core.physics.rollout_loss`, short enough that a force-driven rollout
+does not drift away from the fingertip it lost), and the loss is the mean squared cell
+position error at the window's end, with its exact gradient through every step. The
+models of a belief are refined together by the same spectral projected gradient as
+identification, each within its own bounds, warm-started from the wrench-space solution,
+and re-weighted by the softmax of their new losses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import time
+
+import numpy as np
+
+from slide_core.geometry import FloatArray, Grid
+from slide_core.identification.bounds import Bounds, schedule
+from slide_core.identification.errors import IdentificationError
+from slide_core.identification.identify import Identification, softmax_weights
+from slide_core.identification.optimisers import Counter, Progress, spg
+from slide_core.identification.pushes import PushData
+from slide_core.identification.training import TrainingSet
+from slide_core.model import Belief
+from slide_core.physics import WrenchPush, rollout_loss
+
+WINDOW_S = 0.1
+"""Length [s] of the simulated windows."""
+MIN_TRAVEL = 1e-3
+"""A window counts when the object's origin moves at least this far [m] over it."""
+
+
+@dataclass(frozen=True)
+class _Window:
+    push: WrenchPush
+    X0: FloatArray
+    V0: FloatArray
+    X_end: FloatArray
+
+
+def windows(pushes: list[PushData], window_s: float = WINDOW_S) -> list[_Window]:
+    """The moving windows of the pushes: force, start pose and twist, end pose."""
+    out = []
+    for pd in pushes:
+        dt = pd.push.dt
+        W = max(2, int(round(window_s / dt)))
+        X = pd.X_steps.copy()
+        X[:, 2] = np.unwrap(X[:, 2])
+        for t0 in range(1, pd.push.steps - W, W):
+            t1 = t0 + W
+            if np.linalg.norm(X[t1, :2] - X[t0, :2]) < MIN_TRAVEL:
+                continue
+            V0 = (X[t0] - X[t0 - 1]) / dt  # the step into t0, as the simulator carries it
+            sl = slice(t0, t1)
+            push = WrenchPush(pd.push.p_OA[sl], pd.push.f_W[sl], pd.push.tau[sl], dt)
+            out.append(_Window(push, X[t0], V0, X[t1]))
+    return out
+
+
+class RolloutProblem:
+    """The windows' pose loss [m^2] and its gradient, in the shape the optimisers take."""
+
+    def __init__(self, grid: Grid, pushes: list[PushData], support: str, window_s: float):
+        self.grid = grid
+        self.support = support
+        self.windows = windows(pushes, window_s)
+        if not self.windows:
+            raise IdentificationError(
+                'the training pushes have no window in which the object moves: nothing to '
+                'refine on'
+            )
+
+    def quick_loss_grad(
+        self, m: FloatArray, mu: FloatArray, grad: bool = True
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        K, n = m.shape
+        loss, g_m, g_mu = np.zeros(K), np.zeros((K, n)), np.zeros((K, n))
+        for w in self.windows:
+            r = rollout_loss(
+                self.grid,
+                m,
+                mu,
+                w.push,
+                w.X0,
+                [w.push.steps],
+                w.X_end[None],
+                w.V0,
+                self.support,
+            )
+            loss += r.loss
+            g_m += r.d_mass
+            g_mu += r.d_friction
+        s = 1.0 / len(self.windows)
+        return loss * s, g_m * s, g_mu * s
+
+
+def refine(
+    found: Identification,
+    train: TrainingSet,
+    pushes: list[PushData],
+    bounds: Bounds | None = None,
+    budget: int = 200,
+    window_s: float = WINDOW_S,
+    temperature: float = 0.05,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Identification:
+    """``found``'s models refined on the simulator's pose error over ``pushes``, the pushes
+    ``train`` was built from, within their bounds (``bounds`` split by the probabilistic
+    schedule for K > 1, as identification did); ``budget`` counts model evaluations, as
+    there. The belief keeps each model's wrench-space loss, recomputed."""
+    t0 = time.perf_counter()
+    belief = found.belief
+    grid, K, n = belief.grid, belief.K, belief.grid.n
+    base = bounds or Bounds.from_grid(grid)
+    boxes = schedule(base, K) if K > 1 else [base]
+    problem = RolloutProblem(grid, pushes, belief.support, window_s)
+    counter = Counter(problem, budget, progress, should_stop)
+    theta0 = np.concatenate((belief.mass, belief.friction), axis=1)
+    theta0 = np.stack([b.project(t) for b, t in zip(boxes, theta0, strict=True)])
+    theta = spg(counter, boxes, theta0, np.random.default_rng(0))
+    losses, _, _ = problem.quick_loss_grad(theta[:, :n], theta[:, n:], grad=False)
+    weight = softmax_weights(losses, temperature) if K > 1 else np.ones(1)
+    refined = Belief.create(
+        grid,
+        theta[:, :n].copy(),
+        theta[:, n:].copy(),
+        weight,
+        train.loss(theta[:, :n], theta[:, n:]),
+        f'{belief.method}+rollout',
+        belief.support,
+    )
+    return Identification(
+        refined, found.simulations + counter.used, found.seconds + time.perf_counter() - t0,
+        found.trace,
+    )  # fmt: skip

@@ -1,0 +1,67 @@
+"""The rollout refinement: models refined on the simulator's own pose error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import Grid
+from slide_core.identification import (
+    Bounds,
+    IdentificationError,
+    PushData,
+    TrainingSet,
+    identify,
+    refine,
+)
+from slide_core.identification.refine import RolloutProblem
+from slide_core.physics import WrenchPush, simulate
+
+GRID = Grid.from_occupancy(np.ones((2, 3)), 0.02, 0.03)
+DT = 0.004
+
+
+def pushes_by_the_core(m: np.ndarray, mu: np.ndarray) -> list[PushData]:
+    """Pushes whose poses the core itself predicts from their forces (no model error)."""
+    out = []
+    for i, (cell, force) in enumerate([(0, (1.6, 0.3)), (5, (0.2, -1.5)), (2, (-1.4, 0.6))]):
+        f = np.tile(force, (150, 1))
+        push = WrenchPush.at_cell(GRID, cell, f, DT)
+        X = simulate(GRID, m, mu, push, [0.3, 0.0, 0.1]).X_WO[0]
+        steps = np.arange(X.shape[0])
+        out.append(PushData(i, push, X[0], steps, X, np.zeros((X.shape[0], 2)), X))
+    return out
+
+
+def test_refinement_lowers_the_pose_error_within_the_bounds():
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0.01, 0.04, GRID.n)
+    mu = rng.uniform(0.2, 0.6, GRID.n)
+    pushes = pushes_by_the_core(m, mu)
+    train = TrainingSet.from_pushes(GRID, pushes)
+    found = identify(train, 'probabilistic', K=2, budget=4, warm_start=False)
+    problem = RolloutProblem(GRID, pushes, found.belief.support, 0.1)
+    before = problem.quick_loss_grad(found.belief.mass, found.belief.friction, grad=False)[0]
+    # The true maps leave only the windows' start-velocity estimate (a backward difference
+    # of the origin's poses, 0.2 mm RMS here).
+    truth = problem.quick_loss_grad(m[None], mu[None], grad=False)[0][0]
+    assert truth < 1e-7 and truth < 0.05 * before.min()
+    better = refine(found, train, pushes, budget=40)
+    b = better.belief
+    after = problem.quick_loss_grad(b.mass, b.friction, grad=False)[0]
+    assert np.all(after <= before) and after.min() < 0.5 * before.min()
+    assert b.method == 'probabilistic+rollout' and b.support == found.belief.support
+    assert better.simulations > found.simulations and better.seconds > found.seconds
+    bounds = Bounds.from_grid(GRID)
+    assert np.all(b.mass >= bounds.mass_min - 1e-15) and np.all(b.mass <= bounds.mass_max)
+    assert np.allclose(b.loss, train.loss(b.mass, b.friction))
+
+
+def test_refinement_says_when_nothing_moves():
+    m, mu = np.full(GRID.n, 0.02), np.full(GRID.n, 0.5)
+    still = WrenchPush.at_cell(GRID, 0, np.zeros((50, 2)), DT)
+    X = np.tile([0.3, 0.0, 0.0], (51, 1))
+    pd = PushData(0, still, X[0], np.arange(51), X, np.zeros((51, 2)), X)
+    with pytest.raises(IdentificationError, match='no window'):
+        RolloutProblem(GRID, [pd], 'rigid', 0.1)
+    assert m.shape == mu.shape
