@@ -1,5 +1,12 @@
 """Balance at the edge: margins of the belief's centres of mass inside the support
-polygon, the probability that the object stays, and the poses the object may pass through."""
+polygon, the probability that the object stays, and the poses the object may pass through.
+
+The test is the rigid-body one whatever support model the belief's maps were identified
+under: a rigid object at rest on the table's edge stays exactly when its centre of mass is
+over the part of the footprint the table carries, which is where the rigid support model
+(:mod:`slide_core.physics.support`) can balance it with loads that press, not pull. Under
+that model the mass map enters only through the centre of mass, which is what this uses.
+"""
 
 from __future__ import annotations
 
