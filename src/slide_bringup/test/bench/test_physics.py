@@ -6,14 +6,12 @@ from __future__ import annotations
 from slide_bringup.bench.physics import replay, twin_true_maps
 
 
-def test_a_recorded_push_replays_almost_without_the_general_qp() -> None:
+def test_a_recorded_push_replays_without_the_general_qp() -> None:
     messages: list[str] = []
     result = replay(messages.append, pushes=1, repeats=1)
     assert result['replay_pushes'] == 1 and result['replay_object'] == 'book (88 cells)'
     assert result['replay_steps_per_push'] > 50
-    # Under the rigid support one step in a few hundred of a book's replay still needs the
-    # QP (measured: 1 of 625 in the bench); more would show as seconds per push.
-    assert result['replay_general_qp_fraction'] <= 0.01
+    assert result['replay_general_qp_fraction'] == 0.0
     assert result['replay_s_per_push'] > 0.0
     assert any('replaying' in m for m in messages)
 

@@ -11,6 +11,8 @@ STATUS_OK = 0
 STATUS_ACTIVE_SET = 1  # the active set did not settle within its iterations
 STATUS_COULOMB = 2  # the fingertip friction fixed point did not settle
 MAX_ITERATIONS = 400
+BLAND_AFTER = 100
+"""Iterations after which the active set leaves a degenerate vertex by Bland's rule."""
 
 
 @njit(cache=True)
@@ -92,6 +94,13 @@ def working_rows(
 
 
 @njit(cache=True)
+def _row_key(wg: np.ndarray, wk: np.ndarray, j: int) -> int:
+    """A fixed number of working-set row j for Bland's rule: the normal constraint first,
+    then the kinks by piece."""
+    return -1 if wg[j] < 0 else int(wk[j])
+
+
+@njit(cache=True)
 def active_set(
     Minv: np.ndarray,
     a: np.ndarray,
@@ -128,8 +137,11 @@ def active_set(
     vstar = fv[4]
     d = fv[5]
     nw = nw_box[0]
-    for _ in range(MAX_ITERATIONS):
+    for it in range(MAX_ITERATIONS):
         nw_box[1] += 1
+        # Past BLAND_AFTER iterations the method is cycling on a degenerate vertex: leave
+        # by Bland's rule (of the admissibility violations, the lowest-numbered row goes).
+        bland = it >= BLAND_AFTER
         # The equality problem: M (v - a) + f_pi + C^T mu = 0, C v = e.
         f[:] = 0.0
         for g in range(ng):
@@ -221,10 +233,16 @@ def active_set(
         # At the equality solution: are the multipliers admissible?
         worst = tol
         act = -1
+        key = 1 << 62
         pivot = False
         for j in range(nw):
             viol = -mu[j] if wg[j] < 0 else mu[j]
-            if viol > worst:
+            if bland:
+                if viol > tol and _row_key(wg, wk, j) < key:
+                    key = _row_key(wg, wk, j)
+                    act = j
+                    pivot = False
+            elif viol > worst:
                 worst = viol
                 act = j
                 pivot = False
@@ -245,7 +263,12 @@ def active_set(
                     s += mu[jj]
                     if mu[jj] < mu[best_j]:
                         best_j = jj
-            if -s > worst:
+            if bland:
+                if -s > tol and _row_key(wg, wk, best_j) < key:
+                    key = _row_key(wg, wk, best_j)
+                    act = best_j
+                    pivot = True
+            elif -s > worst:
                 worst = -s
                 act = best_j
                 pivot = True
