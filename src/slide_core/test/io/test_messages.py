@@ -112,3 +112,31 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
         atol=0.003,
     )
     assert np.linalg.norm(X[:2] - twin.object_pose()[:2]) < 0.01
+
+
+@pytest.mark.parametrize('support', ['rigid', 'cell-mass'])
+def test_belief_message_round_trip_keeps_the_support_model(support: str) -> None:
+    from slide_core.io import belief_from_msg, belief_to_msg
+    from slide_core.model import Belief
+    from slide_interfaces.msg import MassFrictionModel, ModelBelief
+
+    grid = Grid.from_occupancy([[1, 1, 0], [1, 1, 1]], 0.02, 0.03)
+    rng = np.random.default_rng(0)
+    b = Belief.create(
+        grid,
+        rng.uniform(0.01, 0.02, (2, grid.n)),
+        rng.uniform(0.2, 0.6, (2, grid.n)),
+        [0.3, 0.7],
+        [1.0, 2.0],
+        'probabilistic',
+        support,
+    )
+    msg = belief_to_msg(b, np.array([0.3, 0.1, 0.2]), ModelBelief(), MassFrictionModel, 0.05)
+    back = belief_from_msg(msg)
+    assert back.support == support and back.method == 'probabilistic'
+    np.testing.assert_allclose(back.mass, b.mass)
+    msg.support = ''  # a sender from before the field: the default
+    assert belief_from_msg(msg).support == 'rigid'
+    msg.support = 'springs'
+    with pytest.raises(SlideInputError, match='support model'):
+        belief_from_msg(msg)

@@ -64,6 +64,14 @@ def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path,
     back = load_belief(path)
     np.testing.assert_allclose(back.mass, b.mass, atol=1e-7)
     np.testing.assert_allclose(back.weight, b.weight)
+    assert back.support == b.support == 'rigid'
+    # A file from before the support model was written down was identified with m_i g.
+    doc = yaml.safe_load(path.read_text())
+    del doc['support']
+    old = tmp_path / 'old.yaml'
+    old.write_text(yaml.safe_dump(doc))
+    assert load_belief(old).support == 'cell-mass'
+    old.unlink()
     before = path.read_text()
 
     def broken_dump(*args, **kwargs):
