@@ -26,6 +26,11 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
         'exploratory pushes after the first: most-distinctive (under a belief of the pushes '
         'so far, paper 2) or random',
     ),
+    'support': (
+        'rigid',
+        "how the table carries the object's cells in identification and planning: rigid (a "
+        "rigid body's linear pressure) or cell-mass (each cell's own weight, the papers')",
+    ),
     'rviz': ('false', 'start RViz with config/slide.rviz (robot PC)'),
     'record': ('', 'record the episode topics to this bag folder'),
     'exit_on_done': (
@@ -109,6 +114,8 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
         raise GraphError(
             f'exploration must be random or most-distinctive, got {out["exploration"]!r}'
         )
+    if out['support'] not in ('rigid', 'cell-mass'):
+        raise GraphError(f'support must be rigid or cell-mass, got {out["support"]!r}')
     try:
         int(out['seed'])
     except ValueError:
@@ -237,7 +244,10 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             (('ft_wrench', '/netft/wrench'), ('ft_limit', '/netft/limit_exceeded')),
         ),
         NodeSpec(
-            'slide_ros', 'identification_node', 'identification', {'workcell_file': workcell}
+            'slide_ros',
+            'identification_node',
+            'identification',
+            {'workcell_file': workcell, 'support': a['support']},
         ),
         NodeSpec(
             'slide_ros',

@@ -28,7 +28,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_bringup.graph import pregrasp, select  # noqa: E402
+from slide_bringup.graph import GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
 from slide_core.geometry import rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
@@ -388,3 +388,11 @@ def test_a_robot_backend_runs_the_camera_and_moveit_instead_of_the_twin() -> Non
     assert actions['netft']['parameters'][0]['address'] == '192.168.1.7'
     executor = actions['executor']['parameters'][0]
     assert executor['backend'] == 'moveit_py' and executor['planning_group'] == 'fr3_arm'
+
+
+def test_the_support_argument_reaches_identification_and_a_bad_one_is_refused() -> None:
+    specs = {s.name: s for s in pregrasp({'support': 'cell-mass'})}
+    assert specs['identification'].parameters['support'] == 'cell-mass'
+    assert {s.name: s for s in pregrasp({})}['identification'].parameters['support'] == 'rigid'
+    with pytest.raises(GraphError, match='support must be rigid or cell-mass'):
+        pregrasp({'support': 'springs'})
