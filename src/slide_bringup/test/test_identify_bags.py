@@ -86,3 +86,21 @@ def test_a_bag_with_nothing_usable_is_a_one_line_error(
     assert reason in out.stderr and 'Traceback' not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / 'm.yaml').exists()
+
+
+def test_identify_under_the_papers_loads_with_a_refinement_writes_what_it_did(
+    bag: Path, tmp_path: Path
+) -> None:
+    from slide_core.model import load_belief
+
+    model = tmp_path / 'm.yaml'
+    out = slide(
+        'identify', str(bag), '--train', '0-1', '--models', '2', '--budget', '100',
+        '--support', 'cell-mass', '--refine-budget', '6', '--out', str(model), '--json',
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    belief = load_belief(model)
+    assert belief.support == 'cell-mass' and belief.method == 'probabilistic+rollout'
+    bad = slide('identify', str(bag), '--refine-budget', '-1', '--out', str(tmp_path / 'x.yaml'))
+    assert bad.returncode == 2 and '--refine-budget must be >= 0' in bad.stderr
+    assert not (tmp_path / 'x.yaml').exists()

@@ -64,6 +64,8 @@ def run(
 ) -> dict[str, Any]:
     names = list(objects or library_names())
     support = check_support(support or DEFAULT_SUPPORT)
+    if refine_budget < 0:
+        raise ValueError(f'the refinement budget must be >= 0, got {refine_budget}')
     methods = list(methods or METHODS)
     rows: dict[str, dict[str, list[float]]] = {
         m: {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
