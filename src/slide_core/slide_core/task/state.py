@@ -88,7 +88,8 @@ class TaskSettings:
 class TaskState:
     """What the task knows so far (the behaviour node publishes it): the grid and last
     pose, the exploratory primitives and their pushes on identification's step, what
-    every push measured, the belief, goal, last step, planned pushes, the grasp."""
+    every push measured, the belief, goal, last step, planned pushes, the grasp;
+    ``X_reached``: the observed pose at which the planner found the goal reached."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -102,6 +103,7 @@ class TaskState:
     planned: int = 0
     simulations: int = 0
     reached: bool = False
+    X_reached: FloatArray | None = None
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

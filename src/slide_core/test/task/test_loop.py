@@ -1,0 +1,75 @@
+"""The task loop's last stage: the grasp at the pose the goal was reached at."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import Grid
+from slide_core.model import Belief
+from slide_core.planning import Grasp
+from slide_core.task import TaskSettings
+from slide_core.task.loop import Task, TaskFailure, at_rest
+from slide_core.task.state import Outcome
+from slide_core.task.world import GraspReport, Observation
+
+GRID = Grid.from_occupancy(np.ones((2, 4)), 0.02, 0.03)
+X_REACHED = np.array([0.02, -0.1, 0.3])
+GRASP = Grasp(np.array([-0.012, -0.1]), 0.015, 0.0, 0.04, 0.04)
+
+
+class Arm:
+    """The hardware: a camera that sees the object at ``pose`` now, a gripper that lifts."""
+
+    def __init__(self, pose: np.ndarray) -> None:
+        self.pose = pose
+        self.grasped: list[Grasp] = []
+
+    def observe(self) -> Observation:
+        return Observation(GRID, self.pose, 0.0)
+
+    def grasp(self, grasp: Grasp) -> GraspReport:
+        self.grasped.append(grasp)
+        return GraspReport(True, 0.1)
+
+
+class BorderlineGrasps:
+    """A planner whose only grasp qualifies at exactly the pose the goal was reached at."""
+
+    def __init__(self) -> None:
+        self.asked: list[np.ndarray] = []
+
+    def grasp_at(self, belief: Belief, X_WO: np.ndarray) -> Grasp | None:
+        self.asked.append(np.array(X_WO))
+        return GRASP if np.array_equal(X_WO, X_REACHED) else None
+
+
+def task(pose: np.ndarray) -> tuple[Task, Arm, BorderlineGrasps]:
+    arm, planner = Arm(pose), BorderlineGrasps()
+    t = Task(arm, planner, TaskSettings())  # type: ignore[arg-type]  # only grasp_at is asked
+    st = t.state
+    st.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    st.reached, st.X_reached = True, X_REACHED
+    return t, arm, planner
+
+
+def test_a_second_look_within_perception_noise_keeps_the_reached_grasp() -> None:
+    t, arm, planner = task(X_REACHED + [0.0004, -0.0003, 0.002])
+    t.final_grasp()
+    assert arm.grasped == [GRASP] and len(planner.asked) == 2
+    np.testing.assert_array_equal(planner.asked[1], X_REACHED)
+
+
+def test_an_object_that_moved_since_is_not_grasped_where_it_was() -> None:
+    t, arm, planner = task(X_REACHED + [0.01, 0.0, 0.0])
+    with pytest.raises(TaskFailure) as failure:
+        t.final_grasp()
+    assert failure.value.outcome is Outcome.NO_GRASP and arm.grasped == []
+    assert len(planner.asked) == 1
+
+
+def test_at_rest_is_within_a_few_millimetres_and_about_a_degree() -> None:
+    x = np.array([0.1, 0.2, np.pi - 0.005])
+    assert at_rest(x, x + [0.002, 0.002, 0.0])
+    assert at_rest(x, np.array([0.1, 0.2, -np.pi + 0.005]))  # across the wrap
+    assert not at_rest(x, x + [0.003, 0.003, 0.0]) and not at_rest(x, x + [0.0, 0.0, 0.05])
