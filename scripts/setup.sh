@@ -141,4 +141,8 @@ if ! colcon --log-base "$root/log" build --base-paths src --symlink-install \
   die "colcon build failed; full log in $colcon_log"
 fi
 tail -n 3 "$colcon_log" >&2
+# Numba's disk cache keys a compiled function on its own file only: one that calls a jitted
+# function of another module keeps the old machine code when only that module changed.
+# Compiled kernels are rebuilt on first use after each setup (a minute, once).
+find "$root/src" "$root/build" -name '*.nb[ic]' -delete 2>/dev/null || true
 log "done: run commands with scripts/run.sh CMD (e.g. scripts/run.sh slide --help)"
