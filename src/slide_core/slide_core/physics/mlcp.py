@@ -131,10 +131,51 @@ def solve_mlcp(
         lam_n = sol.lam_n if it < 10 else 0.5 * (lam_n + sol.lam_n)
     # Near a stick/slip switch the iteration can cycle between two close normal impulses;
     # their mean is the step's answer to within the cycle's width (1% at most).
+    L[finger.group] = finger.mu * lam_n
+    sol = _solve_qp(M, v_star, G, o, E, L, finger, check=False)
     if abs(sol.lam_n - lam_n) <= 1e-12 * scale + 1e-2 * abs(lam_n):
-        L[finger.group] = finger.mu * lam_n
+        return sol
+    return _bisect_coulomb(M, v_star, G, o, E, L, finger, max(lam_n, sol.lam_n), scale)
+
+
+def _bisect_coulomb(
+    M: FloatArray,
+    v_star: FloatArray,
+    G: FloatArray,
+    o: FloatArray,
+    E: FloatArray,
+    L: FloatArray,
+    finger: Fingertip,
+    guess: float,
+    scale: float,
+) -> MlcpSolution:
+    """The fingertip's Coulomb fixed point by bisection, where iterating cycles widely.
+
+    With the friction limit frozen at ``mu lambda``, the Tresca problem's normal impulse is
+    a continuous function phi(lambda) with phi(0) >= 0 that stays bounded, so
+    phi(lambda) - lambda changes sign on [0, hi] for a large enough hi: bisection finds a
+    fixed point (Coulomb's friction at the normal impulse it produces)."""
+
+    def phi(lam: float) -> MlcpSolution:
+        L[finger.group] = finger.mu * lam
         return _solve_qp(M, v_star, G, o, E, L, finger, check=False)
-    raise MlcpError('the fingertip friction problem did not settle')
+
+    lo, hi = 0.0, max(guess, 1e-12 * scale)
+    for _ in range(60):
+        if phi(hi).lam_n <= hi:
+            break
+        lo, hi = hi, 2.0 * hi
+    else:
+        raise MlcpError('the fingertip friction problem did not settle')
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if phi(mid).lam_n > mid:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * scale + 1e-9 * hi:
+            break
+    return phi(hi)
 
 
 def _solve_qp(

@@ -63,3 +63,25 @@ def test_fingertip_friction_is_bounded_by_mu_times_the_normal_impulse() -> None:
     lam_t = sol.lam[0] - sol.lam[1]
     assert abs(lam_t) == pytest.approx(0.2 * sol.lam_n, rel=1e-5)
     assert 0 < sol.v[1] < 1.0  # dragged sideways, slipping
+
+
+def test_a_fingertip_fixed_point_that_iteration_misses_is_found_by_bisection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same slipping fingertip, with no pass of the fixed-point iteration (as if it
+    # cycled widely near a stick/slip switch): bisection on the normal impulse gives
+    # Coulomb's friction at the impulse it produces, as the iteration does when it settles.
+    G = np.array([[0.0, 1.0, 0.0], [0.0, -1.0, 0.0], [0.3, 0.2, 1.0]])
+    v_F = np.array([1.0, 1.0])
+    o = np.array([-v_F[1], v_F[1], 0.0])
+    E = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    L = np.array([0.0, 0.05])
+    tip = Fingertip(g_n=np.array([-1.0, 0.0, 0.0]), o_n=v_F[0], group=0, mu=0.4)
+    settled = solve_mlcp(M1, np.zeros(3), G, o, E, L, finger=tip)
+    monkeypatch.setattr('slide_core.physics.mlcp._COULOMB_ITERATIONS', 0)
+    bisected = solve_mlcp(M1, np.zeros(3), G, o, E, L, finger=tip)
+    assert abs(bisected.lam[0] - bisected.lam[1]) == pytest.approx(
+        0.4 * bisected.lam_n, rel=1e-6
+    )
+    assert bisected.lam_n == pytest.approx(settled.lam_n, rel=1e-6)
+    np.testing.assert_allclose(bisected.v, settled.v, atol=1e-7)
