@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from matplotlib.path import Path
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial import ConvexHull, QhullError
@@ -114,3 +115,21 @@ def tallest_under(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> float:
     """Tallest cell [m] under table-frame points p_W (..., 2) on the object (0 if none)."""
     r, c, inside = cells_under(grid, X_WO, p_W.reshape(-1, 2))
     return float(grid.heights[r[inside], c[inside]].max()) if inside.any() else 0.0
+
+
+def polygon_coverage(grid: Grid, vertices_O: ArrayLike, samples: int = 8) -> FloatArray:
+    """(n,) the fraction of each occupied cell's square that a polygon (k, 2) [m, object
+    frame] covers, from ``samples`` x ``samples`` points per cell (a cell on a curved or
+    slanted outline is partly the object's: its mass and its share of the support go with
+    the covered area)."""
+    v = np.asarray(vertices_O, dtype=float)
+    if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
+        raise ValueError(f'a polygon needs (k>=3, 2) finite vertices, got {v.shape}')
+    if samples < 1:
+        raise ValueError(f'samples must be >= 1, got {samples}')
+    w = grid.cell_size
+    u = (np.arange(samples) + 0.5) / samples - 0.5
+    offsets = np.stack(np.meshgrid(u * w, u * w), axis=-1).reshape(-1, 2)  # (s^2, 2)
+    points = grid.p_OC[:, None, :] + offsets[None]
+    inside = Path(v).contains_points(points.reshape(-1, 2)).reshape(grid.n, -1)
+    return np.asarray(inside.mean(axis=1), dtype=float)

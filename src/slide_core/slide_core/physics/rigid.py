@@ -51,7 +51,9 @@ class RigidModel:
     support: Support
 
     @classmethod
-    def of(cls, grid: Grid, support: str = DEFAULT_SUPPORT) -> RigidModel:
+    def of(
+        cls, grid: Grid, support: str = DEFAULT_SUPPORT, area: ArrayLike | None = None
+    ) -> RigidModel:
         p_OG = grid.p_OC.mean(axis=0)
         r = grid.p_OC - p_OG
         n = grid.n
@@ -62,7 +64,7 @@ class RigidModel:
         J[:, 1, 2] = r[:, 0]
         Q = np.einsum('nai,naj->nij', J, J)
         Q[:, 2, 2] += grid.cell_size**2 / 6.0
-        return cls(grid, p_OG, r, J, Q, Support.of(grid, support))
+        return cls(grid, p_OG, r, J, Q, Support.of(grid, support, area))
 
     def loads(self, mass: FloatArray) -> FloatArray:
         """Normal loads (K, n) [N] of the cells for masses (K, n)."""

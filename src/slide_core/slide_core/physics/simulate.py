@@ -37,6 +37,7 @@ def simulate(
     X_WO0: ArrayLike,
     V_WO0: ArrayLike | None = None,
     support: str = DEFAULT_SUPPORT,
+    area: ArrayLike | None = None,
 ) -> Rollout:
     """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
 
@@ -50,9 +51,12 @@ def simulate(
             at rest when omitted.
         support: how the table carries the cells, ``'rigid'`` or ``'cell-mass'``
             (:mod:`slide_core.physics.support`).
+        area: (n,) the fraction of each cell the object covers (a cell on a curved
+            outline is partly outside it; see :func:`slide_core.geometry.polygon_coverage`):
+            its share of the support pressure; whole cells when omitted.
     """
     m, mu = check_params(grid, mass, friction)
-    return run_rollout(RigidModel.of(grid, support), m, mu, push, X_WO0, V_WO0)
+    return run_rollout(RigidModel.of(grid, support, area), m, mu, push, X_WO0, V_WO0)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.geometry import Grid, GridError, cell_positions, check_pose, rotation, wrap_angle
+from slide_core.geometry import (
+    Grid,
+    GridError,
+    cell_positions,
+    check_pose,
+    polygon_coverage,
+    rotation,
+    wrap_angle,
+)
 
 L_SHAPE = [[1, 0, 0], [1, 1, 1]]
 # A 3 mm U whose bounding box centre lies in its notch.
@@ -100,3 +108,15 @@ def test_bad_poses_and_cells_are_rejected() -> None:
         g.index_of(0, 1)
     with pytest.raises(GridError, match='does not exist'):
         g.check_cell(4)
+
+
+def test_polygon_coverage_is_the_covered_share_of_each_cell():
+    # A right triangle over a 2 x 2 grid of 1 cm cells: the diagonal halves two cells.
+    triangle = np.array([[-0.01, -0.01], [0.01, -0.01], [-0.01, 0.01]])
+    grid = Grid.from_occupancy(np.ones((2, 2)), 0.01)
+    frac = polygon_coverage(grid, triangle, samples=20)
+    # Row 0 is +y: cells (0,0) top-left, (0,1) top-right, (1,0) bottom-left, (1,1).
+    np.testing.assert_allclose(frac, [0.5, 0.0, 1.0, 0.5], atol=0.03)
+    assert frac.sum() * 1e-4 == pytest.approx(2e-4, rel=0.05)  # the triangle's area
+    with pytest.raises(ValueError, match='vertices'):
+        polygon_coverage(grid, triangle[:2])
