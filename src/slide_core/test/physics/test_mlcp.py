@@ -80,8 +80,6 @@ def test_a_fingertip_fixed_point_that_iteration_misses_is_found_by_bisection(
     settled = solve_mlcp(M1, np.zeros(3), G, o, E, L, finger=tip)
     monkeypatch.setattr('slide_core.physics.mlcp._COULOMB_ITERATIONS', 0)
     bisected = solve_mlcp(M1, np.zeros(3), G, o, E, L, finger=tip)
-    assert abs(bisected.lam[0] - bisected.lam[1]) == pytest.approx(
-        0.4 * bisected.lam_n, rel=1e-6
-    )
+    assert abs(bisected.lam[0] - bisected.lam[1]) == pytest.approx(0.4 * bisected.lam_n, rel=1e-6)
     assert bisected.lam_n == pytest.approx(settled.lam_n, rel=1e-6)
     np.testing.assert_allclose(bisected.v, settled.v, atol=1e-7)
