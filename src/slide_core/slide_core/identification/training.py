@@ -16,7 +16,7 @@ from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
-from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support
+from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support, check_support
 
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
@@ -142,7 +142,7 @@ class TrainingSet:
             np.concatenate(ws),
             rho,
             len(ws),
-            Support.of(grid, support).kind,
+            check_support(support),
         )
 
     @cached_property
@@ -157,9 +157,12 @@ class TrainingSet:
 
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
+        return self._residual(m, mu, self.loads.loads(m))
+
+    def _residual(self, m: FloatArray, mu: FloatArray, N: FloatArray) -> FloatArray:
+        """:meth:`residual` with the normal loads N (K, n) of m given."""
         Q2, G2, w2 = self._matrices
-        c = mu * self.loads.loads(m)
-        res = w2[None] - m @ Q2.T - c @ G2.T
+        res = w2[None] - m @ Q2.T - (mu * N) @ G2.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
     def loss(self, m: ArrayLike, mu: ArrayLike) -> FloatArray:
@@ -171,15 +174,16 @@ class TrainingSet:
         """Losses (K,) and their exact gradients d/dm, d/dmu (K, n)."""
         m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
         Q2, G2, _ = self._matrices
-        res = self.residual(m2, mu2)
+        N, dN = self.loads.loads_and_jacobian(m2)
+        res = self._residual(m2, mu2, N)
         S = self.steps
         loss = np.mean(np.sum(res**2, axis=2), axis=1)
         flat = res.reshape(res.shape[0], -1)
         rG = flat @ G2
         rQ = flat @ Q2
         g_c = -2.0 / S * rG  # d loss / d c, c = mu N
-        g_m = -2.0 / S * rQ + np.einsum('ki,kij->kj', g_c * mu2, self.loads.load_jacobian(m2))
-        g_mu = g_c * self.loads.loads(m2)
+        g_m = -2.0 / S * rQ + np.einsum('ki,kij->kj', g_c * mu2, dN)
+        g_mu = g_c * N
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
     @cached_property
@@ -200,11 +204,13 @@ class TrainingSet:
         mu2 = np.ascontiguousarray(np.atleast_2d(mu), dtype=float)
         K, n = m2.shape
         loss, g_m, g_c = np.zeros(K), np.zeros((K, n)), np.zeros((K, n))
-        N = self.loads.loads(m2)
-        kernels.quadratic_loss_grad(H, b, ww, self.steps, m2, N, mu2, loss, g_m, g_c, grad)
         if not grad:
+            N = self.loads.loads(m2)
+            kernels.quadratic_loss_grad(H, b, ww, self.steps, m2, N, mu2, loss, g_m, g_c, grad)
             return loss, g_m, g_c
-        g_m += np.einsum('ki,kij->kj', g_c * mu2, self.loads.load_jacobian(m2))
+        N, dN = self.loads.loads_and_jacobian(m2)
+        kernels.quadratic_loss_grad(H, b, ww, self.steps, m2, N, mu2, loss, g_m, g_c, grad)
+        g_m += np.einsum('ki,kij->kj', g_c * mu2, dN)
         return loss, g_m, g_c * N
 
     @cached_property

@@ -56,10 +56,10 @@ from slide_core.physics.inputs import PhysicsError, Rollout, WrenchPush, check_p
 from slide_core.physics.jacobians import StepParams, step_jacobians
 from slide_core.physics.rigid import (
     S90,
-    SPIN_ARM,
     RigidModel,
     body_twist,
     com_twist,
+    torsion_limits,
 )
 from slide_core.physics.simulate import StepRecord, run_rollout, wrench_impulse
 from slide_core.physics.step import fast_step
@@ -309,7 +309,7 @@ def one_step_loss(
     M = model.mass_matrix(mb)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     params = StepParams.of(model, M, mb, mub, h)
-    L, L_tau = params.L, SPIN_ARM * grid.cell_size * params.L.sum(axis=1)
+    L, L_tau = params.L, torsion_limits(grid, params.L)
     result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
     J_nu, _, J_m, J_mu = step_jacobians(params, nu, P, result)
     V1 = com_twist(th, result.nu, c_B)

@@ -128,8 +128,8 @@ class StepParams:
         cls, model: RigidModel, M: FloatArray, m: FloatArray, mu: FloatArray, h: float
     ) -> StepParams:
         """The parameters of masses m and frictions mu (K, n) under the model's support."""
-        N = model.loads(m)
-        return cls(model, M, m, mu, mu * N * h, h, N, model.support.load_jacobian(m))
+        N, dN_dm = model.support.loads_and_jacobian(m)
+        return cls(model, M, m, mu, mu * N * h, h, N, dN_dm)
 
 
 def step_jacobians(

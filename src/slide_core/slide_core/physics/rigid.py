@@ -104,8 +104,13 @@ def friction_limits(
     """Per-cell friction impulse limits (K, n) ``mu_i N_i h`` with the normal loads of the
     model's support, and merged torsion limits (K,)."""
     L = friction * model.loads(mass) * h
-    L_tau = SPIN_ARM * model.grid.cell_size * L.sum(axis=1)
-    return L, L_tau
+    return L, torsion_limits(model.grid, L)
+
+
+def torsion_limits(grid: Grid, L: FloatArray) -> FloatArray:
+    """The merged torsion limits (K,) of cell limits L (K, n): each cell's spin lever
+    ``SPIN_ARM w`` times its limit, summed."""
+    return np.asarray(SPIN_ARM * grid.cell_size * L.sum(axis=1), dtype=float)
 
 
 def polygon_directions(angle: float) -> FloatArray:

@@ -161,11 +161,15 @@ class Support:
         tension = np.any((linear < 0.0) & (self.area > 0.0), axis=1)
         return [int(k) for k in np.nonzero(tension & np.all(m >= 0.0, axis=1))[0]]
 
-    def loads(self, mass: ArrayLike) -> FloatArray:
-        """Normal loads N (K, n) [N] of masses (K, n) or (n,) [kg] (returns (K, n))."""
+    def _masses(self, mass: ArrayLike) -> FloatArray:
         m = np.atleast_2d(np.asarray(mass, dtype=float))
         if m.shape[1] != self.n:
             raise PhysicsError(f'mass must have {self.n} cells per hypothesis, got {m.shape}')
+        return m
+
+    def loads(self, mass: ArrayLike) -> FloatArray:
+        """Normal loads N (K, n) [N] of masses (K, n) or (n,) [kg] (returns (K, n))."""
+        m = self._masses(mass)
         out = m @ self._P_all.T  # no lift-off (and the cell-mass loads): linear in m
         if self.kind == 'cell-mass':
             return np.asarray(out, dtype=float)
@@ -175,20 +179,26 @@ class Support:
             out[k] = np.where(active, self.area * (self._E @ z), 0.0)
         return np.asarray(out, dtype=float)
 
-    def load_jacobian(self, mass: ArrayLike) -> FloatArray:
-        """dN/dm (K, n, n): ``[k, i, j]`` the change of cell i's load per kg at cell j (on
-        the active cells of :meth:`loads`)."""
-        m = np.atleast_2d(np.asarray(mass, dtype=float))
-        K, n = m.shape
-        out = np.repeat(self._P_all[None], K, axis=0)
+    def loads_and_jacobian(self, mass: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """:meth:`loads` (K, n) and dN/dm (K, n, n), ``[k, i, j]`` the change of cell i's
+        load per kg at cell j (on the active cells), from one balance per hypothesis."""
+        m = self._masses(mass)
+        K = m.shape[0]
+        N = m @ self._P_all.T
+        dN = np.repeat(self._P_all[None], K, axis=0)
         if self.kind == 'cell-mass':
-            return out
+            return np.asarray(N, dtype=float), dN
         b = GRAVITY * m @ self._E
-        for k in self._lifting(m, m @ self._P_all.T):
-            _, active = self._active_solution(b[k])
-            out[k] = 0.0
+        for k in self._lifting(m, N):
+            z, active = self._active_solution(b[k])
+            N[k] = np.where(active, self.area * (self._E @ z), 0.0)
+            dN[k] = 0.0
             E_a = self._E[active]
             H = (E_a * self.area[active, None]).T @ E_a
             left = (E_a * self.area[active, None]) @ np.linalg.pinv(H)  # (n_a, 3)
-            out[k, active] = GRAVITY * left @ self._E.T
-        return out
+            dN[k, active] = GRAVITY * left @ self._E.T
+        return np.asarray(N, dtype=float), dN
+
+    def load_jacobian(self, mass: ArrayLike) -> FloatArray:
+        """dN/dm (K, n, n) of :meth:`loads_and_jacobian`."""
+        return self.loads_and_jacobian(mass)[1]
