@@ -42,6 +42,9 @@ def test_refinement_lowers_the_pose_error_within_the_bounds():
     found = identify(train, 'probabilistic', K=2, budget=4, warm_start=False)
     problem = RolloutProblem(GRID, pushes, found.belief.support, 0.1)
     before = problem.quick_loss_grad(found.belief.mass, found.belief.friction, grad=False)[0]
+    # The losses alone (compiled rollouts) are the gradient path's (tracked step by step).
+    with_grad = problem.quick_loss_grad(found.belief.mass, found.belief.friction)[0]
+    np.testing.assert_allclose(before, with_grad, rtol=1e-9)
     # The true maps leave only the windows' start-velocity estimate (a backward difference
     # of the origin's poses, 0.2 mm RMS here).
     truth = problem.quick_loss_grad(m[None], mu[None], grad=False)[0][0]
