@@ -6,8 +6,11 @@ the table top at the middle of the edge, x inwards. The table covers ``0 <= x <=
 
 Friction (the trap in ``shared/ros2-from-pip.md``): MuJoCo combines two geoms' friction
 by taking the larger one, and a geom's default is 1.0. The table's friction is therefore
-0 and the object's cell geoms have ``priority="1"``, so each cell slides with exactly its
-specified coefficient.
+0 and the object's cell geoms have ``priority="1"``, so a contact's parameters are the
+cell's. Against the table and the floor the cells have ``condim="1"``: MuJoCo gives the
+normal force only, and the twin adds each cell's Coulomb friction itself
+(:mod:`slide_sim.friction` says why). The fingertip and the gripper's pads have a higher
+priority and their own condim, so their contacts with the object keep MuJoCo's friction.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def object_xml(spec: ObjectSpec, X_WO: tuple[float, float, float]) -> str:
         geoms.append(
             f'<geom name="cell{i}" type="box" size="{half:.6f} {half:.6f} {h / 2:.6f}" '
             f'pos="{p[0]:.6f} {p[1]:.6f} {h / 2:.6f}" mass="{spec.mass[i]:.6f}" '
-            f'friction="{spec.friction[i]:.6f} 0.005 0.0001" priority="1" condim="3" '
+            f'friction="{spec.friction[i]:.6f} 0.005 0.0001" priority="1" condim="1" '
             f'rgba="0.3 0.45 0.8 1"/>'
         )
     x, y, yaw = X_WO

@@ -5,8 +5,10 @@ speeds as a position-controlled arm would (stiff servo, so it lags a little unde
 which waypoints make a push is decided above it (:func:`slide_core.model.push_waypoints`).
 The 6-axis force/torque sensor sits at the fingertip's mount (site ``ft``); it reads the force the
 mount applies to the fingertip, which is the force the fingertip applies to the object
-(the fingertip's own weight is compensated). Ground truth: the object's pose, whether it
-fell, and its true maps.
+(the fingertip's own weight is compensated). The table carries the object with MuJoCo's
+compliant normal contact, and its friction is Coulomb's law applied by the twin
+(:mod:`slide_sim.friction`: MuJoCo's own sliding friction chattered and moved the load onto
+grippy cells). Ground truth: the object's pose, whether it fell, and its true maps.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray
 from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
 from slide_core.planning import Grasp, grasp_waypoints
+from slide_sim.friction import TableFriction
 from slide_sim.scene import FINGER_KP, workcell_xml
 
 
@@ -98,6 +101,14 @@ class Twin:
         ]
         self._paths: dict[str, _Path | None] = {'fingertip': None, 'gripper': None}
         self._fingers: tuple[FloatArray, float, int, int] | None = None
+        first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, 'cell0')
+        self._friction = TableFriction(
+            m,
+            self._obj,
+            first + np.arange(spec.grid.n),
+            spec.friction,
+            [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in ('table', 'floor')],
+        )
         mujoco.mj_forward(self.model, self.data)
         self.settle(0.2)
 
@@ -165,26 +176,11 @@ class Twin:
         return total
 
     def table_loads(self) -> FloatArray:
-        """Normal forces (n,) [N] the table exerts on each of the object's cells now (the
-        sum over each cell geom's contacts; for evaluation, like :meth:`contact_force`).
-
-        MuJoCo's soft contacts trade the normal force against friction while the object
-        slides, so these chatter between zero and several times the weight at a few tens of
-        hertz; their mean is the weight (at rest, a launched block's deceleration) to about
-        1%, during a steady push 8% above it (50 ms means: 1 to 21% above)."""
-        table = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, 'table')
-        first = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, 'cell0')
-        out = np.zeros(self.spec.grid.n)
-        f6 = np.zeros(6)
-        for i in range(self.data.ncon):
-            c = self.data.contact[i]
-            if table not in (c.geom1, c.geom2):
-                continue
-            cell = (c.geom2 if c.geom1 == table else c.geom1) - first
-            if 0 <= cell < out.size:
-                mujoco.mj_contactForce(self.model, self.data, i, f6)
-                out[cell] += f6[0]
-        return out
+        """Normal forces (n,) [N] that what carries the object (the table; the floor once it
+        fell) exerts on each of its cells in the last step (the sum over each cell geom's
+        contacts; for evaluation, like :meth:`contact_force`). Steady while the object
+        slides: friction is the twin's own Coulomb law (:mod:`slide_sim.friction`)."""
+        return self._friction.normal_forces(self.data)
 
     def ground_truth(self) -> dict[str, object]:
         """True maps and state, for evaluation only."""
@@ -278,7 +274,9 @@ class Twin:
             k += 1
             self.data.ctrl[3:5] = start + (target - start) * (k / steps)
             self._fingers = None if k >= steps else (start, target, steps, k)
+        self._friction.apply(self.data)
         mujoco.mj_step(self.model, self.data)
+        self._friction.stepped(self.data)
         return events
 
     def _set(self, tool: str, p: FloatArray) -> None:

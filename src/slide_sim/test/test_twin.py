@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import mujoco
 import numpy as np
 import pytest
 
@@ -70,7 +69,7 @@ def test_ft_sensor_reads_the_fingertip_contact_force(workcell) -> None:
     sensed, contact = [], []
     for k in range(500):
         twin.data.ctrl[:3] = start + np.array([0.05 * twin.model.opt.timestep * k, 0.0, 0.0])
-        mujoco.mj_step(twin.model, twin.data)
+        twin.step()  # no path is active: one physics step with the twin's own friction
         sensed.append(twin.wrench()[:3])
         contact.append(twin.contact_force())
     sensed, contact = np.array(sensed), np.array(contact)
@@ -136,7 +135,7 @@ def test_the_resting_pressure_is_a_rigid_bodys_linear_pressure(name: str, workce
     assert np.abs(loads - cell_mass).sum() > 2 * np.abs(loads - rigid).sum()
 
 
-def test_a_launched_block_stops_where_coulomb_friction_says(workcell) -> None:
+def test_a_launched_block_stops_where_coulomb_friction_says_and_stays(workcell) -> None:
     twin = Twin(UNIFORM_BOX, workcell, (0.3, 0.0, 0.0))
     twin.settle(0.2)
     x0 = twin.object_pose()[0]
@@ -145,23 +144,36 @@ def test_a_launched_block_stops_where_coulomb_friction_says(workcell) -> None:
     twin.settle(0.6)
     mu = float(UNIFORM_BOX.friction[0])
     expected = 1.0 / (2 * mu * 9.81)
-    assert twin.object_pose()[0] - x0 == pytest.approx(expected, rel=0.02)
-    assert abs(twin.object_pose()[1]) < 1e-3 and abs(twin.object_pose()[2]) < 0.01
+    stopped = twin.object_pose()
+    assert stopped[0] - x0 == pytest.approx(expected, rel=0.02)
+    assert abs(stopped[1]) < 1e-3 and abs(stopped[2]) < 0.01
+    twin.settle(0.5)  # static friction holds it: no creep
+    np.testing.assert_allclose(twin.object_pose(), stopped, atol=1e-6)
 
 
-def test_the_table_carries_the_weight_of_a_steadily_pushed_object_on_average(workcell) -> None:
-    twin = Twin(UNIFORM_BOX, workcell, (0.35, 0.0, 0.0))
-    weight = UNIFORM_BOX.total_mass * 9.81
-    sums: list[float] = []
-    primitive = Primitive.create((-0.06, 0.0), (1.0, 0.0), travel=0.06, speed=0.05)
-    rec = twin.push(primitive, on_step=lambda: sums.append(float(twin.table_loads().sum())))
-    moving = np.linalg.norm(np.diff(rec.X_WO[:, :2], axis=0), axis=1) > 0.05 * 0.002 * 0.5
-    steady = np.array(sums[: moving.size])[moving]
-    assert steady.size > 200
-    # Step by step MuJoCo's soft contact makes the normal force chatter (see
-    # Twin.table_loads). Measured: over the push it averages 1.08 weights (the fingertip's
-    # friction holds the hopping object down), over 50 ms windows 1.01 to 1.21: the 10% the
-    # fidelity issue asks of every moment of a steady push is not met.
-    windows = steady[: steady.size // 25 * 25].reshape(-1, 25).mean(axis=1)
-    assert abs(steady.mean() - weight) < 0.10 * weight
-    assert np.all(np.abs(windows - weight) < 0.30 * weight), windows / weight
+@pytest.mark.parametrize('name', ['box', 'book', 'hammer'])
+def test_a_steadily_pushed_object_is_carried_by_its_weight_and_slides_by_coulomb(
+    name: str, workcell
+) -> None:
+    spec = load_object(name)
+    twin = Twin(spec, workcell, (0.35, 0.0, 0.0))
+    weight = spec.total_mass * 9.81
+    com = spec.mass @ spec.grid.p_OC / spec.total_mass
+    back = float(spec.grid.p_OC[:, 0].min()) - spec.grid.cell_size / 2
+    loads: list[np.ndarray] = []
+    push = []
+    primitive = Primitive.create((back - 0.001, com[1]), (1.0, 0.0), travel=0.06, speed=0.05)
+    rec = twin.push(
+        primitive, on_step=lambda: (loads.append(twin.table_loads()), push.append(twin.wrench()))
+    )
+    speed = np.diff(rec.X_WO[:, 0]) / np.diff(rec.t)
+    steady = np.abs(speed[: len(loads)] - 0.05) < 0.005
+    assert steady.sum() > 200
+    N = np.array(loads)[steady]
+    # Every step of the push, not only on average (MuJoCo's own friction made it chatter
+    # between 0 and 7 weights: slide_sim.friction).
+    assert np.all(np.abs(N.sum(axis=1) - weight) < 0.10 * weight)
+    # The pusher's force is the table's Coulomb friction, sum_i mu_i N_i, on average.
+    friction = N @ spec.friction
+    pushing = np.array(push)[steady, 0]
+    assert pushing.mean() == pytest.approx(friction.mean(), rel=0.02)
