@@ -24,7 +24,8 @@ with, for cell i at r_i (velocity v_i and acceleration a_i from the observed pos
 
 where ``|v|_e = sqrt(|v|^2 + e^2)`` regularises the direction of nearly still cells,
 ``s(omega) = tanh(omega / omega_e)`` the sign of the spin (the simulator's spin row with
-its lever ``k_s w``), and ``rho`` turns torques into forces (the cells' RMS radius).
+its lever ``k_s w``, ``k_s = SPIN_ARM``, 0 today: point cells), and ``rho`` turns torques
+into forces (the cells' RMS radius).
 w_push is the F/T force at the contact point (its torque about O included). The loss is
 the mean squared residual over every step of the training pushes where the object moves
 (still steps say nothing: static friction can be anything below its limit):

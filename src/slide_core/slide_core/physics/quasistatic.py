@@ -11,7 +11,7 @@ of each small fingertip displacement is the one that minimises the dissipated po
 for the cells' point supports rather than an ellipsoid fit):
 
     D(nu) = sum_i c_i |J_i nu| + c_tau |omega|,   c_i = mu_i N_i,
-    c_tau = SPIN_ARM w sum_i c_i  (each cell's own torsional friction, as in the core)
+    c_tau = SPIN_ARM w sum_i c_i  (the core's merged torsion; 0 with SPIN_ARM = 0)
 
 where ``nu = (dx, dy, dtheta)`` is a body displacement at the cell centroid G, ``J_i``
 the cell's velocity Jacobian and ``N_i`` the cell's normal load under the chosen support
