@@ -7,9 +7,10 @@ taken at the last time stamp all three streams share. Each push is replayed open
 from the tip's recorded path, starting from the object's first recorded pose, with:
 
 - the planar physics core (:mod:`slide_core.physics`, kinematic fingertip mode), its
-  object a grid of 1 cm cells over the outline with uniform mass and friction; the tip
-  friction is fitted on train pushes, the support friction fixed (uniform support friction
-  does not change quasi-static motion);
+  object a grid of 1 cm cells over the outline with uniform density (each cell its covered
+  share) and friction, the fingertip touching the real outline; the tip friction is fitted
+  on train pushes, the support friction fixed (uniform support friction does not change
+  quasi-static motion);
 - the quasi-static ellipsoidal limit-surface model (:mod:`slide_core.physics.limit_surface`), its
   tip friction fitted on the train split;
 - no motion at all.
@@ -114,23 +115,33 @@ def load_split(root: Path, split: str) -> list[RealPush]:
 @dataclass(frozen=True, eq=False)
 class CoreObject:
     """The physics core's model of a shape: a grid over the outline, uniform density; each
-    cell carries the area of it the outline covers (mass and share of the support)."""
+    cell carries the area of it the outline covers (mass and share of the support), and
+    the fingertip touches the outline itself (``outline_O``, in the grid's object frame),
+    or the cells' squares when it is None."""
 
     grid: Grid
     mass: FloatArray
     p_outline_O: FloatArray  # outline origin in the grid's object frame
     area: FloatArray  # (n,) covered fraction of each cell
+    outline_O: FloatArray | None = None
+
+    def model(self) -> RigidModel:
+        return RigidModel.of(self.grid, area=self.area, outline=self.outline_O)
 
 
-def core_object(shape: Shape, cell: float = CELL, fractional: bool = True) -> CoreObject:
+def core_object(
+    shape: Shape, cell: float = CELL, fractional: bool = True, outline: bool = True
+) -> CoreObject:
     grid = Grid.from_polygon(shape.outline, cell)
     lo, hi = shape.outline.min(axis=0), shape.outline.max(axis=0)
     p_outline_O = -(lo + hi) / 2
+    outline_O = shape.outline + p_outline_O
     if fractional:
-        area = polygon_coverage(grid, shape.outline + p_outline_O)
+        area = polygon_coverage(grid, outline_O)
     else:
         area = np.ones(grid.n)
-    return CoreObject(grid, shape.mass * area / area.sum(), p_outline_O, area)
+    mass = shape.mass * area / area.sum()
+    return CoreObject(grid, mass, p_outline_O, area, outline_O if outline else None)
 
 
 def predict_core(
@@ -145,26 +156,24 @@ def predict_core(
     tip = FingertipPush.create(path, TIP_RADIUS, mu_tip, DT)
     mu = np.asarray(mu_support, dtype=float).reshape(-1, 1) * np.ones((1, obj.grid.n))
     m = np.tile(obj.mass, (mu.shape[0], 1))
-    X = simulate(obj.grid, m, mu, tip, X_grid0, area=obj.area).X_WO[:, -1]
+    X = simulate(obj.grid, m, mu, tip, X_grid0, area=obj.area, outline=obj.outline_O).X_WO[:, -1]
     R = rotation(X[:, 2])
     return np.column_stack((X[:, :2] + np.einsum('kij,j->ki', R, obj.p_outline_O), X[:, 2]))
 
 
 def _clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> FloatArray:
-    """The tip path, moved away from the grid where the grid's square cells (which reach
-    past the real outline by up to half a cell) would overlap the tip's start: along the
-    normal of the nearest cell by the overlap plus START_CLEARANCE (up to 3 mm on the
-    dataset's shapes)."""
+    """The tip path, moved away from the object where it (its real outline, or the grid's
+    square cells, which reach past the outline by up to half a cell) would overlap the
+    tip's start: along the normal there by the overlap plus START_CLEARANCE."""
     R = rotation(X_grid0[2])
     p_O = R.T @ (p_WT[0] - X_grid0[:2])
-    model = RigidModel.of(obj.grid)
-    q_B, dist_k = model.closest_point((p_O - model.p_OG)[None, :])
-    q, dist = q_B[0] + model.p_OG, float(dist_k[0])
-    gap = dist - TIP_RADIUS
+    model = obj.model()
+    q_B, n_B, signed = model.contact((p_O - model.p_OG)[None, :])
+    gap = float(signed[0]) - TIP_RADIUS
     if gap >= START_CLEARANCE:
         return p_WT
-    if dist > 1e-9:
-        n_O = (p_O - q) / dist
+    if float(signed[0]) > 1e-9 or obj.outline_O is not None:
+        n_O = n_B[0]
     else:  # the tip's centre inside a cell: back along its travel
         travel = R.T @ (p_WT[-1] - p_WT[0])
         n_O = -travel / max(float(np.linalg.norm(travel)), 1e-12)

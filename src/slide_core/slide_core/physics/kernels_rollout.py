@@ -9,6 +9,7 @@ from numba import njit
 import numpy as np
 
 from slide_core.physics.kernels import STATUS_OK, solve_pieces_into
+from slide_core.physics.kernels_outline import outline_contact
 from slide_core.physics.kernels_pieces import dot3
 from slide_core.physics.rigid import MOVING_SPEED, N_PYRAMID
 
@@ -19,6 +20,7 @@ _TWO_PI = 2.0 * math.pi
 def _step(
     r_B: np.ndarray,
     w: float,
+    outline: np.ndarray,
     M: np.ndarray,
     Minv: np.ndarray,
     L: np.ndarray,
@@ -61,20 +63,23 @@ def _step(
     on = 0.0
     vt = 0.0
     if has_tip:
-        best = np.inf
-        qx = 0.0
-        qy = 0.0
-        for i in range(n):
-            cx = r_B[i, 0] + min(max(p_BF[0] - r_B[i, 0], -half), half)
-            cy = r_B[i, 1] + min(max(p_BF[1] - r_B[i, 1], -half), half)
-            dist = math.sqrt((p_BF[0] - cx) ** 2 + (p_BF[1] - cy) ** 2)
-            if dist < best:
-                best = dist
-                qx = cx
-                qy = cy
-        if best > 0.0:
-            nx = (p_BF[0] - qx) / best
-            ny = (p_BF[1] - qy) / best
+        if outline.shape[0] > 0:  # the real outline: signed distance, outward normal
+            qx, qy, nx, ny, best = outline_contact(p_BF[0], p_BF[1], outline)
+        else:  # the cells' squares
+            best = np.inf
+            qx = 0.0
+            qy = 0.0
+            for i in range(n):
+                cx = r_B[i, 0] + min(max(p_BF[0] - r_B[i, 0], -half), half)
+                cy = r_B[i, 1] + min(max(p_BF[1] - r_B[i, 1], -half), half)
+                dist = math.sqrt((p_BF[0] - cx) ** 2 + (p_BF[1] - cy) ** 2)
+                if dist < best:
+                    best = dist
+                    qx = cx
+                    qy = cy
+            if best > 0.0:
+                nx = (p_BF[0] - qx) / best
+                ny = (p_BF[1] - qy) / best
         gap = best - radius
         gn[0] = nx
         gn[1] = ny
@@ -250,6 +255,7 @@ def rollout(
     r_B: np.ndarray,
     p_OG: np.ndarray,
     w: float,
+    outline: np.ndarray,
     M: np.ndarray,
     Minv: np.ndarray,
     L: np.ndarray,
@@ -277,8 +283,9 @@ def rollout(
     Per hypothesis: M, Minv (K, 3, 3), cell limits L (K, n) [N s], torsion limit L_tau (K,),
     centre of mass c_B (K, 2) about G; r_B (n, 2) cells about G, p_OG (2,), cell size w,
     step h. Wrench push: f_W (T, 2) [N], r_c (T, 2) application point about G, tau (T,);
-    fingertip push: p_WF (T+1, 2), radius, mu_F. State (updated): centre of mass p (K, 2),
-    yaw th (K,), its twist v (K, 3). Outputs X, V (K, T+1, 3) and F (K, T, 2) as in
+    fingertip push: p_WF (T+1, 2), radius, mu_F, the fingertip against the polygon outline
+    (V, 2) about G (V = 0: against the cells' squares). State (updated): centre of mass
+    p (K, 2), yaw th (K,), its twist v (K, 3). Outputs X, V (K, T+1, 3) and F (K, T, 2) as in
     :class:`Rollout`. Returns (k, t) of a step the active set did not settle (the caller
     solves it and resumes at (k, t + 1)), or (-1, -1) when done.
     """
@@ -339,6 +346,7 @@ def rollout(
             status = _step(
                 r_B,
                 w,
+                outline,
                 M[k],
                 Minv[k],
                 L[k],
@@ -416,10 +424,12 @@ def warm_up() -> None:
     r_B = np.array([[-0.01, 0.0], [0.01, 0.0]])
     M = np.tile(np.diag([0.02, 0.02, 1e-5]), (1, 1, 1))
     X = np.zeros((1, 3, 3))
+    outline = np.zeros((0, 2))
     for fingertip in (False, True):
         rollout(
-            r_B, np.zeros(2), 0.02, M, np.linalg.inv(M), np.full((1, 2), 1e-4), np.full(1, 1e-6),
-            np.zeros((1, 2)), 0.01, fingertip, np.ones((2, 2)), np.zeros((2, 2)), np.zeros(2),
+            r_B, np.zeros(2), 0.02, outline, M, np.linalg.inv(M), np.full((1, 2), 1e-4),
+            np.full(1, 1e-6), np.zeros((1, 2)), 0.01, fingertip, np.ones((2, 2)),
+            np.zeros((2, 2)), np.zeros(2),
             np.array([[-0.03, 0.0], [-0.02, 0.0], [-0.01, 0.0]]), 0.008, 0.3, np.zeros((1, 2)),
             np.zeros(1), np.zeros((1, 3)), X.copy(), X.copy(), np.zeros((1, 2, 2)), 0, 0,
         )  # fmt: skip

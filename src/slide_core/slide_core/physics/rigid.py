@@ -7,13 +7,14 @@ twist of the centre of mass Bcm (see the package docstring).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics.inputs import PhysicsError
+from slide_core.physics.kernels_outline import outline_contact
 from slide_core.physics.support import DEFAULT_SUPPORT, Support
 
 SPIN_ARM = 0.0
@@ -48,6 +49,8 @@ class RigidModel:
         J: (n, 2, 3) cell velocity Jacobians ``u_i = J_i nu``.
         Q: (n, 3, 3) per-unit-mass inertia contributions, ``M_B = sum m_i Q_i``.
         support: how the table carries the cells (:mod:`slide_core.physics.support`).
+        outline_B: (V, 2) the object's real outline about G, a polygon the fingertip
+            touches instead of the cells' squares; (0, 2) when there is none.
     """
 
     grid: Grid
@@ -56,11 +59,19 @@ class RigidModel:
     J: FloatArray
     Q: FloatArray
     support: Support
+    outline_B: FloatArray = field(default_factory=lambda: np.zeros((0, 2)))
 
     @classmethod
     def of(
-        cls, grid: Grid, support: str = DEFAULT_SUPPORT, area: ArrayLike | None = None
+        cls,
+        grid: Grid,
+        support: str = DEFAULT_SUPPORT,
+        area: ArrayLike | None = None,
+        outline: ArrayLike | None = None,
     ) -> RigidModel:
+        """The model of ``grid`` under ``support``, with each cell's covered ``area``
+        fraction and the fingertip against ``outline`` (V, 2), a simple polygon in the
+        object frame, when given (else against the cells' squares)."""
         p_OG = grid.p_OC.mean(axis=0)
         r = grid.p_OC - p_OG
         n = grid.n
@@ -71,7 +82,16 @@ class RigidModel:
         J[:, 1, 2] = r[:, 0]
         Q = np.einsum('nai,naj->nij', J, J)
         Q[:, 2, 2] += grid.cell_size**2 / 6.0
-        return cls(grid, p_OG, r, J, Q, Support.of(grid, support, area))
+        if outline is None:
+            outline_B = np.zeros((0, 2))
+        else:
+            poly = np.asarray(outline, dtype=float)
+            if poly.ndim != 2 or poly.shape[1] != 2 or poly.shape[0] < 3:
+                raise PhysicsError(f'an outline is a (V >= 3, 2) polygon, got {poly.shape}')
+            if not np.all(np.isfinite(poly)):
+                raise PhysicsError('the outline has non-finite vertices')
+            outline_B = np.ascontiguousarray(poly - p_OG)
+        return cls(grid, p_OG, r, J, Q, Support.of(grid, support, area), outline_B)
 
     def loads(self, mass: FloatArray) -> FloatArray:
         """Normal loads (K, n) [N] of the cells for masses (K, n)."""
@@ -95,7 +115,11 @@ class RigidModel:
         return J
 
     def closest_point(self, p_BF: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Closest object points (K, 2) to fingertip centres p_BF (K, 2), and distances."""
+        """Closest object points (K, 2) to fingertip centres p_BF (K, 2), and distances
+        (0 for a centre inside the object)."""
+        if self.outline_B.shape[0]:
+            q, _, signed = self.contact(p_BF)
+            return q, np.maximum(signed, 0.0)
         half = self.grid.cell_size / 2.0
         d = p_BF[:, None, :] - self.r_B[None, :, :]
         q = self.r_B[None, :, :] + np.clip(d, -half, half)
@@ -103,6 +127,24 @@ class RigidModel:
         k = np.argmin(dist, axis=1)
         idx = np.arange(p_BF.shape[0])
         return q[idx, k], dist[idx, k]
+
+    def contact(self, p_BF: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The fingertip contact for centres p_BF (K, 2): the object's closest points q
+        (K, 2), the outward normals there (K, 2), and the signed distances (K,) (negative
+        inside the outline; 0 inside the cells' squares, whose normal is then +x)."""
+        if not self.outline_B.shape[0]:
+            q, dist = self.closest_point(p_BF)
+            n_out = (p_BF - q) / np.where(dist > 0, dist, 1.0)[:, None]
+            n_out[dist <= 0] = np.array([1.0, 0.0])
+            return q, n_out, dist
+        K = p_BF.shape[0]
+        q, n_out, signed = np.zeros((K, 2)), np.zeros((K, 2)), np.zeros(K)
+        for k in range(K):
+            qx, qy, nx, ny, s = outline_contact(
+                float(p_BF[k, 0]), float(p_BF[k, 1]), self.outline_B
+            )
+            q[k], n_out[k], signed[k] = (qx, qy), (nx, ny), s
+        return q, n_out, signed
 
 
 def friction_limits(

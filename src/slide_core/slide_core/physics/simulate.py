@@ -38,6 +38,7 @@ def simulate(
     V_WO0: ArrayLike | None = None,
     support: str = DEFAULT_SUPPORT,
     area: ArrayLike | None = None,
+    outline: ArrayLike | None = None,
 ) -> Rollout:
     """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
 
@@ -54,9 +55,12 @@ def simulate(
         area: (n,) the fraction of each cell the object covers (a cell on a curved
             outline is partly outside it; see :func:`slide_core.geometry.polygon_coverage`):
             its share of the support pressure; whole cells when omitted.
+        outline: (V, 2) the object's real outline in the object frame (a simple polygon):
+            a fingertip touches it instead of the cells' squares.
     """
     m, mu = check_params(grid, mass, friction)
-    return run_rollout(RigidModel.of(grid, support, area), m, mu, push, X_WO0, V_WO0)
+    model = RigidModel.of(grid, support, area, outline)
+    return run_rollout(model, m, mu, push, X_WO0, V_WO0)
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,8 @@ def _compiled_rollout(
     general = 0
     while True:
         k, t = kernels_rollout.rollout(
-            model.r_B, model.p_OG, model.grid.cell_size, M, M_inv, L, L_tau, c_B, h,
+            model.r_B, model.p_OG, model.grid.cell_size, model.outline_B, M, M_inv, L, L_tau,
+            c_B, h,
             not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
         )  # fmt: skip
         if k < 0:

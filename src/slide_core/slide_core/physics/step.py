@@ -156,11 +156,10 @@ def stops(
 
 
 def fingertip_contact(model: RigidModel, finger: FingertipStep) -> Contact:
-    """The fingertip's contact rows against the closest point of the object's cells."""
-    q, dist = model.closest_point(finger.p_BF)
-    gap = dist - finger.radius
-    n_out = (finger.p_BF - q) / np.where(dist > 0, dist, 1.0)[:, None]
-    n_out[dist <= 0] = np.array([1.0, 0.0])
+    """The fingertip's contact rows against the closest point of the object (its outline,
+    or its cells' squares)."""
+    q, n_out, signed = model.contact(finger.p_BF)
+    gap = signed - finger.radius
     t_dir = n_out @ S90.T
     Jq = model.point_jacobian(q)
     v_BF = finger.v_BF

@@ -233,3 +233,42 @@ def test_bad_input_raises_a_clear_error(call, message: str) -> None:  # type: ig
 
 
 PUSH = WrenchPush.create(BLOCK, [0.0, 0.0], np.ones((3, 2)), DT)
+
+
+DISC_R = 0.05
+DISC_OUTLINE = DISC_R * np.column_stack(
+    (np.cos(np.linspace(0, 2 * np.pi, 64, endpoint=False)),
+     np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False)))
+)  # fmt: skip
+
+
+def test_a_fingertip_on_a_discs_real_outline_pushes_through_its_centre() -> None:
+    # A frictionless fingertip pushes along the outline's normal; on a circle that line
+    # passes through the centre, so an off-centre push does not turn a uniform disc. On
+    # the cells' squares the normal is a square's, off the centre: the disc turns.
+    disc = Grid.from_polygon(DISC_OUTLINE, 0.01)
+    m, mu = uniform(disc, 0.005, 0.4)
+    offset = 0.02
+    push = FingertipPush.straight(
+        [-0.07, offset], [1.0, 0.0], 0.04, 0.05, DT, mu=0.0, radius=TIP_RADIUS
+    )
+    X0 = [0.0, 0.0, 0.0]  # the grid's frame is the outline's bounding box centre: the disc's
+    real = simulate(disc, m, mu, push, X0, outline=DISC_OUTLINE).X_WO[0]
+    cells = simulate(disc, m, mu, push, X0).X_WO[0]
+    assert real[-1, 0] > 0.01  # it was pushed
+    assert abs(real[-1, 2]) < 0.2 * abs(cells[-1, 2])
+    assert abs(cells[-1, 2]) > 0.02
+    # It moves away from the fingertip's line, along the contact normal.
+    assert real[-1, 1] < -0.002
+
+
+def test_a_fingertip_starting_inside_the_real_outline_is_refused() -> None:
+    disc = Grid.from_polygon(DISC_OUTLINE, 0.01)
+    m, mu = uniform(disc, 0.005, 0.4)
+    push = FingertipPush.straight(
+        [-0.048, 0.0], [1.0, 0.0], 0.02, 0.05, DT, mu=0.3, radius=TIP_RADIUS
+    )
+    with pytest.raises(SlideInputError, match='inside the object'):
+        simulate(disc, m, mu, push, [0.0, 0.0, 0.0], outline=DISC_OUTLINE)
+    with pytest.raises(SlideInputError, match='polygon'):
+        simulate(disc, m, mu, push, [0.0, 0.0, 0.0], outline=DISC_OUTLINE[:2])
