@@ -52,9 +52,13 @@ positions ``x+ = x + h v+``. Per step:
 6. **Pushing.** (a) A given external force ``f_W`` (and optional torque) at a material point
    of the object (the F/T-measured push the identification uses), added to ``v*``.
    (b) A kinematic fingertip: a disc of radius ``r_F`` whose centre follows a given path;
-   unilateral contact with the object's nearest cell square (position-stabilised so the
-   gap after the step is non-negative) with Coulomb friction ``mu_F`` (two tangential
-   rows, limit ``mu_F lambda_n``).
+   unilateral contact with the object's nearest cell square, or with its real outline when
+   one is given (``simulate(outline=)``: a polygon, its closest point and outward normal;
+   square cells misplace a curved outline by up to half a cell), position-stabilised so
+   the gap after the step is non-negative, with Coulomb friction ``mu_F`` (two tangential
+   rows, limit ``mu_F lambda_n``). The outline is for the fast simulator and its Python
+   steps; the reference simulator, the gradients and the quasi-static planning model
+   touch the cells' squares.
 
 Sign conventions: frames and angles as in :mod:`slide_core.geometry` (z up, counter-clockwise
 positive). Generalised coordinates per cell and for the rigid body are ``(x, y, theta)``

@@ -207,8 +207,7 @@ def _compiled_rollout(
     while True:
         k, t = kernels_rollout.rollout(
             model.r_B, model.p_OG, model.grid.cell_size, model.outline_B, M, M_inv, L, L_tau,
-            c_B, h,
-            not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
+            c_B, h, not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
         )  # fmt: skip
         if k < 0:
             return general
