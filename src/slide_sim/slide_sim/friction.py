@@ -42,6 +42,7 @@ import math
 import mujoco
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray
 
@@ -131,15 +132,16 @@ class TableFriction:
         self,
         model: mujoco.MjModel,
         body: int,
-        cells: FloatArray,
-        mu: FloatArray,
+        cells: ArrayLike,
+        mu: ArrayLike,
         supports: list[int],
     ) -> None:
         self._model = model
         self._body = body
-        self._first = int(cells[0])
-        self._n = len(cells)
-        if not np.array_equal(np.asarray(cells), self._first + np.arange(self._n)):
+        ids = np.asarray(cells, dtype=int)
+        self._first = int(ids[0])
+        self._n = int(ids.size)
+        if not np.array_equal(ids, self._first + np.arange(self._n)):
             raise ValueError('the object cell geoms must have consecutive ids')
         self._mu = np.asarray(mu, dtype=float)
         self._supports = np.asarray(supports)
@@ -150,7 +152,7 @@ class TableFriction:
         self._M = np.array([float(model.body_mass[body])] * 2 + [1.0])
         self._a_other = np.zeros(3)  # the other forces' acceleration in the last step
 
-    def _support_contacts(self, data: mujoco.MjData) -> tuple[FloatArray, FloatArray]:
+    def _support_contacts(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the contacts between an object cell and a support, and the cell of
         each (relative to the first cell)."""
         ncon = data.ncon
