@@ -168,7 +168,7 @@ def _clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> Floa
     R = rotation(X_grid0[2])
     p_O = R.T @ (p_WT[0] - X_grid0[:2])
     model = obj.model()
-    q_B, n_B, signed = model.contact((p_O - model.p_OG)[None, :])
+    _, n_B, signed = model.contact((p_O - model.p_OG)[None, :])
     gap = float(signed[0]) - TIP_RADIUS
     if gap >= START_CLEARANCE:
         return p_WT
