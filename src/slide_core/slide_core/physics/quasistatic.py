@@ -73,6 +73,7 @@ def push(
     mu_tip: float,
     step: float = 0.002,
     support: str = DEFAULT_SUPPORT,
+    area: ArrayLike | None = None,
 ) -> QuasiStaticRollout:
     """Push B hypotheses with a fingertip disc moving straight from ``p_WF0`` along
     ``direction_W`` for ``travel`` metres, in steps of ``step`` metres.
@@ -84,6 +85,8 @@ def push(
         p_WF0: (2,) fingertip centre at the start, outside the object [m].
         direction_W: (2,) push direction (normalised here).
         travel: push length [m]; radius: fingertip radius [m]; mu_tip: its friction.
+        support, area: the support model and each cell's carried area fraction (0 for a
+            cell over the table's edge; all carried when omitted), held for the push.
     """
     m = np.atleast_2d(np.asarray(mass, dtype=float))
     mu = np.atleast_2d(np.asarray(friction, dtype=float))
@@ -103,7 +106,7 @@ def push(
     if np.linalg.norm(d) == 0 or not (travel > 0 and step > 0 and radius > 0 and mu_tip >= 0):
         raise SlideInputError('direction non-zero; travel, step, radius > 0; mu_tip >= 0')
     d = d / np.linalg.norm(d)
-    model = RigidModel.of(grid, support)
+    model = RigidModel.of(grid, support, area)
     c = mu * model.loads(m)  # (B, n) friction force of each cell [N]: mu_i N_i
     S = max(1, int(np.ceil(travel / step)))
     X = np.zeros((B, S + 1, 3))

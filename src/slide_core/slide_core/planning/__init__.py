@@ -31,7 +31,8 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   pushes at the object's outline sides along the inward normal; each is simulated with
   every model at once (:mod:`slide_core.physics.quasistatic`, the quasi-static limit of the core's
   per-cell model with a kinematic fingertip, batched as hypotheses that each start in
-  their own push frame) and the push length is read off the rollout at every step. The
+  their own push frame) and the push length is read off the rollout at every step; cells
+  over the table's edge at the push's start carry nothing in it (:func:`carried_area`). The
   cost is the probability-weighted SE(2) distance to the waypoint. The best candidate's
   contact point is refined by finite differences along its side (paper 1); the
   exhaustive ablation instead tries several points per side and does not refine.
@@ -65,7 +66,7 @@ from slide_core.planning.loop import (
     step_seed,
 )
 from slide_core.planning.path import SE2Path, plan_path, resample
-from slide_core.planning.push import TIP_GAP, PushPlan, select_push
+from slide_core.planning.push import TIP_GAP, PushPlan, carried_area, select_push
 
 __all__ = [
     'TIP_GAP',
@@ -77,6 +78,7 @@ __all__ = [
     'PushPlan',
     'SE2Path',
     'Step',
+    'carried_area',
     'com_margins_of',
     'fall_probability',
     'final_grasp',

@@ -14,13 +14,14 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     check_pose,
+    polygon_coverage,
     rotation,
     se2_distance,
     to_world,
     wrap_angle,
 )
-from slide_core.model import Belief, Primitive, approach_clear
-from slide_core.physics import RigidModel, quasistatic
+from slide_core.model import Belief, Primitive, Table, approach_clear
+from slide_core.physics import PhysicsError, RigidModel, quasistatic
 from slide_core.planning.balance import fall_probability
 from slide_core.planning.config import PlannerConfig, PlanningError
 
@@ -57,6 +58,27 @@ class PushPlan:
         }
 
 
+def carried_area(belief: Belief, X_WO: FloatArray, table: Table) -> FloatArray | None:
+    """(n,) the fraction of each cell the table carries at pose X_WO (cells over its edge
+    carry nothing), or None when the whole object is on the table, or when some model of
+    the belief could not stand on the carried part (it says the object tips where it is:
+    the balance test, not the push model, deals with that)."""
+    corners_W = np.array(
+        [[0.0, -table.width / 2], [table.depth, -table.width / 2],
+         [table.depth, table.width / 2], [0.0, table.width / 2]]
+    )  # fmt: skip
+    R = rotation(float(X_WO[2]))
+    corners_O = (corners_W - X_WO[:2]) @ R  # R^T (p_W - p_WO), row by row
+    area = polygon_coverage(belief.grid, corners_O, samples=4)
+    if np.all(area >= 1.0):
+        return None
+    try:
+        RigidModel.of(belief.grid, belief.support, area).loads(belief.mass)
+    except PhysicsError:
+        return None
+    return area
+
+
 @dataclass(frozen=True)
 class Side:
     cell: int
@@ -78,7 +100,9 @@ class PushEvaluator:
     ) -> None:
         self.belief, self.X, self.target, self.config = belief, X_WO, target, config
         self.rho = belief.radius()
-        self.model = RigidModel.of(belief.grid, belief.support)
+        # Cells over the table's edge carry nothing while this push runs (from its start).
+        self.area = carried_area(belief, X_WO, config.table)
+        self.model = RigidModel.of(belief.grid, belief.support, self.area)
         self.travel = travel
         self.simulations = 0
         self.min_step = max(1, int(math.ceil(config.push_min / config.sim_step)))
@@ -136,6 +160,7 @@ class PushEvaluator:
             cfg.fingertip.mu,
             cfg.sim_step,
             support=self.belief.support,
+            area=self.area,
         ).X_WO.reshape(len(idx), K, S + 1, 3)
         self.simulations += len(idx) * K
         for a, j in enumerate(idx.tolist()):

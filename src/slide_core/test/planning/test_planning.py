@@ -23,6 +23,7 @@ from slide_core.planning import (
     PlannerConfig,
     PlannerSettingsError,
     PlanningError,
+    carried_area,
     goal_acceptable,
     grasp_at,
     in_workspace,
@@ -201,3 +202,32 @@ def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
         planner_config(CELL, epsilon='0.1')
     with pytest.raises(SlideInputError, match='weights must be'):
         Belief.create(BAR, M, MU, [0.5, 0.5])
+
+
+def test_cells_over_the_edge_carry_nothing_in_the_push_model() -> None:
+    # The bar's cell columns are centred at -0.09 ... 0.09 m; at x = 0.05 two columns hang
+    # over the edge, one straddles it.
+    belief = uniform()
+    assert carried_area(belief, np.array([0.3, 0.0, 0.0]), CONFIG.table) is None
+    area = carried_area(belief, np.array([0.05, 0.0, 0.0]), CONFIG.table)
+    assert area is not None
+    x_W = BAR.p_OC[:, 0] + 0.05
+    np.testing.assert_allclose(area[x_W < -0.005], 0.0)
+    np.testing.assert_allclose(area[np.abs(x_W) < 0.005], 0.5)
+    np.testing.assert_allclose(area[x_W > 0.005], 1.0)
+    # Turned by 90 degrees the bar lies along the edge, all of it on the table.
+    assert carried_area(belief, np.array([0.05, 0.0, np.pi / 2]), CONFIG.table) is None
+    # A pose where the model could not stand (centre of mass past the edge): no area.
+    assert carried_area(belief, np.array([-0.03, 0.0, 0.0]), CONFIG.table) is None
+    # The carried part's pressure is still centred on the centre of mass (moment balance),
+    # so a push through it moves the bar alike; but the carried part is shorter and resists
+    # turning less: pushed off centre, the bar turns more than on the table.
+    X = np.array([0.05, 0.0, 0.0])
+    for x_push, same in ((0.05, True), (0.09, False), (0.01, False)):
+        args = (BAR, M, MU, X, [x_push, -0.03 - TIP.radius - 0.0005], [0.0, 1.0], 0.03)
+        full = qs_push(*args, TIP.radius, TIP.mu).X_WO[0, -1]
+        carried = qs_push(*args, TIP.radius, TIP.mu, area=area).X_WO[0, -1]
+        if same:
+            np.testing.assert_allclose(carried, full, atol=1e-9)
+        else:
+            assert abs(carried[2]) > 1.2 * abs(full[2]) > 0.1
