@@ -21,7 +21,7 @@ from slide_core.geometry import (
     wrap_angle,
 )
 from slide_core.model import Belief, Primitive, Table, approach_clear
-from slide_core.physics import PhysicsError, RigidModel, quasistatic
+from slide_core.physics import PhysicsError, RigidModel, Support, quasistatic
 from slide_core.planning.balance import fall_probability
 from slide_core.planning.config import PlannerConfig, PlanningError
 
@@ -73,7 +73,7 @@ def carried_area(belief: Belief, X_WO: FloatArray, table: Table) -> FloatArray |
     if np.all(area >= 1.0):
         return None
     try:
-        RigidModel.of(belief.grid, belief.support, area).loads(belief.mass)
+        Support.of(belief.grid, belief.support, area).loads(belief.mass)
     except PhysicsError:
         return None
     return area
