@@ -323,14 +323,15 @@ def as_returned(ep: Episode, out: Path) -> Path:
     """The bag with each series cut where the executor's record of each push ends: the
     executor closes a record when the fingertip starts to retract (0.2 s after the stroke,
     before the 0.3 s of sliding that a push's data runs to), and perception's last poses
-    may come later still; the bag has them. Cut so, it holds what the executor returned."""
-    ends = {
-        topic: [
-            (stamp_to_s(r.start), max(stamp_to_s(m.header.stamp) for m in getattr(r, field)))
-            for r in ep.records
-        ]
-        for topic, field in SERIES.items()
-    }
+    may come later still; the bag has them. Cut so, it holds what the executor returned. A
+    record also holds the samples of the 50 ms before its stroke: each window starts at the
+    record's first sample, not at its start marker."""
+
+    def window(r: Any, field: str) -> tuple[float, float]:
+        stamps = [stamp_to_s(m.header.stamp) for m in getattr(r, field)]
+        return min(min(stamps), stamp_to_s(r.start)), max(stamps)
+
+    ends = {topic: [window(r, field) for r in ep.records] for topic, field in SERIES.items()}
     store = interfaces_typestore()
     with (
         AnyReader([ep.bag]) as reader,
@@ -342,7 +343,7 @@ def as_returned(ep: Episode, out: Path) -> Path:
             if conn.topic in ends:
                 t = stamp_to_s(reader.deserialize(raw, conn.msgtype).header.stamp)
                 windows = ends[conn.topic]
-                starts = [a for a, _ in windows[1:]] + [np.inf]
+                starts = [a - 1e-6 for a, _ in windows[1:]] + [np.inf]
                 if any(
                     end + 1e-6 < t < nxt for (_, end), nxt in zip(windows, starts, strict=True)
                 ):
@@ -354,22 +355,25 @@ def as_returned(ep: Episode, out: Path) -> Path:
 def test_a_graph_bag_holds_what_the_executor_returned(episode: Episode, tmp_path: Path):
     grid, online = online_pushes(episode)
     assert len(online) >= 2
-    bag = open_bag(episode.bag)
-    messages: dict[str, list[Any]] = {topic: [] for topic in SERIES}
-    for topic, _, raw in bag.messages(SERIES):
-        messages[topic].append(bag.decode(topic, raw))
-    held = {topic: samples(topic, m) for topic, m in messages.items()}
-    # Every sample the executor returned is in the bag, as it returned it.
-    for r in episode.records:
-        for topic, field in SERIES.items():
-            assert missing(samples(topic, getattr(r, field)), held[topic]) == 0, topic
+    cut = as_returned(episode, tmp_path / 'cut')
+    # Every sample the executor returned is in the bag, as it returned it, and still in the
+    # bag cut to what it returned.
+    for path in (episode.bag, cut):
+        bag = open_bag(path)
+        messages: dict[str, list[Any]] = {topic: [] for topic in SERIES}
+        for topic, _, raw in bag.messages(SERIES):
+            messages[topic].append(bag.decode(topic, raw))
+        held = {topic: samples(topic, m) for topic, m in messages.items()}
+        for r in episode.records:
+            for topic, field in SERIES.items():
+                assert missing(samples(topic, getattr(r, field)), held[topic]) == 0, (path, topic)
     read = read_pushes(episode.bag)
     assert read.warnings == () and read.wrench_from.startswith('/ft/wrench')
     assert np.array_equal(read.grid.occupancy, grid.occupancy)
     full = {p.index: p for p in read.pushes}
     # Read back with what the executor had, the pushes are the executor's, and so is the
     # belief: every model's centre of mass within 5 mm of the online one's.
-    same = {p.index: p for p in read_pushes(as_returned(episode, tmp_path / 'cut')).pushes}
+    same = {p.index: p for p in read_pushes(cut).pushes}
     for p in online:
         b = same[p.index]
         assert b.push.steps == p.push.steps and np.array_equal(b.obs_steps, p.obs_steps)
