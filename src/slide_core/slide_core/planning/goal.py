@@ -61,7 +61,8 @@ def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp |
 def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     """The goal pose at the edge for an object now at X_WO (see the module docstring).
 
-    Raises PlanningError when no sampled pose is graspable and balanced."""
+    Raises PlanningError when no sampled pose is graspable and balanced, saying which
+    condition failed (:func:`_why_no_goal`)."""
     X0 = check_pose(X_WO, 'X_WO')
     grid = belief.grid
     rho = belief.radius()
@@ -69,7 +70,7 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     g = config.gripper
     need = g.clearance + g.min_grip + config.grasp_margin
     best: tuple[float, Goal] | None = None
-    yaws = wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
+    yaws = _goal_yaws(X0, config)
     y_half = config.table.width / 2 - rho
     ys = np.arange(-y_half, y_half + 1e-9, config.goal_y_step)
     ys = ys[np.argsort(np.abs(ys - X0[1]))]
@@ -115,9 +116,69 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
                     best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))
                 break  # the nearest free y is the least effort for this yaw and overhang
     if best is None:
-        raise PlanningError(
-            'no goal at the edge is both graspable and balanced with probability '
-            f'>= {1 - config.epsilon:.2f}: the object may be too thick for the gripper, too '
-            'small to stick out safely, or the belief too uncertain (explore more)'
-        )
+        raise PlanningError(_why_no_goal(belief, X0, config))
     return best[1]
+
+
+def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
+    return wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
+
+
+def _why_no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str:
+    """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
+    conditions that no pose it tries meets, in the order a person would fix them (the
+    gripper's opening; sticking out far enough for the most probable model; a hold for the
+    pads where it stays; enough of the belief staying there; room on the table)."""
+    X0 = check_pose(X_WO, 'X_WO')
+    grid = belief.grid
+    g = config.gripper
+    height = float(grid.heights[grid.occupancy].max())
+    room = g.max_opening - 2 * g.height_margin
+    if height > room:
+        return (
+            f'no goal: the object is {height * 100:.1f} cm tall and the gripper takes '
+            f'{room * 100:.1f} cm (its opening less {g.height_margin * 100:.1f} cm of room '
+            'above and below)'
+        )
+    need = g.clearance + g.min_grip + config.grasp_margin
+    corners = cell_corners(grid).reshape(-1, 2)
+    i_best = int(np.argmax(belief.weight))
+    com_best = belief.com()[i_best]
+    stays_best = held = 0
+    p_held = 0.0  # the most of the belief that stays at a pose where the pads hold
+    for yaw in _goal_yaws(X0, config):
+        R = rotation(float(yaw))
+        x = (corners @ R.T)[:, 0]
+        for o in np.arange(need, 0.7 * float(np.ptp(x)), 0.005):
+            X = np.array([-float(x.min()) - o, 0.0, yaw])
+            stays = com_margins_of(belief, X) >= config.balance_margin
+            if not stays[i_best]:
+                continue
+            stays_best += 1
+            if grasp_at(grid, X, g, com_best) is None:
+                continue
+            held += 1
+            p_held = max(p_held, float(belief.weight @ stays))
+    if stays_best == 0:
+        return (
+            f'no goal: at no yaw does the object stick out the {need * 100:.1f} cm a grasp '
+            f'needs (clearance, grip and margin) with its centre of mass '
+            f'{config.balance_margin * 100:.1f} cm inside the edge, even for the most '
+            'probable model: it is too short or too narrow, or its centre of mass too near '
+            'its side'
+        )
+    if held == 0:
+        return (
+            f'no goal: where the object would stay, the pads hold less than '
+            f'{g.min_grip * 100:.1f} cm of it (what sticks out is too narrow: a corner or a '
+            'thin part)'
+        )
+    if p_held < 1.0 - config.epsilon - 1e-12:
+        return (
+            f'no goal: where the pads would hold it, at most {p_held:.2f} of the belief stays, '
+            f'not {1.0 - config.epsilon:.2f}: the belief is too uncertain (explore more)'
+        )
+    return (
+        'no goal: every balanced pose the pads would hold puts the object outside its '
+        'workspace (obstacles, or the table too narrow)'
+    )

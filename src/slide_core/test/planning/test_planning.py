@@ -117,10 +117,36 @@ def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     assert not reached(models, [0.4, 0.1, 1.0], CONFIG)
 
 
-def test_no_goal_for_an_object_too_thick_to_grasp() -> None:
+def test_no_goal_says_which_condition_no_pose_met() -> None:
     thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
-    with pytest.raises(PlanningError, match='graspable and balanced'):
+    with pytest.raises(PlanningError, match='7.5 cm tall and the gripper takes 7.0 cm'):
         select_goal(Belief.create(thick, M, MU), [0.4, 0.0, 0.0], CONFIG)
+    # 10 cm x 6 cm: sticking out 5.5 cm puts its middle 0.5 cm from the edge.
+    short = Grid.from_occupancy(np.ones((3, 5)), 0.02)
+    one = np.full(short.n, 0.01)
+    with pytest.raises(PlanningError, match='too short or too narrow'):
+        select_goal(Belief.create(short, one, one * 40), [0.4, 0.0, 0.0], CONFIG)
+    # The bar stays for the uniform model, but half of the belief has its mass at the end
+    # that would stick out, whichever end that is.
+    ends = [M.copy(), M.copy()]
+    ends[0][BAR.p_OC[:, 0] < -0.05] *= 6
+    ends[1][BAR.p_OC[:, 0] > 0.05] *= 6
+    models = Belief.create(BAR, np.stack([M, *ends]), np.stack([MU] * 3), [0.5, 0.25, 0.25])
+    with pytest.raises(PlanningError, match='at most 0.75 of the belief stays, not 0.95'):
+        select_goal(models, [0.4, 0.0, 0.0], CONFIG)
+    # An 8 cm square with a prong 1 cm wide and 10 cm long: it stays with the prong far out,
+    # but the pads' sides miss the prong.
+    occupancy = np.zeros((8, 18))
+    occupancy[:, :8] = occupancy[4, 8:] = 1
+    pronged = Grid.from_occupancy(occupancy, 0.01)
+    p = np.full(pronged.n, 0.001)
+    with pytest.raises(PlanningError, match='the pads hold less than 4.0 cm'):
+        select_goal(Belief.create(pronged, p, p * 400), [0.4, 0.0, 0.0], CONFIG)
+    # A box along the whole edge leaves no room for any goal.
+    wall = Obstacle((0.1, 0.0), (0.1, 1.0))
+    walled = PlannerConfig(**{**CONFIG.__dict__, 'obstacles': (wall,)})
+    with pytest.raises(PlanningError, match='outside its workspace'):
+        select_goal(uniform(), [0.4, 0.0, 0.0], walled)
 
 
 def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
