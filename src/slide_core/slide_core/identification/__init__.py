@@ -98,6 +98,7 @@ from slide_core.identification.pushes import (
     PushSamples,
     build_push,
     push_from_samples,
+    smoothed_poses,
 )
 from slide_core.identification.refine import WINDOW_S, refine
 from slide_core.identification.training import TrainingSet
@@ -133,6 +134,7 @@ __all__ = [
     'in_hull',
     'outline_point',
     'push_from_samples',
+    'smoothed_poses',
     'random_push',
     'refine',
     'replay',

@@ -4,7 +4,8 @@ A push is the time series the robot (or the twin) observed: object poses, finger
 centres and the force the fingertip applied, all in the table frame, from the stroke's
 start to :data:`SETTLE_S` after its end (the object slides on; the fingertip has not yet
 retracted). :func:`build_push` resamples them on steps of :data:`STEP_S`, the one step
-identification and evaluation use (the pose rate of the camera and the twin).
+identification and evaluation use (the pose rate of the camera and the twin), the object
+poses smoothed on the way (:func:`smoothed_poses`): identification differentiates them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import make_smoothing_spline
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, rotation
@@ -36,7 +38,8 @@ class PushData:
         X_WO0: (3,) observed pose at the first step.
         obs_steps: (J,) steps at which the pose was observed; X_obs: (J, 3) those poses.
         p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays).
-        X_steps: (T+1, 3) the observed poses interpolated to the step boundaries.
+        X_steps: (T+1, 3) the observed poses at the step boundaries, smoothed
+            (:func:`smoothed_poses`).
     """
 
     index: int
@@ -117,13 +120,9 @@ def build_push(
         raise SlideInputError(f'{source}: push {index} lasts less than two steps')
     t = P[0, 0] + dt * np.arange(steps + 1)
     yaw = np.unwrap(P[:, 3])
-    X = np.column_stack(
-        [
-            np.interp(t, P[:, 0], P[:, 1]),
-            np.interp(t, P[:, 0], P[:, 2]),
-            np.interp(t, P[:, 0], yaw),
-        ]
-    )
+    touching = W[np.hypot(W[:, 1], W[:, 2]) >= CONTACT_FORCE_N, 0]
+    t_contact = float(touching[0]) if len(touching) else None
+    X = smoothed_poses(P[:, 0], np.column_stack((P[:, 1:3], yaw)), t, t_contact)
     mid = t[:-1] + dt / 2
     tip = np.column_stack([np.interp(mid, Tp[:, 0], Tp[:, 1]), np.interp(mid, Tp[:, 0], Tp[:, 2])])
     k = np.clip(((W[:, 0] - t[0]) // dt).astype(int), 0, steps - 1)
@@ -149,6 +148,49 @@ def build_push(
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
     return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+
+
+def smoothed_poses(
+    t_obs: FloatArray, X_obs: FloatArray, t: FloatArray, t_contact: float | None = None
+) -> FloatArray:
+    """Observed poses X_obs (J, 3) (yaw unwrapped) at times t_obs (J,) [s], at the times t
+    (T,) inside their span, smoothed so that tracking noise is not differentiated into the
+    velocities and accelerations that identification fits.
+
+    Per coordinate, the cubic smoothing spline whose smoothing generalised cross-validation
+    chooses (scipy's ``make_smoothing_spline``). The object is at rest until the fingertip
+    touches it at ``t_contact`` (when known), and its velocity jumps there: a spline across
+    the jump would round it off into motion before the contact. So the poses before
+    ``t_contact`` give one rest pose (their mean), held until then, and the spline runs
+    from it through the poses after. With fewer than five poses to fit, or a spline that
+    fails, straight lines between the poses."""
+    t_u, first = np.unique(t_obs, return_index=True)
+    X_u = X_obs[first]
+    weight = np.ones(len(t_u))
+    rest = None
+    if t_contact is not None and t_u[0] <= t_contact < t_u[-1]:
+        before = t_u <= t_contact
+        rest = X_u[before].mean(axis=0)
+        t_u = np.concatenate(([t_contact], t_u[~before]))
+        X_u = np.vstack((rest, X_u[~before]))
+        weight = np.concatenate(([float(before.sum())], weight[~before]))
+    out = np.column_stack([np.interp(t, t_u, X_u[:, c]) for c in range(3)])
+    if len(t_u) >= 5:
+        try:
+            # Times from the first pose: the spline's matrices stay well scaled.
+            smooth = np.column_stack(
+                [
+                    make_smoothing_spline(t_u - t_u[0], X_u[:, c], w=weight)(t - t_u[0])
+                    for c in range(3)
+                ]
+            )
+            if np.all(np.isfinite(smooth)):
+                out = smooth
+        except (ValueError, np.linalg.LinAlgError):
+            pass
+    if rest is not None:
+        out[t < t_u[0]] = rest
+    return np.asarray(out, dtype=float)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,52 @@
+"""Pushes on identification's step: the observed poses smoothed before differentiation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.identification import smoothed_poses
+
+
+def motion(t: np.ndarray) -> np.ndarray:
+    """A push's poses: at rest, sliding and turning, coming to rest (x, y, yaw)."""
+    s = np.clip(t - 0.2, 0.0, None)
+    return np.column_stack((0.05 * np.tanh(4 * s), 0.01 * s**2, 0.3 * np.tanh(3 * s) - 1.0))
+
+
+def test_noise_free_poses_come_out_as_they_went_in() -> None:
+    t_obs = np.arange(0.0, 1.5, 0.01)
+    t = np.arange(0.0, 1.49, 0.004)
+    X = smoothed_poses(t_obs, motion(t_obs), t, t_contact=0.2)
+    assert np.abs(X - motion(t)).max() < 5e-5
+    # The object was at rest until the contact: no motion before it.
+    assert np.all(X[t < 0.2] == motion(t_obs)[0])
+
+
+def test_tracking_noise_is_not_differentiated_into_the_velocities() -> None:
+    rng = np.random.default_rng(0)
+    t_obs = np.arange(0.0, 1.5, 1 / 30)
+    noise = rng.normal(size=(len(t_obs), 3)) * [2e-4, 2e-4, 2e-3]
+    seen = motion(t_obs) + noise
+    t = np.arange(0.0, t_obs[-1], 0.01)
+    smooth = smoothed_poses(t_obs, seen, t, t_contact=0.2)
+    lines = np.column_stack([np.interp(t, t_obs, seen[:, c]) for c in range(3)])
+    v_true = np.gradient(motion(t), t, axis=0)
+    v_smooth = np.gradient(smooth, t, axis=0)
+    v_lines = np.gradient(lines, t, axis=0)
+    for c in range(3):
+        rms_smooth = np.sqrt(np.mean((v_smooth[:, c] - v_true[:, c]) ** 2))
+        rms_lines = np.sqrt(np.mean((v_lines[:, c] - v_true[:, c]) ** 2))
+        assert rms_smooth < 0.5 * rms_lines, c
+    rms = np.sqrt(np.mean((smooth - motion(t)) ** 2, axis=0))
+    assert np.all(rms < 0.5 * np.array([2e-4, 2e-4, 2e-3]))  # nearer the truth than a pose
+
+
+def test_few_or_repeated_poses_are_joined_by_straight_lines() -> None:
+    t_obs = np.array([0.0, 0.1, 0.1, 0.2])
+    X_obs = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0], [9.0, 9.0, 9.0], [2.0, 4.0, 6.0]])
+    X = smoothed_poses(t_obs, X_obs, np.array([0.05, 0.15]))
+    # The first of the repeated time's poses is kept.
+    np.testing.assert_allclose(X, [[0.5, 1.0, 1.5], [1.5, 3.0, 4.5]])
+    with pytest.raises(ValueError):
+        smoothed_poses(t_obs[:0], X_obs[:0], np.array([0.0]))
