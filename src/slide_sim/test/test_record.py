@@ -10,7 +10,7 @@ from rosbags.highlevel import AnyReader
 
 from slide_core.errors import SlideInputError
 from slide_core.model import load_object
-from slide_sim.record import TOPICS, record
+from slide_sim.record import TOPICS, Tracking, record
 
 
 def read(bag: Path) -> dict[str, list[tuple[int, bytes]]]:
@@ -81,3 +81,35 @@ def test_an_interrupted_recording_leaves_no_bag_behind(tmp_path: Path, workcell)
     assert list(tmp_path.iterdir()) == []
     # ... and the same path records cleanly afterwards.
     assert record(spec, workcell, 1, seed=0, out=tmp_path / 'bag')['pushes'] == 1
+
+
+def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path, workcell):
+    spec = load_object('book')
+    record(spec, workcell, 1, seed=4, out=tmp_path / 'true')
+    record(spec, workcell, 1, seed=4, out=tmp_path / 'seen', tracking=Tracking(30.0, 1e-3, 1e-2))
+    with pytest.raises(SlideInputError, match='pose rate'):
+        Tracking(0.0)
+    with pytest.raises(SlideInputError, match='sigma_m'):
+        Tracking(30.0, -1e-3)
+
+    def poses(bag: Path) -> np.ndarray:
+        with AnyReader([bag]) as reader:
+            conns = [c for c in reader.connections if c.topic == '/object/pose']
+            rows = []
+            for _, t, raw in reader.messages(conns):
+                p = reader.deserialize(raw, 'geometry_msgs/msg/PoseStamped').pose
+                yaw = 2 * np.arctan2(p.orientation.z, p.orientation.w)
+                rows.append((t * 1e-9, p.position.x, p.position.y, yaw))
+        return np.array(rows)
+
+    true, seen = poses(tmp_path / 'true'), poses(tmp_path / 'seen')
+    # The same push (its wrenches are the seed's), its poses 30 a second instead of 100.
+    assert read(tmp_path / 'true')['/ft/wrench'] == read(tmp_path / 'seen')['/ft/wrench']
+    assert len(seen) == pytest.approx(len(true) * 0.3, rel=0.05)
+    assert np.median(np.diff(seen[:, 0])) == pytest.approx(1 / 30, abs=2e-3)
+    # Each off the truth at its time by the noise asked for.
+    at = np.searchsorted(true[:, 0], seen[:, 0])
+    assert np.allclose(true[at, 0], seen[:, 0], atol=1e-6)
+    err = seen[:, 1:] - true[at, 1:]
+    assert np.std(err[:, :2]) == pytest.approx(1e-3, rel=0.2)
+    assert np.std(err[:, 2]) == pytest.approx(1e-2, rel=0.25)
