@@ -8,6 +8,11 @@ a PNG, with the held-out loss at the end), the simulations each method needs to 
 10% of the best loss any method reached, and paper 2's edge-balance test: random poses
 over the table edge, the belief's probability that the object stays against what the twin
 does when it is left there.
+
+The same pushes are also recorded with the object poses a camera tracker would give
+(:data:`TRACKED`: perception's median tracking error, at its 30 Hz, as white noise) and
+identified with the probabilistic method: the held-out error and centre of mass there say
+what the twin's perfect 100 Hz poses hide.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from slide_core.io import read_ground_truth, read_pushes
 from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, check_support
 from slide_core.planning import stay_probability
-from slide_sim.record import record
+from slide_sim.record import Tracking, record
 from slide_sim.twin import Twin
 
 Progress = Callable[[str], None]
 BUDGET = 2000
 STABLE_P = 0.9
+TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
+"""Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
+median error, 30 Hz)."""
 
 
 def edge_poses(spec: ObjectSpec, count: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -75,6 +83,7 @@ def run(
     balance = {'poses': 0, 'predicted_stable': 0, 'stable_and_stayed': 0, 'agree': 0}
     com_errors: list[float] = []
     in_support: list[bool] = []
+    tracked: dict[str, list[float]] = {'add': [], 'com': []}
     refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,6 +144,25 @@ def run(
                         f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
                     )
             if 'probabilistic' in beliefs:
+                seen = Path(tmp) / f'{name}-tracked'
+                record(spec, cell, 10, seed, seen, tracking=TRACKED)
+                grid_t, train_t = read_pushes(seen, list(range(5)))
+                _, test_t = read_pushes(seen, list(range(5, 10)))
+                found_t = identify(
+                    TrainingSet.from_pushes(grid_t, train_t, support),
+                    'probabilistic',
+                    budget=BUDGET,
+                    seed=seed,
+                )
+                mass = None if truth is None else truth.mass
+                ev = evaluate(found_t.belief, test_t, cell.fingertip, mass)
+                tracked['add'].append(ev.add_error_m)
+                if ev.com_error_m is not None:
+                    tracked['com'].append(ev.com_error_m)
+                if progress:
+                    progress(
+                        f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
+                    )
                 rng = np.random.default_rng(seed)
                 for X in edge_poses(spec, 12, rng):
                     p = stay_probability(beliefs['probabilistic'].belief, X)
@@ -162,6 +190,21 @@ def run(
         'methods': per_method,
         'probabilistic_com_error_m': float(np.mean(com_errors)) if com_errors else None,
         'truth_in_support_fraction': float(np.mean(in_support)) if in_support else None,
+        **(
+            {
+                'tracked_poses': {
+                    'hz': TRACKED.hz,
+                    'sigma_m': TRACKED.sigma_m,
+                    'sigma_rad': TRACKED.sigma_rad,
+                    'probabilistic_add_error_m': float(np.mean(tracked['add'])),
+                    'probabilistic_com_error_m': (
+                        float(np.mean(tracked['com'])) if tracked['com'] else None
+                    ),
+                }
+            }
+            if tracked['add']
+            else {}
+        ),
         'edge_balance': {
             **balance,
             'stable_that_stayed_fraction': (
