@@ -150,6 +150,23 @@ def build_push(
     return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
 
 
+SMOOTHING_BIN_S = 0.02
+"""Poses closer in time than this [s] are averaged before smoothing (a twin logging every
+physics step gives hundreds a second; the cross-validation's cost grows with their
+number, and identification's derivatives span 70 ms)."""
+
+
+def _binned(
+    t_obs: FloatArray, X_obs: FloatArray, width: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Poses averaged over bins of ``width`` seconds: times (B,), poses (B, 3), counts."""
+    k = np.floor((t_obs - t_obs.min()) / width).astype(np.int64)
+    _, bin_of, counts = np.unique(k, return_inverse=True, return_counts=True)
+    t_b = np.bincount(bin_of, t_obs) / counts
+    X_b = np.column_stack([np.bincount(bin_of, X_obs[:, c]) for c in range(3)]) / counts[:, None]
+    return t_b, X_b, counts.astype(float)
+
+
 def smoothed_poses(
     t_obs: FloatArray, X_obs: FloatArray, t: FloatArray, t_contact: float | None = None
 ) -> FloatArray:
@@ -158,22 +175,23 @@ def smoothed_poses(
     velocities and accelerations that identification fits.
 
     Per coordinate, the cubic smoothing spline whose smoothing generalised cross-validation
-    chooses (scipy's ``make_smoothing_spline``). The object is at rest until the fingertip
-    touches it at ``t_contact`` (when known), and its velocity jumps there: a spline across
-    the jump would round it off into motion before the contact. So the poses before
-    ``t_contact`` give one rest pose (their mean), held until then, and the spline runs
-    from it through the poses after. With fewer than five poses to fit, or a spline that
-    fails, straight lines between the poses."""
-    t_u, first = np.unique(t_obs, return_index=True)
-    X_u = X_obs[first]
-    weight = np.ones(len(t_u))
+    chooses (scipy's ``make_smoothing_spline``), through the poses averaged over bins of
+    :data:`SMOOTHING_BIN_S` (each weighted as the poses it holds). The object is at rest
+    until the fingertip touches it at ``t_contact`` (when known), and its velocity jumps
+    there: a spline across the jump would round it off into motion before the contact. So
+    the poses before ``t_contact`` give one rest pose (their mean, weighted as their
+    number), held until then, and the spline runs from it through the poses after. With
+    fewer than five bins to fit, or a spline that fails, straight lines between them."""
     rest = None
-    if t_contact is not None and t_u[0] <= t_contact < t_u[-1]:
-        before = t_u <= t_contact
-        rest = X_u[before].mean(axis=0)
-        t_u = np.concatenate(([t_contact], t_u[~before]))
-        X_u = np.vstack((rest, X_u[~before]))
-        weight = np.concatenate(([float(before.sum())], weight[~before]))
+    if t_contact is not None and t_obs.min() <= t_contact < t_obs.max():
+        before = t_obs <= t_contact
+        rest = X_obs[before].mean(axis=0)
+        t_u, X_u, weight = _binned(t_obs[~before], X_obs[~before], SMOOTHING_BIN_S)
+        t_u = np.concatenate(([t_contact], t_u))
+        X_u = np.vstack((rest, X_u))
+        weight = np.concatenate(([float(before.sum())], weight))
+    else:
+        t_u, X_u, weight = _binned(t_obs, X_obs, SMOOTHING_BIN_S)
     out = np.column_stack([np.interp(t, t_u, X_u[:, c]) for c in range(3)])
     if len(t_u) >= 5:
         try:

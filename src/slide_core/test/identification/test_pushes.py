@@ -43,10 +43,11 @@ def test_tracking_noise_is_not_differentiated_into_the_velocities() -> None:
 
 
 def test_few_or_repeated_poses_are_joined_by_straight_lines() -> None:
+    # (fewer than five bins of SMOOTHING_BIN_S: no spline)
     t_obs = np.array([0.0, 0.1, 0.1, 0.2])
     X_obs = np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0], [9.0, 9.0, 9.0], [2.0, 4.0, 6.0]])
     X = smoothed_poses(t_obs, X_obs, np.array([0.05, 0.15]))
-    # The first of the repeated time's poses is kept.
-    np.testing.assert_allclose(X, [[0.5, 1.0, 1.5], [1.5, 3.0, 4.5]])
+    # The repeated time's poses are averaged.
+    np.testing.assert_allclose(X, [[2.5, 2.75, 3.0], [3.5, 4.75, 6.0]])
     with pytest.raises(ValueError):
         smoothed_poses(t_obs[:0], X_obs[:0], np.array([0.0]))
