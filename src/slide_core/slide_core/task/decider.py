@@ -13,6 +13,7 @@ from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     METHODS,
     Identification,
+    PushData,
     PushSamples,
     TrainingSet,
     candidates,
@@ -143,6 +144,11 @@ class LocalDecider:
     seed: int = 0
     exhaustive: bool = False
     last_identification: Identification | None = None
+    # Pushes already on identification's step, kept with the samples and grid they came
+    # from: interim beliefs identify the same pushes again and again.
+    _converted: dict[tuple[int, int, int], tuple[PushSamples, Grid, PushData]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.source is ModelSource.GROUND_TRUTH and self.truth is None:
@@ -176,10 +182,18 @@ class LocalDecider:
             assert self.truth is not None
             return self.truth
         s = self.identification
-        data = [samples.to_data(grid, k) for k, samples in enumerate(pushes)]
+        data = [self._to_data(grid, k, samples) for k, samples in enumerate(pushes)]
         train = TrainingSet.from_pushes(grid, data, s.support)
         self.last_identification = identify(train, s.method, K=s.K, budget=s.budget, seed=s.seed)
         return planning_belief(self.source, self.last_identification.belief)
+
+    def _to_data(self, grid: Grid, k: int, samples: PushSamples) -> PushData:
+        key = (id(samples), id(grid), k)
+        hit = self._converted.get(key)
+        if hit is None or hit[0] is not samples or hit[1] is not grid:
+            hit = (samples, grid, samples.to_data(grid, k))
+            self._converted[key] = hit
+        return hit[2]
 
     def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
         return select_goal(belief, X_WO, self.config)
