@@ -134,10 +134,10 @@ __all__ = [
     'in_hull',
     'outline_point',
     'push_from_samples',
-    'smoothed_poses',
     'random_push',
     'refine',
     'replay',
     'schedule',
+    'smoothed_poses',
     'softmax_weights',
 ]
