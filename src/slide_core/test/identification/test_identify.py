@@ -73,6 +73,33 @@ def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_for
     assert np.allclose(c_found, c_true, rtol=0.05)
 
 
+@pytest.mark.parametrize('seed', range(3))
+def test_warm_start_friction_beats_the_true_map_on_ill_conditioned_pushes(seed):
+    """A heavy head lifts the far end off and mostly translating steps make neighbouring
+    cells' friction wrenches nearly equal (G^T G's condition above 1e16): the bounded least
+    squares must still reach the minimum over the friction bounds, so at or below the loss
+    of the true map, which lies inside them."""
+    grid = Grid(0.01, np.ones((3, 14), bool), np.full((3, 14), 0.02))
+    rng = np.random.default_rng(seed)
+    n, S, rho = grid.n, 300, 0.05
+    r = grid.p_OC
+    twist = rng.normal(0.0, 1.0, (S, 3)) * np.array([0.02, 0.02, 0.05])
+    v = twist[:, None, :2] + twist[:, None, 2:] * np.stack((-r[:, 1], r[:, 0]), axis=1)
+    f = -v / np.linalg.norm(v, axis=2, keepdims=True)
+    torque = (r[:, 0] * f[..., 1] - r[:, 1] * f[..., 0]) / rho
+    G = np.stack((f[..., 0], f[..., 1], torque), axis=1)
+    Q = rng.normal(0.0, 0.05, (S, 3, n))
+    m = np.where(r[:, 0] > 0.04, 0.12, 0.01)
+    mu = rng.uniform(0.2, 0.8, n)
+    N = Support.of(grid, 'rigid').loads(m)[0]
+    assert N.min() == 0.0  # some cells lifted off
+    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * N)
+    train = TrainingSet(grid, Q, G, w + rng.normal(0.0, 0.5, w.shape), rho, 1, 'rigid')
+    found = train.friction_at(m, Bounds.from_grid(grid))
+    assert np.all((found >= 0.01) & (found <= 1.0))
+    assert train.loss(m, found)[0] <= train.loss(m, mu)[0]
+
+
 @pytest.mark.parametrize('method', [m for m in METHODS if m != 'uniform'])
 def test_every_method_improves_on_no_identification(method):
     train, _, _ = synthetic(noise=0.01)
