@@ -2,7 +2,8 @@
 
 Data on one time step (:mod:`.pushes`), the loss in regression form (:mod:`.training`), bounds
 (:mod:`.bounds`), optimisers (:mod:`.optimisers`), :func:`identify`, the choice of the next
-exploratory push (:mod:`.explore`) and held-out evaluation (:mod:`.evaluate`).
+exploratory push (:mod:`.explore`), the models for the centre of mass the pushes leave open
+(:mod:`.spread`) and held-out evaluation (:mod:`.evaluate`).
 
 The loss: the one-step model in impulse space
 ---------------------------------------------
@@ -101,9 +102,11 @@ from slide_core.identification.pushes import (
     smoothed_poses,
 )
 from slide_core.identification.refine import WINDOW_S, refine
+from slide_core.identification.spread import COM_DIRECTIONS, com_spread, shift_com
 from slide_core.identification.training import TrainingSet
 
 __all__ = [
+    'COM_DIRECTIONS',
     'CONTACT_FORCE_N',
     'DENSITY_MAX',
     'FRICTION_BOUND',
@@ -128,6 +131,7 @@ __all__ = [
     'candidates',
     'on_table',
     'choose',
+    'com_spread',
     'evaluate',
     'final_errors',
     'identify',
@@ -138,6 +142,7 @@ __all__ = [
     'refine',
     'replay',
     'schedule',
+    'shift_com',
     'smoothed_poses',
     'softmax_weights',
 ]

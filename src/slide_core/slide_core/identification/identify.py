@@ -12,6 +12,7 @@ from slide_core.geometry import FloatArray
 from slide_core.identification.bounds import Bounds, schedule
 from slide_core.identification.errors import IdentificationError, IdentificationFailedError
 from slide_core.identification.optimisers import OPTIMISERS, Counter, Progress
+from slide_core.identification.spread import COM_DIRECTIONS, EVALUATIONS_PER_DIRECTION, com_spread
 from slide_core.identification.training import TrainingSet
 from slide_core.model import Belief
 
@@ -65,6 +66,7 @@ def identify(
     seed: int = 0,
     progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,
+    com_directions: int = COM_DIRECTIONS,
 ) -> Identification:
     """Identify the maps from a training set.
 
@@ -83,6 +85,10 @@ def identify(
         progress: called with (simulations used, budget).
         should_stop: polled between evaluations; when it returns True the identification
             stops and raises :class:`IdentificationCancelledError` (nothing half-made returns).
+        com_directions: the probabilistic method's belief also holds the most probable
+            model with its centre of mass moved along this many directions, as far as the
+            pushes allow (:mod:`slide_core.identification.spread`); 0 for the K models
+            alone. Their evaluations come out of ``budget`` (at most a quarter of it).
 
     Raises IdentificationError on bad settings, IdentificationFailedError when no model has a
     finite loss.
@@ -93,6 +99,8 @@ def identify(
         raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
     if K < 1:
         raise IdentificationError(f'K must be at least 1 model, got {K}')
+    if com_directions < 0:
+        raise IdentificationError(f'com_directions must be 0 or more, got {com_directions}')
     grid = train.grid
     n = grid.n
     bounds = bounds or Bounds.from_grid(grid)
@@ -105,7 +113,9 @@ def identify(
     if warm_start and method != 'uniform':
         for k, b in enumerate(boxes):
             theta0[k, n:] = train.friction_at(theta0[k, :n], b)
-    counter = Counter(train, budget, progress, should_stop)
+    spreading = method == 'probabilistic' and com_directions > 0
+    reserve = min(com_directions * EVALUATIONS_PER_DIRECTION, budget // 4) if spreading else 0
+    counter = Counter(train, budget - reserve, progress, should_stop, total=budget)
     if method == 'uniform':
         thetas = theta0
         counter.loss(thetas)
@@ -118,8 +128,23 @@ def identify(
             'identification found no model with a finite loss: the pushes may hold NaN '
             'poses or forces'
         )
+    masses, frictions, used = thetas[:, :n].copy(), thetas[:, n:].copy(), counter.used
+    if spreading and reserve > 0:
+        k = int(np.argmin(losses))
+        m_s, mu_s, loss_s, spent = com_spread(
+            train,
+            bounds,
+            masses[k],
+            float(losses[k]),
+            temperature,
+            com_directions,
+            reserve,
+            should_stop,
+        )
+        masses, frictions = np.vstack((masses, m_s)), np.vstack((frictions, mu_s))
+        losses, used = np.concatenate((losses, loss_s)), used + spent
+        if progress:
+            progress(used, budget, float(losses.min()))
     weight = softmax_weights(losses, temperature) if method == 'probabilistic' else np.ones(1)
-    belief = Belief.create(
-        grid, thetas[:, :n].copy(), thetas[:, n:].copy(), weight, losses, method, train.support
-    )
-    return Identification(belief, counter.used, time.perf_counter() - t0, counter.trace)
+    belief = Belief.create(grid, masses, frictions, weight, losses, method, train.support)
+    return Identification(belief, used, time.perf_counter() - t0, counter.trace)

@@ -30,7 +30,10 @@ class LossProblem(Protocol):
 
 
 class Counter:
-    """Counts simulations (hypothesis evaluations) and keeps the best-so-far trace."""
+    """Counts simulations (hypothesis evaluations) and keeps the best-so-far trace.
+
+    ``budget`` is what the optimisers may use; progress reports against ``total`` (the
+    whole identification's budget, when later stages use the rest; ``budget`` if None)."""
 
     def __init__(
         self,
@@ -38,9 +41,11 @@ class Counter:
         budget: int,
         progress: Progress | None,
         should_stop: Callable[[], bool] | None = None,
+        total: int | None = None,
     ) -> None:
         self.problem = problem
         self.budget = budget
+        self.total = budget if total is None else total
         self.used = 0
         self.trace: list[tuple[int, FloatArray]] = []  # (simulations, best theta so far)
         self._best = math.inf
@@ -59,7 +64,7 @@ class Counter:
             self._best = float(losses[k])
             self.trace.append((self.used, thetas[k].copy()))
         if self._progress:
-            self._progress(min(self.used, self.budget), self.budget, self._best)
+            self._progress(min(self.used, self.budget), self.total, self._best)
         if self._should_stop is not None and self._should_stop():
             raise IdentificationCancelledError(f'cancelled after {self.used} simulations')
 

@@ -1,0 +1,102 @@
+"""The belief's models for the centre of mass that the pushes leave open."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import Grid
+from slide_core.identification import (
+    Bounds,
+    IdentificationCancelledError,
+    TrainingSet,
+    com_spread,
+    identify,
+    in_hull,
+    shift_com,
+)
+from slide_core.physics import Support
+
+GRID = Grid(0.01, np.ones((4, 8), bool), np.full((4, 8), 0.02))
+
+
+def quasi_static(seed: int = 0, noise: float = 0.05) -> TrainingSet:
+    """Wrenches of friction alone (no inertia): any centre of mass whose loads can carry the
+    same friction forces explains them as well, so the centre of mass is left open."""
+    rng = np.random.default_rng(seed)
+    n, S, rho = GRID.n, 200, 0.05
+    r = GRID.p_OC
+    twist = rng.normal(0.0, 1.0, (S, 3)) * np.array([0.02, 0.02, 0.3])
+    v = twist[:, None, :2] + twist[:, None, 2:] * np.stack((-r[:, 1], r[:, 0]), axis=1)
+    f = -v / np.linalg.norm(v, axis=2, keepdims=True)
+    G = np.stack((f[..., 0], f[..., 1], (r[:, 0] * f[..., 1] - r[:, 1] * f[..., 0]) / rho), 1)
+    m = np.full(n, 0.01)
+    mu = np.full(n, 0.4)
+    w = np.einsum('sjn,n->sj', G, mu * Support.of(GRID, 'rigid').loads(m)[0])
+    return TrainingSet(GRID, np.zeros((S, 3, n)), G, w + rng.normal(0.0, noise, w.shape), rho, 1)
+
+
+def test_shift_com_moves_the_centre_of_mass_and_keeps_the_total():
+    rng = np.random.default_rng(2)
+    m = rng.uniform(0.005, 0.02, GRID.n)
+    r = GRID.p_OC
+    delta = np.array([0.006, -0.004])
+    moved = shift_com(m, r, delta)
+    assert moved is not None
+    assert moved.sum() == pytest.approx(m.sum())
+    assert np.allclose(moved @ r / moved.sum(), m @ r / m.sum() + delta, atol=1e-12)
+    assert shift_com(m, r, np.array([0.5, 0.0])) is None  # beyond the footprint
+
+
+def test_spread_models_surround_the_centre_of_mass_within_the_loss_band():
+    train = quasi_static()
+    bounds = Bounds.from_grid(GRID)
+    m0 = np.full(GRID.n, 0.005)
+    mu0 = train.friction_at(m0, bounds)
+    best = float(train.loss(m0, mu0)[0])
+    masses, frictions, losses, used = com_spread(train, bounds, m0, best, 0.05, 4)
+    assert masses.shape == (4, GRID.n) and 0 < used <= 4 * 16
+    assert np.allclose(train.loss(masses, frictions), losses)
+    assert np.all(losses <= 1.05 * best)
+    com0 = m0 @ GRID.p_OC / m0.sum()
+    coms = masses @ GRID.p_OC / masses.sum(axis=1, keepdims=True)
+    assert in_hull(coms, com0)
+    assert np.all(np.linalg.norm(coms - com0, axis=1) > 0.002)  # the band leaves millimetres
+    assert np.allclose(masses.sum(axis=1), m0.sum(), rtol=1e-3)
+
+
+def test_a_narrow_band_keeps_the_spread_close():
+    train = quasi_static()
+    bounds = Bounds.from_grid(GRID)
+    m0 = np.full(GRID.n, 0.005)
+    best = float(train.loss(m0, train.friction_at(m0, bounds))[0])
+    wide = com_spread(train, bounds, m0, best, 0.05, 4)[0]
+    narrow = com_spread(train, bounds, m0, best, 0.002, 4)[0]
+    com0 = m0 @ GRID.p_OC / m0.sum()
+
+    def reach(ms: np.ndarray) -> float:
+        if ms.shape[0] == 0:
+            return 0.0
+        return float(
+            np.linalg.norm(ms @ GRID.p_OC / ms.sum(1, keepdims=True) - com0, axis=1).max()
+        )
+
+    assert reach(narrow) < reach(wide)
+
+
+def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out():
+    train = quasi_static()
+    with_spread = identify(train, 'probabilistic', K=4, budget=400)
+    alone = identify(train, 'probabilistic', K=4, budget=400, com_directions=0)
+    assert alone.belief.K == 4
+    assert 4 < with_spread.belief.K <= 8
+    assert with_spread.simulations <= 400
+    assert np.isclose(with_spread.belief.weight.sum(), 1.0)
+
+
+def test_a_cancelled_spread_returns_nothing():
+    train = quasi_static()
+    bounds = Bounds.from_grid(GRID)
+    m0 = np.full(GRID.n, 0.005)
+    with pytest.raises(IdentificationCancelledError):
+        com_spread(train, bounds, m0, 1.0, 0.05, 4, should_stop=lambda: True)
