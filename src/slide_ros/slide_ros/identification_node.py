@@ -27,6 +27,7 @@ from visualization_msgs.msg import MarkerArray
 
 from slide_core.errors import NoSolutionError, SlideError, SlideInputError
 from slide_core.identification import (
+    COM_DIRECTIONS,
     DENSITY_MAX,
     FRICTION_BOUND,
     Bounds,
@@ -58,6 +59,14 @@ PARAMS = (
     ),
     Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
     Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
+    Param(
+        'com_directions',
+        COM_DIRECTIONS,
+        'probabilistic: the belief also holds the best model with its centre of mass moved '
+        'this many ways as far as the pushes allow (0: the K models alone)',
+        low=0,
+        high=32,
+    ),
     Param(
         'support',
         DEFAULT_SUPPORT,
@@ -142,6 +151,7 @@ class IdentificationNode(SlideNode):
                 K=int(goal.num_models) or int(self.p['default_models']),
                 budget=int(goal.budget) or int(self.p['default_budget']),
                 temperature=float(self.get_parameter('temperature').value),
+                com_directions=int(self.get_parameter('com_directions').value),
                 seed=int(goal.seed),
                 progress=progress,
                 should_stop=lambda: bool(handle.is_cancel_requested or self.stopping.is_set()),

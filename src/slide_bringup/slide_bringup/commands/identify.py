@@ -18,7 +18,7 @@ HELP = 'identify mass and friction maps from the pushes of a bag; write the beli
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from slide_core.identification import METHODS
+    from slide_core.identification import COM_DIRECTIONS, METHODS
     from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
@@ -45,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
     )
     parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
+    parser.add_argument(
+        '--com-directions',
+        type=int,
+        default=COM_DIRECTIONS,
+        metavar='D',
+        help='probabilistic: also hold the best model with its centre of mass moved D ways, '
+        'as far as the pushes allow (0: the K models alone; default %(default)s)',
+    )
     parser.add_argument(
         '--refine-budget',
         type=int,
@@ -97,6 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             budget=args.budget,
             seed=args.seed,
             progress=lambda done, total, best: bar.update(done - bar.n),
+            com_directions=args.com_directions,
         )
     if args.refine_budget > 0:
         from slide_core.identification import refine

@@ -11,6 +11,7 @@ import numpy as np
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
+    COM_DIRECTIONS,
     METHODS,
     Identification,
     PushData,
@@ -59,13 +60,15 @@ the current belief (paper 2)."""
 class IdentificationSettings:
     """How the decider identifies: method (one of identification's METHODS), K models,
     budget of simulations, seed of randomised methods, support model (how the table
-    carries the cells, :mod:`slide_core.physics.support`)."""
+    carries the cells, :mod:`slide_core.physics.support`), directions the probabilistic
+    belief's centre of mass is spread along (:mod:`slide_core.identification.spread`)."""
 
     method: str = 'probabilistic'
     K: int = 8
     budget: int = 2000
     seed: int = 0
     support: str = DEFAULT_SUPPORT
+    com_directions: int = COM_DIRECTIONS
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -74,6 +77,8 @@ class IdentificationSettings:
             )
         if self.K < 1 or self.budget < 1:
             raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
+        if self.com_directions < 0:
+            raise SlideInputError(f'com_directions must be 0 or more, got {self.com_directions}')
         if self.support not in SUPPORT_MODELS:
             raise SlideInputError(
                 f'unknown support model {self.support!r}; choose from {", ".join(SUPPORT_MODELS)}'
@@ -184,7 +189,9 @@ class LocalDecider:
         s = self.identification
         data = [self._to_data(grid, k, samples) for k, samples in enumerate(pushes)]
         train = TrainingSet.from_pushes(grid, data, s.support)
-        self.last_identification = identify(train, s.method, K=s.K, budget=s.budget, seed=s.seed)
+        self.last_identification = identify(
+            train, s.method, K=s.K, budget=s.budget, seed=s.seed, com_directions=s.com_directions
+        )
         return planning_belief(self.source, self.last_identification.belief)
 
     def _to_data(self, grid: Grid, k: int, samples: PushSamples) -> PushData:
