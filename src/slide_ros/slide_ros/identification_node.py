@@ -62,8 +62,8 @@ PARAMS = (
     Param(
         'com_directions',
         COM_DIRECTIONS,
-        'probabilistic: the belief also holds the best model with its centre of mass moved '
-        'this many ways as far as the pushes allow (0: the K models alone)',
+        'probabilistic: the belief also holds, per direction (this many), the model with the '
+        'centre of mass furthest along it that the pushes allow (0: the K models alone)',
         low=0,
         high=32,
     ),

@@ -50,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=COM_DIRECTIONS,
         metavar='D',
-        help='probabilistic: also hold the best model with its centre of mass moved D ways, '
-        'as far as the pushes allow (0: the K models alone; default %(default)s)',
+        help='probabilistic: also hold, per direction (D of them), the model with the centre '
+        'of mass furthest along it that the pushes allow (0: the K models alone; default '
+        '%(default)s)',
     )
     parser.add_argument(
         '--refine-budget',

@@ -12,7 +12,7 @@ from slide_core.geometry import FloatArray
 from slide_core.identification.bounds import Bounds, schedule
 from slide_core.identification.errors import IdentificationError, IdentificationFailedError
 from slide_core.identification.optimisers import OPTIMISERS, Counter, Progress
-from slide_core.identification.spread import COM_DIRECTIONS, EVALUATIONS_PER_DIRECTION, com_spread
+from slide_core.identification.spread import COM_DIRECTIONS, EVALUATIONS_PER_RAY, com_spread
 from slide_core.identification.training import TrainingSet
 from slide_core.model import Belief
 
@@ -85,10 +85,10 @@ def identify(
         progress: called with (simulations used, budget).
         should_stop: polled between evaluations; when it returns True the identification
             stops and raises :class:`IdentificationCancelledError` (nothing half-made returns).
-        com_directions: the probabilistic method's belief also holds the most probable
-            model with its centre of mass moved along this many directions, as far as the
-            pushes allow (:mod:`slide_core.identification.spread`); 0 for the K models
-            alone. Their evaluations come out of ``budget`` (at most a quarter of it).
+        com_directions: the probabilistic method's belief also holds, per direction (this
+            many), the model with the centre of mass furthest along it that the pushes
+            allow (:mod:`slide_core.identification.spread`); 0 for the K models alone.
+            Their evaluations come out of ``budget`` (at most a quarter of it).
 
     Raises IdentificationError on bad settings, IdentificationFailedError when no model has a
     finite loss.
@@ -114,7 +114,7 @@ def identify(
         for k, b in enumerate(boxes):
             theta0[k, n:] = train.friction_at(theta0[k, :n], b)
     spreading = method == 'probabilistic' and com_directions > 0
-    reserve = min(com_directions * EVALUATIONS_PER_DIRECTION, budget // 4) if spreading else 0
+    reserve = min(K * com_directions * EVALUATIONS_PER_RAY, budget // 4) if spreading else 0
     counter = Counter(train, budget - reserve, progress, should_stop, total=budget)
     if method == 'uniform':
         thetas = theta0
@@ -130,12 +130,13 @@ def identify(
         )
     masses, frictions, used = thetas[:, :n].copy(), thetas[:, n:].copy(), counter.used
     if spreading and reserve > 0:
-        k = int(np.argmin(losses))
+        best = float(losses.min())
+        in_band = losses <= best * (1.0 + temperature)
         m_s, mu_s, loss_s, spent = com_spread(
             train,
             bounds,
-            masses[k],
-            float(losses[k]),
+            masses[in_band],
+            best,
             temperature,
             com_directions,
             reserve,

@@ -15,6 +15,7 @@ from slide_core.identification import (
     in_hull,
     shift_com,
 )
+from slide_core.identification.spread import EVALUATIONS_PER_RAY
 from slide_core.physics import Support
 
 GRID = Grid(0.01, np.ones((4, 8), bool), np.full((4, 8), 0.02))
@@ -55,7 +56,7 @@ def test_spread_models_surround_the_centre_of_mass_within_the_loss_band():
     mu0 = train.friction_at(m0, bounds)
     best = float(train.loss(m0, mu0)[0])
     masses, frictions, losses, used = com_spread(train, bounds, m0, best, 0.05, 4)
-    assert masses.shape == (4, GRID.n) and 0 < used <= 4 * 16
+    assert masses.shape == (4, GRID.n) and 0 < used <= 4 * EVALUATIONS_PER_RAY
     assert np.allclose(train.loss(masses, frictions), losses)
     assert np.all(losses <= 1.05 * best)
     com0 = m0 @ GRID.p_OC / m0.sum()
@@ -100,3 +101,19 @@ def test_a_cancelled_spread_returns_nothing():
     m0 = np.full(GRID.n, 0.005)
     with pytest.raises(IdentificationCancelledError):
         com_spread(train, bounds, m0, 1.0, 0.05, 4, should_stop=lambda: True)
+
+
+def test_each_direction_keeps_the_start_that_reaches_furthest():
+    train = quasi_static()
+    bounds = Bounds.from_grid(GRID)
+    light, heavy = np.full(GRID.n, 0.004), np.full(GRID.n, 0.007)
+    best = min(float(train.loss(m, train.friction_at(m, bounds))[0]) for m in (light, heavy))
+    com0 = light @ GRID.p_OC / light.sum()
+
+    def reaches(starts: np.ndarray) -> np.ndarray:
+        ms = com_spread(train, bounds, starts, best, 0.05, 4)[0]
+        assert ms.shape[0] == 4
+        return np.linalg.norm(ms @ GRID.p_OC / ms.sum(1, keepdims=True) - com0, axis=1)
+
+    both = reaches(np.stack((light, heavy)))
+    assert np.all(both >= np.maximum(reaches(light), reaches(heavy)) - 1e-12)
