@@ -12,7 +12,9 @@ does when it is left there.
 The same pushes are also recorded with the object poses a camera tracker would give
 (:data:`TRACKED`: perception's median tracking error, at its 30 Hz, as white noise) and
 identified with the probabilistic method: the held-out error and centre of mass there say
-what the twin's perfect 100 Hz poses hide.
+what the twin's perfect 100 Hz poses hide. ``com_spread`` gives the probabilistic belief's
+figures with the centre-of-mass spread of :data:`SPREAD` directions added (whether the true
+centre of mass lies in the models' hull, and the edge-balance poses it calls stable).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ Progress = Callable[[str], None]
 BUDGET = 2000
 STABLE_P = 0.9
 TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
+SPREAD = 4
+"""Directions of the centre-of-mass spread the ``com_spread`` figures are measured with
+(:mod:`slide_core.identification.spread`), against the default belief's."""
 """Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
 median error, 30 Hz)."""
 
@@ -84,6 +89,8 @@ def run(
     com_errors: list[float] = []
     in_support: list[bool] = []
     tracked: dict[str, list[float]] = {'add': [], 'com': []}
+    spread: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
+    spread_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
     refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
@@ -163,6 +170,15 @@ def run(
                     progress(
                         f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
                     )
+                wide = identify(
+                    train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=SPREAD
+                ).belief
+                ev = evaluate(wide, test_pd, cell.fingertip, None if truth is None else truth.mass)
+                spread['add'].append(ev.add_error_m)
+                spread['models'].append(wide.K)
+                if ev.com_error_m is not None:
+                    spread['com'].append(ev.com_error_m)
+                    spread['in'].append(float(bool(ev.truth_in_support)))
                 rng = np.random.default_rng(seed)
                 for X in edge_poses(spec, 12, rng):
                     p = stay_probability(beliefs['probabilistic'].belief, X)
@@ -172,6 +188,9 @@ def run(
                     if p >= STABLE_P:
                         balance['predicted_stable'] += 1
                         balance['stable_and_stayed'] += int(stayed)
+                    if stay_probability(wide, X) >= STABLE_P:
+                        spread_balance['predicted_stable'] += 1
+                        spread_balance['stable_and_stayed'] += int(stayed)
     per_method = {
         m: {
             'add_error_m': float(np.mean(r['add'])),
@@ -203,6 +222,24 @@ def run(
                 }
             }
             if tracked['add']
+            else {}
+        ),
+        **(
+            {
+                'com_spread': {
+                    'directions': SPREAD,
+                    'models_mean': float(np.mean(spread['models'])),
+                    'probabilistic_add_error_m': float(np.mean(spread['add'])),
+                    'probabilistic_com_error_m': (
+                        float(np.mean(spread['com'])) if spread['com'] else None
+                    ),
+                    'truth_in_support_fraction': (
+                        float(np.mean(spread['in'])) if spread['in'] else None
+                    ),
+                    **spread_balance,
+                }
+            }
+            if spread['add']
             else {}
         ),
         'edge_balance': {

@@ -87,8 +87,8 @@ def test_a_narrow_band_keeps_the_spread_close():
 
 def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out():
     train = quasi_static()
-    with_spread = identify(train, 'probabilistic', K=4, budget=400)
-    alone = identify(train, 'probabilistic', K=4, budget=400, com_directions=0)
+    with_spread = identify(train, 'probabilistic', K=4, budget=400, com_directions=4)
+    alone = identify(train, 'probabilistic', K=4, budget=400)  # off by default
     assert alone.belief.K == 4
     assert 4 < with_spread.belief.K <= 8
     assert with_spread.simulations <= 400
