@@ -132,6 +132,19 @@ def test_record_writes_a_bag_and_reports_progress(tmp_path) -> None:  # type: ig
     assert (bag / 'metadata.yaml').exists()
     again = _run('record', '--object', 'toothpaste', '--pushes', '1', '--out', str(bag))
     assert again.returncode == 2 and 'exists' in again.stderr
+    # Poses as a tracker gives them: a third of the rate, same pushes.
+    tracked = _run(
+        'record', '--object', 'toothpaste', '--pushes', '2', '--seed', '1',
+        '--pose-rate', '30', '--pose-noise', '0.15', '0.05', '--out', str(tmp_path / 't'),
+        '--json',
+    )  # fmt: skip
+    assert tracked.returncode == 0, tracked.stderr
+    poses = json.loads(tracked.stdout)['messages']['/object/pose']
+    assert 0.25 < poses / result['messages']['/object/pose'] < 0.4
+    bad = _run(
+        'record', '--object', 'toothpaste', '--pose-rate', '500', '--out', str(tmp_path / 'b')
+    )
+    assert bad.returncode == 2 and 'pose rate' in bad.stderr and not (tmp_path / 'b').exists()
 
 
 def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no-untyped-def]
