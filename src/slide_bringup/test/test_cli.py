@@ -159,6 +159,10 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     result = json.loads(out.stdout)
     # The K models and at most one per centre-of-mass direction.
     assert 4 <= result['models'] <= 6 and result['simulations'] <= 400
+    refused = _run(
+        'identify', str(bag), '--com-directions', '-1', '--out', str(tmp_path / 'x.yaml')
+    )
+    assert refused.returncode == 2 and '--com-directions' in refused.stderr
     assert abs(sum(result['weights']) - 1) < 1e-3
     assert model.exists() and png.stat().st_size > 10_000
     out = _run('evaluate', str(model), str(bag), '--test', '3', '--json')

@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
+    if args.com_directions < 0:
+        raise CliError(f'--com-directions must be >= 0, got {args.com_directions}')
     # Outputs are checked before the work, and written only when all of it succeeded.
     check_output(args.out, ('.yaml', '.yml'), '--out')
     if args.png is not None:
