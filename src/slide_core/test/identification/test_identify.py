@@ -74,7 +74,7 @@ def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_for
 
 
 @pytest.mark.parametrize('seed', range(3))
-def test_warm_start_friction_beats_the_true_map_on_ill_conditioned_pushes(seed):
+def test_warm_start_friction_beats_the_true_map_on_ill_conditioned_pushes(seed, friction_wrenches):
     """A heavy head lifts the far end off and mostly translating steps make neighbouring
     cells' friction wrenches nearly equal (G^T G's condition above 1e16): the bounded least
     squares must still reach the minimum over the friction bounds, so at or below the loss
@@ -83,11 +83,7 @@ def test_warm_start_friction_beats_the_true_map_on_ill_conditioned_pushes(seed):
     rng = np.random.default_rng(seed)
     n, S, rho = grid.n, 300, 0.05
     r = grid.p_OC
-    twist = rng.normal(0.0, 1.0, (S, 3)) * np.array([0.02, 0.02, 0.05])
-    v = twist[:, None, :2] + twist[:, None, 2:] * np.stack((-r[:, 1], r[:, 0]), axis=1)
-    f = -v / np.linalg.norm(v, axis=2, keepdims=True)
-    torque = (r[:, 0] * f[..., 1] - r[:, 1] * f[..., 0]) / rho
-    G = np.stack((f[..., 0], f[..., 1], torque), axis=1)
+    G = friction_wrenches(grid, rng, S, rho, 0.05)
     Q = rng.normal(0.0, 0.05, (S, 3, n))
     m = np.where(r[:, 0] > 0.04, 0.12, 0.01)
     mu = rng.uniform(0.2, 0.8, n)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -21,16 +23,12 @@ from slide_core.physics import Support
 GRID = Grid(0.01, np.ones((4, 8), bool), np.full((4, 8), 0.02))
 
 
-def quasi_static(seed: int = 0, noise: float = 0.05) -> TrainingSet:
+def quasi_static(friction_wrenches: Callable[..., np.ndarray], noise: float = 0.05) -> TrainingSet:
     """Wrenches of friction alone (no inertia): any centre of mass whose loads can carry the
     same friction forces explains them as well, so the centre of mass is left open."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     n, S, rho = GRID.n, 200, 0.05
-    r = GRID.p_OC
-    twist = rng.normal(0.0, 1.0, (S, 3)) * np.array([0.02, 0.02, 0.3])
-    v = twist[:, None, :2] + twist[:, None, 2:] * np.stack((-r[:, 1], r[:, 0]), axis=1)
-    f = -v / np.linalg.norm(v, axis=2, keepdims=True)
-    G = np.stack((f[..., 0], f[..., 1], (r[:, 0] * f[..., 1] - r[:, 1] * f[..., 0]) / rho), 1)
+    G = friction_wrenches(GRID, rng, S, rho, 0.3)
     m = np.full(n, 0.01)
     mu = np.full(n, 0.4)
     w = np.einsum('sjn,n->sj', G, mu * Support.of(GRID, 'rigid').loads(m)[0])
@@ -49,8 +47,8 @@ def test_shift_com_moves_the_centre_of_mass_and_keeps_the_total():
     assert shift_com(m, r, np.array([0.5, 0.0])) is None  # beyond the footprint
 
 
-def test_spread_models_surround_the_centre_of_mass_within_the_loss_band():
-    train = quasi_static()
+def test_spread_models_surround_the_centre_of_mass_within_the_loss_band(friction_wrenches):
+    train = quasi_static(friction_wrenches)
     bounds = Bounds.from_grid(GRID)
     m0 = np.full(GRID.n, 0.005)
     mu0 = train.friction_at(m0, bounds)
@@ -66,8 +64,8 @@ def test_spread_models_surround_the_centre_of_mass_within_the_loss_band():
     assert np.allclose(masses.sum(axis=1), m0.sum(), rtol=1e-3)
 
 
-def test_a_narrow_band_keeps_the_spread_close():
-    train = quasi_static()
+def test_a_narrow_band_keeps_the_spread_close(friction_wrenches):
+    train = quasi_static(friction_wrenches)
     bounds = Bounds.from_grid(GRID)
     m0 = np.full(GRID.n, 0.005)
     best = float(train.loss(m0, train.friction_at(m0, bounds))[0])
@@ -85,8 +83,8 @@ def test_a_narrow_band_keeps_the_spread_close():
     assert reach(narrow) < reach(wide)
 
 
-def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out():
-    train = quasi_static()
+def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out(friction_wrenches):
+    train = quasi_static(friction_wrenches)
     with_spread = identify(train, 'probabilistic', K=4, budget=400, com_directions=4)
     alone = identify(train, 'probabilistic', K=4, budget=400)  # off by default
     assert alone.belief.K == 4
@@ -95,16 +93,16 @@ def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out():
     assert np.isclose(with_spread.belief.weight.sum(), 1.0)
 
 
-def test_a_cancelled_spread_returns_nothing():
-    train = quasi_static()
+def test_a_cancelled_spread_returns_nothing(friction_wrenches):
+    train = quasi_static(friction_wrenches)
     bounds = Bounds.from_grid(GRID)
     m0 = np.full(GRID.n, 0.005)
     with pytest.raises(IdentificationCancelledError):
         com_spread(train, bounds, m0, 1.0, 0.05, 4, should_stop=lambda: True)
 
 
-def test_each_direction_keeps_the_start_that_reaches_furthest():
-    train = quasi_static()
+def test_each_direction_keeps_the_start_that_reaches_furthest(friction_wrenches):
+    train = quasi_static(friction_wrenches)
     bounds = Bounds.from_grid(GRID)
     light, heavy = np.full(GRID.n, 0.004), np.full(GRID.n, 0.007)
     best = min(float(train.loss(m, train.friction_at(m, bounds))[0]) for m in (light, heavy))
