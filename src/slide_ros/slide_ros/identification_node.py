@@ -33,6 +33,7 @@ from slide_core.identification import (
     Bounds,
     IdentificationCancelledError,
     TrainingSet,
+    force_height,
     identify,
 )
 from slide_core.io import (
@@ -143,7 +144,8 @@ class IdentificationNode(SlideNode):
                 density_max=goal.density_max or DENSITY_MAX,
                 friction_max=goal.friction_max or FRICTION_BOUND,
             )
-            train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']))
+            height = force_height(self.cell.fingertip, grid)
+            train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,
                 goal.method or 'probabilistic',

@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 
 from slide_core.geometry import cell_positions
-from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
+from slide_core.identification import (
+    METHODS,
+    TrainingSet,
+    evaluate,
+    force_height,
+    identify,
+    refine,
+)
 from slide_core.io import read_ground_truth, read_pushes
 from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, check_support
@@ -101,8 +108,9 @@ def run(
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
             truth = read_ground_truth(bag)
-            train = TrainingSet.from_pushes(grid, train_pd, support)
-            test = TrainingSet.from_pushes(grid, test_pd, support)
+            height = force_height(cell.fingertip, grid)
+            train = TrainingSet.from_pushes(grid, train_pd, support, height)
+            test = TrainingSet.from_pushes(grid, test_pd, support, height)
             beliefs = {}
             for method in methods:
                 beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
@@ -156,7 +164,7 @@ def run(
                 grid_t, train_t = read_pushes(seen, list(range(5)))
                 _, test_t = read_pushes(seen, list(range(5, 10)))
                 found_t = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support),
+                    TrainingSet.from_pushes(grid_t, train_t, support, height),
                     'probabilistic',
                     budget=BUDGET,
                     seed=seed,

@@ -79,10 +79,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.args import parse_range
     from slide_bringup.cli import CliError
     from slide_core.files import atomic_path, check_output
-    from slide_core.identification import TrainingSet, identify
+    from slide_core.identification import TrainingSet, force_height, identify
     from slide_core.io import read_pushes
     from slide_core.io.plot import belief_figure
-    from slide_core.model import save_belief
+    from slide_core.model import load_workcell, save_belief
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
@@ -97,7 +97,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for line in read.report():  # said now, before the long part, and in the result
         print(f'slide identify: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes
-    train = TrainingSet.from_pushes(grid, pushes, args.support)
+    # The push acts at the workcell's fingertip height (workcell.yaml of $SLIDE_CONFIG_DIR or
+    # the installed config).
+    height = force_height(load_workcell().fingertip, grid)
+    train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
     ) as bar:

@@ -103,7 +103,7 @@ from slide_core.identification.pushes import (
 )
 from slide_core.identification.refine import WINDOW_S, refine
 from slide_core.identification.spread import COM_DIRECTIONS, com_spread, shift_com
-from slide_core.identification.training import TrainingSet
+from slide_core.identification.training import TrainingSet, force_height
 
 __all__ = [
     'COM_DIRECTIONS',
@@ -134,6 +134,7 @@ __all__ = [
     'com_spread',
     'evaluate',
     'final_errors',
+    'force_height',
     'identify',
     'in_hull',
     'outline_point',

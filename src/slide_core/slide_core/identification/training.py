@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -16,12 +17,19 @@ from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
+from slide_core.model import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support, check_support
 
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
 SPIN_EPS = 0.02  # rad/s: regularisation of the spin's sign
 SMOOTHING_WINDOW = 7  # samples of the Savitzky-Golay filter (70 ms at 100 Hz)
+
+
+def force_height(fingertip: Fingertip, grid: Grid) -> float:
+    """The push height [m] of :class:`TrainingSet`: where ``fingertip`` pushes an object of
+    ``grid``'s median cell height (:meth:`Fingertip.force_height`)."""
+    return fingertip.force_height(float(np.median(grid.heights[grid.occupancy])))
 
 
 def _window(samples: int) -> int:
@@ -54,6 +62,9 @@ class TrainingSet:
         pushes: how many pushes the steps come from.
         support: the support model that turns masses into the cells' normal loads N, so
             that the friction forces are c = mu N (:mod:`slide_core.physics.support`).
+        push_height: height [m] above the table at which the push force acts; its moment
+            shifts the loads of every step by ``dN_t`` (:meth:`Support.tipping_loads`), so
+            the friction forces are mu (N + dN_t). 0: no shift (the papers').
     """
 
     grid: Grid
@@ -63,6 +74,13 @@ class TrainingSet:
     rho: float
     pushes: int
     support: str = DEFAULT_SUPPORT
+    push_height: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.push_height) and self.push_height >= 0.0):
+            raise IdentificationError(
+                f'the push height must be finite and >= 0 m, got {self.push_height}'
+            )
 
     @cached_property
     def loads(self) -> Support:
@@ -75,10 +93,15 @@ class TrainingSet:
 
     @classmethod
     def from_pushes(
-        cls, grid: Grid, pushes: list[PushData], support: str = DEFAULT_SUPPORT
+        cls,
+        grid: Grid,
+        pushes: list[PushData],
+        support: str = DEFAULT_SUPPORT,
+        push_height: float = 0.0,
     ) -> TrainingSet:
         """Build the system from pushes read with :func:`slide_core.io.read_pushes`, for
-        the support model ``support``."""
+        the support model ``support`` and pushes acting ``push_height`` [m] above the table
+        (:meth:`slide_core.model.Fingertip.force_height`)."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
         r = grid.p_OC
@@ -143,6 +166,7 @@ class TrainingSet:
             rho,
             len(ws),
             check_support(support),
+            float(push_height),
         )
 
     @cached_property
@@ -155,6 +179,18 @@ class TrainingSet:
             np.ascontiguousarray(self.w.reshape(-1)),
         )
 
+    @property
+    def tips(self) -> bool:
+        """Whether the push's moment shifts the loads (a positive push height)."""
+        return self.push_height > 0.0 and self.support != 'cell-mass'
+
+    @cached_property
+    def _tipping(self) -> FloatArray:
+        """(3S, n): G_t diag(dN_t), the friction wrench per unit friction coefficient of the
+        loads the push's moment moves, dN_t from the measured force (same frame as r)."""
+        dN = self.loads.tipping_loads(self.push_height * self.w[:, :2])  # (S, n)
+        return np.ascontiguousarray((self.G * dN[:, None, :]).reshape(-1, self.grid.n))
+
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
         return self._residual(m, mu, self.loads.loads(m))
@@ -163,6 +199,8 @@ class TrainingSet:
         """:meth:`residual` with the normal loads N (K, n) of m given."""
         Q2, G2, w2 = self._matrices
         res = w2[None] - m @ Q2.T - (mu * N) @ G2.T
+        if self.tips:
+            res -= mu @ self._tipping.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
     def loss(self, m: ArrayLike, mu: ArrayLike) -> FloatArray:
@@ -184,6 +222,8 @@ class TrainingSet:
         g_c = -2.0 / S * rG  # d loss / d c, c = mu N
         g_m = -2.0 / S * rQ + np.einsum('ki,kij->kj', g_c * mu2, dN)
         g_mu = g_c * N
+        if self.tips:
+            g_mu = g_mu - 2.0 / S * flat @ self._tipping
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
     @cached_property
@@ -199,6 +239,8 @@ class TrainingSet:
         """:meth:`loss_grad` (or only the losses, with zero gradients) from the loss's
         quadratic form: cost independent of the steps, for the optimisers' many
         evaluations; absolute round-off about 1e-15 of the wrenches' squared norm."""
+        if self.tips:
+            return self._tipping_loss_grad(m, mu, grad)
         H, b, ww = self._normal_equations
         m2 = np.ascontiguousarray(np.atleast_2d(m), dtype=float)
         mu2 = np.ascontiguousarray(np.atleast_2d(mu), dtype=float)
@@ -212,6 +254,34 @@ class TrainingSet:
         kernels.quadratic_loss_grad(H, b, ww, self.steps, m2, N, mu2, loss, g_m, g_c, grad)
         g_m += np.einsum('ki,kij->kj', g_c * mu2, dN)
         return loss, g_m, g_c * N
+
+    @cached_property
+    def _tipping_equations(self) -> tuple[FloatArray, FloatArray, float]:
+        """H (3n, 3n), b (3n,), w.w of the loss's quadratic form in (m, c, mu) when the
+        push's moment shifts the loads: |w - Q m - G c - G_tip mu|^2."""
+        Q2, G2, w2 = self._matrices
+        return kernels.gram(np.ascontiguousarray(np.hstack((Q2, G2, self._tipping))), w2)
+
+    def _tipping_loss_grad(
+        self, m: FloatArray, mu: FloatArray, grad: bool
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """:meth:`quick_loss_grad` from the quadratic form in (m, c, mu) (3n wide)."""
+        H, b, ww = self._tipping_equations
+        m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
+        n = m2.shape[1]
+        if grad:
+            N, dN = self.loads.loads_and_jacobian(m2)
+        else:
+            N = self.loads.loads(m2)
+        x = np.hstack((m2, mu2 * N, mu2))
+        Hx = x @ H  # H is symmetric
+        loss = (ww - 2.0 * x @ b + np.sum(x * Hx, axis=1)) / self.steps
+        if not grad:
+            return loss, np.zeros_like(m2), np.zeros_like(m2)
+        g = 2.0 * (Hx - b) / self.steps
+        g_c = g[:, n : 2 * n]
+        g_m = g[:, :n] + np.einsum('ki,kij->kj', g_c * mu2, dN)
+        return loss, g_m, g_c * N + g[:, 2 * n :]
 
     @cached_property
     def _friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -241,11 +311,20 @@ class TrainingSet:
         0.3 N and G^T G's condition near 1e15, bounded least squares in c stopped far from
         the minimum (the hammer's true masses: a loss 1.6 times the one in mu). A cell that
         carries no load keeps the middle of the friction bounds (nothing tells it)."""
-        R, Rw, RQ = self._friction_system
         N = self.loads.loads(m)[0]
-        loaded = N > 1e-9 * max(float(N.max()), 1e-300)
         middle = 0.5 * (bounds.friction_min + bounds.friction_max)
         mu = np.full(N.shape, middle)
+        if self.tips:  # every cell's coefficient acts through the shifted loads
+            Q2, G2, w2 = self._matrices
+            fit = lsq_linear(
+                G2 * N[None] + self._tipping,
+                w2 - Q2 @ m,
+                bounds=(bounds.friction_min, bounds.friction_max),
+                method='bvls',
+            )
+            return np.asarray(np.clip(fit.x, bounds.friction_min, bounds.friction_max))
+        R, Rw, RQ = self._friction_system
+        loaded = N > 1e-9 * max(float(N.max()), 1e-300)
         fit = lsq_linear(
             R[:, loaded] * N[loaded],
             Rw - RQ @ m,

@@ -62,6 +62,15 @@ class Fingertip:
         """Gap [m] between the fingertip's bottom and the table top while pushing."""
         return self.height - self.length / 2
 
+    def force_height(self, object_height: float) -> float:
+        """Height [m] above the table at which a push on a side ``object_height`` [m] tall
+        acts: the middle of the part of the side the fingertip covers (its centre for a side
+        taller than the fingertip's top; half the side for one lower than its bottom)."""
+        if not (math.isfinite(object_height) and object_height > 0.0):
+            raise SlideInputError(f'an object height must be positive, got {object_height}')
+        lo, hi = max(self.clearance, 0.0), min(self.clearance + self.length, object_height)
+        return (lo + hi) / 2 if hi > lo else object_height / 2
+
 
 @dataclass(frozen=True)
 class Gripper:

@@ -19,6 +19,7 @@ from slide_core.identification import (
     TrainingSet,
     candidates,
     choose,
+    force_height,
     identify,
     on_table,
     random_push,
@@ -188,7 +189,8 @@ class LocalDecider:
             return self.truth
         s = self.identification
         data = [self._to_data(grid, k, samples) for k, samples in enumerate(pushes)]
-        train = TrainingSet.from_pushes(grid, data, s.support)
+        height = force_height(self.workcell.fingertip, grid)
+        train = TrainingSet.from_pushes(grid, data, s.support, height)
         self.last_identification = identify(
             train, s.method, K=s.K, budget=s.budget, seed=s.seed, com_directions=s.com_directions
         )

@@ -23,25 +23,32 @@ GRID = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.03))
 
 
 def synthetic(
-    seed: int = 0, noise: float = 0.0, support: str = 'rigid'
+    seed: int = 0, noise: float = 0.0, support: str = 'rigid', push_height: float = 0.0
 ) -> tuple[TrainingSet, np.ndarray, np.ndarray]:
     """A training set whose wrenches a known model (m, mu) explains exactly under the
-    support model ``support``."""
+    support model ``support``, pushed ``push_height`` above the table (the loads shift
+    with the push force, which they make: solved by fixed-point iteration)."""
     rng = np.random.default_rng(seed)
     n, S = GRID.n, 120
     Q = rng.normal(0.0, 0.2, (S, 3, n))
     G = rng.normal(0.0, 1.0, (S, 3, n))
     m = rng.uniform(0.01, 0.05, n)
     mu = rng.uniform(0.2, 0.8, n)
-    N = Support.of(GRID, support).loads(m)[0]
+    loads = Support.of(GRID, support)
+    N = loads.loads(m)[0]
     w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * N)
+    for _ in range(100 if push_height > 0 else 0):
+        dN = loads.tipping_loads(push_height * w[:, :2])
+        w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,sn->sj', G, mu * (N + dN))
     w += rng.normal(0.0, noise, w.shape)
-    return TrainingSet(GRID, Q, G, w, 0.03, 1, support), m, mu
+    return TrainingSet(GRID, Q, G, w, 0.03, 1, support, push_height), m, mu
 
 
-@pytest.mark.parametrize('support', SUPPORT_MODELS)
-def test_gradient_matches_finite_differences(support):
-    train, m, mu = synthetic(support=support)
+@pytest.mark.parametrize(
+    ('support', 'push_height'), [(s, 0.0) for s in SUPPORT_MODELS] + [('rigid', 0.002)]
+)
+def test_gradient_matches_finite_differences(support, push_height):
+    train, m, mu = synthetic(support=support, push_height=push_height)
     rng = np.random.default_rng(1)
     m0 = m * rng.uniform(0.5, 1.5, m.size)
     mu0 = mu * rng.uniform(0.5, 1.5, mu.size)
@@ -71,6 +78,18 @@ def test_true_model_has_zero_loss_and_the_analytic_method_finds_the_friction_for
     c_true = mu * loads.loads(m)[0]
     c_found = belief.friction[0] * loads.loads(belief.mass[0])[0]
     assert np.allclose(c_found, c_true, rtol=0.05)
+
+
+def test_the_push_moment_explains_what_fixed_loads_cannot():
+    tipped, m, mu = synthetic(push_height=0.002)  # small: the fixed point converges
+    assert tipped.tips and tipped.loss(m, mu)[0] < 1e-20
+    assert tipped.quick_loss_grad(m[None], mu[None], grad=False)[0][0] < 1e-12
+    fixed = TrainingSet(GRID, tipped.Q, tipped.G, tipped.w, tipped.rho, 1, 'rigid')
+    assert fixed.loss(m, mu)[0] > 1e-6  # the same data without the shift
+    # The warm start finds the friction map at the true masses.
+    assert np.allclose(tipped.friction_at(m, Bounds.from_grid(GRID)), mu, atol=1e-6)
+    with pytest.raises(IdentificationError, match='push height'):
+        TrainingSet(GRID, tipped.Q, tipped.G, tipped.w, tipped.rho, 1, 'rigid', -0.01)
 
 
 @pytest.mark.parametrize('seed', range(3))

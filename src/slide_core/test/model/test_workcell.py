@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slide_core.model import WorkcellError, load_workcell, parse_workcell, workcell_path
+from slide_core.errors import SlideInputError
+from slide_core.model import (
+    Fingertip,
+    WorkcellError,
+    load_workcell,
+    parse_workcell,
+    workcell_path,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -57,3 +64,12 @@ def test_bad_fields_are_named(path, value, message):
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(WorkcellError, match='cannot read the workcell file'):
         load_workcell(tmp_path / 'nope.yaml')
+
+
+def test_a_push_acts_at_the_middle_of_the_side_the_fingertip_covers():
+    tip = Fingertip(radius=0.008, length=0.03, mu=0.3, height=0.017)  # covers 2 to 32 mm
+    assert tip.force_height(0.05) == pytest.approx(0.017)  # a tall side: the centre
+    assert tip.force_height(0.02) == pytest.approx(0.011)  # 2 to 20 mm
+    assert tip.force_height(0.001) == pytest.approx(0.0005)  # below the fingertip's bottom
+    with pytest.raises(SlideInputError, match='positive'):
+        tip.force_height(0.0)

@@ -165,3 +165,20 @@ def test_trial_masses_outside_the_physical_range_get_the_linear_loads():
     A = np.column_stack((np.ones(grid.n), grid.p_OC))
     assert np.allclose(A @ np.linalg.lstsq(A, N, rcond=None)[0], N, atol=1e-12)
     assert np.allclose(support.load_jacobian(m)[0] @ m, N, atol=1e-12)
+
+
+def test_a_push_moment_shifts_the_pressure_towards_the_push_and_keeps_the_weight():
+    grid = Grid.from_occupancy(np.ones((3, 8)), 0.02)
+    support = Support.of(grid, 'rigid')
+    h, F = 0.017, np.array([[2.0, -0.5], [0.0, 1.0]])  # N, in the object frame
+    dN = support.tipping_loads(h * F)
+    assert dN.shape == (2, grid.n)
+    assert np.allclose(dN.sum(axis=1), 0.0, atol=1e-12)  # the weight is unchanged
+    # The pressure's first moment about the table grows by h F: the centre of pressure
+    # moves towards the push.
+    assert np.allclose(dN @ support.r, h * F, atol=1e-12)
+    front = support.r[:, 0] > 0
+    assert dN[0, front].sum() > 0 > dN[0, ~front].sum()
+    assert not Support.of(grid, 'cell-mass').tipping_loads(h * F).any()
+    with pytest.raises(PhysicsError, match=r'\(S, 2\)'):
+        support.tipping_loads(np.zeros((2, 3)))
