@@ -3,12 +3,13 @@
 Slow pushes see the mass map almost only through the friction forces ``mu_i N_i``, and a
 shifted centre of mass with a compensating friction map gives nearly the same forces
 (:mod:`slide_core.physics.support`). Measured on the twin's library (5 training pushes each,
-the friction refitted at every centre of mass): the wrench-space loss stays within 5% of the
-best over 6 to 48 mm around the most probable model's centre of mass, and its minimum lies
-8 to 19 mm from the truth. The optimisers' models, which all start from the same volume-
-proportional masses, then cluster within a few millimetres, and a belief made of them alone
-is sure of a centre of mass the data never fixed: a goal at the table edge chosen from it
-can tip the object.
+the friction refitted at every centre of mass, the push's moment in the loss): the
+wrench-space loss stays within 5% of the best over 4 to 48 mm around the most probable
+model's centre of mass, and its minimum lies 1 to 8 mm from the truth (8 to 19 mm before the
+push's moment entered the loss). The optimisers' models, which all start from the same
+volume-proportional masses, mostly cluster within a few millimetres, and a belief made of
+them alone can be sure of a centre of mass the data never fixed: a goal at the table edge
+chosen from it can tip the object.
 
 So the belief also carries, for each of D directions (the footprint's principal axes first),
 the model whose centre of mass lies furthest along it while the loss with the friction
@@ -22,16 +23,17 @@ to the band's edge; the friction is the bounded least-squares map at the new mas
 models are as consistent with the pushes as the temperature allows, and the balance test then
 asks a goal to hold for them too. Measured on the library's twin pushes, the true centre of
 mass then lies in the models' hull on 8 of 8 objects (0 of 8 without); on novel objects with
-a heavy end it can lie beyond the band (the loss at the truth is up to 1.1 times the best),
-so the hull is what the pushes support, not a guarantee.
+a heavy end it lay beyond the band (before the push's moment: the loss at the truth was up to
+1.1 times the best), so the hull is what the pushes support, not a guarantee.
 
-It is off by default because of what it costs the task. Measured with 4 directions (library,
-twin, goals as far out as balance allows, 2 seeds): 14 of 16 pre-grasps against 16 of 16
-without, the two failures on the smallest object (crimp) finding no goal that 95% of the
-belief keeps balanced; on novel objects a uniform ring found a goal on 1 seed of 4 instead of
-4 of 4. What it buys: of the table-edge poses the belief calls stable, 63 of 65 stayed in the
-twin, against 76 of 81 without. Turn it on (``com_directions``) where a tipped object costs
-more than a refused one.
+It is off by default because of what it costs the task, measured with 4 directions before
+the push's moment entered the loss (library, twin, goals as far out as balance allows, 2
+seeds): 14 of 16 pre-grasps against 16 of 16 without, the two failures on the smallest
+object (crimp) finding no goal that 95% of the belief keeps balanced; on novel objects a
+uniform ring found a goal on 1 seed of 4 instead of 4 of 4. What it buys: of the table-edge
+poses the belief calls stable, 63 of 65 stayed in the twin, against 76 of 81 without (with
+the push's moment: 67 of 67 against 75 of 75). Turn it on (``com_directions``) where a
+tipped object costs more than a refused one.
 """
 
 from __future__ import annotations
