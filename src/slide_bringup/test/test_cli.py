@@ -153,7 +153,8 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     model, png = tmp_path / 'box.yaml', tmp_path / 'box.png'
     out = _run(
         'identify', str(bag), '--train', '0-2', '--models', '4', '--budget', '400',
-        '--com-directions', '2', '--out', str(model), '--png', str(png), '--json',
+        '--com-directions', '2', '--push-moment', '--out', str(model), '--png', str(png),
+        '--json',
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

@@ -61,6 +61,12 @@ PARAMS = (
     Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
     Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
     Param(
+        'push_moment',
+        False,
+        "fit with the push's moment shifting the table's pressure (the fingertip's height); "
+        "the planner's simulators do not model it yet",
+    ),
+    Param(
         'com_directions',
         COM_DIRECTIONS,
         'probabilistic: the belief also holds, per direction (this many), the model with the '
@@ -144,7 +150,8 @@ class IdentificationNode(SlideNode):
                 density_max=goal.density_max or DENSITY_MAX,
                 friction_max=goal.friction_max or FRICTION_BOUND,
             )
-            height = force_height(self.cell.fingertip, grid)
+            tips = bool(self.get_parameter('push_moment').value)
+            height = force_height(self.cell.fingertip, grid) if tips else 0.0
             train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,

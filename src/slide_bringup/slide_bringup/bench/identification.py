@@ -14,7 +14,9 @@ The same pushes are also recorded with the object poses a camera tracker would g
 identified with the probabilistic method: the held-out error and centre of mass there say
 what the twin's perfect 100 Hz poses hide. ``com_spread`` gives the probabilistic belief's
 figures with the centre-of-mass spread of :data:`SPREAD` directions added (whether the true
-centre of mass lies in the models' hull, and the edge-balance poses it calls stable).
+centre of mass lies in the models' hull, and the edge-balance poses it calls stable), and
+``push_moment`` those of the fit with the push's moment shifting the loads
+(``TrainingSet.push_height`` at the fingertip's force height; off by default).
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def run(
     tracked: dict[str, list[float]] = {'add': [], 'com': []}
     spread: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
     spread_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
+    moment: dict[str, list[float]] = {'add': [], 'com': [], 'tracked_add': [], 'tracked_com': []}
+    moment_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
     refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,9 +112,8 @@ def run(
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
             truth = read_ground_truth(bag)
-            height = force_height(cell.fingertip, grid)
-            train = TrainingSet.from_pushes(grid, train_pd, support, height)
-            test = TrainingSet.from_pushes(grid, test_pd, support, height)
+            train = TrainingSet.from_pushes(grid, train_pd, support)
+            test = TrainingSet.from_pushes(grid, test_pd, support)
             beliefs = {}
             for method in methods:
                 beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
@@ -164,7 +167,7 @@ def run(
                 grid_t, train_t = read_pushes(seen, list(range(5)))
                 _, test_t = read_pushes(seen, list(range(5, 10)))
                 found_t = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support, height),
+                    TrainingSet.from_pushes(grid_t, train_t, support),
                     'probabilistic',
                     budget=BUDGET,
                     seed=seed,
@@ -178,15 +181,37 @@ def run(
                     progress(
                         f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
                     )
+                mass = None if truth is None else truth.mass
                 wide = identify(
                     train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=SPREAD
                 ).belief
-                ev = evaluate(wide, test_pd, cell.fingertip, None if truth is None else truth.mass)
+                ev = evaluate(wide, test_pd, cell.fingertip, mass)
                 spread['add'].append(ev.add_error_m)
                 spread['models'].append(wide.K)
                 if ev.com_error_m is not None:
                     spread['com'].append(ev.com_error_m)
                     spread['in'].append(float(bool(ev.truth_in_support)))
+                height = force_height(cell.fingertip, grid)
+                tipped = identify(
+                    TrainingSet.from_pushes(grid, train_pd, support, height),
+                    'probabilistic',
+                    budget=BUDGET,
+                    seed=seed,
+                ).belief
+                ev = evaluate(tipped, test_pd, cell.fingertip, mass)
+                moment['add'].append(ev.add_error_m)
+                if ev.com_error_m is not None:
+                    moment['com'].append(ev.com_error_m)
+                found_tt = identify(
+                    TrainingSet.from_pushes(grid_t, train_t, support, height),
+                    'probabilistic',
+                    budget=BUDGET,
+                    seed=seed,
+                )
+                ev = evaluate(found_tt.belief, test_t, cell.fingertip, mass)
+                moment['tracked_add'].append(ev.add_error_m)
+                if ev.com_error_m is not None:
+                    moment['tracked_com'].append(ev.com_error_m)
                 rng = np.random.default_rng(seed)
                 for X in edge_poses(spec, 12, rng):
                     p = stay_probability(beliefs['probabilistic'].belief, X)
@@ -199,6 +224,9 @@ def run(
                     if stay_probability(wide, X) >= STABLE_P:
                         spread_balance['predicted_stable'] += 1
                         spread_balance['stable_and_stayed'] += int(stayed)
+                    if stay_probability(tipped, X) >= STABLE_P:
+                        moment_balance['predicted_stable'] += 1
+                        moment_balance['stable_and_stayed'] += int(stayed)
     per_method = {
         m: {
             'add_error_m': float(np.mean(r['add'])),
@@ -248,6 +276,23 @@ def run(
                 }
             }
             if spread['add']
+            else {}
+        ),
+        **(
+            {
+                'push_moment': {
+                    'probabilistic_add_error_m': float(np.mean(moment['add'])),
+                    'probabilistic_com_error_m': (
+                        float(np.mean(moment['com'])) if moment['com'] else None
+                    ),
+                    'tracked_add_error_m': float(np.mean(moment['tracked_add'])),
+                    'tracked_com_error_m': (
+                        float(np.mean(moment['tracked_com'])) if moment['tracked_com'] else None
+                    ),
+                    **moment_balance,
+                }
+            }
+            if moment['add']
             else {}
         ),
         'edge_balance': {

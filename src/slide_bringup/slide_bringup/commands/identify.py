@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
     parser.add_argument(
+        '--push-moment',
+        action='store_true',
+        help="fit with the push's moment shifting the table's pressure towards the push (the "
+        "workcell's fingertip height): a better centre of mass; the planner's simulators do "
+        'not model it yet',
+    )
+    parser.add_argument(
         '--com-directions',
         type=int,
         default=COM_DIRECTIONS,
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     grid, pushes = read.grid, read.pushes
     # The push acts at the workcell's fingertip height (workcell.yaml of $SLIDE_CONFIG_DIR or
     # the installed config).
-    height = force_height(load_workcell().fingertip, grid)
+    height = force_height(load_workcell().fingertip, grid) if args.push_moment else 0.0
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()

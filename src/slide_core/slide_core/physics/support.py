@@ -36,11 +36,15 @@ Friction of cell ``i`` is ``mu_i N_i``. The loads depend on the mass map only th
 A push tips the pressure: its force F acts at the fingertip's height h above the table,
 where friction, in the table plane, cannot balance its moment, so the moment balance reads
 ``sum_i N_i d_i = M g (c - r_bar) + h F`` and the pressure shifts towards the push by
-``h |F| / (M g)`` (4 to 10 mm for mu = 0.3 to 0.6 and h = 17 mm). Identification adds this
-shift (:meth:`Support.tipping_loads`, from the measured force); on the twin's library it
-halved the identified centre of mass's error (11 to 6 mm), because without it the fit moves
-the centre of mass to explain a pressure that the push, not the mass, had moved. The
-simulators do not have it yet (they would need the loads per step).
+``h |F| / (M g)`` (4 to 10 mm for mu = 0.3 to 0.6 and h = 17 mm). Identification can add
+this shift (:meth:`Support.tipping_loads` from the measured force; ``push_height`` of the
+training set, ``--push-moment``): on the twin's library it halved the identified centre of
+mass's error (11 to 6 mm), and on novel objects with a heavy end cut it from 26 and 32 mm to
+3 and 7 mm, because without it the fit moves the centre of mass to explain a pressure that
+the push, not the mass, had moved. It is off by default because the simulators that plan the
+pushes do not have it yet (they would need the loads per step): maps fitted with it and
+replayed without it let a heavy-ended rod slide off the table while being pushed to its goal
+on 2 of 7 seeds (0 of 7 without it).
 
 What pushes can identify under it: the dynamics see the mass map only through its total
 ``M``, centre of mass ``c`` and rotational inertia about it, and the friction only through
