@@ -75,6 +75,11 @@ def twin_stays(spec: ObjectSpec, cell: Workcell, X_WO: np.ndarray) -> bool:
     return not twin.fell()
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    """The mean of ``values``, None when there are none (no ground truth to compare)."""
+    return float(np.mean(values)) if values else None
+
+
 def run(
     objects: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
@@ -243,8 +248,8 @@ def run(
         **({'rollout_refinement': refined} if refined else {}),
         'budget_simulations': BUDGET,
         'methods': per_method,
-        'probabilistic_com_error_m': float(np.mean(com_errors)) if com_errors else None,
-        'truth_in_support_fraction': float(np.mean(in_support)) if in_support else None,
+        'probabilistic_com_error_m': _mean(com_errors),
+        'truth_in_support_fraction': _mean(in_support),
         **(
             {
                 'tracked_poses': {
@@ -252,9 +257,7 @@ def run(
                     'sigma_m': TRACKED.sigma_m,
                     'sigma_rad': TRACKED.sigma_rad,
                     'probabilistic_add_error_m': float(np.mean(tracked['add'])),
-                    'probabilistic_com_error_m': (
-                        float(np.mean(tracked['com'])) if tracked['com'] else None
-                    ),
+                    'probabilistic_com_error_m': _mean(tracked['com']),
                 }
             }
             if tracked['add']
@@ -266,12 +269,8 @@ def run(
                     'directions': SPREAD,
                     'models_mean': float(np.mean(spread['models'])),
                     'probabilistic_add_error_m': float(np.mean(spread['add'])),
-                    'probabilistic_com_error_m': (
-                        float(np.mean(spread['com'])) if spread['com'] else None
-                    ),
-                    'truth_in_support_fraction': (
-                        float(np.mean(spread['in'])) if spread['in'] else None
-                    ),
+                    'probabilistic_com_error_m': _mean(spread['com']),
+                    'truth_in_support_fraction': _mean(spread['in']),
                     **spread_balance,
                 }
             }
@@ -282,13 +281,9 @@ def run(
             {
                 'push_moment': {
                     'probabilistic_add_error_m': float(np.mean(moment['add'])),
-                    'probabilistic_com_error_m': (
-                        float(np.mean(moment['com'])) if moment['com'] else None
-                    ),
+                    'probabilistic_com_error_m': _mean(moment['com']),
                     'tracked_add_error_m': float(np.mean(moment['tracked_add'])),
-                    'tracked_com_error_m': (
-                        float(np.mean(moment['tracked_com'])) if moment['tracked_com'] else None
-                    ),
+                    'tracked_com_error_m': _mean(moment['tracked_com']),
                     **moment_balance,
                 }
             }
