@@ -164,6 +164,10 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
         'identify', str(bag), '--com-directions', '-1', '--out', str(tmp_path / 'x.yaml')
     )
     assert refused.returncode == 2 and '--com-directions' in refused.stderr
+    # The rollout refinement has no push moment: refused before any work, with the way out.
+    refused = _run('identify', str(bag), '--refine-budget', '5', '--out', str(tmp_path / 'x.yaml'))
+    assert refused.returncode == 2 and '--no-push-moment' in refused.stderr
+    assert not (tmp_path / 'x.yaml').exists()
     assert abs(sum(result['weights']) - 1) < 1e-3
     assert model.exists() and png.stat().st_size > 10_000
     out = _run('evaluate', str(model), str(bag), '--test', '3', '--json')

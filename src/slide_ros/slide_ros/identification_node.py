@@ -33,7 +33,6 @@ from slide_core.identification import (
     Bounds,
     IdentificationCancelledError,
     TrainingSet,
-    force_height,
     identify,
 )
 from slide_core.io import (
@@ -62,9 +61,9 @@ PARAMS = (
     Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
     Param(
         'push_moment',
-        False,
-        "fit with the push's moment shifting the table's pressure (the fingertip's height); "
-        "the planner's simulators do not model it yet",
+        True,
+        "fit with the push's moment shifting the table's pressure (the fingertip's height on "
+        'each cell); the belief records it for the simulators that plan with it',
     ),
     Param(
         'com_directions',
@@ -151,7 +150,7 @@ class IdentificationNode(SlideNode):
                 friction_max=goal.friction_max or FRICTION_BOUND,
             )
             tips = bool(self.get_parameter('push_moment').value)
-            height = force_height(self.cell.fingertip, grid) if tips else 0.0
+            height = self.cell.fingertip.force_heights(grid) if tips else 0.0
             train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,

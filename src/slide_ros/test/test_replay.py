@@ -408,7 +408,9 @@ def test_slide_identify_on_a_graph_bag_gives_the_online_belief(
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result['skipped'] == [] and result['poses_from'] == '/object/pose'
-    online_fit = identify(TrainingSet.from_pushes(grid, online), **FIT).belief
+    # slide identify fits with the push's moment by default, at the workcell's heights.
+    heights = load_workcell().fingertip.force_heights(grid)
+    online_fit = identify(TrainingSet.from_pushes(grid, online, push_height=heights), **FIT).belief
     gap = np.linalg.norm(load_belief(model).com() - online_fit.com(), axis=1)
     print(
         f'centre-of-mass gap, slide identify vs executor records [mm]: {np.round(gap * 1000, 3)}'

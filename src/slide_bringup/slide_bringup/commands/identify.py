@@ -47,10 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
     parser.add_argument(
         '--push-moment',
-        action='store_true',
-        help="fit with the push's moment shifting the table's pressure towards the push (the "
-        "workcell's fingertip height): a better centre of mass; the planner's simulators do "
-        'not model it yet',
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fit with the push's moment shifting the table's pressure towards the push (at "
+        "the workcell's fingertip height on each cell's side; the belief records it and the "
+        "simulators that replay and plan with it add it); --no-push-moment: the papers' "
+        'loads (needed by --refine-budget)',
     )
     parser.add_argument(
         '--com-directions',
@@ -86,13 +88,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.args import parse_range
     from slide_bringup.cli import CliError
     from slide_core.files import atomic_path, check_output
-    from slide_core.identification import TrainingSet, force_height, identify
+    from slide_core.identification import TrainingSet, identify
     from slide_core.io import read_pushes
     from slide_core.io.plot import belief_figure
     from slide_core.model import load_workcell, save_belief
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
+    if args.refine_budget > 0 and args.push_moment and args.support != 'cell-mass':
+        raise CliError(
+            "--refine-budget differentiates the simulator without the push's moment: add "
+            '--no-push-moment to refine'
+        )
     if args.com_directions < 0:
         raise CliError(f'--com-directions must be >= 0, got {args.com_directions}')
     # Outputs are checked before the work, and written only when all of it succeeded.
@@ -106,7 +113,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     grid, pushes = read.grid, read.pushes
     # The push acts at the workcell's fingertip height (workcell.yaml of $SLIDE_CONFIG_DIR or
     # the installed config).
-    height = force_height(load_workcell().fingertip, grid) if args.push_moment else 0.0
+    height = load_workcell().fingertip.force_heights(grid) if args.push_moment else 0.0
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()

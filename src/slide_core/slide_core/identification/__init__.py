@@ -103,7 +103,7 @@ from slide_core.identification.pushes import (
 )
 from slide_core.identification.refine import WINDOW_S, refine
 from slide_core.identification.spread import COM_DIRECTIONS, com_spread, shift_com
-from slide_core.identification.training import TrainingSet, force_height
+from slide_core.identification.training import TrainingSet
 
 __all__ = [
     'COM_DIRECTIONS',
@@ -134,7 +134,6 @@ __all__ = [
     'com_spread',
     'evaluate',
     'final_errors',
-    'force_height',
     'identify',
     'in_hull',
     'outline_point',

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial import Delaunay, QhullError
 
 from slide_core.geometry import FloatArray, Grid, cell_positions
@@ -57,14 +58,18 @@ def replay(
     fingertip: Fingertip,
     progress: Callable[[int, int], None] | None = None,
     support: str = DEFAULT_SUPPORT,
+    push_height: ArrayLike = 0.0,
 ) -> FloatArray:
     """Final poses (K, P, 3) of K models (K, n) replaying each push's fingertip path, under
-    the support model ``support``."""
+    the support model ``support``, the push's moment at ``push_height`` [m], one or (n,)
+    per cell (:meth:`Fingertip.force_heights`; 0: none)."""
     m, mu = np.atleast_2d(mass), np.atleast_2d(friction)
     out = np.empty((m.shape[0], len(pushes), 3))
     for j, pd in enumerate(pushes):
         tip = FingertipPush.create(pd.p_WF, fingertip.radius, fingertip.mu, pd.push.dt)
-        out[:, j] = simulate(grid, m, mu, tip, pd.X_WO0, None, support).X_WO[:, -1]
+        out[:, j] = simulate(
+            grid, m, mu, tip, pd.X_WO0, None, support, push_height=push_height
+        ).X_WO[:, -1]
         if progress:
             progress(j + 1, len(pushes))
     return out
@@ -101,7 +106,8 @@ def evaluate(
     um, umu = uniform_maps(belief.mass[k], belief.friction[k])
     masses = np.vstack((belief.mass, um[None]))
     frictions = np.vstack((belief.friction, umu[None]))
-    finals = replay(grid, masses, frictions, pushes, fingertip, progress, belief.support)
+    height = fingertip.force_heights(grid) if belief.push_moment else 0.0
+    finals = replay(grid, masses, frictions, pushes, fingertip, progress, belief.support, height)
     errors = final_errors(grid, finals, pushes)  # (K + 1, P)
     moved = np.mean(
         [

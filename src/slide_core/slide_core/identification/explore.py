@@ -143,11 +143,19 @@ def choose(
             )
     else:
         scores = np.full(len(pool), -np.inf)
+        height = fingertip.force_heights(belief.grid) if belief.push_moment else 0.0
         for j, cand in enumerate(pool):
             push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
             try:
                 rollout = simulate(
-                    belief.grid, belief.mass, belief.friction, push, X_WO, None, belief.support
+                    belief.grid,
+                    belief.mass,
+                    belief.friction,
+                    push,
+                    X_WO,
+                    None,
+                    belief.support,
+                    push_height=height,
                 )
             except (MlcpError, PhysicsError):
                 continue  # a push the model cannot roll out is not chosen

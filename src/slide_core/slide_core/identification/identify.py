@@ -147,5 +147,7 @@ def identify(
         if progress:
             progress(used, budget, float(losses.min()))
     weight = softmax_weights(losses, temperature) if method == 'probabilistic' else np.ones(1)
-    belief = Belief.create(grid, masses, frictions, weight, losses, method, train.support)
+    belief = Belief.create(
+        grid, masses, frictions, weight, losses, method, train.support, train.tips
+    )
     return Identification(belief, used, time.perf_counter() - t0, counter.trace)

@@ -123,9 +123,18 @@ def refine(
     """``found``'s models refined on the simulator's pose error over ``pushes``, the pushes
     ``train`` was built from, within their bounds (``bounds`` split by the probabilistic
     schedule for K > 1, as identification did); ``budget`` counts model evaluations, as
-    there. The belief keeps each model's wrench-space loss, recomputed."""
+    there. The belief keeps each model's wrench-space loss, recomputed.
+
+    The rollout gradients do not model the push's moment: maps identified with it
+    (``belief.push_moment``) are refused with an IdentificationError saying so."""
     t0 = time.perf_counter()
     belief = found.belief
+    if belief.push_moment and belief.support != 'cell-mass':
+        raise IdentificationError(
+            "refinement differentiates the simulator without the push's moment, and these "
+            'maps were identified with it: identify without it (--no-push-moment, '
+            'push_moment=False) to refine them'
+        )
     grid, K, n = belief.grid, belief.K, belief.grid.n
     base = bounds or Bounds.from_grid(grid)
     boxes = schedule(base, K) if K > 1 else [base]
@@ -144,6 +153,7 @@ def refine(
         train.loss(theta[:, :n], theta[:, n:]),
         f'{belief.method}+rollout',
         belief.support,
+        push_moment=False,
     )
     return Identification(
         refined, found.simulations + counter.used, found.seconds + time.perf_counter() - t0,

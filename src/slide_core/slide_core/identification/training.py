@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,19 +16,12 @@ from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
-from slide_core.model import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support, check_support
 
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
 SPIN_EPS = 0.02  # rad/s: regularisation of the spin's sign
 SMOOTHING_WINDOW = 7  # samples of the Savitzky-Golay filter (70 ms at 100 Hz)
-
-
-def force_height(fingertip: Fingertip, grid: Grid) -> float:
-    """The push height [m] of :class:`TrainingSet`: where ``fingertip`` pushes an object of
-    ``grid``'s median cell height (:meth:`Fingertip.force_height`)."""
-    return fingertip.force_height(float(np.median(grid.heights[grid.occupancy])))
 
 
 def _window(samples: int) -> int:
@@ -62,9 +54,10 @@ class TrainingSet:
         pushes: how many pushes the steps come from.
         support: the support model that turns masses into the cells' normal loads N, so
             that the friction forces are c = mu N (:mod:`slide_core.physics.support`).
-        push_height: height [m] above the table at which the push force acts; its moment
-            shifts the loads of every step by ``dN_t`` (:meth:`Support.tipping_loads`), so
-            the friction forces are mu (N + dN_t). 0: no shift (the papers').
+        push_height: (S,) height [m] above the table at which each step's push force acts
+            (one number: the same for every step); its moment shifts the loads of step t by
+            ``dN_t`` (:meth:`Support.tipping_loads`), so the friction forces are
+            mu (N + dN_t). 0: no shift (the papers').
     """
 
     grid: Grid
@@ -74,13 +67,18 @@ class TrainingSet:
     rho: float
     pushes: int
     support: str = DEFAULT_SUPPORT
-    push_height: float = 0.0
+    push_height: FloatArray | float = 0.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.push_height) and self.push_height >= 0.0):
+        try:
+            arm = np.broadcast_to(np.asarray(self.push_height, dtype=float), (self.steps,))
+        except ValueError:
             raise IdentificationError(
-                f'the push height must be finite and >= 0 m, got {self.push_height}'
-            )
+                f'push heights must be one number or one per step ({self.steps})'
+            ) from None
+        if not (np.all(np.isfinite(arm)) and np.all(arm >= 0.0)):
+            raise IdentificationError('push heights must be finite and >= 0 m')
+        object.__setattr__(self, 'push_height', np.array(arm))
 
     @cached_property
     def loads(self) -> Support:
@@ -97,17 +95,24 @@ class TrainingSet:
         grid: Grid,
         pushes: list[PushData],
         support: str = DEFAULT_SUPPORT,
-        push_height: float = 0.0,
+        push_height: ArrayLike = 0.0,
     ) -> TrainingSet:
         """Build the system from pushes read with :func:`slide_core.io.read_pushes`, for
-        the support model ``support`` and pushes acting ``push_height`` [m] above the table
-        (:meth:`slide_core.model.Fingertip.force_height`)."""
+        the support model ``support`` and pushes acting ``push_height`` [m] above the table,
+        one number or (n,) per cell (:meth:`slide_core.model.Fingertip.force_heights`):
+        each step's force acts at the height of the cell nearest its contact point."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
+        try:
+            h_cell = np.broadcast_to(np.asarray(push_height, dtype=float), (grid.n,))
+        except ValueError:
+            raise IdentificationError(
+                f'push heights must be one number or one per cell ({grid.n})'
+            ) from None
         r = grid.p_OC
         w_cell = grid.cell_size
         rho = float(np.sqrt(np.mean(np.sum(r**2, axis=1)))) or w_cell
-        Qs, Gs, ws = [], [], []
+        Qs, Gs, ws, arms = [], [], [], []
         for pd in pushes:
             X = pd.X_steps
             dt = pd.push.dt
@@ -154,6 +159,8 @@ class TrainingSet:
             Qs.append(Q[keep])
             Gs.append(G[keep])
             ws.append(w[keep])
+            touched = np.argmin(np.linalg.norm(p[:, None, :] - r[None], axis=2), axis=1)
+            arms.append(h_cell[touched][keep])
         if not ws:
             raise IdentificationError(
                 'the object never moves in the training pushes: nothing to identify from'
@@ -166,7 +173,7 @@ class TrainingSet:
             rho,
             len(ws),
             check_support(support),
-            float(push_height),
+            np.concatenate(arms),
         )
 
     @cached_property
@@ -182,13 +189,14 @@ class TrainingSet:
     @property
     def tips(self) -> bool:
         """Whether the push's moment shifts the loads (a positive push height)."""
-        return self.push_height > 0.0 and self.support != 'cell-mass'
+        return bool(np.any(np.asarray(self.push_height) > 0.0)) and self.support != 'cell-mass'
 
     @cached_property
     def _tipping(self) -> FloatArray:
         """(3S, n): G_t diag(dN_t), the friction wrench per unit friction coefficient of the
         loads the push's moment moves, dN_t from the measured force (same frame as r)."""
-        dN = self.loads.tipping_loads(self.push_height * self.w[:, :2])  # (S, n)
+        arm = np.asarray(self.push_height)
+        dN = self.loads.tipping_loads(arm[:, None] * self.w[:, :2])  # (S, n)
         return np.ascontiguousarray((self.G * dN[:, None, :]).reshape(-1, self.grid.n))
 
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:

@@ -126,6 +126,7 @@ def belief_from_msg(msg: Any) -> Belief:
             loss,
             str(msg.method),
             str(msg.support) or DEFAULT_SUPPORT,
+            bool(msg.push_moment),
         )
     except BeliefError as exc:
         raise MessageError(f'the belief is not valid: {exc}') from None
@@ -150,6 +151,7 @@ def belief_to_msg(
     msg.temperature = float(temperature)
     msg.method = belief.method
     msg.support = belief.support
+    msg.push_moment = belief.push_moment
     return msg
 
 

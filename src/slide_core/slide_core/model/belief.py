@@ -54,6 +54,11 @@ class Belief:
             ``'rigid'`` or the papers' ``'cell-mass'``, :mod:`slide_core.physics.support`).
             Under ``'rigid'`` the mass map matters only through its total, centre of mass
             and inertia: each map is one representative of the masses the pushes allow.
+        push_moment: whether the maps hold with the push's moment tipping the loads towards
+            the push (a fingertip's force acts above the table;
+            :meth:`slide_core.physics.Support.tipping_basis`): the simulators that replay
+            and plan pushes with these maps add it when True. Maps identified without it
+            (and files from before it was recorded) are False.
     """
 
     grid: Grid
@@ -63,6 +68,7 @@ class Belief:
     loss: FloatArray
     method: str = ''
     support: str = DEFAULT_SUPPORT
+    push_moment: bool = True
 
     @classmethod
     def create(
@@ -74,6 +80,7 @@ class Belief:
         loss: ArrayLike | None = None,
         method: str = '',
         support: str = DEFAULT_SUPPORT,
+        push_moment: bool = True,
     ) -> Belief:
         """Validate and build a belief; (n,) maps make one model. Weights are normalised
         (uniform when omitted). Raises BeliefError saying what is wrong."""
@@ -110,7 +117,7 @@ class Belief:
             raise BeliefError(
                 f'unknown support model {support!r}: one of {", ".join(SUPPORT_MODELS)}'
             )
-        return cls(grid, m, mu, w / w.sum(), lo, str(method), str(support))
+        return cls(grid, m, mu, w / w.sum(), lo, str(method), str(support), bool(push_moment))
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -142,13 +149,16 @@ class Belief:
             loss=self.loss[k : k + 1],
             method=self.method,
             support=self.support,
+            push_moment=self.push_moment,
         )
 
     def uniform(self) -> Belief:
         """Uniform maps with the most probable model's total mass and total friction force
         (no identification of how they are distributed)."""
         m, mu = uniform_maps(self.mass[self.best], self.friction[self.best])
-        return Belief.create(self.grid, m, mu, method='uniform', support=self.support)
+        return Belief.create(
+            self.grid, m, mu, method='uniform', support=self.support, push_moment=self.push_moment
+        )
 
 
 def uniform_maps(mass: FloatArray, friction: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -176,6 +186,7 @@ def belief_to_dict(
         'name': name,
         'method': belief.method,
         'support': belief.support,
+        'push_moment': belief.push_moment,
         'provenance': dict(provenance or {}),
         'cell_size': float(g.cell_size),
         'occupancy': g.occupancy.astype(int).tolist(),
@@ -226,10 +237,14 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
     if abs(weight.sum() - 1.0) > 1e-6:
         raise BeliefError(f'{source}: the weights sum to {weight.sum():.6g}, not 1')
     try:
-        # Files from before the support model was recorded were identified with m_i g.
+        # Files from before the support model was recorded were identified with m_i g,
+        # and those from before the push's moment was recorded without it.
         support = str(doc.get('support', 'cell-mass'))
+        push_moment = doc.get('push_moment', False)
+        if not isinstance(push_moment, bool):
+            raise BeliefError(f'{source}: push_moment must be true or false, got {push_moment!r}')
         return Belief.create(
-            grid, mass, friction, weight, loss, str(doc.get('method', '')), support
+            grid, mass, friction, weight, loss, str(doc.get('method', '')), support, push_moment
         )
     except BeliefError as exc:
         raise BeliefError(f'{source}: {exc}') from None

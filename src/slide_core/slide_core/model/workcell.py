@@ -16,8 +16,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml
+from slide_core.geometry import FloatArray, Grid
 
 WORKCELL_FILE = 'workcell.yaml'
 
@@ -70,6 +73,12 @@ class Fingertip:
             raise SlideInputError(f'an object height must be positive, got {object_height}')
         lo, hi = max(self.clearance, 0.0), min(self.clearance + self.length, object_height)
         return (lo + hi) / 2 if hi > lo else object_height / 2
+
+    def force_heights(self, grid: Grid) -> FloatArray:
+        """(n,) :meth:`force_height` [m] on each of ``grid``'s cells, from the cell's height
+        (0 on a cell of height 0: a flat grid, whose pushes have no moment)."""
+        z = grid.heights[grid.occupancy]
+        return np.array([self.force_height(float(h)) if h > 0.0 else 0.0 for h in z])
 
 
 @dataclass(frozen=True)

@@ -205,11 +205,17 @@ def push_batch(
     X: np.ndarray,
     touching: np.ndarray,
     slipping: np.ndarray,
+    c_tip: np.ndarray,
+    h_push: np.ndarray,
 ) -> None:
     """B hypotheses pushed S fingertip steps of ``ds`` [m] along the unit direction d (2,)
     from p0 (2,), each from its pose X0 (B, 3): poses into X (B, S+1, 3), touching and
     slipping into (B, S). c (B, n) cell friction forces [N], c_tau (B,) [N m]; r (n, 2)
     cells about their centroid G, p_OG (2,) G in the object frame, half: half a cell [m].
+    The push's moment: c_tip (B, 2, n) [1/m] the friction forces' change per unit
+    table-plane moment along body x and y, h_push (n,) [m] the push's height on each cell
+    (size 0: no moment); each step's loads tip with the force of the step before, at the
+    touched cell's height.
     """
     B = c.shape[0]
     n = r.shape[0]
@@ -217,9 +223,13 @@ def push_batch(
     for i in range(n):
         rp[i, 0] = -r[i, 1]
         rp[i, 1] = r[i, 0]
+    tipping = h_push.shape[0] > 0
+    cb = np.empty(n)
     for b in range(B):
-        cb = c[b]
+        cb[:] = c[b]
         ct = c_tau[b]
+        fpx = 0.0  # the pusher's force at the last step, body frame [N]
+        fpy = 0.0
         th = X0[b, 2]
         cs = math.cos(th)
         sn = math.sin(th)
@@ -242,6 +252,7 @@ def push_batch(
             best = math.inf
             qx = 0.0
             qy = 0.0
+            touched = 0
             inside = False
             for i in range(n):
                 dx = px - r[i, 0]
@@ -255,6 +266,7 @@ def push_batch(
                     best = dist
                     qx = cx
                     qy = cy
+                    touched = i
             m = max(best, 1e-12)
             ox = (px - qx) / m
             oy = (py - qy) / m
@@ -266,8 +278,14 @@ def push_batch(
                 X[b, k + 1, 0] = X[b, k, 0]
                 X[b, k + 1, 1] = X[b, k, 1]
                 X[b, k + 1, 2] = X[b, k, 2]
+                fpx = 0.0
+                fpy = 0.0
                 continue
             touching[b, k] = True
+            if tipping:
+                hz = h_push[touched]
+                for i in range(n):
+                    cb[i] = max(0.0, c[b, i] + hz * (fpx * c_tip[b, 0, i] + fpy * c_tip[b, 1, i]))
             # Fingertip displacement, inward normal and tangent in the body frame.
             ddx = d[0] * ds
             ddy = d[1] * ds
@@ -316,6 +334,8 @@ def push_batch(
                 nw = a
                 last_a = a
                 last_beta = beta
+            fpx = fgx
+            fpy = fgy
             # Apply the body displacement (first order, rotation about G).
             gx += cs * nx - sn * ny
             gy += sn * nx + cs * ny
@@ -334,5 +354,5 @@ def warm_up() -> None:
         np.full((1, 2), 0.1), np.full(1, 1e-3), np.array([[-0.01, 0.0], [0.01, 0.0]]),
         np.zeros(2), 0.01, np.zeros((1, 3)), np.array([-0.03, 0.0]), np.array([1.0, 0.0]),
         0.005, 2, 0.008, 0.3, X, np.zeros((1, 2), dtype=np.bool_),
-        np.zeros((1, 2), dtype=np.bool_),
+        np.zeros((1, 2), dtype=np.bool_), np.zeros((1, 2, 2)), np.full(2, 0.01),
     )  # fmt: skip

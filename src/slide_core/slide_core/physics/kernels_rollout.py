@@ -260,6 +260,8 @@ def rollout(
     Minv: np.ndarray,
     L: np.ndarray,
     L_tau: np.ndarray,
+    L_tip: np.ndarray,
+    h_push: np.ndarray,
     c_B: np.ndarray,
     h: float,
     fingertip: bool,
@@ -281,13 +283,16 @@ def rollout(
     """Simulate hypotheses k0.. of a push from step t0 (of hypothesis k0), in place.
 
     Per hypothesis: M, Minv (K, 3, 3), cell limits L (K, n) [N s], torsion limit L_tau (K,),
-    centre of mass c_B (K, 2) about G; r_B (n, 2) cells about G, p_OG (2,), cell size w,
-    step h. Wrench push: f_W (T, 2) [N], r_c (T, 2) application point about G, tau (T,);
-    fingertip push: p_WF (T+1, 2), radius, mu_F, the fingertip against the polygon outline
-    (V, 2) about G (V = 0: against the cells' squares). State (updated): centre of mass
-    p (K, 2), yaw th (K,), its twist v (K, 3). Outputs X, V (K, T+1, 3) and F (K, T, 2) as in
-    :class:`Rollout`. Returns (k, t) of a step the active set did not settle (the caller
-    solves it and resumes at (k, t + 1)), or (-1, -1) when done.
+    the limits' change per unit table-plane moment along x and y L_tip (K, 2, n) [s/m]
+    (:func:`tipping_limits`) and the push force's height over each cell h_push (n,) [m]
+    (zero size: the push has no moment), centre of mass c_B (K, 2) about G; r_B (n, 2)
+    cells about G, p_OG (2,), cell size w, step h. Wrench push: f_W (T, 2) [N], r_c (T, 2)
+    application point about G, tau (T,); fingertip push: p_WF (T+1, 2), radius, mu_F, the
+    fingertip against the polygon outline (V, 2) about G (V = 0: against the cells'
+    squares). State (updated): centre of mass p (K, 2), yaw th (K,), its twist v (K, 3).
+    Outputs X, V (K, T+1, 3) and F (K, T, 2) as in :class:`Rollout`. Returns (k, t) of a
+    step the active set did not settle (the caller solves it and resumes at (k, t + 1)), or
+    (-1, -1) when done.
     """
     K = M.shape[0]
     n = r_B.shape[0]
@@ -310,6 +315,8 @@ def rollout(
     sv = np.zeros((4, 3))
     p_BF = np.zeros(2)
     v_BF = np.zeros(2)
+    tipping = h_push.shape[0] > 0
+    L_t = np.zeros(n)
     for k in range(k0, K):
         start = t0 if k == k0 else 0
         cx = c_B[k, 0]
@@ -323,6 +330,8 @@ def rollout(
             nu[0] = cs * v[k, 0] + sn * v[k, 1] + om * cy
             nu[1] = -sn * v[k, 0] + cs * v[k, 1] - om * cx
             nu[2] = om
+            fbx = 0.0
+            fby = 0.0
             if not fingertip:
                 fx = f_W[t, 0]
                 fy = f_W[t, 1]
@@ -343,13 +352,30 @@ def rollout(
                 vy = (p_WF[t + 1, 1] - p_WF[t, 1]) / h
                 v_BF[0] = cs * vx + sn * vy
                 v_BF[1] = -sn * vx + cs * vy
+            if tipping:
+                # The push force of this step (a fingertip's: of the step before, in this
+                # step's body frame), at the height of the cell nearest where it acts, tips
+                # the table's pressure towards it.
+                if fingertip:
+                    fx = F[k, t - 1, 0] if t > 0 else 0.0
+                    fy = F[k, t - 1, 1] if t > 0 else 0.0
+                    fbx = cs * fx + sn * fy
+                    fby = -sn * fx + cs * fy
+                    qx, qy = p_BF[0], p_BF[1]
+                else:
+                    qx, qy = r_c[t, 0], r_c[t, 1]
+                hz = h_push[_nearest(r_B, qx, qy)]
+                for i in range(n):
+                    L_t[i] = max(0.0, L[k, i] + hz * (fbx * L_tip[k, 0, i] + fby * L_tip[k, 1, i]))
+            else:
+                L_t[:] = L[k]
             status = _step(
                 r_B,
                 w,
                 outline,
                 M[k],
                 Minv[k],
-                L[k],
+                L_t,
                 L_tau[k],
                 nu,
                 P,
@@ -395,6 +421,17 @@ def rollout(
 
 
 @njit(cache=True)
+def _nearest(r_B: np.ndarray, x: float, y: float) -> int:
+    """Index of the cell centre r_B (n, 2) nearest (x, y)."""
+    best, j = np.inf, 0
+    for i in range(r_B.shape[0]):
+        d = (r_B[i, 0] - x) ** 2 + (r_B[i, 1] - y) ** 2
+        if d < best:
+            best, j = d, i
+    return j
+
+
+@njit(cache=True)
 def _record(
     p_OG: np.ndarray,
     c_B: np.ndarray,
@@ -428,8 +465,8 @@ def warm_up() -> None:
     for fingertip in (False, True):
         rollout(
             r_B, np.zeros(2), 0.02, outline, M, np.linalg.inv(M), np.full((1, 2), 1e-4),
-            np.full(1, 1e-6), np.zeros((1, 2)), 0.01, fingertip, np.ones((2, 2)),
-            np.zeros((2, 2)), np.zeros(2),
+            np.full(1, 1e-6), np.zeros((1, 2, 2)), np.full(2, 0.01), np.zeros((1, 2)), 0.01,
+            fingertip, np.ones((2, 2)), np.zeros((2, 2)), np.zeros(2),
             np.array([[-0.03, 0.0], [-0.02, 0.0], [-0.01, 0.0]]), 0.008, 0.3, np.zeros((1, 2)),
             np.zeros(1), np.zeros((1, 3)), X.copy(), X.copy(), np.zeros((1, 2, 2)), 0, 0,
         )  # fmt: skip

@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose
 from slide_core.physics import kernels_quasistatic
-from slide_core.physics.rigid import SPIN_ARM, RigidModel
+from slide_core.physics.rigid import SPIN_ARM, RigidModel, push_heights
 from slide_core.physics.support import DEFAULT_SUPPORT
 
 
@@ -74,6 +74,7 @@ def push(
     step: float = 0.002,
     support: str = DEFAULT_SUPPORT,
     area: ArrayLike | None = None,
+    push_height: ArrayLike = 0.0,
 ) -> QuasiStaticRollout:
     """Push B hypotheses with a fingertip disc moving straight from ``p_WF0`` along
     ``direction_W`` for ``travel`` metres, in steps of ``step`` metres.
@@ -87,6 +88,10 @@ def push(
         travel: push length [m]; radius: fingertip radius [m]; mu_tip: its friction.
         support, area: the support model and each cell's carried area fraction (0 for a
             cell over the table's edge; all carried when omitted), held for the push.
+        push_height: the fingertip force's height above the table [m], one or (n,) per
+            cell (:meth:`slide_core.model.Fingertip.force_heights`): its moment tips the cells'
+            loads towards the push, step by step with the force of the step before; 0: no
+            moment.
     """
     m = np.atleast_2d(np.asarray(mass, dtype=float))
     mu = np.atleast_2d(np.asarray(friction, dtype=float))
@@ -108,6 +113,12 @@ def push(
     d = d / np.linalg.norm(d)
     model = RigidModel.of(grid, support, area)
     c = mu * model.loads(m)  # (B, n) friction force of each cell [N]: mu_i N_i
+    h_push = push_heights(model, push_height)
+    c_tip = (
+        np.ascontiguousarray(mu[:, None, :] * model.support.tipping_basis(m))
+        if h_push.shape[0]
+        else np.zeros((B, 2, grid.n))
+    )
     S = max(1, int(np.ceil(travel / step)))
     X = np.zeros((B, S + 1, 3))
     touching = np.zeros((B, S), dtype=bool)
@@ -128,5 +139,7 @@ def push(
         X,
         touching,
         slipping,
+        c_tip,
+        h_push,
     )
     return QuasiStaticRollout(X, touching, slipping)

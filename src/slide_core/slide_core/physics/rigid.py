@@ -156,6 +156,22 @@ def friction_limits(
     return L, torsion_limits(model.grid, L)
 
 
+def push_heights(model: RigidModel, push_height: ArrayLike) -> FloatArray:
+    """Per-cell push heights (n,) [m] from one height or (n,); size 0 when all are 0 (the
+    push has no moment). PhysicsError on a negative or non-finite height."""
+    hp = np.broadcast_to(np.asarray(push_height, dtype=float), (model.support.n,))
+    if not np.all(np.isfinite(hp)) or np.any(hp < 0.0):
+        raise PhysicsError('push heights must be finite and >= 0 m')
+    return np.ascontiguousarray(hp) if np.any(hp > 0.0) else np.zeros(0)
+
+
+def tipping_limits(model: RigidModel, m: FloatArray, mu: FloatArray, h: float) -> FloatArray:
+    """How a push's moment changes the cells' friction impulse limits: (K, 2, n) [s/m], per
+    unit table-plane moment (a body-frame push force [N] times its height [m]) along x and
+    y, ``mu_i h dN_i`` with dN from :meth:`Support.tipping_basis` of the masses m (K, n)."""
+    return np.ascontiguousarray(mu[:, None, :] * model.support.tipping_basis(m) * h)
+
+
 def torsion_limits(grid: Grid, L: FloatArray) -> FloatArray:
     """The merged torsion limits (K,) of cell limits L (K, n): each cell's spin lever
     ``SPIN_ARM w`` times its limit, summed."""

@@ -23,7 +23,9 @@ from slide_core.physics.rigid import (
     body_twist,
     com_twist,
     friction_limits,
+    push_heights,
     start_state,
+    tipping_limits,
 )
 from slide_core.physics.step import FingertipStep, StepResult, fast_step
 from slide_core.physics.support import DEFAULT_SUPPORT
@@ -39,6 +41,7 @@ def simulate(
     support: str = DEFAULT_SUPPORT,
     area: ArrayLike | None = None,
     outline: ArrayLike | None = None,
+    push_height: ArrayLike = 0.0,
 ) -> Rollout:
     """Simulate a push with the fast rigid-body simulator, for K hypotheses at once.
 
@@ -57,10 +60,14 @@ def simulate(
             its share of the support pressure; whole cells when omitted.
         outline: (V, 2) the object's real outline in the object frame (a simple polygon):
             a fingertip touches it instead of the cells' squares.
+        push_height: the push force's height above the table [m], one for every cell or
+            (n,) per cell (where it acts on that cell's side:
+            :meth:`slide_core.model.Fingertip.force_heights`): its moment tips the table's
+            pressure towards the push, step by step (:func:`tipping_limits`); 0: no moment.
     """
     m, mu = check_params(grid, mass, friction)
     model = RigidModel.of(grid, support, area, outline)
-    return run_rollout(model, m, mu, push, X_WO0, V_WO0)
+    return run_rollout(model, m, mu, push, X_WO0, V_WO0, push_height=push_height)
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ def run_rollout(
     X_WO0: ArrayLike,
     V_WO0: ArrayLike | None,
     observer: StepObserver | None = None,
+    push_height: ArrayLike = 0.0,
 ) -> Rollout:
     K = m.shape[0]
     h = push.dt
@@ -118,6 +126,8 @@ def run_rollout(
     M = model.mass_matrix(m)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     L, L_tau = friction_limits(model, m, mu, h)
+    h_push = push_heights(model, push_height)
+    L_tip = tipping_limits(model, m, mu, h) if h_push.shape[0] else np.zeros((K, 2, model.grid.n))
     c_B = model.com(m)
     p, th, v = start_state(model, X_WO0, V_WO0, c_B)
     if isinstance(push, FingertipPush):
@@ -126,7 +136,9 @@ def run_rollout(
     V = np.zeros((K, T + 1, 3))
     F = np.zeros((K, T, 2))
     if observer is None:
-        general = _compiled_rollout(model, M, M_inv, L, L_tau, c_B, push, p, th, v, X, V, F)
+        general = _compiled_rollout(
+            model, M, M_inv, L, L_tau, L_tip, h_push, c_B, push, p, th, v, X, V, F
+        )
         return Rollout(X, V, F, general)
     general_steps = 0
     keep = observer.keep_solutions
@@ -145,6 +157,7 @@ def run_rollout(
         finger = None
         if isinstance(push, WrenchPush):
             P, f_B = wrench_impulse(model, push, t, th)
+            q = np.broadcast_to(push.p_OA[t] - model.p_OG, (K, 2))
         else:
             P, f_B = np.zeros((K, 3)), np.zeros((K, 2))
             R = rotation(th)
@@ -153,7 +166,10 @@ def run_rollout(
             p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p_WG)
             v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
             finger = FingertipStep(p_BF, v_BF, push.radius, push.mu, h)
-        step = fast_step(model, M, M_inv, L, L_tau, nu, P, finger, keep_solutions=keep)
+            q = p_BF
+        f_tip = f_B if finger is None or t == 0 else np.einsum('kji,kj->ki', R, F[:, t - 1])
+        L_t = tipped(model, L, L_tip, h_push, f_tip, q)
+        step = fast_step(model, M, M_inv, L_t, L_tau, nu, P, finger, keep_solutions=keep)
         if observer is not None:
             observer.step(StepRecord(t, th, nu, P, f_B, step))
         general_steps += int(step.qp.sum())
@@ -174,6 +190,8 @@ def _compiled_rollout(
     M_inv: FloatArray,
     L: FloatArray,
     L_tau: FloatArray,
+    L_tip: FloatArray,
+    h_push: FloatArray,
     c_B: FloatArray,
     push: Push,
     p: FloatArray,
@@ -207,7 +225,8 @@ def _compiled_rollout(
     while True:
         k, t = kernels_rollout.rollout(
             model.r_B, model.p_OG, model.grid.cell_size, model.outline_B, M, M_inv, L, L_tau,
-            c_B, h, not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v, X, V, F, k, t,
+            L_tip, h_push, c_B, h, not wrench, f_W, r_c, tau, p_WF, radius, mu_F, p, th, v,
+            X, V, F, k, t,
         )  # fmt: skip
         if k < 0:
             return general
@@ -216,7 +235,8 @@ def _compiled_rollout(
         nu = body_twist(th[s], v[s], c_B[s])
         finger = None
         if isinstance(push, WrenchPush):
-            P, _ = wrench_impulse(model, push, t, th[s])
+            P, f_B = wrench_impulse(model, push, t, th[s])
+            q = np.atleast_2d(push.p_OA[t] - model.p_OG)
         else:
             P = np.zeros((1, 3))
             R = rotation(th[s])
@@ -225,7 +245,10 @@ def _compiled_rollout(
             p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[t][None, :] - p_WG)
             v_BF = np.einsum('kij,j->ki', Rt, (push.p_WF[t + 1] - push.p_WF[t]) / h)
             finger = FingertipStep(p_BF, v_BF, push.radius, push.mu, h)
-        step = fast_step(model, M[s], M_inv[s], L[s], L_tau[s], nu, P, finger)
+            f_B = (Rt[0] @ F[k, t - 1] if t > 0 else np.zeros(2))[None]
+            q = p_BF
+        L_t = tipped(model, L[s], L_tip[s], h_push, f_B, q)
+        step = fast_step(model, M[s], M_inv[s], L_t, L_tau[s], nu, P, finger)
         general += int(step.qp.sum())
         if isinstance(push, WrenchPush):
             F[k, t] = push.f_W[t]
@@ -243,6 +266,27 @@ def _compiled_rollout(
             k, t = k + 1, 0
             if k == X.shape[0]:
                 return general
+
+
+def tipped(
+    model: RigidModel,
+    L: FloatArray,
+    L_tip: FloatArray,
+    h_push: FloatArray,
+    f_B: FloatArray,
+    q_B: FloatArray,
+) -> FloatArray:
+    """Cell limits (K, n) under body-frame push forces f_B (K, 2) [N] acting at q_B (K, 2)
+    about G: L (K, n) changed by the moment of the force at the height ``h_push`` of the
+    cell nearest q_B (L_tip of :func:`tipping_limits`; h_push of size 0: unchanged),
+    clipped at 0 where the moment would lift a cell off."""
+    if h_push.shape[0] == 0:
+        return L
+    d = np.linalg.norm(model.r_B[None] - np.atleast_2d(q_B)[:, None], axis=2)
+    hz = h_push[np.argmin(d, axis=1)]
+    return np.asarray(
+        np.maximum(L + hz[:, None] * np.einsum('kj,kjn->kn', f_B, L_tip), 0.0), dtype=float
+    )
 
 
 def check_fingertip_start(

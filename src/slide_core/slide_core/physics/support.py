@@ -36,15 +36,26 @@ Friction of cell ``i`` is ``mu_i N_i``. The loads depend on the mass map only th
 A push tips the pressure: its force F acts at the fingertip's height h above the table,
 where friction, in the table plane, cannot balance its moment, so the moment balance reads
 ``sum_i N_i d_i = M g (c - r_bar) + h F`` and the pressure shifts towards the push by
-``h |F| / (M g)`` (4 to 10 mm for mu = 0.3 to 0.6 and h = 17 mm). Identification can add
-this shift (:meth:`Support.tipping_loads` from the measured force; ``push_height`` of the
-training set, ``--push-moment``): on the twin's library it halved the identified centre of
-mass's error (11 to 6 mm), and on novel objects with a heavy end cut it from 26 and 32 mm to
-3 and 7 mm, because without it the fit moves the centre of mass to explain a pressure that
-the push, not the mass, had moved. It is off by default because the simulators that plan the
-pushes do not have it yet (they would need the loads per step): maps fitted with it and
-replayed without it let a heavy-ended rod slide off the table while being pushed to its goal
-on 2 of 7 seeds (0 of 7 without it).
+``h |F| / (M g)`` (4 to 10 mm for mu = 0.3 to 0.6 and h = 17 mm). It is on by default
+everywhere a fingertip pushes, with h the middle of the part of the touched cell's side the
+fingertip covers (:meth:`slide_core.model.Fingertip.force_heights`):
+
+- the simulators (``simulate(push_height=)``, the planner's ``quasistatic.push``) tip each
+  step's loads with the push force of the step before (a fingertip's force is the step's
+  unknown) by :meth:`Support.tipping_basis`: the linear change on the cells the static
+  loads keep in contact, clipped at zero where it would lift one more off;
+- identification (``TrainingSet.push_height``) tips each step's loads by the measured
+  force with :meth:`Support.tipping_loads`, the no-lift-off linear change, so that its loss
+  stays a quadratic form in the masses (the two agree unless a hypothesis lifts cells off);
+- a belief records whether its maps were fitted with it (``Belief.push_moment``), and the
+  simulators that replay and plan with the belief follow it.
+
+Measured: with the library's true maps the core predicts the twin's pushes to 0.8 mm with
+the moment against 1.8 mm without it; identification finds the centre of mass to about
+6 mm against 11 mm (26 and 32 mm to 3 and 7 mm on novel objects with a heavy end), because
+without it the fit moves the centre of mass to explain a pressure that the push, not the
+mass, had moved. The rollout gradients (:mod:`slide_core.physics.grad`, the optional
+refinement) do not model it.
 
 What pushes can identify under it: the dynamics see the mass map only through its total
 ``M``, centre of mass ``c`` and rotational inertia about it, and the friction only through
@@ -233,3 +244,27 @@ class Support:
             return np.zeros((mom.shape[0], self.n))
         z = np.column_stack((np.zeros(mom.shape[0]), mom)) @ np.linalg.pinv(self._H_all).T
         return np.asarray((z @ self._E.T) * self.area[None], dtype=float)
+
+    def tipping_basis(self, mass: ArrayLike) -> FloatArray:
+        """Load changes (K, 2, n) [N per N m] per unit table-plane moment along x and y
+        (:meth:`tipping_loads`) for masses (K, n) or (n,) [kg]: on the cells each
+        hypothesis's static loads keep in contact (a cell they lift off stays off), so
+        they sum to zero and balance the moment. Zero under ``'cell-mass'``."""
+        m = self._masses(mass)
+        K = m.shape[0]
+        if self.kind == 'cell-mass':
+            return np.zeros((K, 2, self.n))
+        unit = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # (0, moment) per axis
+
+        def basis(active: NDArray[np.bool_]) -> FloatArray:
+            E_a = self._E[active]
+            H = (E_a * self.area[active, None]).T @ E_a
+            out = np.zeros((2, self.n))
+            out[:, active] = (unit @ np.linalg.pinv(H).T @ E_a.T) * self.area[active][None]
+            return out
+
+        out = np.repeat(basis(self.area > 0.0)[None], K, axis=0)  # nothing lifted off
+        b = GRAVITY * m @ self._E
+        for k in self._lifting(m, m @ self._P_all.T):
+            out[k] = basis(self._active_solution(b[k])[1])
+        return out

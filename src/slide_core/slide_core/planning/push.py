@@ -103,6 +103,8 @@ class PushEvaluator:
         # Cells over the table's edge carry nothing while this push runs (from its start).
         self.area = carried_area(belief, X_WO, config.table)
         self.model = RigidModel.of(belief.grid, belief.support, self.area)
+        # The fingertip's force, above the table, tips the loads towards the push.
+        self.height = config.fingertip.force_heights(belief.grid) if belief.push_moment else 0.0
         self.travel = travel
         self.simulations = 0
         self.min_step = max(1, int(math.ceil(config.push_min / config.sim_step)))
@@ -161,6 +163,7 @@ class PushEvaluator:
             cfg.sim_step,
             support=self.belief.support,
             area=self.area,
+            push_height=self.height,
         ).X_WO.reshape(len(idx), K, S + 1, 3)
         self.simulations += len(idx) * K
         for a, j in enumerate(idx.tolist()):

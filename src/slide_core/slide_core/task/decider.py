@@ -19,7 +19,6 @@ from slide_core.identification import (
     TrainingSet,
     candidates,
     choose,
-    force_height,
     identify,
     on_table,
     random_push,
@@ -63,8 +62,8 @@ class IdentificationSettings:
     budget of simulations, seed of randomised methods, support model (how the table
     carries the cells, :mod:`slide_core.physics.support`), directions the probabilistic
     belief's centre of mass is spread along (:mod:`slide_core.identification.spread`), whether
-    the push's moment shifts the loads in the fit (``TrainingSet.push_height``; off: the
-    planner's simulators do not model it yet)."""
+    the push's moment shifts the loads in the fit (``TrainingSet.push_height``; the belief
+    records it, and the planner's simulators add it when it does)."""
 
     method: str = 'probabilistic'
     K: int = 8
@@ -72,7 +71,7 @@ class IdentificationSettings:
     seed: int = 0
     support: str = DEFAULT_SUPPORT
     com_directions: int = COM_DIRECTIONS
-    push_moment: bool = False
+    push_moment: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -192,7 +191,7 @@ class LocalDecider:
             return self.truth
         s = self.identification
         data = [self._to_data(grid, k, samples) for k, samples in enumerate(pushes)]
-        height = force_height(self.workcell.fingertip, grid) if s.push_moment else 0.0
+        height = self.workcell.fingertip.force_heights(grid) if s.push_moment else 0.0
         train = TrainingSet.from_pushes(grid, data, s.support, height)
         self.last_identification = identify(
             train, s.method, K=s.K, budget=s.budget, seed=s.seed, com_directions=s.com_directions

@@ -68,3 +68,24 @@ def test_refinement_says_when_nothing_moves():
     with pytest.raises(IdentificationError, match='no window'):
         RolloutProblem(GRID, [pd], 'rigid', 0.1)
     assert m.shape == mu.shape
+
+
+def test_each_step_pushes_at_its_cells_height_and_refinement_refuses_tipped_maps():
+    rng = np.random.default_rng(1)
+    m = rng.uniform(0.01, 0.04, GRID.n)
+    mu = rng.uniform(0.2, 0.6, GRID.n)
+    pushes = pushes_by_the_core(m, mu)
+    heights = 0.01 + 0.001 * np.arange(GRID.n)  # one per cell
+    train = TrainingSet.from_pushes(GRID, pushes, push_height=heights)
+    flat = TrainingSet.from_pushes(GRID, pushes)
+    assert train.tips and not flat.tips and train.steps == flat.steps
+    # Pushes 0, 1 and 2 act on cells 0, 5 and 2: each step at its cell's height.
+    per_push = np.split(train.push_height, np.cumsum([150, 150])[:2])
+    for cell, arm in zip((0, 5, 2), per_push, strict=True):
+        assert np.all(arm == heights[cell])
+    with pytest.raises(IdentificationError, match='one per cell'):
+        TrainingSet.from_pushes(GRID, pushes, push_height=heights[:3])
+    found = identify(train, 'probabilistic', K=2, budget=4)
+    assert found.belief.push_moment and not identify(flat, 'analytic').belief.push_moment
+    with pytest.raises(IdentificationError, match="without the push's moment"):
+        refine(found, train, pushes, budget=4)

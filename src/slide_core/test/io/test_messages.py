@@ -114,8 +114,10 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
     assert np.linalg.norm(X[:2] - twin.object_pose()[:2]) < 0.01
 
 
-@pytest.mark.parametrize('support', ['rigid', 'cell-mass'])
-def test_belief_message_round_trip_keeps_the_support_model(support: str) -> None:
+@pytest.mark.parametrize(('support', 'push_moment'), [('rigid', True), ('cell-mass', False)])
+def test_belief_message_round_trip_keeps_the_support_model(
+    support: str, push_moment: bool
+) -> None:
     from slide_core.io import belief_from_msg, belief_to_msg
     from slide_core.model import Belief
     from slide_interfaces.msg import MassFrictionModel, ModelBelief
@@ -130,10 +132,12 @@ def test_belief_message_round_trip_keeps_the_support_model(support: str) -> None
         [1.0, 2.0],
         'probabilistic',
         support,
+        push_moment,
     )
     msg = belief_to_msg(b, np.array([0.3, 0.1, 0.2]), ModelBelief(), MassFrictionModel, 0.05)
     back = belief_from_msg(msg)
     assert back.support == support and back.method == 'probabilistic'
+    assert back.push_moment is push_moment
     np.testing.assert_allclose(back.mass, b.mass)
     msg.support = ''  # a sender from before the field: the default
     assert belief_from_msg(msg).support == 'rigid'

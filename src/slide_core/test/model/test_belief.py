@@ -65,12 +65,19 @@ def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path,
     np.testing.assert_allclose(back.mass, b.mass, atol=1e-7)
     np.testing.assert_allclose(back.weight, b.weight)
     assert back.support == b.support == 'rigid'
-    # A file from before the support model was written down was identified with m_i g.
+    assert back.push_moment is b.push_moment is True
+    # A file from before the support model was written down was identified with m_i g,
+    # and one from before the push's moment was, without it.
     doc = yaml.safe_load(path.read_text())
-    del doc['support']
+    del doc['support'], doc['push_moment']
     old = tmp_path / 'old.yaml'
     old.write_text(yaml.safe_dump(doc))
     assert load_belief(old).support == 'cell-mass'
+    assert load_belief(old).push_moment is False
+    doc['push_moment'] = 'yes'
+    old.write_text(yaml.safe_dump(doc))
+    with pytest.raises(BeliefError, match='push_moment must be true or false'):
+        load_belief(old)
     old.unlink()
     before = path.read_text()
 

@@ -99,10 +99,12 @@ class _Steps:
         self.general += int(record.result.general.sum())
 
 
-def step_by_step(grid: Grid, m: np.ndarray, mu: np.ndarray, push, X0) -> tuple:  # type: ignore[no-untyped-def]
+def step_by_step(grid: Grid, m: np.ndarray, mu: np.ndarray, push, X0, push_height=0.0) -> tuple:  # type: ignore[no-untyped-def]
     watch = _Steps()
     mm, mmu = check_params(grid, m, mu)
-    return run_rollout(RigidModel.of(grid), mm, mmu, push, X0, None, observer=watch), watch
+    model = RigidModel.of(grid)
+    rollout = run_rollout(model, mm, mmu, push, X0, None, watch, push_height)
+    return rollout, watch
 
 
 def test_pushing_a_handle_sideways_near_its_end_needs_no_qp() -> None:
@@ -123,24 +125,33 @@ def test_pushing_a_handle_sideways_near_its_end_needs_no_qp() -> None:
 
 
 @pytest.mark.parametrize(
-    ('start', 'direction'), [([-0.07, 0.035], [1.0, 0.0]), ([-0.07, 0.03], [1.0, -0.3])]
+    ('start', 'direction', 'height'),
+    [
+        ([-0.07, 0.035], [1.0, 0.0], 0.0),
+        ([-0.07, 0.03], [1.0, -0.3], 0.0),
+        ([-0.07, 0.03], [1.0, -0.3], 0.02),  # the push's moment tips the loads
+    ],
 )
-def test_compiled_rollouts_equal_the_step_by_step_path(start, direction) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_rollouts_equal_the_step_by_step_path(start, direction, height) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(5)
     m = rng.uniform(0.005, 0.02, (3, BLOCK.n))
     mu = rng.uniform(0.2, 0.8, (3, BLOCK.n))
+    heights = np.linspace(0.5, 1.5, BLOCK.n) * height  # one per cell
     push = FingertipPush.straight(
         start, direction, 0.04, 0.03, DT, radius=0.008, mu=0.3, dwell=0.3
     )
-    fast = simulate(BLOCK, m, mu, push, [0, 0, 0])
-    slow, _ = step_by_step(BLOCK, m, mu, push, [0, 0, 0])
+    fast = simulate(BLOCK, m, mu, push, [0, 0, 0], push_height=heights)
+    slow, _ = step_by_step(BLOCK, m, mu, push, [0, 0, 0], heights)
     np.testing.assert_allclose(fast.X_WO, slow.X_WO, atol=1e-12)
     np.testing.assert_allclose(fast.V_WBcm, slow.V_WBcm, atol=1e-10)
+    if height:
+        flat = simulate(BLOCK, m, mu, push, [0, 0, 0]).X_WO[:, -1]
+        assert np.abs(flat[:, 2] - fast.X_WO[:, -1, 2]).max() > 0.01  # the moment matters
     # A wrench push: breakaway from rest, sliding, stopping.
     f = np.zeros((120, 2))
     f[:50] = [1.5, 0.7]
     wrench = WrenchPush.create(BLOCK, BLOCK.p_OC[3], f, 0.004)
-    fast = simulate(BLOCK, m, mu, wrench, [0.1, 0.0, 0.4])
-    slow, _ = step_by_step(BLOCK, m, mu, wrench, [0.1, 0.0, 0.4])
+    fast = simulate(BLOCK, m, mu, wrench, [0.1, 0.0, 0.4], push_height=heights)
+    slow, _ = step_by_step(BLOCK, m, mu, wrench, [0.1, 0.0, 0.4], heights)
     assert fast.general_steps == 0
     np.testing.assert_allclose(fast.X_WO, slow.X_WO, atol=1e-12)

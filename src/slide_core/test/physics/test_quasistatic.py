@@ -71,19 +71,23 @@ def test_the_side_with_more_friction_force_lags_behind(which: str) -> None:
     assert yaws[1] == pytest.approx(-yaws[0], abs=1e-9)  # mirror images
 
 
-def test_agrees_with_the_dynamic_core_on_a_slipping_off_centre_push() -> None:
+@pytest.mark.parametrize('height', [0.0, 0.04])
+def test_agrees_with_the_dynamic_core_on_a_slipping_off_centre_push(height: float) -> None:
     rng = np.random.default_rng(3)
     m = rng.uniform(0.005, 0.02, BLOCK.n)
     mu = rng.uniform(0.2, 0.8, BLOCK.n)
     start = np.array([-0.06 - 0.0085, 0.0])  # oblique: the fingertip slips as it turns it
     d = np.array([1.0, 0.6])
-    q = push(BLOCK, m, mu, [0.0, 0.0, 0.0], start, d, 0.05, TIP_RADIUS, TIP_MU)
+    q = push(BLOCK, m, mu, [0.0, 0.0, 0.0], start, d, 0.05, TIP_RADIUS, TIP_MU, push_height=height)
     tip = FingertipPush.straight(start, d, 0.05, 0.05, 0.004, radius=0.008, mu=0.3, dwell=0.1)
-    dyn = simulate(BLOCK, m, mu, tip, [0.0, 0.0, 0.0]).X_WO[0, -1]
-    assert q.slipping.any()
+    dyn = simulate(BLOCK, m, mu, tip, [0.0, 0.0, 0.0], push_height=height).X_WO[0, -1]
+    assert q.slipping.any() or height  # tipped, its loads let the fingertip stick
     assert abs(q.X_WO[0, -1, 2]) > 0.1  # it did turn
     np.testing.assert_allclose(q.X_WO[0, -1, :2], dyn[:2], atol=2e-3)
-    assert abs(q.X_WO[0, -1, 2] - dyn[2]) < 0.03
+    assert abs(q.X_WO[0, -1, 2] - dyn[2]) < 0.015
+    if height:  # the push's moment turned it less, in both models alike
+        flat = push(BLOCK, m, mu, [0.0, 0.0, 0.0], start, d, 0.05, TIP_RADIUS, TIP_MU)
+        assert abs(flat.X_WO[0, -1, 2]) - abs(q.X_WO[0, -1, 2]) > 0.05
 
 
 def test_hypotheses_in_a_batch_equal_their_single_runs() -> None:

@@ -182,3 +182,44 @@ def test_a_push_moment_shifts_the_pressure_towards_the_push_and_keeps_the_weight
     assert not Support.of(grid, 'cell-mass').tipping_loads(h * F).any()
     with pytest.raises(PhysicsError, match=r'\(S, 2\)'):
         support.tipping_loads(np.zeros((2, 3)))
+
+
+def test_the_tipping_basis_balances_a_unit_moment_on_the_cells_that_touch():
+    grid = Grid.from_occupancy(np.ones((1, 10)), 0.02)
+    support = Support.of(grid, 'rigid')
+    even = np.full(grid.n, 0.02)
+    heavy_end = np.full(grid.n, 0.001)
+    heavy_end[-1] = 0.2  # its static loads lift the far cells off
+    basis = support.tipping_basis(np.stack((even, heavy_end)))
+    assert basis.shape == (2, 2, grid.n)
+    lifted = support.loads(heavy_end)[0] == 0.0
+    assert lifted.any() and not basis[1][:, lifted].any()  # a lifted cell stays off
+    for k in range(2):
+        assert np.allclose(basis[k].sum(axis=1), 0.0, atol=1e-12)  # the weight is unchanged
+        # Each row's first moment is its unit moment (along the only axis a row can tip).
+        assert basis[k, 0] @ support.r[:, 0] == pytest.approx(1.0)
+    # Without lift-off it is the linear change of tipping_loads.
+    assert np.allclose(basis[0], support.tipping_loads(np.eye(2)), atol=1e-12)
+    assert not Support.of(grid, 'cell-mass').tipping_basis(even).any()
+
+
+def test_a_push_above_the_table_loads_the_leading_cells():
+    # Pushed through its centre with 1 N, a block whose leading half has the higher friction
+    # sticks when the push's moment moves its pressure forward (0.4 m g = 0.94 N of friction
+    # without it); with the friction the other way round it slides further.
+    grid = Grid.from_occupancy(np.ones((4, 6)), 0.02)
+    m = np.full(grid.n, 0.01)
+    front = grid.p_OC[:, 0] > 0
+    f = np.zeros((150, 2))
+    f[:60] = [1.0, 0.0]
+    push = WrenchPush.create(grid, np.array([-0.06, 0.0]), f, 0.004)
+    travel = {}
+    for name, mu in (('front', np.where(front, 0.6, 0.2)), ('back', np.where(front, 0.2, 0.6))):
+        for h in (0.0, 0.02):
+            travel[name, h] = simulate(grid, m, mu, push, [0, 0, 0], push_height=h).X_WO[0, -1, 0]
+    assert travel['front', 0.0] == pytest.approx(travel['back', 0.0], abs=1e-9)
+    assert travel['front', 0.0] > 0.005
+    assert travel['front', 0.02] < 1e-6
+    assert travel['back', 0.02] > 2 * travel['back', 0.0]
+    with pytest.raises(PhysicsError, match='push heights'):
+        simulate(grid, m, np.full(grid.n, 0.4), push, [0, 0, 0], push_height=-0.01)
