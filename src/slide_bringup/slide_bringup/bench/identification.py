@@ -14,9 +14,14 @@ The same pushes are also recorded with the object poses a camera tracker would g
 identified with the probabilistic method: the held-out error and centre of mass there say
 what the twin's perfect 100 Hz poses hide. ``com_spread`` gives the probabilistic belief's
 figures with the centre-of-mass spread of :data:`SPREAD` directions added (whether the true
-centre of mass lies in the models' hull, and the edge-balance poses it calls stable), and
-``push_moment`` those of the fit with the push's moment shifting the loads
-(``TrainingSet.push_height`` at the fingertip's force height; off by default).
+centre of mass lies in the models' hull, and the edge-balance poses it calls stable).
+
+Every fit has the push's moment shifting the loads, as the product identifies
+(``TrainingSet.push_height`` at the fingertip's force height on each cell; the beliefs
+record it and the held-out replays add it); ``no_push_moment`` gives the probabilistic
+figures of the fit and replays without it (the papers' loads). The rollout refinement
+(``--refine-budget``) differentiates the simulator without the moment, so it refines that
+fit and compares with it.
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from slide_core.identification import (
     METHODS,
     TrainingSet,
     evaluate,
-    force_height,
     identify,
     refine,
 )
@@ -105,8 +109,8 @@ def run(
     tracked: dict[str, list[float]] = {'add': [], 'com': []}
     spread: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
     spread_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
-    moment: dict[str, list[float]] = {'add': [], 'com': [], 'tracked_add': [], 'tracked_com': []}
-    moment_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
+    flat: dict[str, list[float]] = {'add': [], 'com': [], 'tracked_add': [], 'tracked_com': []}
+    flat_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
     refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,8 +121,10 @@ def run(
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
             truth = read_ground_truth(bag)
-            train = TrainingSet.from_pushes(grid, train_pd, support)
-            test = TrainingSet.from_pushes(grid, test_pd, support)
+            height = cell.fingertip.force_heights(grid)
+            train = TrainingSet.from_pushes(grid, train_pd, support, height)
+            test = TrainingSet.from_pushes(grid, test_pd, support, height)
+            train_flat = TrainingSet.from_pushes(grid, train_pd, support)
             beliefs = {}
             for method in methods:
                 beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
@@ -148,8 +154,8 @@ def run(
                         f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
                     )
             if refine_budget > 0 and 'probabilistic' in beliefs:
-                before = beliefs['probabilistic']
-                after = refine(before, train, train_pd, budget=refine_budget)
+                before = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
+                after = refine(before, train_flat, train_pd, budget=refine_budget)
                 mass = None if truth is None else truth.mass
                 ev0 = evaluate(before.belief, test_pd, cell.fingertip, mass)
                 ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
@@ -172,7 +178,7 @@ def run(
                 grid_t, train_t = read_pushes(seen, list(range(5)))
                 _, test_t = read_pushes(seen, list(range(5, 10)))
                 found_t = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support),
+                    TrainingSet.from_pushes(grid_t, train_t, support, height),
                     'probabilistic',
                     budget=BUDGET,
                     seed=seed,
@@ -196,27 +202,21 @@ def run(
                 if ev.com_error_m is not None:
                     spread['com'].append(ev.com_error_m)
                     spread['in'].append(float(bool(ev.truth_in_support)))
-                height = force_height(cell.fingertip, grid)
-                tipped = identify(
-                    TrainingSet.from_pushes(grid, train_pd, support, height),
-                    'probabilistic',
-                    budget=BUDGET,
-                    seed=seed,
-                ).belief
-                ev = evaluate(tipped, test_pd, cell.fingertip, mass)
-                moment['add'].append(ev.add_error_m)
+                papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed).belief
+                ev = evaluate(papers, test_pd, cell.fingertip, mass)
+                flat['add'].append(ev.add_error_m)
                 if ev.com_error_m is not None:
-                    moment['com'].append(ev.com_error_m)
+                    flat['com'].append(ev.com_error_m)
                 found_tt = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support, height),
+                    TrainingSet.from_pushes(grid_t, train_t, support),
                     'probabilistic',
                     budget=BUDGET,
                     seed=seed,
                 )
                 ev = evaluate(found_tt.belief, test_t, cell.fingertip, mass)
-                moment['tracked_add'].append(ev.add_error_m)
+                flat['tracked_add'].append(ev.add_error_m)
                 if ev.com_error_m is not None:
-                    moment['tracked_com'].append(ev.com_error_m)
+                    flat['tracked_com'].append(ev.com_error_m)
                 rng = np.random.default_rng(seed)
                 for X in edge_poses(spec, 12, rng):
                     p = stay_probability(beliefs['probabilistic'].belief, X)
@@ -229,9 +229,9 @@ def run(
                     if stay_probability(wide, X) >= STABLE_P:
                         spread_balance['predicted_stable'] += 1
                         spread_balance['stable_and_stayed'] += int(stayed)
-                    if stay_probability(tipped, X) >= STABLE_P:
-                        moment_balance['predicted_stable'] += 1
-                        moment_balance['stable_and_stayed'] += int(stayed)
+                    if stay_probability(papers, X) >= STABLE_P:
+                        flat_balance['predicted_stable'] += 1
+                        flat_balance['stable_and_stayed'] += int(stayed)
     per_method = {
         m: {
             'add_error_m': float(np.mean(r['add'])),
@@ -279,15 +279,15 @@ def run(
         ),
         **(
             {
-                'push_moment': {
-                    'probabilistic_add_error_m': float(np.mean(moment['add'])),
-                    'probabilistic_com_error_m': _mean(moment['com']),
-                    'tracked_add_error_m': float(np.mean(moment['tracked_add'])),
-                    'tracked_com_error_m': _mean(moment['tracked_com']),
-                    **moment_balance,
+                'no_push_moment': {
+                    'probabilistic_add_error_m': float(np.mean(flat['add'])),
+                    'probabilistic_com_error_m': _mean(flat['com']),
+                    'tracked_add_error_m': float(np.mean(flat['tracked_add'])),
+                    'tracked_com_error_m': _mean(flat['tracked_com']),
+                    **flat_balance,
                 }
             }
-            if moment['add']
+            if flat['add']
             else {}
         ),
         'edge_balance': {

@@ -9,7 +9,8 @@ path and the book's true maps (kinematic fingertip, what ``slide evaluate`` does
 
 ``twin_true_maps_*``: the core given each library object's true maps predicts its pushes
 in the twin (5 random pushes each, replayed with the recorded fingertip path), under the
-default support model and under the papers' m_i g loads.
+default support model with the push's moment (as the planner simulates), under the papers'
+m_i g loads, and without the push's moment (``..._no_push_moment``).
 
 Timings are medians over repeats, after every compiled kernel was loaded (their first
 call in a process loads them from numba's disk cache: not part of any figure).
@@ -29,6 +30,7 @@ from slide_bringup.bench.warmup import warm_up
 from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.physics import (
     FingertipPush,
+    Rollout,
     WrenchPush,
     one_step_loss,
     rollout_loss,
@@ -152,16 +154,16 @@ def replay(progress: Progress, pushes: int = 3, repeats: int = 5) -> dict[str, A
     grid = spec.grid
     times, steps, qp = [], 0, 0
     tip = cell.fingertip
+    heights = tip.force_heights(grid)  # with the push's moment, as the product replays
     for i, pd in enumerate(data):
         progress(f'replaying recorded push {i + 1} of {len(data)} ({pd.push.steps} steps)')
         finger = FingertipPush.create(pd.p_WF, tip.radius, tip.mu, pd.push.dt)
-        out = simulate(grid, spec.mass, spec.friction, finger, pd.X_WO0)
-        times.append(
-            _median_time(
-                lambda f=finger, X0=pd.X_WO0: simulate(grid, spec.mass, spec.friction, f, X0),
-                repeats,
-            )
-        )
+
+        def run(f: FingertipPush = finger, X0: FloatArray = pd.X_WO0) -> Rollout:
+            return simulate(grid, spec.mass, spec.friction, f, X0, push_height=heights)
+
+        out = run()
+        times.append(_median_time(run, repeats))
         steps += finger.steps
         qp += out.general_steps
     return {
@@ -181,10 +183,12 @@ def twin_true_maps(
 
     Per object, ``pushes`` random exploratory pushes recorded in the twin (none of them
     used to fit anything: the maps are the object's own) are replayed with the recorded
-    fingertip path, under each support model. ``twin_true_maps_add_error_m`` is the mean
+    fingertip path, under each support model, with the push's moment tipping the loads
+    (the fingertip's force height on each cell). ``twin_true_maps_add_error_m`` is the mean
     over objects of the papers' metric (mean cell distance at the push's end) under the
     default support; the worst object, the mean yaw and translation errors at the end,
-    and the figure under the papers' m_i g loads come beside it.
+    the figure under the papers' m_i g loads and the figure without the push's moment come
+    beside it.
     """
     from slide_core.identification import final_errors, random_push, replay
     from slide_core.model import library_names, load_object, load_workcell
@@ -194,6 +198,7 @@ def twin_true_maps(
 
     cell = load_workcell()
     errors: dict[str, dict[str, float]] = {s: {} for s in SUPPORT_MODELS}
+    no_moment: dict[str, float] = {}
     yaw: list[float] = []
     shift: list[float] = []
     for name in objects or library_names():
@@ -205,12 +210,15 @@ def twin_true_maps(
         for i in range(pushes):
             primitive = random_push(spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng)
             data.append(samples_of(twin.push(primitive)).to_data(spec.grid, i))
+        heights = cell.fingertip.force_heights(spec.grid)
         for support in SUPPORT_MODELS:
             finals = replay(
-                spec.grid, spec.mass, spec.friction, data, cell.fingertip, support=support
+                spec.grid, spec.mass, spec.friction, data, cell.fingertip, None, support, heights
             )
             errors[support][name] = float(final_errors(spec.grid, finals, data)[0].mean())
             if support == DEFAULT_SUPPORT:
+                flat = replay(spec.grid, spec.mass, spec.friction, data, cell.fingertip)
+                no_moment[name] = float(final_errors(spec.grid, flat, data)[0].mean())
                 for pd, X in zip(data, finals[0], strict=True):
                     d = X - pd.X_steps[-1]
                     yaw.append(abs(math.remainder(float(d[2]), math.tau)))
@@ -224,6 +232,7 @@ def twin_true_maps(
         'twin_true_maps_yaw_error_rad': float(np.mean(yaw)),
         'twin_true_maps_position_error_m': float(np.mean(shift)),
         'twin_true_maps_pushes': pushes * len(default),
+        'twin_true_maps_add_error_m_no_push_moment': float(np.mean(list(no_moment.values()))),
         **{
             f'twin_true_maps_add_error_m_{s.replace("-", "_")}': float(np.mean(list(e.values())))
             for s, e in errors.items()

@@ -121,7 +121,16 @@ def _plan_trial(job: tuple[str, int, bool]) -> dict[str, Any]:
         d = rotation(float(X[2])) @ push.primitive.d_O
         tip = config.fingertip
         X = quasistatic.push(
-            grid, mass, friction, X, push.p_WF0, d, push.primitive.travel, tip.radius, tip.mu
+            grid,
+            mass,
+            friction,
+            X,
+            push.p_WF0,
+            d,
+            push.primitive.travel,
+            tip.radius,
+            tip.mu,
+            push_height=tip.force_heights(grid),  # the world has the push's moment
         ).X_WO[0, -1]
         pushes += 1
     return {

@@ -25,4 +25,5 @@ def test_the_true_maps_predict_the_twin_under_each_support_model() -> None:
     assert 0.0 < rigid < 0.005
     assert cell_mass > 2 * rigid
     assert result['twin_true_maps_add_error_m'] == rigid
+    assert 0.0 < result['twin_true_maps_add_error_m_no_push_moment'] < 0.005
     assert any('hammer' in m for m in messages)
