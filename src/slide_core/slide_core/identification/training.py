@@ -312,10 +312,20 @@ class TrainingSet:
         Rt_inv = np.linalg.inv(R.T)
         return np.asarray(R, dtype=float), Rt_inv @ b[n:], Rt_inv @ H[n:, :n]
 
+    @cached_property
+    def _tipping_friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The warm start's least squares when the push's moment shifts the loads,
+        |G diag(N) mu + G_tip mu - (w - Q m)| = |[G G_tip] [diag(N); I] mu - ...|, reduced
+        from 3S to 2n rows by a thin QR [G G_tip] = U R: |R [diag(N); I] mu - (U^T w -
+        U^T Q m)| has the same minimiser for every N. Returns R (2n, 2n), U^T w, U^T Q."""
+        Q2, G2, w2 = self._matrices
+        U, R = np.linalg.qr(np.hstack((G2, self._tipping)), mode='reduced')
+        return np.asarray(R, dtype=float), U.T @ w2, U.T @ Q2
+
     def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
         """Warm start: the friction map that best explains the wrenches at masses m (n,),
-        by bounded linear least squares (on the reduced n x n system; on the full one when
-        the push's moment shifts the loads, which every coefficient then acts through). The
+        by bounded linear least squares (on the reduced n x n system; on a reduced 2n x n one
+        when the push's moment shifts the loads, which every coefficient then acts through). The
         unknowns are the loaded cells' coefficients mu, not their forces c = mu N: with
         loads from 0.01 to 0.3 N and G^T G's condition near 1e15, bounded least squares in c
         stopped far from the minimum (the hammer's true masses: a loss 1.6 times the one in
@@ -325,10 +335,11 @@ class TrainingSet:
         middle = 0.5 * (bounds.friction_min + bounds.friction_max)
         mu = np.full(N.shape, middle)
         if self.tips:  # every cell's coefficient acts through the shifted loads
-            Q2, G2, w2 = self._matrices
+            n = self.grid.n
+            R, Rw, RQ = self._tipping_friction_system
             fit = lsq_linear(
-                G2 * N[None] + self._tipping,
-                w2 - Q2 @ m,
+                R[:, :n] * N[None] + R[:, n:],
+                Rw - RQ @ m,
                 bounds=(bounds.friction_min, bounds.friction_max),
                 method='bvls',
             )

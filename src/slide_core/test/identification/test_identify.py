@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.optimize import lsq_linear
 
 from slide_core.geometry import Grid
 from slide_core.identification import (
@@ -113,6 +114,29 @@ def test_warm_start_friction_beats_the_true_map_on_ill_conditioned_pushes(seed, 
     found = train.friction_at(m, Bounds.from_grid(grid))
     assert np.all((found >= 0.01) & (found <= 1.0))
     assert train.loss(m, found)[0] <= train.loss(m, mu)[0]
+
+
+@pytest.mark.parametrize('seed', range(2))
+def test_the_tipped_warm_start_solves_the_whole_least_squares(seed, friction_wrenches):
+    """With the push's moment, the warm start's reduced 2n-row system has the minimiser of
+    the whole 3S-row bounded least squares in the coefficients."""
+    grid = Grid(0.01, np.ones((3, 14), bool), np.full((3, 14), 0.02))
+    rng = np.random.default_rng(seed)
+    n, S, rho = grid.n, 300, 0.05
+    G = friction_wrenches(grid, rng, S, rho, 0.05)
+    Q = rng.normal(0.0, 0.05, (S, 3, n))
+    m = rng.uniform(0.01, 0.05, n)
+    w = rng.normal(0.0, 1.0, (S, 3))
+    train = TrainingSet(grid, Q, G, w, rho, 1, 'rigid', 0.017)
+    bounds = Bounds.from_grid(grid)
+    found = train.friction_at(m, bounds)
+    support = Support.of(grid, 'rigid')
+    loads = support.loads(m)[0][None] + support.tipping_loads(0.017 * w[:, :2])  # (S, n)
+    A = (G * loads[:, None, :]).reshape(-1, n)
+    b = (w - np.einsum('sjn,n->sj', Q, m)).reshape(-1)
+    whole = lsq_linear(A, b, bounds=(bounds.friction_min, bounds.friction_max), method='bvls')
+    assert np.allclose(found, whole.x, atol=1e-6)
+    assert train.loss(m, found)[0] == pytest.approx(train.loss(m, whole.x)[0], rel=1e-9)
 
 
 @pytest.mark.parametrize('method', [m for m in METHODS if m != 'uniform'])
