@@ -60,11 +60,13 @@ class RealPush:
 
 @dataclass(frozen=True, eq=False)
 class Shape:
-    """An object of the dataset: outline (M, 2) in its frame [m] and mass [kg]."""
+    """An object of the dataset: outline (M, 2) in its frame [m], mass [kg] and thickness
+    [m] (its mesh's extent in z)."""
 
     name: str
     outline: FloatArray
     mass: float
+    thickness: float
 
 
 def load_shape(root: Path, name: str) -> Shape:
@@ -75,7 +77,14 @@ def load_shape(root: Path, name: str) -> Shape:
     m = re.search(r'ixx="([^"]+)"', section)
     if m is None:
         raise SlideInputError(f'{name}.urdf: no ixx (mass) in link_object')
-    return Shape(name, np.asarray(outline, dtype=float), float(m.group(1)))
+    z = [
+        float(line.split()[3])
+        for line in (root / 'obj' / f'{name}.obj').read_text().splitlines()
+        if line.startswith('v ')
+    ]
+    if not z:
+        raise SlideInputError(f'{name}.obj: no vertices (the thickness comes from the mesh)')
+    return Shape(name, np.asarray(outline, dtype=float), float(m.group(1)), max(z) - min(z))
 
 
 def load_push(path: Path) -> RealPush:
@@ -117,20 +126,26 @@ class CoreObject:
     """The physics core's model of a shape: a grid over the outline, uniform density; each
     cell carries the area of it the outline covers (mass and share of the support), and
     the fingertip touches the outline itself (``outline_O``, in the grid's object frame),
-    or the cells' squares when it is None."""
+    or the cells' squares when it is None. ``push_height``: where the tip's force acts
+    above the surface (its moment tips the pressure towards the push; 0: not modelled)."""
 
     grid: Grid
     mass: FloatArray
     p_outline_O: FloatArray  # outline origin in the grid's object frame
     area: FloatArray  # (n,) covered fraction of each cell
     outline_O: FloatArray | None = None
+    push_height: float = 0.0
 
     def model(self) -> RigidModel:
         return RigidModel.of(self.grid, area=self.area, outline=self.outline_O)
 
 
 def core_object(
-    shape: Shape, cell: float = CELL, fractional: bool = True, outline: bool = True
+    shape: Shape,
+    cell: float = CELL,
+    fractional: bool = True,
+    outline: bool = True,
+    push_moment: bool = True,
 ) -> CoreObject:
     grid = Grid.from_polygon(shape.outline, cell)
     lo, hi = shape.outline.min(axis=0), shape.outline.max(axis=0)
@@ -141,7 +156,9 @@ def core_object(
     else:
         area = np.ones(grid.n)
     mass = shape.mass * area / area.sum()
-    return CoreObject(grid, mass, p_outline_O, area, outline_O if outline else None)
+    # The tip (a 63 mm cylinder) covers the whole side: its force acts at mid-thickness.
+    height = shape.thickness / 2 if push_moment else 0.0
+    return CoreObject(grid, mass, p_outline_O, area, outline_O if outline else None, height)
 
 
 def predict_core(
@@ -156,7 +173,16 @@ def predict_core(
     tip = FingertipPush.create(path, TIP_RADIUS, mu_tip, DT)
     mu = np.asarray(mu_support, dtype=float).reshape(-1, 1) * np.ones((1, obj.grid.n))
     m = np.tile(obj.mass, (mu.shape[0], 1))
-    X = simulate(obj.grid, m, mu, tip, X_grid0, area=obj.area, outline=obj.outline_O).X_WO[:, -1]
+    X = simulate(
+        obj.grid,
+        m,
+        mu,
+        tip,
+        X_grid0,
+        area=obj.area,
+        outline=obj.outline_O,
+        push_height=obj.push_height,
+    ).X_WO[:, -1]
     R = rotation(X[:, 2])
     return np.column_stack((X[:, :2] + np.einsum('kij,j->ki', R, obj.p_outline_O), X[:, 2]))
 

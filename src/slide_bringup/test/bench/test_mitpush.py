@@ -45,3 +45,22 @@ def test_a_file_without_a_stream_is_refused(tmp_path):
     write(path, missing='ft_wrench')
     with pytest.raises(SlideInputError, match='ft_wrench'):
         load_push(path)
+
+
+def test_a_shape_has_its_mass_from_the_urdf_and_its_thickness_from_the_mesh(tmp_path):
+    from slide_bringup.bench.mitpush import core_object, load_shape
+
+    obj = tmp_path / 'obj'
+    obj.mkdir()
+    square = 0.04 * np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
+    np.save(obj / 'sq_ext.npy', square)
+    (obj / 'sq.urdf').write_text('<link name="link_object"><inertia ixx="0.5" iyy="0.001"/>')
+    (obj / 'sq.obj').write_text('v 0.04 0.04 -0.006\nv -0.04 -0.04 0.006\nf 1 2 1\n')
+    shape = load_shape(tmp_path, 'sq')
+    assert shape.mass == 0.5 and shape.thickness == pytest.approx(0.012)
+    # The tip covers the whole side: its force acts at mid-thickness.
+    assert core_object(shape).push_height == pytest.approx(0.006)
+    assert core_object(shape, push_moment=False).push_height == 0.0
+    (obj / 'sq.obj').write_text('f 1 2 3\n')
+    with pytest.raises(SlideInputError, match='no vertices'):
+        load_shape(tmp_path, 'sq')
