@@ -242,7 +242,7 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         support = str(doc.get('support', 'cell-mass'))
         push_moment = doc.get('push_moment', False)
         if not isinstance(push_moment, bool):
-            raise BeliefError(f'{source}: push_moment must be true or false, got {push_moment!r}')
+            raise BeliefError(f'push_moment must be true or false, got {push_moment!r}')
         return Belief.create(
             grid, mass, friction, weight, loss, str(doc.get('method', '')), support, push_moment
         )

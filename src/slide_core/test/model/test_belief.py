@@ -76,7 +76,7 @@ def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path,
     assert load_belief(old).push_moment is False
     doc['push_moment'] = 'yes'
     old.write_text(yaml.safe_dump(doc))
-    with pytest.raises(BeliefError, match='push_moment must be true or false'):
+    with pytest.raises(BeliefError, match=r'old\.yaml: push_moment must be true or false'):
         load_belief(old)
     old.unlink()
     before = path.read_text()
