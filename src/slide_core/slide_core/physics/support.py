@@ -219,11 +219,15 @@ class Support:
             z, active = self._active_solution(b[k])
             N[k] = np.where(active, self.area * (self._E @ z), 0.0)
             dN[k] = 0.0
-            E_a = self._E[active]
-            H = (E_a * self.area[active, None]).T @ E_a
-            left = (E_a * self.area[active, None]) @ np.linalg.pinv(H)  # (n_a, 3)
-            dN[k, active] = GRAVITY * left @ self._E.T
+            dN[k, active] = GRAVITY * self._load_map(active) @ self._E.T
         return np.asarray(N, dtype=float), dN
+
+    def _load_map(self, active: NDArray[np.bool_]) -> FloatArray:
+        """(n_a, 3) ``a_i D_i^T H_A^-1`` of the active cells: their loads for a right-hand
+        side b (3,) of the balance are this times b."""
+        E_a = self._E[active]
+        weighted = E_a * self.area[active, None]
+        return np.asarray(weighted @ np.linalg.pinv(weighted.T @ E_a), dtype=float)
 
     def load_jacobian(self, mass: ArrayLike) -> FloatArray:
         """dN/dm (K, n, n) of :meth:`loads_and_jacobian`."""
@@ -252,19 +256,12 @@ class Support:
         they sum to zero and balance the moment. Zero under ``'cell-mass'``."""
         m = self._masses(mass)
         K = m.shape[0]
+        out = np.repeat(self.tipping_loads(np.eye(2))[None], K, axis=0)  # nothing lifted off
         if self.kind == 'cell-mass':
-            return np.zeros((K, 2, self.n))
-        unit = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # (0, moment) per axis
-
-        def basis(active: NDArray[np.bool_]) -> FloatArray:
-            E_a = self._E[active]
-            H = (E_a * self.area[active, None]).T @ E_a
-            out = np.zeros((2, self.n))
-            out[:, active] = (unit @ np.linalg.pinv(H).T @ E_a.T) * self.area[active][None]
             return out
-
-        out = np.repeat(basis(self.area > 0.0)[None], K, axis=0)  # nothing lifted off
         b = GRAVITY * m @ self._E
         for k in self._lifting(m, m @ self._P_all.T):
-            out[k] = basis(self._active_solution(b[k])[1])
+            active = self._active_solution(b[k])[1]
+            out[k] = 0.0
+            out[k][:, active] = self._load_map(active)[:, 1:].T  # columns (0, moment)
         return out
