@@ -130,6 +130,13 @@ class Grid:
         """(n, 2) (row, col) of each occupied cell."""
         return np.argwhere(self.occupancy)
 
+    def nearest_cells(self, p_O: ArrayLike) -> NDArray[np.int64]:
+        """(P,) the occupied cell whose centre is nearest each point p_O (P, 2) [m], object
+        frame."""
+        p = np.atleast_2d(np.asarray(p_O, dtype=float))
+        d = np.linalg.norm(p[:, None, :] - self._p_OC[None], axis=2)
+        return np.asarray(np.argmin(d, axis=1), dtype=np.int64)
+
     def index_of(self, row: int, col: int) -> int:
         """Cell number of (row, col); raises GridError if that cell is empty or outside."""
         rows, cols = self.shape

@@ -159,8 +159,7 @@ class TrainingSet:
             Qs.append(Q[keep])
             Gs.append(G[keep])
             ws.append(w[keep])
-            touched = np.argmin(np.linalg.norm(p[:, None, :] - r[None], axis=2), axis=1)
-            arms.append(h_cell[touched][keep])
+            arms.append(h_cell[grid.nearest_cells(p)][keep])
         if not ws:
             raise IdentificationError(
                 'the object never moves in the training pushes: nothing to identify from'

@@ -282,8 +282,7 @@ def tipped(
     clipped at 0 where the moment would lift a cell off."""
     if h_push.shape[0] == 0:
         return L
-    d = np.linalg.norm(model.r_B[None] - np.atleast_2d(q_B)[:, None], axis=2)
-    hz = h_push[np.argmin(d, axis=1)]
+    hz = h_push[model.grid.nearest_cells(np.atleast_2d(q_B) + model.p_OG)]
     return np.asarray(
         np.maximum(L + hz[:, None] * np.einsum('kj,kjn->kn', f_B, L_tip), 0.0), dtype=float
     )

@@ -51,6 +51,15 @@ def test_outer_cells_and_adjacency() -> None:
     assert not Grid.from_occupancy([[1, 0, 1]], 0.01).is_connected()
 
 
+def test_nearest_cells_are_the_closest_occupied_centres() -> None:
+    g = Grid.from_occupancy(L_SHAPE, 0.02)  # centres (-2, 1), (-2, -1), (0, -1), (2, -1) cm
+    # Each centre moved 4 mm away stays its own; a point in the empty cell (0, 1) at
+    # (0.3, 1.2) cm is nearest the cell below it; one past the right end, the last cell.
+    near = g.p_OC + np.array([0.004, 0.0])
+    assert np.array_equal(g.nearest_cells(near), np.arange(g.n))
+    assert g.nearest_cells([[0.003, 0.012], [0.05, -0.01]]).tolist() == [2, 3]
+
+
 def test_outline_sides_lie_on_the_outline_with_outward_normals() -> None:
     g = Grid.from_occupancy(L_SHAPE, 0.02)
     cells, mid, n_out = g.outline_sides()
