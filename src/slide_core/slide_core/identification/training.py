@@ -185,7 +185,7 @@ class TrainingSet:
             np.ascontiguousarray(self.w.reshape(-1)),
         )
 
-    @property
+    @cached_property
     def tips(self) -> bool:
         """Whether the push's moment shifts the loads (a positive push height)."""
         return bool(np.any(np.asarray(self.push_height) > 0.0)) and self.support != 'cell-mass'
