@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose
 from slide_core.physics import kernels_quasistatic
-from slide_core.physics.rigid import SPIN_ARM, RigidModel, push_heights
+from slide_core.physics.rigid import SPIN_ARM, RigidModel, push_heights, tipping_limits
 from slide_core.physics.support import DEFAULT_SUPPORT
 
 
@@ -114,11 +114,7 @@ def push(
     model = RigidModel.of(grid, support, area)
     c = mu * model.loads(m)  # (B, n) friction force of each cell [N]: mu_i N_i
     h_push = push_heights(model, push_height)
-    c_tip = (
-        np.ascontiguousarray(mu[:, None, :] * model.support.tipping_basis(m))
-        if h_push.shape[0]
-        else np.zeros((B, 2, grid.n))
-    )
+    c_tip = tipping_limits(model, m, mu, 1.0, h_push)  # per second: forces [N per N m]
     S = max(1, int(np.ceil(travel / step)))
     X = np.zeros((B, S + 1, 3))
     touching = np.zeros((B, S), dtype=bool)

@@ -165,10 +165,16 @@ def push_heights(model: RigidModel, push_height: ArrayLike) -> FloatArray:
     return np.ascontiguousarray(hp) if np.any(hp > 0.0) else np.zeros(0)
 
 
-def tipping_limits(model: RigidModel, m: FloatArray, mu: FloatArray, h: float) -> FloatArray:
-    """How a push's moment changes the cells' friction impulse limits: (K, 2, n) [s/m], per
-    unit table-plane moment (a body-frame push force [N] times its height [m]) along x and
-    y, ``mu_i h dN_i`` with dN from :meth:`Support.tipping_basis` of the masses m (K, n)."""
+def tipping_limits(
+    model: RigidModel, m: FloatArray, mu: FloatArray, h: float, h_push: FloatArray
+) -> FloatArray:
+    """How a push's moment changes the cells' friction impulse limits over a step h [s]:
+    (K, 2, n) [s/m], per unit table-plane moment (a body-frame push force [N] times its
+    height [m]) along x and y, ``mu_i h dN_i`` with dN from :meth:`Support.tipping_basis`
+    of the masses m (K, n); zeros when the push has no moment (h_push of
+    :func:`push_heights` of size 0). With h = 1 s: the friction forces' change [1/m]."""
+    if h_push.shape[0] == 0:
+        return np.zeros((m.shape[0], 2, model.support.n))
     return np.ascontiguousarray(mu[:, None, :] * model.support.tipping_basis(m) * h)
 
 

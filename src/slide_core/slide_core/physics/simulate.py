@@ -127,7 +127,7 @@ def run_rollout(
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     L, L_tau = friction_limits(model, m, mu, h)
     h_push = push_heights(model, push_height)
-    L_tip = tipping_limits(model, m, mu, h) if h_push.shape[0] else np.zeros((K, 2, model.grid.n))
+    L_tip = tipping_limits(model, m, mu, h, h_push)
     c_B = model.com(m)
     p, th, v = start_state(model, X_WO0, V_WO0, c_B)
     if isinstance(push, FingertipPush):
