@@ -106,8 +106,16 @@ def evaluate(
     um, umu = uniform_maps(belief.mass[k], belief.friction[k])
     masses = np.vstack((belief.mass, um[None]))
     frictions = np.vstack((belief.friction, umu[None]))
-    height = fingertip.force_heights(grid) if belief.push_moment else 0.0
-    finals = replay(grid, masses, frictions, pushes, fingertip, progress, belief.support, height)
+    finals = replay(
+        grid,
+        masses,
+        frictions,
+        pushes,
+        fingertip,
+        progress,
+        belief.support,
+        belief.push_heights(fingertip),
+    )
     errors = final_errors(grid, finals, pushes)  # (K + 1, P)
     moved = np.mean(
         [

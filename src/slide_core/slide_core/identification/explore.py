@@ -143,7 +143,7 @@ def choose(
             )
     else:
         scores = np.full(len(pool), -np.inf)
-        height = fingertip.force_heights(belief.grid) if belief.push_moment else 0.0
+        height = belief.push_heights(fingertip)
         for j, cand in enumerate(pool):
             push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
             try:

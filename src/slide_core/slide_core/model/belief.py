@@ -22,6 +22,7 @@ from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid, GridError, grid_radius
 from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
+from slide_core.model.workcell import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
 BELIEF_KIND = 'slide/belief'
@@ -133,6 +134,13 @@ class Belief:
     def com(self) -> FloatArray:
         """(K, 2) centres of mass p_OBcm of the models, object frame [m]."""
         return np.asarray(self.mass @ self.grid.p_OC / self.mass.sum(axis=1, keepdims=True))
+
+    def push_heights(self, fingertip: Fingertip) -> FloatArray:
+        """(n,) heights [m] at which ``fingertip``'s pushes act on each cell, for the
+        simulators that replay and plan with these maps (``push_height=``):
+        :meth:`Fingertip.force_heights` when the maps hold with the push's moment, zeros (no
+        moment) when they do not."""
+        return fingertip.force_heights(self.grid) if self.push_moment else np.zeros(self.grid.n)
 
     def radius(self) -> float:
         """The object's radius [m] (see :func:`slide_core.geometry.grid_radius`)."""

@@ -104,7 +104,7 @@ class PushEvaluator:
         self.area = carried_area(belief, X_WO, config.table)
         self.model = RigidModel.of(belief.grid, belief.support, self.area)
         # The fingertip's force, above the table, tips the loads towards the push.
-        self.height = config.fingertip.force_heights(belief.grid) if belief.push_moment else 0.0
+        self.height = belief.push_heights(config.fingertip)
         self.travel = travel
         self.simulations = 0
         self.min_step = max(1, int(math.ceil(config.push_min / config.sim_step)))
