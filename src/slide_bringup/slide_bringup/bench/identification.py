@@ -35,13 +35,7 @@ from typing import Any
 import numpy as np
 
 from slide_core.geometry import cell_positions
-from slide_core.identification import (
-    METHODS,
-    TrainingSet,
-    evaluate,
-    identify,
-    refine,
-)
+from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
 from slide_core.io import read_ground_truth, read_pushes
 from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, check_support
@@ -121,19 +115,17 @@ def run(
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
             truth = read_ground_truth(bag)
+            mass = None if truth is None else truth.mass
             height = cell.fingertip.force_heights(grid)
             train = TrainingSet.from_pushes(grid, train_pd, support, height)
             test = TrainingSet.from_pushes(grid, test_pd, support, height)
-            train_flat = TrainingSet.from_pushes(grid, train_pd, support)
             beliefs = {}
             for method in methods:
                 beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
             best_loss = min(float(r.belief.loss.min()) for r in beliefs.values())
             for method, found in beliefs.items():
                 belief = found.belief
-                ev = evaluate(
-                    belief, test_pd, cell.fingertip, None if truth is None else truth.mass
-                )
+                ev = evaluate(belief, test_pd, cell.fingertip, mass)
                 r = rows[method]
                 r['add'].append(ev.add_error_m)
                 r['uniform'].append(ev.uniform_add_error_m)
@@ -153,26 +145,27 @@ def run(
                         f'{name} {method}: add {100 * ev.add_error_m:.2f} cm (uniform '
                         f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
                     )
-            if refine_budget > 0 and 'probabilistic' in beliefs:
-                before = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
-                after = refine(before, train_flat, train_pd, budget=refine_budget)
-                mass = None if truth is None else truth.mass
-                ev0 = evaluate(before.belief, test_pd, cell.fingertip, mass)
-                ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
-                refined[name] = {
-                    'add_error_m': ev0.add_error_m,
-                    'refined_add_error_m': ev1.add_error_m,
-                    'seconds': before.seconds,
-                    'refined_seconds': after.seconds,
-                    'com_error_m': ev0.com_error_m,
-                    'refined_com_error_m': ev1.com_error_m,
-                }
-                if progress:
-                    progress(
-                        f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
-                        f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
-                    )
             if 'probabilistic' in beliefs:
+                # The papers' fit, without the push's moment: compared, and what refine refines.
+                train_flat = TrainingSet.from_pushes(grid, train_pd, support)
+                papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
+                if refine_budget > 0:
+                    after = refine(papers, train_flat, train_pd, budget=refine_budget)
+                    ev0 = evaluate(papers.belief, test_pd, cell.fingertip, mass)
+                    ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
+                    refined[name] = {
+                        'add_error_m': ev0.add_error_m,
+                        'refined_add_error_m': ev1.add_error_m,
+                        'seconds': papers.seconds,
+                        'refined_seconds': after.seconds,
+                        'com_error_m': ev0.com_error_m,
+                        'refined_com_error_m': ev1.com_error_m,
+                    }
+                    if progress:
+                        progress(
+                            f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
+                            f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
+                        )
                 seen = Path(tmp) / f'{name}-tracked'
                 record(spec, cell, 10, seed, seen, tracking=TRACKED)
                 grid_t, train_t = read_pushes(seen, list(range(5)))
@@ -183,7 +176,6 @@ def run(
                     budget=BUDGET,
                     seed=seed,
                 )
-                mass = None if truth is None else truth.mass
                 ev = evaluate(found_t.belief, test_t, cell.fingertip, mass)
                 tracked['add'].append(ev.add_error_m)
                 if ev.com_error_m is not None:
@@ -192,7 +184,6 @@ def run(
                     progress(
                         f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
                     )
-                mass = None if truth is None else truth.mass
                 wide = identify(
                     train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=SPREAD
                 ).belief
@@ -202,8 +193,7 @@ def run(
                 if ev.com_error_m is not None:
                     spread['com'].append(ev.com_error_m)
                     spread['in'].append(float(bool(ev.truth_in_support)))
-                papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed).belief
-                ev = evaluate(papers, test_pd, cell.fingertip, mass)
+                ev = evaluate(papers.belief, test_pd, cell.fingertip, mass)
                 flat['add'].append(ev.add_error_m)
                 if ev.com_error_m is not None:
                     flat['com'].append(ev.com_error_m)
@@ -229,7 +219,7 @@ def run(
                     if stay_probability(wide, X) >= STABLE_P:
                         spread_balance['predicted_stable'] += 1
                         spread_balance['stable_and_stayed'] += int(stayed)
-                    if stay_probability(papers, X) >= STABLE_P:
+                    if stay_probability(papers.belief, X) >= STABLE_P:
                         flat_balance['predicted_stable'] += 1
                         flat_balance['stable_and_stayed'] += int(stayed)
     per_method = {
