@@ -134,9 +134,12 @@ def run_episode(
     workcell: Workcell | None = None,
     exploration: str = 'most-distinctive',
     support: str = DEFAULT_SUPPORT,
+    extra_exploration: int = TaskSettings.extra_exploration,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
-    the support model identification and planning use (the twin is a rigid body)."""
+    the support model identification and planning use (the twin is a rigid body);
+    ``extra_exploration``: more exploratory pushes while the belief is too uncertain for a
+    goal (:class:`TaskSettings`)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -144,6 +147,7 @@ def run_episode(
         raise SlideInputError(f'unknown method {method!r}; choose from {names}') from None
     settings = TaskSettings(
         exploration_pushes=exploration_pushes,
+        extra_exploration=extra_exploration,
         push_budget=push_budget,
         interim_beliefs=exploration != 'random',
     )

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from slide_bringup.episode import run_episode
 from slide_core.errors import SlideInputError
-from slide_core.model import Belief, load_object
-from slide_core.task import ModelSource, planning_belief
+from slide_core.geometry import Grid
+from slide_core.identification import PushSamples
+from slide_core.model import Belief, load_object, load_workcell
+from slide_core.planning import Goal, UncertainBeliefError, planner_config
+from slide_core.task import (
+    LocalDecider,
+    ModelSource,
+    Outcome,
+    Task,
+    TaskFailure,
+    TaskSettings,
+    planning_belief,
+)
+from slide_sim.scene import random_start
+from slide_sim.twin import Twin
+from slide_sim.world import TwinWorld
 
 
 def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> None:
@@ -71,3 +87,62 @@ def test_the_same_seed_gives_the_same_episode() -> None:
     a = run_episode(spec, 4, 'deterministic', push_budget=3)
     b = run_episode(spec, 4, 'deterministic', push_budget=3)
     assert a.X_final == b.X_final and a.pushes == b.pushes and a.goal == b.goal
+
+
+class UncertainUntil:
+    """The core's decider, whose goal search finds every belief identified from fewer than
+    ``pushes`` pushes too uncertain (as a belief of disagreeing models is)."""
+
+    def __init__(self, inner: LocalDecider, pushes: int) -> None:
+        self.inner, self.pushes = inner, pushes
+        self.identified: list[int] = []  # pushes each identification was given
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
+        self.identified.append(len(pushes))
+        return self.inner.identify(grid, pushes)
+
+    def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        if self.identified[-1] < self.pushes:
+            raise UncertainBeliefError('no goal: the belief is too uncertain (explore more)')
+        return self.inner.goal(belief, X_WO)
+
+
+def twin_task(decider_pushes: int, extra: int) -> tuple[Task, UncertainUntil]:
+    spec, cell = load_object('box'), load_workcell()
+    twin = Twin(spec, cell, random_start(spec, cell, 1))
+    inner = LocalDecider(planner_config(cell), cell, exploration_policy='most-distinctive')
+    decider = UncertainUntil(inner, decider_pushes)
+    settings = TaskSettings(exploration_pushes=2, extra_exploration=extra)
+    return Task(TwinWorld(twin), decider, settings), decider  # type: ignore[arg-type]
+
+
+def test_a_belief_too_uncertain_for_a_goal_explores_once_more_at_a_time() -> None:
+    task, decider = twin_task(decider_pushes=4, extra=3)
+    task.perceive()
+    for _ in range(2):
+        task.explore_once()
+    task.identify()
+    task.choose_goal()
+    assert len(task.state.explored) == len(task.state.pushes) == 4
+    assert task.state.goal is not None and task.state.belief_pushes == 4
+    assert task.state.extra_explored == 2
+    # An interim belief before push 2, then one per push: none identified twice.
+    assert decider.identified == [1, 2, 3, 4]
+
+
+def test_extra_exploration_ends_in_no_goal_when_spent() -> None:
+    task, _ = twin_task(decider_pushes=10, extra=1)
+    task.perceive()
+    for _ in range(2):
+        task.explore_once()
+    task.identify()
+    with pytest.raises(TaskFailure) as failure:
+        task.choose_goal()
+    assert failure.value.outcome is Outcome.NO_GOAL
+    assert 'too uncertain' in failure.value.reason and 'after 1 more' in failure.value.reason
+    assert len(task.state.explored) == 3
+    with pytest.raises(SlideInputError, match='extra exploration'):
+        TaskSettings(extra_exploration=21)

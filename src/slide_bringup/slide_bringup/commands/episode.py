@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from slide_core.task import EXPLORATION, MODEL_SOURCES
+from slide_core.task import EXPLORATION, MODEL_SOURCES, TaskSettings
 
 NAME = 'episode'
 HELP = 'run the whole pre-grasp task once in the MuJoCo twin (explore, identify, plan, grasp)'
@@ -44,6 +44,13 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
     )
     parser.add_argument(
         '--exploration-pushes', type=int, default=5, help='exploratory pushes (1 to 20)'
+    )
+    parser.add_argument(
+        '--extra-exploration',
+        type=int,
+        default=TaskSettings.extra_exploration,
+        help='more exploratory pushes, one at a time with a new identification, while the '
+        'belief is too uncertain for any goal (0 to 20; default %(default)s)',
     )
     parser.add_argument(
         '--push-budget', type=int, default=25, help='planned pushes allowed (default 25)'
@@ -88,6 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             args.seed,
             args.method,
             exploration_pushes=args.exploration_pushes,
+            extra_exploration=args.extra_exploration,
             push_budget=args.push_budget,
             png=args.png,
             progress=progress,

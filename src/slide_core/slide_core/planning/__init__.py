@@ -53,6 +53,7 @@ from slide_core.planning.config import (
     PlannerConfig,
     PlannerSettingsError,
     PlanningError,
+    UncertainBeliefError,
     planner_config,
 )
 from slide_core.planning.goal import Goal, goal_acceptable, select_goal
@@ -78,6 +79,7 @@ __all__ = [
     'PushPlan',
     'SE2Path',
     'Step',
+    'UncertainBeliefError',
     'carried_area',
     'com_margins_of',
     'fall_probability',

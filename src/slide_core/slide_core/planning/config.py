@@ -13,6 +13,12 @@ class PlanningError(NoSolutionError):
     """No goal, path or push satisfies the constraints (the message says which and why)."""
 
 
+class UncertainBeliefError(PlanningError):
+    """No goal keeps enough of the belief balanced, though there are goals where the pads
+    hold and the most probable model stays: the models disagree, so more pushes could
+    decide (the task explores more, :attr:`slide_core.task.TaskSettings.extra_exploration`)."""
+
+
 class PlannerSettingsError(SlideInputError):
     """Planner settings that are out of range or unknown."""
 

@@ -18,7 +18,7 @@ from slide_core.geometry import (
 )
 from slide_core.model import Belief
 from slide_core.planning.balance import com_margins_of, in_workspace, is_valid, margin_quantile
-from slide_core.planning.config import PlannerConfig, PlanningError
+from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
 from slide_core.planning.grasp import Grasp, grasp_at
 
 
@@ -62,7 +62,8 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     """The goal pose at the edge for an object now at X_WO (see the module docstring).
 
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
-    condition failed (:func:`_why_no_goal`)."""
+    condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
+    failed is that too little of the belief stays."""
     X0 = check_pose(X_WO, 'X_WO')
     grid = belief.grid
     rho = belief.radius()
@@ -116,7 +117,7 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
                     best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))
                 break  # the nearest free y is the least effort for this yaw and overhang
     if best is None:
-        raise PlanningError(_why_no_goal(belief, X0, config))
+        raise _no_goal(belief, X0, config)
     return best[1]
 
 
@@ -124,18 +125,19 @@ def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
     return wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
 
 
-def _why_no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str:
+def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
     """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
     conditions that no pose it tries meets, in the order a person would fix them (the
     gripper's opening; sticking out far enough for the most probable model; a hold for the
-    pads where it stays; enough of the belief staying there; room on the table)."""
+    pads where it stays; enough of the belief staying there, an UncertainBeliefError; room
+    on the table)."""
     X0 = check_pose(X_WO, 'X_WO')
     grid = belief.grid
     g = config.gripper
     height = float(grid.heights[grid.occupancy].max())
     room = g.max_opening - 2 * g.height_margin
     if height > room:
-        return (
+        return PlanningError(
             f'no goal: the object is {height * 100:.1f} cm tall and the gripper takes '
             f'{room * 100:.1f} cm (its opening less {g.height_margin * 100:.1f} cm of room '
             'above and below)'
@@ -160,7 +162,7 @@ def _why_no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str:
             held += 1
             p_held = max(p_held, float(belief.weight @ stays))
     if stays_best == 0:
-        return (
+        return PlanningError(
             f'no goal: at no yaw does the object stick out the {need * 100:.1f} cm a grasp '
             f'needs (clearance, grip and margin) with its centre of mass '
             f'{config.balance_margin * 100:.1f} cm inside the edge, even for the most '
@@ -168,17 +170,17 @@ def _why_no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str:
             'its side'
         )
     if held == 0:
-        return (
+        return PlanningError(
             f'no goal: where the object would stay, the pads hold less than '
             f'{g.min_grip * 100:.1f} cm of it (what sticks out is too narrow: a corner or a '
             'thin part)'
         )
     if p_held < 1.0 - config.epsilon - 1e-12:
-        return (
+        return UncertainBeliefError(
             f'no goal: where the pads would hold it, at most {p_held:.2f} of the belief stays, '
             f'not {1.0 - config.epsilon:.2f}: the belief is too uncertain (explore more)'
         )
-    return (
+    return PlanningError(
         'no goal: every balanced pose the pads would hold puts the object outside its '
         'workspace (obstacles, or the table too narrow)'
     )

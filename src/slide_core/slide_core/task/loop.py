@@ -2,6 +2,9 @@
 
     perceive -> explore x N -> identify -> goal -> (observe, plan, push)* -> grasp
 
+(the goal stage explores once more and identifies again while the belief is too uncertain
+for any goal, up to ``TaskSettings.extra_exploration`` times)
+
 Each stage is a method of :class:`Task` that reads and updates its :class:`TaskState`;
 :meth:`Task.run` calls them in order, and so do the leaves of the ROS behaviour node, so
 the order, the budget, the retries and the stop conditions are written once, here.
@@ -19,7 +22,7 @@ from slide_core.errors import NoSolutionError
 from slide_core.geometry import FloatArray, rotation
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Primitive
-from slide_core.planning import PlanningError
+from slide_core.planning import PlanningError, UncertainBeliefError
 from slide_core.task.state import (
     Outcome,
     Stage,
@@ -136,10 +139,12 @@ class Task:
         t0 = self._enter(Stage.EXPLORE)
         st = self.state
         assert st.grid is not None and st.X_WO is not None
-        if self.settings.interim_beliefs and st.explored:
+        fresh = st.belief is not None and st.belief_pushes == len(st.explored)
+        if self.settings.interim_beliefs and st.explored and not fresh:
             # The push the models identified so far disagree most about (paper 2).
             try:
                 st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
+                st.belief_pushes = len(st.explored)
                 self.say(f'interim belief from {len(st.explored)} push(es)')
             except (IdentificationError, NoSolutionError) as exc:
                 st.belief = None
@@ -170,19 +175,34 @@ class Task:
             st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
         except (IdentificationError, NoSolutionError) as exc:
             raise TaskFailure(Outcome.IDENTIFICATION_FAILED, Stage.IDENTIFY, str(exc)) from None
+        st.belief_pushes = len(st.explored)
         self.say(f'identified {st.belief.K} model(s)')
         self._leave(Stage.IDENTIFY, t0)
 
     def choose_goal(self) -> None:
-        t0 = self._enter(Stage.GOAL)
+        """The goal at the edge; while the belief is too uncertain for any, one more
+        exploratory push and identification at a time, ``extra_exploration`` at most."""
         st = self.state
-        assert st.belief is not None
-        X = self.observe()
-        st.trace['X_start'] = X.tolist()
-        try:
-            st.goal = self.decider.goal(st.belief, X)
-        except PlanningError as exc:
-            raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, str(exc)) from None
+        while True:
+            t0 = self._enter(Stage.GOAL)
+            assert st.belief is not None
+            X = self.observe()
+            st.trace['X_start'] = X.tolist()
+            try:
+                st.goal = self.decider.goal(st.belief, X)
+                break
+            except UncertainBeliefError as exc:
+                self._leave(Stage.GOAL, t0)
+                extra = st.extra_explored
+                if extra >= self.settings.extra_exploration:
+                    after = f' (after {extra} more exploratory push(es))' if extra > 0 else ''
+                    raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, f'{exc}{after}') from None
+                self.say(f'{exc}: exploring once more')
+                st.extra_explored += 1
+                self.explore_once()
+                self.identify()
+            except PlanningError as exc:
+                raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, str(exc)) from None
         st.trace['goal'] = st.goal.X_WO.tolist()
         self.say(f'goal {np.round(st.goal.X_WO, 3).tolist()}')
         self._leave(Stage.GOAL, t0)

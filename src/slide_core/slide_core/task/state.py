@@ -59,14 +59,18 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True)
 class TaskSettings:
-    """exploration_pushes: 1 to 20; push_budget: planned pushes allowed; push_retries: a
-    failed push is re-planned this often before the task fails; observe_retries: a lost
-    pose is looked for again this often (``retry_wait_s`` apart) before the task fails;
-    interim_beliefs: each exploratory push after the first is chosen under a belief
-    identified from the pushes so far (paper 2's most distinctive push needs one; a random
-    exploration does not, and saves the identifications)."""
+    """exploration_pushes: 1 to 20; extra_exploration: 0 to 20 more exploratory pushes,
+    one at a time, each followed by a new identification, while the goal search finds the
+    belief too uncertain for any goal (:class:`slide_core.planning.UncertainBeliefError`);
+    push_budget: planned pushes allowed; push_retries: a failed push is re-planned this
+    often before the task fails; observe_retries: a lost pose is looked for again this
+    often (``retry_wait_s`` apart) before the task fails; interim_beliefs: each exploratory
+    push after the first is chosen under a belief identified from the pushes so far (paper
+    2's most distinctive push needs one; a random exploration does not, and saves the
+    identifications)."""
 
     exploration_pushes: int = 5
+    extra_exploration: int = 5
     push_budget: int = 25
     push_retries: int = 1
     observe_retries: int = 2
@@ -78,6 +82,10 @@ class TaskSettings:
             raise SlideInputError(
                 f'exploration pushes must be 1 to 20, got {self.exploration_pushes}'
             )
+        if not 0 <= self.extra_exploration <= 20:
+            raise SlideInputError(
+                f'extra exploration must be 0 to 20 pushes, got {self.extra_exploration}'
+            )
         if self.push_budget < 1:
             raise SlideInputError(f'the push budget must be at least 1, got {self.push_budget}')
         if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
@@ -88,8 +96,10 @@ class TaskSettings:
 class TaskState:
     """What the task knows so far (the behaviour node publishes it): the grid and last
     pose, the exploratory primitives and their pushes on identification's step, what
-    every push measured, the belief, goal, last step, planned pushes, the grasp;
-    ``X_reached``: the observed pose at which the planner found the goal reached."""
+    every push measured, the belief and how many exploratory pushes it was identified from,
+    the exploratory pushes added because the belief was too uncertain for a goal, the goal,
+    last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
+    planner found the goal reached."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -98,6 +108,8 @@ class TaskState:
     pushes: list[PushData] = field(default_factory=list)
     samples: list[PushSamples] = field(default_factory=list)
     belief: Belief | None = None
+    belief_pushes: int = 0
+    extra_explored: int = 0
     goal: Goal | None = None
     step: Step | None = None
     planned: int = 0

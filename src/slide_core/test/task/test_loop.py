@@ -1,4 +1,5 @@
-"""The task loop's last stage: the grasp at the pose the goal was reached at."""
+"""The task loop's goal and grasp stages: no goal without more pushes unless the belief is
+too uncertain; the grasp at the pose the goal was reached at."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from slide_core.geometry import Grid
 from slide_core.model import Belief
-from slide_core.planning import Grasp
+from slide_core.planning import Goal, Grasp, PlanningError, UncertainBeliefError
 from slide_core.task import TaskSettings
 from slide_core.task.loop import Task, TaskFailure, at_rest
 from slide_core.task.state import Outcome
@@ -73,3 +74,31 @@ def test_at_rest_is_within_a_few_millimetres_and_about_a_degree() -> None:
     assert at_rest(x, x + [0.002, 0.002, 0.0])
     assert at_rest(x, np.array([0.1, 0.2, -np.pi + 0.005]))  # across the wrap
     assert not at_rest(x, x + [0.003, 0.003, 0.0]) and not at_rest(x, x + [0.0, 0.0, 0.05])
+
+
+class NoGoal:
+    """A planner whose goal search fails with ``error``."""
+
+    def __init__(self, error: PlanningError) -> None:
+        self.error, self.asked = error, 0
+
+    def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        self.asked += 1
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ('error', 'extra'),
+    [
+        (PlanningError('no goal: outside its workspace'), 5),  # more pushes would not help
+        (UncertainBeliefError('no goal: too uncertain'), 0),  # none allowed
+    ],
+)
+def test_no_goal_ends_the_task_without_more_pushes(error: PlanningError, extra: int) -> None:
+    arm, planner = Arm(X_REACHED), NoGoal(error)
+    t = Task(arm, planner, TaskSettings(extra_exploration=extra))  # type: ignore[arg-type]
+    t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    with pytest.raises(TaskFailure) as failure:
+        t.choose_goal()
+    assert failure.value.outcome is Outcome.NO_GOAL and failure.value.reason == str(error)
+    assert planner.asked == 1 and t.state.explored == []
