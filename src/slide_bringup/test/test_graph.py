@@ -30,19 +30,21 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_bringup.graph import GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
-from slide_core.geometry import rotation, wrap_angle  # noqa: E402
+from slide_core.geometry import Grid, rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
     grid_from_msg,
     pose_to_planar,
     primitive_to_msg,
     stamp_to_s,
 )
-from slide_core.model import APPROACH, load_workcell  # noqa: E402
+from slide_core.model import APPROACH, Belief, load_workcell  # noqa: E402
+from slide_core.planning import PlanningError, UncertainBeliefError  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Identify, Push  # noqa: E402
 from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid, TaskState  # noqa: E402
 from slide_ros.lifecycle import remote_state  # noqa: E402
 from slide_ros.qos import LATCHED, RELIABLE  # noqa: E402
+from slide_ros.ros_task import Caller, RosDecider  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -322,6 +324,24 @@ def test_behaviour_given_an_f_t_limit_mid_push_retracts_and_names_the_stage(rig:
     assert state.status == 'push_failed' and state.stage == 'explore', state
     assert 'limit' in state.message, state.message
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
+
+
+def test_the_planner_tells_a_belief_too_uncertain_for_a_goal_from_no_goal(rig: Rig) -> None:
+    decider = RosDecider(
+        rig.peer.node, Caller(rig.peer.node, lambda: False), rig.cell, 0, {}, lambda _m: None
+    )
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 cm x 6 cm
+    m, mu = np.full(bar.n, 0.01), np.full(bar.n, 0.4)
+    ends = [m.copy(), m.copy()]  # half of the belief has its mass at the end sticking out
+    ends[0][bar.p_OC[:, 0] < -0.05] *= 6
+    ends[1][bar.p_OC[:, 0] > 0.05] *= 6
+    split = Belief.create(bar, np.stack([m, *ends]), np.stack([mu] * 3), [0.5, 0.25, 0.25])
+    with pytest.raises(UncertainBeliefError, match='at most 0.75 of the belief stays'):
+        decider.goal(split, np.array([0.4, 0.0, 0.0]))
+    tall = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
+    with pytest.raises(PlanningError, match='gripper takes') as error:
+        decider.goal(Belief.create(tall, m, mu), np.array([0.4, 0.0, 0.0]))
+    assert not isinstance(error.value, UncertainBeliefError)
 
 
 def test_a_dead_planner_ends_the_episode_with_a_reason(rig: Rig) -> None:

@@ -60,6 +60,14 @@ PARAMS = (
     Param('seed', 0, 'the episode seed (exploration draws, paths)', low=0, high=2**31 - 1),
     Param('exploration_pushes', 5, 'exploratory pushes', low=1, high=20),
     Param(
+        'extra_exploration',
+        TaskSettings.extra_exploration,
+        'more exploratory pushes, one at a time with a new identification, while the belief '
+        'is too uncertain for any goal',
+        low=0,
+        high=20,
+    ),
+    Param(
         'interim_beliefs',
         True,
         'identify a belief after each exploratory push, for the planner to choose the next '
@@ -235,6 +243,7 @@ class BehaviourNode(SlideNode):
         self.result, self.history = None, []
         settings = TaskSettings(
             exploration_pushes=int(self.p['exploration_pushes']),
+            extra_exploration=int(self.p['extra_exploration']),
             push_budget=int(self.p['push_budget']),
             interim_beliefs=bool(self.p['interim_beliefs']),
         )

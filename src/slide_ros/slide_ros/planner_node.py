@@ -40,6 +40,7 @@ from slide_core.model import Belief, load_workcell
 from slide_core.planning import (
     Grasp,
     PlanningError,
+    UncertainBeliefError,
     final_grasp,
     next_step,
     planner_config,
@@ -123,6 +124,10 @@ class PlannerNode(SlideNode):
                 return out
             except (MessageError, SlideInputError) as exc:
                 out.error.code, out.message = ErrorCode.INVALID_GOAL, str(exc)
+                handle.abort()
+                return out
+            except UncertainBeliefError as exc:
+                out.error.code, out.message = ErrorCode.UNCERTAIN, str(exc)
                 handle.abort()
                 return out
             except (PlanningError, NoSolutionError) as exc:

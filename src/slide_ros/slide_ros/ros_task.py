@@ -38,7 +38,15 @@ from slide_core.io import (
     stamp_to_s,
 )
 from slide_core.model import Belief, Primitive, Workcell
-from slide_core.planning import Goal, Grasp, PlanningError, PushPlan, SE2Path, Step
+from slide_core.planning import (
+    Goal,
+    Grasp,
+    PlanningError,
+    PushPlan,
+    SE2Path,
+    Step,
+    UncertainBeliefError,
+)
 from slide_core.task import Aborted, GraspReport, ObjectLost, Observation, PushFailed, WorldError
 from slide_interfaces.action import ChooseExploration, Identify, PlanStep, Push, SelectGoal
 from slide_interfaces.action import Grasp as GraspAction
@@ -289,6 +297,8 @@ class RosDecider:
 
     @staticmethod
     def _ok(result: Any, what: str) -> Any:
+        if result.error.code == ErrorCode.UNCERTAIN:
+            raise UncertainBeliefError(f'{what}: {result.message}')
         if result.error.code == ErrorCode.NO_SOLUTION:
             raise PlanningError(f'{what}: {result.message}')
         if result.error.code != ErrorCode.SUCCESS:
