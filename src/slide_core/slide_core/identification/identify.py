@@ -114,7 +114,7 @@ def identify(
         for k, b in enumerate(boxes):
             theta0[k, n:] = train.friction_at(theta0[k, :n], b)
     spreading = method == 'probabilistic' and com_directions > 0
-    reserve = min(K * com_directions * EVALUATIONS_PER_RAY, budget // 4) if spreading else 0
+    reserve = min(K * (1 + com_directions * EVALUATIONS_PER_RAY), budget // 4) if spreading else 0
     counter = Counter(train, budget - reserve, progress, should_stop, total=budget)
     if method == 'uniform':
         thetas = theta0
@@ -136,6 +136,7 @@ def identify(
             train,
             bounds,
             masses[in_band],
+            losses[in_band],
             best,
             temperature,
             com_directions,

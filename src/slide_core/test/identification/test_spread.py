@@ -53,8 +53,8 @@ def test_spread_models_surround_the_centre_of_mass_within_the_loss_band(friction
     m0 = np.full(GRID.n, 0.005)
     mu0 = train.friction_at(m0, bounds)
     best = float(train.loss(m0, mu0)[0])
-    masses, frictions, losses, used = com_spread(train, bounds, m0, best, 0.05, 4)
-    assert masses.shape == (4, GRID.n) and 0 < used <= 4 * EVALUATIONS_PER_RAY
+    masses, frictions, losses, used = com_spread(train, bounds, m0, [best], best, 0.05, 4)
+    assert masses.shape == (4, GRID.n) and 0 < used <= 1 + 4 * EVALUATIONS_PER_RAY
     assert np.allclose(train.loss(masses, frictions), losses)
     assert np.all(losses <= 1.05 * best)
     com0 = m0 @ GRID.p_OC / m0.sum()
@@ -69,8 +69,8 @@ def test_a_narrow_band_keeps_the_spread_close(friction_wrenches):
     bounds = Bounds.from_grid(GRID)
     m0 = np.full(GRID.n, 0.005)
     best = float(train.loss(m0, train.friction_at(m0, bounds))[0])
-    wide = com_spread(train, bounds, m0, best, 0.05, 4)[0]
-    narrow = com_spread(train, bounds, m0, best, 0.002, 4)[0]
+    wide = com_spread(train, bounds, m0, [best], best, 0.05, 4)[0]
+    narrow = com_spread(train, bounds, m0, [best], best, 0.002, 4)[0]
     com0 = m0 @ GRID.p_OC / m0.sum()
 
     def reach(ms: np.ndarray) -> float:
@@ -98,20 +98,38 @@ def test_a_cancelled_spread_returns_nothing(friction_wrenches):
     bounds = Bounds.from_grid(GRID)
     m0 = np.full(GRID.n, 0.005)
     with pytest.raises(IdentificationCancelledError):
-        com_spread(train, bounds, m0, 1.0, 0.05, 4, should_stop=lambda: True)
+        com_spread(train, bounds, m0, [1.0], 1.0, 0.05, 4, should_stop=lambda: True)
 
 
 def test_each_direction_keeps_the_start_that_reaches_furthest(friction_wrenches):
     train = quasi_static(friction_wrenches)
     bounds = Bounds.from_grid(GRID)
     light, heavy = np.full(GRID.n, 0.004), np.full(GRID.n, 0.007)
-    best = min(float(train.loss(m, train.friction_at(m, bounds))[0]) for m in (light, heavy))
+    own = [float(train.loss(m, train.friction_at(m, bounds))[0]) for m in (light, heavy)]
+    best = min(own)
     com0 = light @ GRID.p_OC / light.sum()
 
-    def reaches(starts: np.ndarray) -> np.ndarray:
-        ms = com_spread(train, bounds, starts, best, 0.05, 4)[0]
+    def reaches(starts: np.ndarray, losses: list[float]) -> np.ndarray:
+        ms = com_spread(train, bounds, starts, losses, best, 0.05, 4)[0]
         assert ms.shape[0] == 4
         return np.linalg.norm(ms @ GRID.p_OC / ms.sum(1, keepdims=True) - com0, axis=1)
 
-    both = reaches(np.stack((light, heavy)))
-    assert np.all(both >= np.maximum(reaches(light), reaches(heavy)) - 1e-12)
+    both = reaches(np.stack((light, heavy)), own)
+    alone = np.maximum(reaches(light, own[:1]), reaches(heavy, own[1:]))
+    assert np.all(both >= alone - 1e-12)
+
+
+def test_the_spread_compares_losses_as_its_start_was_fitted(friction_wrenches):
+    # A start whose friction the optimiser left short of the least-squares map: refitting
+    # the friction alone lowers a model's training loss, so a spread model whose loss came
+    # from a refit would look more probable than its start without fitting better.
+    train = quasi_static(friction_wrenches)
+    bounds = Bounds.from_grid(GRID)
+    m0 = np.full(GRID.n, 0.005)
+    refit = float(train.loss(m0, train.friction_at(m0, bounds))[0])
+    start = float(train.loss(m0, 1.3 * train.friction_at(m0, bounds))[0])
+    assert start > 1.5 * refit
+    masses, frictions, losses, _ = com_spread(train, bounds, m0, [start], start, 0.05, 4)
+    assert masses.shape[0] == 4
+    assert np.all(losses >= 0.99 * start) and np.all(losses <= 1.05 * start)
+    assert np.allclose(losses, train.loss(masses, frictions) * start / refit)
