@@ -12,9 +12,10 @@ does when it is left there.
 The same pushes are also recorded with the object poses a camera tracker would give
 (:data:`TRACKED`: perception's median tracking error, at its 30 Hz, as white noise) and
 identified with the probabilistic method: the held-out error and centre of mass there say
-what the twin's perfect 100 Hz poses hide. ``com_spread`` gives the probabilistic belief's
-figures with the centre-of-mass spread of :data:`SPREAD` directions added (whether the true
-centre of mass lies in the models' hull, and the edge-balance poses it calls stable).
+what the twin's perfect 100 Hz poses hide. The probabilistic belief holds the default
+centre-of-mass spread (:mod:`slide_core.identification.spread`); ``no_com_spread`` gives its
+figures with the K models alone (whether the true centre of mass lies in the models' hull,
+and the edge-balance poses it calls stable).
 
 Every fit has the push's moment shifting the loads, as the product identifies
 (``TrainingSet.push_height`` at the fingertip's force height on each cell; the beliefs
@@ -47,9 +48,6 @@ Progress = Callable[[str], None]
 BUDGET = 2000
 STABLE_P = 0.9
 TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
-SPREAD = 4
-"""Directions of the centre-of-mass spread the ``com_spread`` figures are measured with
-(:mod:`slide_core.identification.spread`), against the default belief's."""
 """Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
 median error, 30 Hz)."""
 
@@ -101,8 +99,8 @@ def run(
     com_errors: list[float] = []
     in_support: list[bool] = []
     tracked: dict[str, list[float]] = {'add': [], 'com': []}
-    spread: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
-    spread_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
+    alone_rows: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
+    alone_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
     flat: dict[str, list[float]] = {'add': [], 'com': [], 'tracked_add': [], 'tracked_com': []}
     flat_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
     refined: dict[str, dict[str, float | None]] = {}
@@ -184,15 +182,15 @@ def run(
                     progress(
                         f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
                     )
-                wide = identify(
-                    train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=SPREAD
+                alone = identify(
+                    train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=0
                 ).belief
-                ev = evaluate(wide, test_pd, cell.fingertip, mass)
-                spread['add'].append(ev.add_error_m)
-                spread['models'].append(wide.K)
+                ev = evaluate(alone, test_pd, cell.fingertip, mass)
+                alone_rows['add'].append(ev.add_error_m)
+                alone_rows['models'].append(alone.K)
                 if ev.com_error_m is not None:
-                    spread['com'].append(ev.com_error_m)
-                    spread['in'].append(float(bool(ev.truth_in_support)))
+                    alone_rows['com'].append(ev.com_error_m)
+                    alone_rows['in'].append(float(bool(ev.truth_in_support)))
                 ev = evaluate(papers.belief, test_pd, cell.fingertip, mass)
                 flat['add'].append(ev.add_error_m)
                 if ev.com_error_m is not None:
@@ -216,9 +214,9 @@ def run(
                     if p >= STABLE_P:
                         balance['predicted_stable'] += 1
                         balance['stable_and_stayed'] += int(stayed)
-                    if stay_probability(wide, X) >= STABLE_P:
-                        spread_balance['predicted_stable'] += 1
-                        spread_balance['stable_and_stayed'] += int(stayed)
+                    if stay_probability(alone, X) >= STABLE_P:
+                        alone_balance['predicted_stable'] += 1
+                        alone_balance['stable_and_stayed'] += int(stayed)
                     if stay_probability(papers.belief, X) >= STABLE_P:
                         flat_balance['predicted_stable'] += 1
                         flat_balance['stable_and_stayed'] += int(stayed)
@@ -255,16 +253,15 @@ def run(
         ),
         **(
             {
-                'com_spread': {
-                    'directions': SPREAD,
-                    'models_mean': float(np.mean(spread['models'])),
-                    'probabilistic_add_error_m': float(np.mean(spread['add'])),
-                    'probabilistic_com_error_m': _mean(spread['com']),
-                    'truth_in_support_fraction': _mean(spread['in']),
-                    **spread_balance,
+                'no_com_spread': {
+                    'models_mean': float(np.mean(alone_rows['models'])),
+                    'probabilistic_add_error_m': float(np.mean(alone_rows['add'])),
+                    'probabilistic_com_error_m': _mean(alone_rows['com']),
+                    'truth_in_support_fraction': _mean(alone_rows['in']),
+                    **alone_balance,
                 }
             }
-            if spread['add']
+            if alone_rows['add']
             else {}
         ),
         **(

@@ -85,8 +85,8 @@ def test_a_narrow_band_keeps_the_spread_close(friction_wrenches):
 
 def test_identify_adds_the_spread_within_its_budget_and_can_leave_it_out(friction_wrenches):
     train = quasi_static(friction_wrenches)
-    with_spread = identify(train, 'probabilistic', K=4, budget=400, com_directions=4)
-    alone = identify(train, 'probabilistic', K=4, budget=400)  # off by default
+    with_spread = identify(train, 'probabilistic', K=4, budget=400)  # on by default
+    alone = identify(train, 'probabilistic', K=4, budget=400, com_directions=0)
     assert alone.belief.K == 4
     assert 4 < with_spread.belief.K <= 8
     assert with_spread.simulations <= 400
