@@ -110,21 +110,23 @@ class UncertainUntil:
         return self.inner.goal(belief, X_WO)
 
 
-def twin_task(decider_pushes: int, extra: int) -> tuple[Task, UncertainUntil]:
+def identified_in_twin(decider_pushes: int, extra: int) -> tuple[Task, UncertainUntil]:
+    """A task on the box in the twin, perceived, explored twice and identified."""
     spec, cell = load_object('box'), load_workcell()
     twin = Twin(spec, cell, random_start(spec, cell, 1))
     inner = LocalDecider(planner_config(cell), cell, exploration_policy='most-distinctive')
     decider = UncertainUntil(inner, decider_pushes)
     settings = TaskSettings(exploration_pushes=2, extra_exploration=extra)
-    return Task(TwinWorld(twin), decider, settings), decider  # type: ignore[arg-type]
-
-
-def test_a_belief_too_uncertain_for_a_goal_explores_once_more_at_a_time() -> None:
-    task, decider = twin_task(decider_pushes=4, extra=3)
+    task = Task(TwinWorld(twin), decider, settings)  # type: ignore[arg-type]
     task.perceive()
     for _ in range(2):
         task.explore_once()
     task.identify()
+    return task, decider
+
+
+def test_a_belief_too_uncertain_for_a_goal_explores_once_more_at_a_time() -> None:
+    task, decider = identified_in_twin(decider_pushes=4, extra=3)
     task.choose_goal()
     assert len(task.state.explored) == len(task.state.pushes) == 4
     assert task.state.goal is not None and task.state.belief_pushes == 4
@@ -134,11 +136,7 @@ def test_a_belief_too_uncertain_for_a_goal_explores_once_more_at_a_time() -> Non
 
 
 def test_extra_exploration_ends_in_no_goal_when_spent() -> None:
-    task, _ = twin_task(decider_pushes=10, extra=1)
-    task.perceive()
-    for _ in range(2):
-        task.explore_once()
-    task.identify()
+    task, _ = identified_in_twin(decider_pushes=10, extra=1)
     with pytest.raises(TaskFailure) as failure:
         task.choose_goal()
     assert failure.value.outcome is Outcome.NO_GOAL
