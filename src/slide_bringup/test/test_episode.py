@@ -142,5 +142,3 @@ def test_extra_exploration_ends_in_no_goal_when_spent() -> None:
     assert failure.value.outcome is Outcome.NO_GOAL
     assert 'too uncertain' in failure.value.reason and 'after 1 more' in failure.value.reason
     assert len(task.state.explored) == 3
-    with pytest.raises(SlideInputError, match='extra exploration'):
-        TaskSettings(extra_exploration=21)

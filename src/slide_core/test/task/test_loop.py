@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.model import Belief
 from slide_core.planning import Goal, Grasp, PlanningError, UncertainBeliefError
@@ -102,3 +103,10 @@ def test_no_goal_ends_the_task_without_more_pushes(error: PlanningError, extra: 
         t.choose_goal()
     assert failure.value.outcome is Outcome.NO_GOAL and failure.value.reason == str(error)
     assert planner.asked == 1 and t.state.explored == []
+
+
+def test_extra_exploration_is_0_to_20_pushes() -> None:
+    assert TaskSettings(extra_exploration=0).extra_exploration == 0
+    for bad in (-1, 21):
+        with pytest.raises(SlideInputError, match='extra exploration must be 0 to 20'):
+            TaskSettings(extra_exploration=bad)
