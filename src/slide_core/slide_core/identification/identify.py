@@ -47,12 +47,16 @@ class Identification:
         simulations: hypothesis evaluations used; seconds: wall time.
         trace: (simulations used, best theta = (m, mu) (2n,) so far) each time the best
             loss improved, for convergence plots.
+        bounds: the bounds each model was found in (the probabilistic schedule's box for
+            an optimiser's model, the whole bounds for a centre-of-mass spread model), for
+            a refinement to keep it there; empty when not known.
     """
 
     belief: Belief
     simulations: int
     seconds: float
     trace: list[tuple[int, FloatArray]] = field(default_factory=list)
+    bounds: tuple[Bounds, ...] = ()
 
 
 def identify(
@@ -151,4 +155,5 @@ def identify(
     belief = Belief.create(
         grid, masses, frictions, weight, losses, method, train.support, train.tips
     )
-    return Identification(belief, used, time.perf_counter() - t0, counter.trace)
+    found_in = (*boxes, *[bounds] * (masses.shape[0] - len(boxes)))
+    return Identification(belief, used, time.perf_counter() - t0, counter.trace, found_in)

@@ -121,9 +121,10 @@ def refine(
     should_stop: Callable[[], bool] | None = None,
 ) -> Identification:
     """``found``'s models refined on the simulator's pose error over ``pushes``, the pushes
-    ``train`` was built from, within their bounds (``bounds`` split by the probabilistic
-    schedule for K > 1, as identification did); ``budget`` counts model evaluations, as
-    there. The belief keeps each model's wrench-space loss, recomputed.
+    ``train`` was built from, each within the bounds it was identified in
+    (``found.bounds``; when ``bounds`` is given or ``found`` does not say, ``bounds`` split
+    by the probabilistic schedule for K > 1); ``budget`` counts model evaluations, as there.
+    The belief keeps each model's wrench-space loss, recomputed.
 
     The rollout gradients do not model the push's moment: maps identified with it
     (``belief.push_moment``) are refused with an IdentificationError saying so."""
@@ -136,8 +137,11 @@ def refine(
             'push_moment=False) to refine them'
         )
     grid, K, n = belief.grid, belief.K, belief.grid.n
-    base = bounds or Bounds.from_grid(grid)
-    boxes = schedule(base, K) if K > 1 else [base]
+    if bounds is None and len(found.bounds) == K:
+        boxes = list(found.bounds)
+    else:
+        base = bounds or Bounds.from_grid(grid)
+        boxes = schedule(base, K) if K > 1 else [base]
     problem = RolloutProblem(grid, pushes, belief.support, window_s)
     counter = Counter(problem, budget, progress, should_stop)
     theta0 = np.concatenate((belief.mass, belief.friction), axis=1)
@@ -157,5 +161,5 @@ def refine(
     )
     return Identification(
         refined, found.simulations + counter.used, found.seconds + time.perf_counter() - t0,
-        found.trace,
+        found.trace, tuple(boxes),
     )  # fmt: skip

@@ -13,6 +13,7 @@ from slide_core.identification import (
     TrainingSet,
     identify,
     refine,
+    schedule,
 )
 from slide_core.identification.refine import RolloutProblem
 from slide_core.physics import WrenchPush, simulate
@@ -21,13 +22,17 @@ GRID = Grid.from_occupancy(np.ones((2, 3)), 0.02, 0.03)
 DT = 0.004
 
 
-def pushes_by_the_core(m: np.ndarray, mu: np.ndarray) -> list[PushData]:
-    """Pushes whose poses the core itself predicts from their forces (no model error)."""
+def pushes_by_the_core(m: np.ndarray, mu: np.ndarray, noise_n: float = 0.0) -> list[PushData]:
+    """Pushes whose poses the core itself predicts from their forces (no model error), the
+    forces recorded with white noise of ``noise_n`` [N]."""
+    rng = np.random.default_rng(7)
     out = []
     for i, (cell, force) in enumerate([(0, (1.6, 0.3)), (5, (0.2, -1.5)), (2, (-1.4, 0.6))]):
         f = np.tile(force, (150, 1))
         push = WrenchPush.at_cell(GRID, cell, f, DT)
         X = simulate(GRID, m, mu, push, [0.3, 0.0, 0.1]).X_WO[0]
+        if noise_n > 0.0:
+            push = WrenchPush.at_cell(GRID, cell, f + rng.normal(0.0, noise_n, f.shape), DT)
         steps = np.arange(X.shape[0])
         out.append(PushData(i, push, X[0], steps, X, np.zeros((X.shape[0], 2)), X))
     return out
@@ -89,3 +94,31 @@ def test_each_step_pushes_at_its_cells_height_and_refinement_refuses_tipped_maps
     assert found.belief.push_moment and not identify(flat, 'analytic').belief.push_moment
     with pytest.raises(IdentificationError, match="without the push's moment"):
         refine(found, train, pushes, budget=4)
+
+
+def test_refinement_keeps_each_model_in_the_bounds_it_was_found_in():
+    rng = np.random.default_rng(2)
+    m = rng.uniform(0.01, 0.04, GRID.n)
+    mu = rng.uniform(0.2, 0.6, GRID.n)
+    pushes = pushes_by_the_core(m, mu, noise_n=0.3)  # a loss band the spread can move in
+    train = TrainingSet.from_pushes(GRID, pushes)
+    found = identify(train, 'probabilistic', K=2, budget=400, com_directions=2)
+    K, n = found.belief.K, GRID.n
+    base = Bounds.from_grid(GRID)
+    assert K > 2 and len(found.bounds) == K
+    # The optimisers' models in their schedule boxes, the spread's in the whole bounds.
+    assert [b.friction_max for b in found.bounds] == [
+        *(b.friction_max for b in schedule(base, 2)),
+        *[base.friction_max] * (K - 2),
+    ]
+    theta = np.concatenate((found.belief.mass, found.belief.friction), axis=1)
+    for box, t in zip(found.bounds, theta, strict=True):
+        np.testing.assert_array_equal(box.project(t), t)
+    # Not a schedule of K boxes, what refinement used to split the bounds into.
+    assert [b.friction_max for b in schedule(base, K)] != [b.friction_max for b in found.bounds]
+    refined = refine(found, train, pushes, budget=2 * K)
+    assert refined.bounds == found.bounds
+    r = np.concatenate((refined.belief.mass, refined.belief.friction), axis=1)
+    for box, t in zip(found.bounds, r, strict=True):
+        np.testing.assert_allclose(box.project(t), t, atol=1e-15)
+    assert r.shape == (K, 2 * n)
