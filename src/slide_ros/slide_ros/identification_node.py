@@ -150,7 +150,7 @@ class IdentificationNode(SlideNode):
                 friction_max=goal.friction_max or FRICTION_BOUND,
             )
             tips = bool(self.get_parameter('push_moment').value)
-            height = self.cell.fingertip.force_heights(grid) if tips else 0.0
+            height = self.cell.fingertip.push_heights(grid, tips)
             train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     grid, pushes = read.grid, read.pushes
     # The push acts at the workcell's fingertip height (workcell.yaml of $SLIDE_CONFIG_DIR or
     # the installed config).
-    height = load_workcell().fingertip.force_heights(grid) if args.push_moment else 0.0
+    height = load_workcell().fingertip.push_heights(grid, args.push_moment)
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()

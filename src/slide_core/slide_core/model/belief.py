@@ -138,9 +138,8 @@ class Belief:
     def push_heights(self, fingertip: Fingertip) -> FloatArray:
         """(n,) heights [m] at which ``fingertip``'s pushes act on each cell, for the
         simulators that replay and plan with these maps (``push_height=``):
-        :meth:`Fingertip.force_heights` when the maps hold with the push's moment, zeros (no
-        moment) when they do not."""
-        return fingertip.force_heights(self.grid) if self.push_moment else np.zeros(self.grid.n)
+        :meth:`Fingertip.push_heights` with the moment when the maps hold with it."""
+        return fingertip.push_heights(self.grid, self.push_moment)
 
     def radius(self) -> float:
         """The object's radius [m] (see :func:`slide_core.geometry.grid_radius`)."""

@@ -80,6 +80,12 @@ class Fingertip:
         z = grid.heights[grid.occupancy]
         return np.array([self.force_height(float(h)) if h > 0.0 else 0.0 for h in z])
 
+    def push_heights(self, grid: Grid, moment: bool) -> FloatArray:
+        """(n,) heights [m] at which the pushes act on ``grid``'s cells, for the fits and
+        simulators (``push_height=``): :meth:`force_heights` with the push's moment, zeros
+        (no moment) without it."""
+        return self.force_heights(grid) if moment else np.zeros(grid.n)
+
 
 @dataclass(frozen=True)
 class Gripper:

@@ -191,7 +191,7 @@ class LocalDecider:
             return self.truth
         s = self.identification
         data = [self._to_data(grid, k, samples) for k, samples in enumerate(pushes)]
-        height = self.workcell.fingertip.force_heights(grid) if s.push_moment else 0.0
+        height = self.workcell.fingertip.push_heights(grid, s.push_moment)
         train = TrainingSet.from_pushes(grid, data, s.support, height)
         self.last_identification = identify(
             train, s.method, K=s.K, budget=s.budget, seed=s.seed, com_directions=s.com_directions

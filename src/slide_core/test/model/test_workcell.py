@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from slide_core.errors import SlideInputError
+from slide_core.geometry import Grid
 from slide_core.model import (
     Fingertip,
     WorkcellError,
@@ -73,3 +75,8 @@ def test_a_push_acts_at_the_middle_of_the_side_the_fingertip_covers():
     assert tip.force_height(0.001) == pytest.approx(0.0005)  # below the fingertip's bottom
     with pytest.raises(SlideInputError, match='positive'):
         tip.force_height(0.0)
+    # Per cell of a grid; zeros when the push has no moment.
+    grid = Grid(0.01, np.array([[True, True, False]]), np.array([[0.05, 0.02, 0.0]]))
+    np.testing.assert_allclose(tip.force_heights(grid), [0.017, 0.011])
+    np.testing.assert_allclose(tip.push_heights(grid, True), [0.017, 0.011])
+    np.testing.assert_array_equal(tip.push_heights(grid, False), [0.0, 0.0])
