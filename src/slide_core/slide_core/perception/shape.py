@@ -21,6 +21,10 @@ from slide_core.perception.cloud import (
     segment,
 )
 
+RASTER_BORDER = 2
+"""Empty sub-cells around a grid's footprint image: more than the closing's radius (one
+sub-cell), so that no edge of the object is eroded."""
+
 
 @dataclass(frozen=True)
 class ObjectEstimate:
@@ -86,7 +90,13 @@ def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
     lo, hi = xy_P.min(axis=0), xy_P.max(axis=0)
     cols, rows = (int(v) for v in np.maximum(1, np.round((hi - lo) / w)))
     origin = (lo + hi) / 2 - np.array([cols, rows]) * w / 2
-    fine = footprint_image(xy_P, origin, (rows * sub, cols * sub), w / sub)
+    # The image reaches RASTER_BORDER sub-cells past the grid: footprint_image's closing
+    # erodes the pixels on its border, which took a whole sub-cell off every edge cell.
+    pad, pitch = RASTER_BORDER, w / sub
+    image = footprint_image(
+        xy_P, origin - pad * pitch, (rows * sub + 2 * pad, cols * sub + 2 * pad), pitch
+    )
+    fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
     return _Raster(origin, rows, cols, coverage, float(np.minimum(coverage, 1 - coverage).sum()))
 

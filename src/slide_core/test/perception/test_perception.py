@@ -66,6 +66,16 @@ def test_box_grid_pose_and_heights():
     assert math.cos(est.X_WO[2]) > 0
 
 
+def test_a_strip_one_cell_wide_keeps_every_cell():
+    # The footprint's edges are not eroded: each cell of a strip one cell wide is covered
+    # whole, so none falls under the fill fraction (its ends used to read 0.48, its middle
+    # 0.6, and 2 of 5 cells were left).
+    w = CFG.cell_size
+    est = acquire(scene(box_top((0.4, -0.1, 0.7), size=(5 * w, w))), CFG)
+    assert sorted(est.grid.occupancy.shape) == [1, 5]
+    assert est.grid.n == 5
+
+
 def test_tracking_follows_motion_and_ignores_the_pusher():
     X0 = np.array([0.4, 0.1, 0.3])
     est = acquire(scene(box_top(X0)), CFG)
