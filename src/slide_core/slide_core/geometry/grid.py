@@ -32,12 +32,17 @@ class Grid:
         cell_size: edge ``w`` of a square cell [m].
         occupancy: (rows, cols) bool, True where the cell belongs to the object.
         heights: (rows, cols) height of the top surface above the table [m] (0 where empty).
+        coverage: (rows, cols) the fraction of each cell's square the object covers, in
+            (0, 1] where occupied (a cell on a curved or slanted outline is partly the
+            object's), 0 where empty; None when built: every occupied cell is whole.
     """
 
     cell_size: float
     occupancy: NDArray[np.bool_]
     heights: FloatArray
+    coverage: FloatArray | None = None
     _p_OC: FloatArray = field(init=False, repr=False)
+    _area: FloatArray = field(init=False, repr=False)
     _index: NDArray[np.int64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -55,6 +60,17 @@ class Grid:
             raise GridError(f'heights has shape {heights.shape}, occupancy {occ.shape}')
         if not np.all(np.isfinite(heights)) or np.any(heights < 0):
             raise GridError('heights must be finite and non-negative')
+        if self.coverage is None:
+            cover = occ.astype(float)
+        else:
+            cover = np.asarray(self.coverage, dtype=float)
+            if cover.shape != occ.shape:
+                raise GridError(f'coverage has shape {cover.shape}, occupancy {occ.shape}')
+            if not np.all(np.isfinite(cover)) or np.any(cover < 0.0) or np.any(cover > 1.0):
+                raise GridError('coverage must be a fraction in [0, 1] for every cell')
+            if np.any(cover[occ] <= 0.0):
+                raise GridError('an occupied cell needs a positive coverage: leave it out')
+            cover = np.where(occ, cover, 0.0)
         rows, cols = occ.shape
         r, c = np.nonzero(occ)
         p_OC = np.column_stack(((c - (cols - 1) / 2.0) * w, ((rows - 1) / 2.0 - r) * w))
@@ -65,10 +81,15 @@ class Grid:
         heights.setflags(write=False)
         p_OC.setflags(write=False)
         index.setflags(write=False)
+        area = cover[occ]
+        cover.setflags(write=False)
+        area.setflags(write=False)
         object.__setattr__(self, 'cell_size', w)
         object.__setattr__(self, 'occupancy', occ)
         object.__setattr__(self, 'heights', heights)
+        object.__setattr__(self, 'coverage', cover)
         object.__setattr__(self, '_p_OC', p_OC)
+        object.__setattr__(self, '_area', area)
         object.__setattr__(self, '_index', index)
 
     # -- construction -------------------------------------------------------------------
@@ -124,6 +145,17 @@ class Grid:
     def p_OC(self) -> FloatArray:
         """(n, 2) centres of the occupied cells in the object frame [m]."""
         return self._p_OC
+
+    @property
+    def area(self) -> FloatArray:
+        """(n,) the fraction of each occupied cell's square the object covers (1 for a
+        whole cell): its share of the support, and of the mass of a uniform object."""
+        return self._area
+
+    @property
+    def whole(self) -> bool:
+        """True when every occupied cell is covered whole."""
+        return bool(np.all(self._area >= 1.0))
 
     @property
     def cell_rc(self) -> NDArray[np.int64]:

@@ -26,7 +26,8 @@ class Bounds:
     def from_grid(
         cls, grid: Grid, density_max: float = DENSITY_MAX, friction_max: float = FRICTION_BOUND
     ) -> Bounds:
-        """Each cell at most ``density_max`` times its volume; friction up to the maximum."""
+        """Each cell at most ``density_max`` times its volume (its covered part's,
+        :attr:`Grid.area`); friction up to the maximum."""
         if not (density_max > 0 and friction_max > 0.01):
             raise IdentificationError('density_max must be positive and friction_max > 0.01')
         heights = grid.heights[grid.occupancy]
@@ -34,7 +35,8 @@ class Bounds:
             raise IdentificationError(
                 'every cell needs a positive height to bound its mass (grid heights are 0)'
             )
-        return cls(density_max * grid.cell_size**2 * heights, float(friction_max))
+        volume = grid.cell_size**2 * grid.area * heights
+        return cls(density_max * volume, float(friction_max))
 
     @property
     def mass_min(self) -> FloatArray:

@@ -103,7 +103,7 @@ def evaluate(
         raise IdentificationError('evaluation needs at least one test push')
     grid = belief.grid
     k = belief.best
-    um, umu = uniform_maps(belief.mass[k], belief.friction[k])
+    um, umu = uniform_maps(belief.mass[k], belief.friction[k], grid.area)
     masses = np.vstack((belief.mass, um[None]))
     frictions = np.vstack((belief.friction, umu[None]))
     finals = replay(

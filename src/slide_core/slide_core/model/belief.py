@@ -33,11 +33,12 @@ class BeliefError(SlideInputError):
 
 
 def max_cell_mass(grid: Grid) -> FloatArray:
-    """(n,) the most mass [kg] a cell can hold: its volume of the densest material (a cell
-    of unknown height counts as a cube)."""
+    """(n,) the most mass [kg] a cell can hold: its volume (of its covered part,
+    :attr:`Grid.area`) of the densest material (a cell of unknown height counts as a
+    cube)."""
     h = grid.heights[grid.occupancy]
     w = grid.cell_size
-    return np.asarray(MAX_DENSITY * w * w * np.where(h > 0, h, w), dtype=float)
+    return np.asarray(MAX_DENSITY * w * w * grid.area * np.where(h > 0, h, w), dtype=float)
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,19 +163,22 @@ class Belief:
     def uniform(self) -> Belief:
         """Uniform maps with the most probable model's total mass and total friction force
         (no identification of how they are distributed)."""
-        m, mu = uniform_maps(self.mass[self.best], self.friction[self.best])
+        m, mu = uniform_maps(self.mass[self.best], self.friction[self.best], self.grid.area)
         return Belief.create(
             self.grid, m, mu, method='uniform', support=self.support, push_moment=self.push_moment
         )
 
 
-def uniform_maps(mass: FloatArray, friction: FloatArray) -> tuple[FloatArray, FloatArray]:
+def uniform_maps(
+    mass: FloatArray, friction: FloatArray, area: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray]:
     """Uniform maps (n,) with the same total mass and total friction force as (mass,
-    friction) (n,)."""
-    n = mass.size
+    friction) (n,): a uniform density over the cells' covered ``area`` (n,) (whole cells
+    when omitted), and one friction coefficient."""
+    a = np.ones(mass.size) if area is None else np.asarray(area, dtype=float)
     total = float(mass.sum())
     mu = float(np.sum(mass * friction) / total)
-    return np.full(n, total / n), np.full(n, mu)
+    return total * a / a.sum(), np.full(mass.size, mu)
 
 
 # -- YAML ---------------------------------------------------------------------------------------
@@ -188,7 +192,7 @@ def belief_to_dict(
     def rows(values: FloatArray) -> list[list[float]]:
         return [[float(round(v, 7)) for v in row] for row in g.to_map(values, fill=0.0)]
 
-    return {
+    doc: dict[str, Any] = {
         'kind': BELIEF_KIND,
         'name': name,
         'method': belief.method,
@@ -208,6 +212,9 @@ def belief_to_dict(
             for k in range(belief.K)
         ],
     }
+    if not g.whole:  # cells the object covers in part (absent: every cell whole)
+        doc['coverage'] = rows(g.area)
+    return doc
 
 
 def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
@@ -217,10 +224,12 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
             f'{source}: not a slide belief (kind: {BELIEF_KIND}); write one with slide identify'
         )
     try:
+        coverage = doc.get('coverage')
         grid = Grid(
             float(doc['cell_size']),
             np.asarray(doc['occupancy'], dtype=bool),
             np.asarray(doc['heights'], dtype=float),
+            None if coverage is None else np.asarray(coverage, dtype=float),
         )
         models = doc['models']
         if not isinstance(models, list) or not models:

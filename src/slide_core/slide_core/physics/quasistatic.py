@@ -87,7 +87,8 @@ def push(
         direction_W: (2,) push direction (normalised here).
         travel: push length [m]; radius: fingertip radius [m]; mu_tip: its friction.
         support, area: the support model and each cell's carried area fraction (0 for a
-            cell over the table's edge; all carried when omitted), held for the push.
+            cell over the table's edge; the grid's own, :attr:`Grid.area`, when omitted), held
+            for the push.
         push_height: the fingertip force's height above the table [m], one or (n,) per
             cell (:meth:`slide_core.model.Fingertip.force_heights`): its moment tips the cells'
             loads towards the push, step by step with the force of the step before; 0: no

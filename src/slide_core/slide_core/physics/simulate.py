@@ -57,7 +57,8 @@ def simulate(
             (:mod:`slide_core.physics.support`).
         area: (n,) the fraction of each cell the object covers (a cell on a curved
             outline is partly outside it; see :func:`slide_core.geometry.polygon_coverage`):
-            its share of the support pressure; whole cells when omitted.
+            its share of the support pressure; the grid's own when omitted
+            (:attr:`Grid.area`).
         outline: (V, 2) the object's real outline in the object frame (a simple polygon):
             a fingertip touches it instead of the cells' squares.
         push_height: the push force's height above the table [m], one for every cell or

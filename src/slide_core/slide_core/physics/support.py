@@ -140,8 +140,9 @@ class Support:
 
     @classmethod
     def of(cls, grid: Grid, kind: str = DEFAULT_SUPPORT, area: ArrayLike | None = None) -> Support:
-        """The support of ``grid``'s cells (every cell whole and on the table by default)."""
-        a = np.ones(grid.n) if area is None else np.asarray(area, dtype=float)
+        """The support of ``grid``'s cells: by default each on the table with the share of
+        its square the object covers (:attr:`Grid.area`), else with ``area`` (n,)."""
+        a = grid.area if area is None else np.asarray(area, dtype=float)
         return cls(check_support(kind), grid.p_OC, a)
 
     @property

@@ -59,19 +59,21 @@ class PushPlan:
 
 
 def carried_area(belief: Belief, X_WO: FloatArray, table: Table) -> FloatArray | None:
-    """(n,) the fraction of each cell the table carries at pose X_WO (cells over its edge
-    carry nothing), or None when the whole object is on the table, or when some model of
-    the belief could not stand on the carried part (it says the object tips where it is:
-    the balance test, not the push model, deals with that)."""
+    """(n,) the fraction of each cell's square the table carries at pose X_WO (cells over
+    its edge carry nothing; a cell the object covers in part carries that part,
+    :attr:`Grid.area`), or None when the whole object is on the table, or when some model
+    of the belief could not stand on the carried part (it says the object tips where it
+    is: the balance test, not the push model, deals with that)."""
     corners_W = np.array(
         [[0.0, -table.width / 2], [table.depth, -table.width / 2],
          [table.depth, table.width / 2], [0.0, table.width / 2]]
     )  # fmt: skip
     R = rotation(float(X_WO[2]))
     corners_O = (corners_W - X_WO[:2]) @ R  # R^T (p_W - p_WO), row by row
-    area = polygon_coverage(belief.grid, corners_O, samples=4)
-    if np.all(area >= 1.0):
+    on_table = polygon_coverage(belief.grid, corners_O, samples=4)
+    if np.all(on_table >= 1.0):
         return None
+    area = on_table * belief.grid.area
     try:
         Support.of(belief.grid, belief.support, area).loads(belief.mass)
     except PhysicsError:

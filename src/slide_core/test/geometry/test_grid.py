@@ -100,6 +100,10 @@ def test_cell_positions_rotate_with_the_pose() -> None:
         (lambda: Grid.from_occupancy([[1]], 0.02, heights=-1.0), 'non-negative'),
         (lambda: Grid.from_polygon([[0, 0], [1, 1]], 0.02), 'k>=3'),
         (lambda: Grid.from_polygon(U_SHAPE_MM * 1e-3, 0.02), 'smaller than one'),
+        (lambda: Grid(0.02, np.ones((1, 2)), np.zeros((1, 2)), np.ones(2)), 'coverage has'),
+        (lambda: Grid(0.02, np.ones((1, 2)), np.zeros((1, 2)), [[1.0, 1.5]]), 'fraction'),
+        (lambda: Grid(0.02, np.ones((1, 2)), np.zeros((1, 2)), [[1.0, np.nan]]), 'fraction'),
+        (lambda: Grid(0.02, np.ones((1, 2)), np.zeros((1, 2)), [[1.0, 0.0]]), 'leave it out'),
     ],
 )
 def test_bad_grids_are_rejected_with_a_reason(build, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -129,3 +133,16 @@ def test_polygon_coverage_is_the_covered_share_of_each_cell():
     assert frac.sum() * 1e-4 == pytest.approx(2e-4, rel=0.05)  # the triangle's area
     with pytest.raises(ValueError, match='vertices'):
         polygon_coverage(grid, triangle[:2])
+
+
+def test_a_grid_carries_the_covered_share_of_each_cell() -> None:
+    occ = np.array([[1, 1, 0], [1, 1, 1]], bool)
+    whole = Grid(0.02, occ, np.zeros(occ.shape))
+    np.testing.assert_array_equal(whole.area, np.ones(5))
+    assert whole.whole
+    coverage = np.array([[0.5, 1.0, 0.3], [1.0, 0.25, 1.0]])
+    part = Grid(0.02, occ, np.zeros(occ.shape), coverage)
+    # Per cell in the cells' order; an empty cell's value is dropped.
+    np.testing.assert_array_equal(part.area, [0.5, 1.0, 1.0, 0.25, 1.0])
+    assert part.coverage is not None and part.coverage[0, 2] == 0.0
+    assert not part.whole

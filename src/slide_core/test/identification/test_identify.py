@@ -224,3 +224,12 @@ def test_a_cancelled_identification_returns_nothing():
     identify(train, 'analytic', budget=50, progress=lambda u, b, best: progress.append((u, best)))
     assert progress and progress[-1][0] <= 50
     assert all(b2 <= b1 for (_, b1), (_, b2) in zip(progress, progress[1:], strict=False))
+
+
+def test_a_cell_covered_in_part_is_bounded_by_its_covered_volume():
+    occ = np.ones((2, 3), bool)
+    heights = np.full(occ.shape, 0.03)
+    coverage = np.array([[0.5, 1.0, 1.0], [1.0, 1.0, 0.25]])
+    part = Bounds.from_grid(Grid(0.02, occ, heights, coverage))
+    whole = Bounds.from_grid(Grid(0.02, occ, heights))
+    np.testing.assert_allclose(part.mass_max, whole.mass_max * [0.5, 1, 1, 1, 1, 0.25])

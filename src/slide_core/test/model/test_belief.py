@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import yaml
 
-from slide_core.model import Belief, BeliefError, load_belief, load_object, save_belief
+from slide_core.geometry import Grid
+from slide_core.model import (
+    Belief,
+    BeliefError,
+    load_belief,
+    load_object,
+    max_cell_mass,
+    save_belief,
+)
 
 
 @pytest.fixture
@@ -89,6 +97,29 @@ def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path,
         save_belief(b, path)
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ['b.yaml']
+
+
+def test_cells_covered_in_part_hold_their_share_in_maps_and_files(tmp_path):
+    coverage = np.array([[0.5, 1.0, 1.0], [1.0, 1.0, 0.25]])
+    occ = np.ones((2, 3), bool)
+    grid = Grid(0.02, occ, np.full(occ.shape, 0.03), coverage)
+    whole = Grid(0.02, occ, np.full(occ.shape, 0.03))
+    # A cell can hold its covered volume of the densest material, no more.
+    np.testing.assert_allclose(max_cell_mass(grid), max_cell_mass(whole) * grid.area)
+    # Uniform maps are a uniform density: each cell's mass goes with its covered area.
+    b = Belief.create(grid, np.full(6, 0.01) * grid.area, np.full(6, 0.3))
+    u = b.uniform()
+    np.testing.assert_allclose(u.mass[0] / grid.area, u.mass[0, 1])
+    assert u.mass.sum() == pytest.approx(b.mass.sum())
+    with pytest.raises(BeliefError, match='densest material'):
+        Belief.create(grid, max_cell_mass(whole), np.full(6, 0.3))
+    # The file keeps the coverage; a grid of whole cells writes none.
+    back = load_belief(save_belief(b, tmp_path / 'part.yaml'))
+    np.testing.assert_allclose(back.grid.area, grid.area)
+    whole_belief = Belief.create(whole, np.full(6, 0.01), np.full(6, 0.3))
+    path = save_belief(whole_belief, tmp_path / 'whole.yaml')
+    assert 'coverage' not in yaml.safe_load(path.read_text())
+    assert load_belief(path).grid.whole
 
 
 def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, tmp_path):

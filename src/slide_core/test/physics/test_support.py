@@ -50,6 +50,23 @@ def test_rigid_loads_balance_the_body_and_are_linear_across_the_footprint():
     assert np.allclose(Support.of(grid, 'cell-mass').loads(m)[0], m * GRAVITY)
 
 
+def test_a_cell_the_object_covers_in_part_carries_its_share_of_the_pressure():
+    # A bar whose last cell the object covers a quarter of: by default the support is the
+    # grid's covered area, so a uniform density presses every cell with the same pressure
+    # (the load a cell's covered area times it), and moving the centre of mass to the
+    # covered area's centroid is what a uniform object does.
+    coverage = np.array([[1.0, 1.0, 1.0, 0.25]])
+    grid = Grid(0.02, np.ones((1, 4), bool), np.full((1, 4), 0.03), coverage)
+    m = 0.01 * grid.area
+    N = Support.of(grid, 'rigid').loads(m)[0]
+    np.testing.assert_allclose(N, m * GRAVITY, rtol=1e-12)
+    force, moment = balance(Support.of(grid, 'rigid'), N, m)
+    assert abs(force) < 1e-12 and np.abs(moment).max() < 1e-12
+    # Whole cells under the same masses would press unevenly (the plane has to tilt).
+    N_whole = Support.of(grid, 'rigid', np.ones(4)).loads(m)[0]
+    assert not np.allclose(N_whole, m * GRAVITY, rtol=1e-3)
+
+
 def test_a_heavy_end_lifts_the_far_cells_off_and_the_rest_still_balance():
     grid = Grid.from_occupancy(np.ones((1, 10)), 0.02)
     support = Support.of(grid, 'rigid')

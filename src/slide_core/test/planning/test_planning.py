@@ -261,3 +261,17 @@ def test_cells_over_the_edge_carry_nothing_in_the_push_model() -> None:
             np.testing.assert_allclose(carried, full, atol=1e-9)
         else:
             assert abs(carried[2]) > 1.2 * abs(full[2]) > 0.1
+
+
+def test_a_cell_covered_in_part_carries_its_covered_part_on_the_table() -> None:
+    # The bar with its rows' end cells half covered (a rounded outline): over the edge the
+    # table carries the covered share of what lies on it; on the table the grid's own.
+    coverage = np.ones(BAR.shape)
+    coverage[:, [0, -1]] = 0.5
+    bar = Grid(BAR.cell_size, BAR.occupancy, BAR.heights, coverage)
+    belief = Belief.create(bar, M * bar.area, MU)
+    assert carried_area(belief, np.array([0.3, 0.0, 0.0]), CONFIG.table) is None
+    area = carried_area(belief, np.array([0.05, 0.0, 0.0]), CONFIG.table)
+    assert area is not None
+    on_table = carried_area(uniform(), np.array([0.05, 0.0, 0.0]), CONFIG.table)
+    np.testing.assert_allclose(area, on_table * bar.area)
