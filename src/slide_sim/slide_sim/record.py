@@ -159,6 +159,11 @@ class _Bag:
             cols=cols,
             occupancy=g.occupancy.ravel().astype(np.uint8),
             heights=g.heights.ravel().astype(np.float32),
+            coverage=(
+                np.zeros(0, np.float32)
+                if g.whole
+                else g.to_map(g.area, fill=0.0).ravel().astype(np.float32)
+            ),
         )
 
     def truth(self, twin: Twin, t: float) -> Any:

@@ -375,6 +375,7 @@ def _same_grid(a: Grid, b: Grid) -> bool:
         and abs(a.cell_size - b.cell_size) < 1e-9
         and bool(np.array_equal(a.occupancy, b.occupancy))
         and bool(np.allclose(a.heights, b.heights, atol=1e-4))
+        and bool(np.allclose(a.area, b.area, atol=1e-4))
     )
 
 

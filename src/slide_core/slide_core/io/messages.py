@@ -82,9 +82,19 @@ def grid_from_msg(msg: Any) -> tuple[Grid, FloatArray]:
             f'the object grid is {rows} x {cols} but has {occupancy.size} occupancy and '
             f'{heights.size} height values'
         )
+    # Bags recorded before the field existed decode without it: whole cells.
+    coverage = np.asarray(getattr(msg, 'coverage', ()), dtype=float)
+    if coverage.size not in (0, rows * cols):
+        raise MessageError(
+            f'the object grid is {rows} x {cols} but has {coverage.size} coverage values '
+            '(none, or one per cell)'
+        )
     try:
         grid = Grid(
-            float(msg.cell_size), occupancy.reshape(rows, cols) > 0, heights.reshape(rows, cols)
+            float(msg.cell_size),
+            occupancy.reshape(rows, cols) > 0,
+            heights.reshape(rows, cols),
+            coverage.reshape(rows, cols) if coverage.size else None,
         )
     except GridError as exc:
         raise MessageError(f'the object grid is not a grid: {exc}') from None
@@ -97,6 +107,9 @@ def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
     msg.rows, msg.cols = (int(v) for v in grid.shape)
     msg.occupancy = grid.occupancy.astype(np.uint8).ravel().tolist()
     msg.heights = grid.heights.astype(np.float32).ravel().tolist()
+    msg.coverage = (
+        [] if grid.whole else grid.to_map(grid.area, fill=0.0).astype(np.float32).ravel().tolist()
+    )
     set_planar_pose(msg.pose, X_WO)
     return msg
 

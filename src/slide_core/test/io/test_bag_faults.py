@@ -368,3 +368,38 @@ def test_an_sqlite3_bag_reads_alike(bag: Path, tmp_path: Path, store: Any):
     assert [p.index for p in a.pushes] == [0, 1, 2]
     for pa, pb in zip(a.pushes, b.pushes, strict=True):
         np.testing.assert_allclose(pa.push.f_W, pb.push.f_W)
+
+
+def test_a_bag_from_before_the_grids_coverage_reads_as_whole_cells(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # A recording made before ObjectGrid carried each cell's coverage holds the old type:
+    # its grid reads back whole, and its pushes as before.
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    from slide_core.io.bagfile import interfaces_dir
+
+    old = get_typestore(Stores.ROS2_JAZZY)
+    types: dict[str, Any] = {}
+    for path in sorted(interfaces_dir().glob('*.msg')):
+        text = path.read_text()
+        if path.stem == 'ObjectGrid':
+            assert 'float32[] coverage' in text
+            text = text.replace('float32[] coverage', '')
+        types.update(get_types_from_msg(text, f'slide_interfaces/msg/{path.stem}'))
+    old.register(types)
+    OldGrid = old.types['slide_interfaces/msg/ObjectGrid']
+
+    def drop_coverage(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/object/grid':
+            fields = {k: getattr(msg, k) for k in OldGrid.__dataclass_fields__}
+            return [(topic, t, OldGrid(**fields))]
+        if 'GroundTruth' in type(msg).__name__:
+            return []  # it holds a grid too; the pushes do not need it
+        return [(topic, t, msg)]
+
+    older = rewrite(bag, tmp_path / 'older', old, drop_coverage)
+    read = read_pushes(older)
+    assert read.grid.whole and read.grid.n == load_object('box').grid.n
+    assert [p.index for p in read.pushes] == [0, 1, 2]
+    np.testing.assert_allclose(read.pushes[0].push.f_W, read_pushes(bag, [0]).pushes[0].push.f_W)

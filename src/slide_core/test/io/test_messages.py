@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -80,8 +81,28 @@ def test_grid_message_round_trip():
     assert np.allclose(back.p_OC, grid.p_OC)
     assert np.allclose(X_back[:2], X[:2])
     assert math.isclose(X_back[2], X[2], abs_tol=1e-12)
+    assert len(msg.coverage) == 0 and back.whole  # whole cells send no coverage
     msg.heights = msg.heights[:-1]
     with pytest.raises(SlideInputError, match='height'):
+        grid_from_msg(msg)
+
+
+def test_a_grid_message_carries_the_cells_coverage():
+    occ = np.array([[1, 1, 0], [1, 1, 1]], bool)
+    coverage = np.array([[0.5, 1.0, 0.0], [1.0, 0.25, 0.8]])
+    grid = Grid(0.02, occ, np.full(occ.shape, 0.03), coverage)
+    msg = grid_to_msg(grid, np.zeros(3), ObjectGrid())
+    back, _ = grid_from_msg(msg)
+    np.testing.assert_allclose(back.area, grid.area, atol=1e-7)
+    # A message from before the field (a recorded bag's own type) reads as whole cells.
+    old = SimpleNamespace(**{k: getattr(msg, k) for k in ('cell_size', 'rows', 'cols')})
+    old.occupancy, old.heights, old.pose = msg.occupancy, msg.heights, msg.pose
+    assert grid_from_msg(old)[0].whole
+    msg.coverage = msg.coverage[:-1]
+    with pytest.raises(SlideInputError, match='coverage'):
+        grid_from_msg(msg)
+    msg.coverage = [0.5, 1.0, 0.0, 1.0, 0.0, 0.8]  # an occupied cell with none
+    with pytest.raises(SlideInputError, match='coverage'):
         grid_from_msg(msg)
 
 
