@@ -333,7 +333,7 @@ class PerceptionNode(Node):
         R = rotation(float(X[2]))
         heights = grid.heights[grid.occupancy]
         markers = []
-        for i, (p_OC, h) in enumerate(zip(grid.p_OC, heights, strict=True)):
+        for i, (p_OC, h, a) in enumerate(zip(grid.p_OC, heights, grid.area, strict=True)):
             m = Marker()
             m.header.stamp = stamp
             m.header.frame_id = self.table_frame
@@ -343,7 +343,8 @@ class PerceptionNode(Node):
             m.pose.position.z = float(h) / 2
             m.scale.x = m.scale.y = grid.cell_size * 0.95
             m.scale.z = max(float(h), 1e-3)
-            m.color.r, m.color.g, m.color.b, m.color.a = 0.3, 0.45, 0.8, 0.8
+            # A cell the object covers in part is drawn fainter.
+            m.color.r, m.color.g, m.color.b, m.color.a = 0.3, 0.45, 0.8, 0.3 + 0.5 * float(a)
             markers.append(m)
         return MarkerArray(markers=markers)
 
