@@ -22,7 +22,9 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   a grasp exists, the pose is free of obstacles and the stay probability is at least
   1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief
   enjoys and minus the width of edge along which the grasp would hold (a long side
-  parallel to the edge tolerates pose errors, a corner does not).
+  parallel to the edge tolerates pose errors, a corner does not). Goals whose grasp also
+  holds with the object turned by :func:`landing_turn` either way (where the closed loop's
+  shortest pushes land) come first; the others only when there is no such goal.
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded
@@ -56,7 +58,7 @@ from slide_core.planning.config import (
     UncertainBeliefError,
     planner_config,
 )
-from slide_core.planning.goal import Goal, goal_acceptable, select_goal
+from slide_core.planning.goal import Goal, goal_acceptable, landing_turn, select_goal
 from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints
 from slide_core.planning.loop import (
     Step,
@@ -89,6 +91,7 @@ __all__ = [
     'grasp_waypoints',
     'in_workspace',
     'is_valid',
+    'landing_turn',
     'margin_quantile',
     'next_step',
     'next_waypoint',

@@ -61,10 +61,33 @@ def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp |
 def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     """The goal pose at the edge for an object now at X_WO (see the module docstring).
 
+    Goals whose grasp still holds with the object turned by :func:`landing_turn` either way
+    come first: the closed loop stops wherever the object does as a goal, and its last
+    pushes, at least ``push_min`` long, land about that far from the goal's yaw. A goal
+    only the exact yaw makes graspable (a narrow tip sticking out) is taken only when no
+    other goal exists.
+
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
     failed is that too little of the belief stays."""
     X0 = check_pose(X_WO, 'X_WO')
+    goal = _best_goal(belief, X0, config, landing_turn(belief, config))
+    if goal is None:
+        goal = _best_goal(belief, X0, config, 0.0)
+    if goal is None:
+        raise _no_goal(belief, X0, config)
+    return goal
+
+
+def landing_turn(belief: Belief, config: PlannerConfig) -> float:
+    """How far [rad] from a goal's yaw the closed loop lands: half the turn of the shortest
+    push (``push_min``) applied at the object's radius."""
+    return 0.5 * config.push_min / belief.radius()
+
+
+def _best_goal(belief: Belief, X0: FloatArray, config: PlannerConfig, turn: float) -> Goal | None:
+    """The best-scoring goal whose grasp holds at its yaw and at ``turn`` [rad] either
+    side of it (0: at its yaw alone), or None."""
     grid = belief.grid
     rho = belief.radius()
     corners = cell_corners(grid).reshape(-1, 2)
@@ -76,6 +99,7 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     ys = np.arange(-y_half, y_half + 1e-9, config.goal_y_step)
     ys = ys[np.argsort(np.abs(ys - X0[1]))]
     com = belief.com()
+    com_best = com[int(np.argmax(belief.weight))]
     for yaw in yaws:
         R = rotation(float(yaw))
         x_min = float((corners @ R.T)[:, 0].min())
@@ -98,8 +122,13 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
                 )
                 if least >= best[0]:
                     continue
-            grasp = grasp_at(grid, X, g, com[int(np.argmax(belief.weight))])
+            grasp = grasp_at(grid, X, g, com_best)
             if grasp is None:
+                continue
+            if turn > 0.0 and any(
+                grasp_at(grid, X + np.array([0.0, 0.0, d]), g, com_best) is None
+                for d in (-turn, turn)
+            ):
                 continue
             for y in ys:
                 Xy = np.array([X[0], y, yaw])
@@ -116,9 +145,7 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
                     shifted = replace(grasp, p_WE=grasp.p_WE + np.array([0.0, y]))
                     best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))
                 break  # the nearest free y is the least effort for this yaw and overhang
-    if best is None:
-        raise _no_goal(belief, X0, config)
-    return best[1]
+    return None if best is None else best[1]
 
 
 def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
