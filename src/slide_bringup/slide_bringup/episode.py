@@ -135,11 +135,13 @@ def run_episode(
     exploration: str = 'most-distinctive',
     support: str = DEFAULT_SUPPORT,
     extra_exploration: int = TaskSettings.extra_exploration,
+    stall_pushes: int = TaskSettings.stall_pushes,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
     ``extra_exploration``: more exploratory pushes while the belief is too uncertain for a
-    goal (:class:`TaskSettings`)."""
+    goal; ``stall_pushes``: pushes in a row without progress before the loop stops and
+    tries the grasp (:class:`TaskSettings`)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -149,6 +151,7 @@ def run_episode(
         exploration_pushes=exploration_pushes,
         extra_exploration=extra_exploration,
         push_budget=push_budget,
+        stall_pushes=stall_pushes,
         interim_beliefs=exploration != 'random',
     )
     cell = workcell or load_workcell()

@@ -74,6 +74,14 @@ PARAMS = (
         'under it (its most-distinctive exploration needs one)',
     ),
     Param('push_budget', 25, 'planned pushes allowed', low=1, high=200),
+    Param(
+        'stall_pushes',
+        TaskSettings.stall_pushes,
+        'pushes in a row that bring the object no nearer the goal before the loop stops '
+        'and tries the grasp',
+        low=1,
+        high=25,
+    ),
     Param('identification_method', 'probabilistic', 'identification method'),
     Param('models', 8, 'models in the belief', low=1, high=64),
     Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
@@ -245,6 +253,7 @@ class BehaviourNode(SlideNode):
             exploration_pushes=int(self.p['exploration_pushes']),
             extra_exploration=int(self.p['extra_exploration']),
             push_budget=int(self.p['push_budget']),
+            stall_pushes=int(self.p['stall_pushes']),
             interim_beliefs=bool(self.p['interim_beliefs']),
         )
         task = Task(

@@ -55,6 +55,13 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
     parser.add_argument(
         '--push-budget', type=int, default=25, help='planned pushes allowed (default 25)'
     )
+    parser.add_argument(
+        '--stall-pushes',
+        type=int,
+        default=TaskSettings.stall_pushes,
+        help='pushes in a row that bring the object no nearer the goal before the loop '
+        'stops and tries the grasp (1 to 25; default %(default)s)',
+    )
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
 
@@ -97,6 +104,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             exploration_pushes=args.exploration_pushes,
             extra_exploration=args.extra_exploration,
             push_budget=args.push_budget,
+            stall_pushes=args.stall_pushes,
             png=args.png,
             progress=progress,
             exploration=args.exploration,

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from slide_core.errors import NoSolutionError
-from slide_core.geometry import FloatArray, rotation
+from slide_core.geometry import FloatArray, rotation, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Primitive
 from slide_core.planning import PlanningError, UncertainBeliefError
@@ -38,6 +38,10 @@ from slide_core.task.world import (
     World,
     WorldError,
 )
+
+STALL_PROGRESS_M = 0.001
+"""A push that brings the object less than this [m, SE(2) distance] nearer the goal than
+it has been makes no progress (perception's noise is a fraction of it)."""
 
 REST_TOLERANCE_M = 0.003
 REST_TOLERANCE_RAD = 0.02
@@ -208,8 +212,9 @@ class Task:
         self._leave(Stage.GOAL, t0)
 
     def plan_once(self) -> bool:
-        """Observe and decide: True when the goal is reached or no plan exists (then the
-        reason is kept in ``state.no_plan`` and the task goes on to the grasp)."""
+        """Observe and decide: True when the goal is reached, no plan exists, or
+        ``stall_pushes`` pushes in a row made no progress (then the reason is kept in
+        ``state.no_plan`` and the task goes on to the grasp)."""
         t0 = self._enter(Stage.PLAN)
         st = self.state
         assert st.belief is not None and st.goal is not None
@@ -227,6 +232,21 @@ class Task:
         if st.step.done:
             st.reached = True
             st.X_reached = X
+            return True
+        # Pushes that bring the object no nearer the goal than it has been: the loop circles
+        # the goal (its shortest push turns the object past what the grasp tolerates, or the
+        # model is off here), and more of them would only spend the push budget.
+        d = float(se2_distance(X, st.goal.X_WO, st.belief.radius()))
+        if d < st.closest - STALL_PROGRESS_M:
+            st.closest, st.stalled = d, 0
+        else:
+            st.stalled += 1
+        if st.stalled >= self.settings.stall_pushes:
+            st.no_plan = (
+                f'no progress: {st.stalled} pushes in a row brought the object no nearer the '
+                f'goal than {st.closest * 1000:.1f} mm'
+            )
+            self.say(st.no_plan)
             return True
         return False
 
@@ -282,7 +302,8 @@ class Task:
             # must not be lost to the noise of a second look.
             st.grasp = self.decider.grasp_at(st.belief, st.X_reached)
         if st.grasp is None:
-            raise TaskFailure(Outcome.NO_GRASP, Stage.GRASP, 'no grasp at the final pose')
+            why = f' ({st.no_plan})' if st.no_plan else ''
+            raise TaskFailure(Outcome.NO_GRASP, Stage.GRASP, f'no grasp at the final pose{why}')
         st.trace['grasp'] = st.grasp.to_dict()
         self.say(f'grasping at {np.round(st.grasp.p_WE, 3).tolist()}')
         try:

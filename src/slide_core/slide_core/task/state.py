@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import enum
+import math
 from typing import Any
 
 from slide_core.errors import SlideInputError
@@ -62,7 +63,9 @@ class TaskSettings:
     """exploration_pushes: 1 to 20; extra_exploration: 0 to 20 more exploratory pushes,
     one at a time, each followed by a new identification, while the goal search finds the
     belief too uncertain for any goal (:class:`slide_core.planning.UncertainBeliefError`);
-    push_budget: planned pushes allowed; push_retries: a failed push is re-planned this
+    push_budget: planned pushes allowed; stall_pushes: the closed loop stops pushing (and
+    tries the grasp) after this many pushes in a row that bring the object no closer to the
+    goal than it has been (1 to 25); push_retries: a failed push is re-planned this
     often before the task fails; observe_retries: a lost pose is looked for again this
     often (``retry_wait_s`` apart) before the task fails; interim_beliefs: each exploratory
     push after the first is chosen under a belief identified from the pushes so far (paper
@@ -72,6 +75,7 @@ class TaskSettings:
     exploration_pushes: int = 5
     extra_exploration: int = 5
     push_budget: int = 25
+    stall_pushes: int = 8
     push_retries: int = 1
     observe_retries: int = 2
     retry_wait_s: float = 0.5
@@ -88,6 +92,10 @@ class TaskSettings:
             )
         if self.push_budget < 1:
             raise SlideInputError(f'the push budget must be at least 1, got {self.push_budget}')
+        if not 1 <= self.stall_pushes <= 25:
+            raise SlideInputError(
+                f'stall pushes must be 1 to 25 pushes without progress, got {self.stall_pushes}'
+            )
         if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
             raise SlideInputError('retries and waits must not be negative')
 
@@ -99,7 +107,8 @@ class TaskState:
     every push measured, the belief and how many exploratory pushes it was identified from,
     the exploratory pushes added because the belief was too uncertain for a goal, the goal,
     last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
-    planner found the goal reached."""
+    planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been
+    to the goal, and ``stalled`` the pushes since it last came nearer."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -116,6 +125,8 @@ class TaskState:
     simulations: int = 0
     reached: bool = False
     X_reached: FloatArray | None = None
+    closest: float = math.inf
+    stalled: int = 0
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

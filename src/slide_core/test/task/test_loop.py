@@ -1,5 +1,6 @@
-"""The task loop's goal and grasp stages: no goal without more pushes unless the belief is
-too uncertain; the grasp at the pose the goal was reached at."""
+"""The task loop's goal, closed-loop and grasp stages: no goal without more pushes unless the
+belief is too uncertain; no more pushes once they stop making progress; the grasp at the
+pose the goal was reached at."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.model import Belief
-from slide_core.planning import Goal, Grasp, PlanningError, UncertainBeliefError
+from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
 from slide_core.task.loop import Task, TaskFailure, at_rest
 from slide_core.task.state import Outcome
@@ -110,3 +111,47 @@ def test_extra_exploration_is_0_to_20_pushes() -> None:
     for bad in (-1, 21):
         with pytest.raises(SlideInputError, match='extra exploration must be 0 to 20'):
             TaskSettings(extra_exploration=bad)
+
+
+class Circling:
+    """A planner that always has one more push (never at the goal)."""
+
+    def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
+        return Step(False, None, GOAL.X_WO, None, 0.0)
+
+
+GOAL = Goal(X_REACHED, 1.0, 0.02, 0.05, 0.1, GRASP)
+
+
+def closed_loop(poses: list[list[float]], stall: int) -> tuple[Task, list[bool]]:
+    """plan_once at each observed pose in turn (the pushes between them left out)."""
+    arm = Arm(X_REACHED)
+    t = Task(arm, Circling(), TaskSettings(stall_pushes=stall))  # type: ignore[arg-type]
+    t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    t.state.goal = GOAL
+    ended = []
+    for p in poses:
+        arm.pose = X_REACHED + np.asarray(p)
+        ended.append(t.plan_once())
+    return t, ended
+
+
+def test_pushes_that_bring_the_object_no_nearer_the_goal_end_the_loop() -> None:
+    # Nearer by 10, 5 and 3 mm, then circling 3 mm out: the fourth push without progress
+    # ends the pushing, and the grasp is tried where the object is.
+    circling = [[0.0, 0.0, 0.0], [0.01, 0, 0], [0.005, 0, 0], [0.003, 0, 0]]
+    circling += [[-0.003, 0, 0], [0.0025, 0, 0], [0.0, 0.003, 0], [-0.0028, 0, 0]]
+    t, ended = closed_loop([[0.02, 0.0, 0.0], *circling[1:]], stall=4)
+    assert ended == [False] * 7 + [True]
+    assert t.state.no_plan.startswith('no progress: 4 pushes in a row')
+    assert '3.0 mm' in t.state.no_plan
+    # Steady progress of a few millimetres a push never stops the loop.
+    _, ended = closed_loop([[0.02 - 0.0015 * k, 0.0, 0.0] for k in range(12)], stall=2)
+    assert not any(ended)
+
+
+def test_stall_pushes_is_1_to_25() -> None:
+    assert TaskSettings(stall_pushes=1).stall_pushes == 1
+    for bad in (0, 26):
+        with pytest.raises(SlideInputError, match='stall pushes must be 1 to 25'):
+            TaskSettings(stall_pushes=bad)
