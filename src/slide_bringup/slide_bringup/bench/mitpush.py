@@ -124,20 +124,20 @@ def load_split(root: Path, split: str) -> list[RealPush]:
 @dataclass(frozen=True, eq=False)
 class CoreObject:
     """The physics core's model of a shape: a grid over the outline, uniform density; each
-    cell carries the area of it the outline covers (mass and share of the support), and
-    the fingertip touches the outline itself (``outline_O``, in the grid's object frame),
-    or the cells' squares when it is None. ``push_height``: where the tip's force acts
-    above the surface (its moment tips the pressure towards the push; 0: not modelled)."""
+    cell carries the area of it the outline covers (the grid's coverage: mass and share of
+    the support), and the fingertip touches the outline itself (``outline_O``, in the
+    grid's object frame), or the cells' squares when it is None. ``push_height``: where
+    the tip's force acts above the surface (its moment tips the pressure towards the push;
+    0: not modelled)."""
 
     grid: Grid
     mass: FloatArray
     p_outline_O: FloatArray  # outline origin in the grid's object frame
-    area: FloatArray  # (n,) covered fraction of each cell
     outline_O: FloatArray | None = None
     push_height: float = 0.0
 
     def model(self) -> RigidModel:
-        return RigidModel.of(self.grid, area=self.area, outline=self.outline_O)
+        return RigidModel.of(self.grid, outline=self.outline_O)
 
 
 def core_object(
@@ -152,13 +152,12 @@ def core_object(
     p_outline_O = -(lo + hi) / 2
     outline_O = shape.outline + p_outline_O
     if fractional:
-        area = polygon_coverage(grid, outline_O)
-    else:
-        area = np.ones(grid.n)
-    mass = shape.mass * area / area.sum()
+        covered = grid.to_map(polygon_coverage(grid, outline_O), fill=0.0)
+        grid = Grid(grid.cell_size, grid.occupancy, grid.heights, covered)
+    mass = shape.mass * grid.area / grid.area.sum()
     # The tip (a 63 mm cylinder) covers the whole side: its force acts at mid-thickness.
     height = shape.thickness / 2 if push_moment else 0.0
-    return CoreObject(grid, mass, p_outline_O, area, outline_O if outline else None, height)
+    return CoreObject(grid, mass, p_outline_O, outline_O if outline else None, height)
 
 
 def predict_core(
@@ -179,7 +178,6 @@ def predict_core(
         mu,
         tip,
         X_grid0,
-        area=obj.area,
         outline=obj.outline_O,
         push_height=obj.push_height,
     ).X_WO[:, -1]
