@@ -114,8 +114,14 @@ def test_cells_covered_in_part_hold_their_share_in_maps_and_files(tmp_path):
     with pytest.raises(BeliefError, match='densest material'):
         Belief.create(grid, max_cell_mass(whole), np.full(6, 0.3))
     # The file keeps the coverage; a grid of whole cells writes none.
-    back = load_belief(save_belief(b, tmp_path / 'part.yaml'))
+    path = save_belief(b, tmp_path / 'part.yaml')
+    back = load_belief(path)
     np.testing.assert_allclose(back.grid.area, grid.area)
+    doc = yaml.safe_load(path.read_text())
+    for bad in ([[0.5, 1.0]], 0.5, [[0.5, 1.0, 1.0], [1.0, 0.0, 0.25]], 'all'):
+        path.write_text(yaml.safe_dump({**doc, 'coverage': bad}))
+        with pytest.raises(BeliefError, match=r'part\.yaml: malformed belief'):
+            load_belief(path)
     whole_belief = Belief.create(whole, np.full(6, 0.01), np.full(6, 0.3))
     path = save_belief(whole_belief, tmp_path / 'whole.yaml')
     assert 'coverage' not in yaml.safe_load(path.read_text())
