@@ -133,6 +133,9 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
         atol=0.003,
     )
     assert np.linalg.norm(X[:2] - twin.object_pose()[:2]) < 0.01
+    # The wrench is built of whole cells: each reads about whole, and crosses as it is.
+    assert est.grid.area.min() > 0.9
+    np.testing.assert_allclose(grid.area, est.grid.area, atol=1e-6)
 
 
 @pytest.mark.parametrize(('support', 'push_moment'), [('rigid', True), ('cell-mass', False)])
