@@ -58,22 +58,35 @@ def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp |
     return grasp_at(belief.grid, X_WO, config.gripper, belief.com()[int(np.argmax(belief.weight))])
 
 
+ROBUST_YAW_OFFSETS = (0.0, 0.5, 0.25, 0.75)
+"""Where, as a fraction of the yaw step, goals whose grasp survives the landing turn are
+looked for: at the sampled yaws, then halfway and a quarter of the way between them."""
+
+
 def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     """The goal pose at the edge for an object now at X_WO (see the module docstring).
 
     Goals whose grasp still holds with the object turned by :func:`landing_turn` either way
-    come first: the closed loop stops wherever the object does as a goal, and its last
-    pushes, at least ``push_min`` long, land about that far from the goal's yaw. A goal
-    only the exact yaw makes graspable (a narrow tip sticking out) is taken only when no
-    other goal exists.
+    come first, looked for at the sampled yaws and then between them
+    (``ROBUST_YAW_OFFSETS``): the closed loop stops wherever the object does as a goal,
+    and its last pushes, at least ``push_min`` long, land about that far from the goal's
+    yaw. A goal only the exact yaw makes graspable (a narrow tip sticking out) is taken
+    only when no other goal exists.
 
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
     failed is that too little of the belief stays."""
     X0 = check_pose(X_WO, 'X_WO')
-    goal = _best_goal(belief, X0, config, landing_turn(belief, config))
-    if goal is None:
-        goal = _best_goal(belief, X0, config, 0.0)
+    turn = landing_turn(belief, config)
+    step = 2.0 * np.pi / config.goal_yaws
+    # The yaws at which such a grasp holds can lie between the sampled ones (a window
+    # narrower than the yaw step): before giving up on them, the yaws halfway and a quarter
+    # of the way between are tried too.
+    for offset in ROBUST_YAW_OFFSETS:
+        goal = _best_goal(belief, X0, config, turn, offset * step)
+        if goal is not None:
+            return goal
+    goal = _best_goal(belief, X0, config, 0.0)
     if goal is None:
         raise _no_goal(belief, X0, config)
     return goal
@@ -85,16 +98,19 @@ def landing_turn(belief: Belief, config: PlannerConfig) -> float:
     return 0.5 * config.push_min / belief.radius()
 
 
-def _best_goal(belief: Belief, X0: FloatArray, config: PlannerConfig, turn: float) -> Goal | None:
+def _best_goal(
+    belief: Belief, X0: FloatArray, config: PlannerConfig, turn: float, offset: float = 0.0
+) -> Goal | None:
     """The best-scoring goal whose grasp holds at its yaw and at ``turn`` [rad] either
-    side of it (0: at its yaw alone), or None."""
+    side of it (0: at its yaw alone), at the sampled yaws turned by ``offset`` [rad], or
+    None."""
     grid = belief.grid
     rho = belief.radius()
     corners = cell_corners(grid).reshape(-1, 2)
     g = config.gripper
     need = g.clearance + g.min_grip + config.grasp_margin
     best: tuple[float, Goal] | None = None
-    yaws = _goal_yaws(X0, config)
+    yaws = wrap_angle(_goal_yaws(X0, config) + offset)
     y_half = config.table.width / 2 - rho
     ys = np.arange(-y_half, y_half + 1e-9, config.goal_y_step)
     ys = ys[np.argsort(np.abs(ys - X0[1]))]
