@@ -236,11 +236,13 @@ class Task:
         # Pushes that bring the object no nearer the goal than it has been: the loop circles
         # the goal (its shortest push turns the object past what the grasp tolerates, or the
         # model is off here), and more of them would only spend the push budget.
+        # Only a push made since the last look counts (a failed push re-planned does not).
         d = float(se2_distance(X, st.goal.X_WO, st.belief.radius()))
         if d < st.closest - STALL_PROGRESS_M:
             st.closest, st.stalled = d, 0
-        else:
+        elif st.planned > st.progress_at:
             st.stalled += 1
+        st.progress_at = st.planned
         if st.stalled >= self.settings.stall_pushes:
             st.no_plan = (
                 f'no progress: {st.stalled} pushes in a row brought the object no nearer the '

@@ -108,7 +108,8 @@ class TaskState:
     the exploratory pushes added because the belief was too uncertain for a goal, the goal,
     last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
     planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been
-    to the goal, and ``stalled`` the pushes since it last came nearer."""
+    to the goal, ``stalled`` the pushes since it last came nearer, and ``progress_at`` the
+    planned pushes at the last look."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -127,6 +128,7 @@ class TaskState:
     X_reached: FloatArray | None = None
     closest: float = math.inf
     stalled: int = 0
+    progress_at: int = 0
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

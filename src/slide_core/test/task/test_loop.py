@@ -123,14 +123,19 @@ class Circling:
 GOAL = Goal(X_REACHED, 1.0, 0.02, 0.05, 0.1, GRASP)
 
 
-def closed_loop(poses: list[list[float]], stall: int) -> tuple[Task, list[bool]]:
-    """plan_once at each observed pose in turn (the pushes between them left out)."""
+def closed_loop(
+    poses: list[list[float]], stall: int, pushed: list[bool] | None = None
+) -> tuple[Task, list[bool]]:
+    """plan_once at each observed pose in turn, a push counted before each but the first
+    (unless ``pushed`` says it failed)."""
     arm = Arm(X_REACHED)
     t = Task(arm, Circling(), TaskSettings(stall_pushes=stall))  # type: ignore[arg-type]
     t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
     t.state.goal = GOAL
     ended = []
-    for p in poses:
+    for i, p in enumerate(poses):
+        if i > 0 and (pushed is None or pushed[i]):
+            t.state.planned += 1
         arm.pose = X_REACHED + np.asarray(p)
         ended.append(t.plan_once())
     return t, ended
@@ -148,6 +153,10 @@ def test_pushes_that_bring_the_object_no_nearer_the_goal_end_the_loop() -> None:
     # Steady progress of a few millimetres a push never stops the loop.
     _, ended = closed_loop([[0.02 - 0.0015 * k, 0.0, 0.0] for k in range(12)], stall=2)
     assert not any(ended)
+    # A failed push planned again is not a push without progress.
+    at_3mm = [[0.02, 0.0, 0.0], *[[0.003 * (-1) ** k, 0.0, 0.0] for k in range(5)]]
+    _, ended = closed_loop(at_3mm, stall=4, pushed=[True, True, False, False, False, True])
+    assert ended == [False] * 6
 
 
 def test_stall_pushes_is_1_to_25() -> None:
