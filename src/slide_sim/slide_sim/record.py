@@ -47,7 +47,7 @@ from rosbags.typesys.store import Typestore
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path
 from slide_core.identification import random_push
-from slide_core.io import bagfile
+from slide_core.io import bagfile, coverage_values
 from slide_core.model import ObjectSpec, Workcell
 from slide_sim.twin import PushRecording, Twin
 
@@ -159,11 +159,7 @@ class _Bag:
             cols=cols,
             occupancy=g.occupancy.ravel().astype(np.uint8),
             heights=g.heights.ravel().astype(np.float32),
-            coverage=(
-                np.zeros(0, np.float32)
-                if g.whole
-                else g.to_map(g.area, fill=0.0).ravel().astype(np.float32)
-            ),
+            coverage=coverage_values(g),
         )
 
     def truth(self, twin: Twin, t: float) -> Any:

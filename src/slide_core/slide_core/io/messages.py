@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import (
@@ -101,15 +102,21 @@ def grid_from_msg(msg: Any) -> tuple[Grid, FloatArray]:
     return grid, pose_to_planar(msg.pose)
 
 
+def coverage_values(grid: Grid) -> NDArray[np.float32]:
+    """``ObjectGrid.coverage`` of a grid: rows * cols covered shares, row-major (0 where
+    empty), or none when every occupied cell is whole."""
+    if grid.whole:
+        return np.zeros(0, dtype=np.float32)
+    return grid.to_map(grid.area, fill=0.0).astype(np.float32).ravel()
+
+
 def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
     """Fill a ``slide_interfaces/ObjectGrid`` (header set by the caller)."""
     msg.cell_size = float(grid.cell_size)
     msg.rows, msg.cols = (int(v) for v in grid.shape)
     msg.occupancy = grid.occupancy.astype(np.uint8).ravel().tolist()
     msg.heights = grid.heights.astype(np.float32).ravel().tolist()
-    msg.coverage = (
-        [] if grid.whole else grid.to_map(grid.area, fill=0.0).astype(np.float32).ravel().tolist()
-    )
+    msg.coverage = coverage_values(grid).tolist()
     set_planar_pose(msg.pose, X_WO)
     return msg
 
