@@ -23,7 +23,6 @@ import yaml
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('mujoco')
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -42,6 +41,7 @@ from slide_core.planning import PlanningError, UncertainBeliefError  # noqa: E40
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Identify, Push  # noqa: E402
 from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid, TaskState  # noqa: E402
+from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.lifecycle import remote_state  # noqa: E402
 from slide_ros.qos import LATCHED, RELIABLE  # noqa: E402
 from slide_ros.ros_task import Caller, RosDecider  # noqa: E402
@@ -68,8 +68,8 @@ class Rig:
         node.create_subscription(PoseStamped, '/pusher/pose', self.tips.append, RELIABLE)
         node.create_subscription(TaskState, '/behaviour/state', self.states.append, LATCHED)
         node.create_subscription(GroundTruth, '/ground_truth', self.truths.append, LATCHED)
-        self.push = ActionClient(node, Push, '/executor/push')
-        self.identify = ActionClient(node, Identify, '/identification/identify')
+        self.push = SafeActionClient(node, Push, '/executor/push')
+        self.identify = SafeActionClient(node, Identify, '/identification/identify')
         self.start = node.create_client(Trigger, '/behaviour/start')
         self.abort = node.create_client(Trigger, '/behaviour/abort')
         self.netft = AsyncParameterClient(node, '/netft')

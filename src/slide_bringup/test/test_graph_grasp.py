@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('mujoco')
 
-from rclpy.action import ActionClient  # noqa: E402
 
 from slide_bringup.graph import pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph  # noqa: E402
@@ -22,6 +21,7 @@ from slide_core.model import load_object, load_workcell  # noqa: E402
 from slide_core.planning import grasp_at  # noqa: E402
 from slide_interfaces.action import Grasp  # noqa: E402
 from slide_interfaces.msg import ErrorCode, GroundTruth  # noqa: E402
+from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.lifecycle import remote_state  # noqa: E402
 from slide_ros.qos import LATCHED  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
@@ -47,7 +47,7 @@ def test_a_grasp_goal_lifts_an_overhanging_book(tmp_path: Path) -> None:
     peer = Peer('grasp_test')
     truths: list[GroundTruth] = []
     peer.node.create_subscription(GroundTruth, '/ground_truth', truths.append, LATCHED)
-    client = ActionClient(peer.node, Grasp, '/executor/grasp')
+    client = SafeActionClient(peer.node, Grasp, '/executor/grasp')
     try:
         with Graph(specs, tmp_path / 'logs') as graph:
             peer.wait(

@@ -15,7 +15,12 @@ from rclpy.executors import MultiThreadedExecutor
 
 
 class Peer:
-    """An rclpy node spinning in a thread of its own, in a context of its own."""
+    """An rclpy node spinning in a thread of its own, in a context of its own.
+
+    Its action clients must be :class:`slide_ros.action_client.SafeActionClient`: a goal sent
+    from the caller's thread while this one spins can otherwise lose its response
+    (ros2/rclpy#1123).
+    """
 
     def __init__(self, name: str) -> None:
         self.context = Context()

@@ -68,7 +68,6 @@ def run(
     """Start the graph, make ``pushes`` pushes of ``obj``; the figures (see the module).
     ``progress`` is told of each push, ``note`` of the rest."""
     from geometry_msgs.msg import PoseStamped
-    from rclpy.action import ActionClient
 
     from slide_bringup.graph import pregrasp, select
     from slide_bringup.runner import Graph
@@ -78,6 +77,7 @@ def run(
     from slide_core.task import exploration_push
     from slide_interfaces.action import Push
     from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid
+    from slide_ros.action_client import SafeActionClient
     from slide_ros.lifecycle import remote_state
     from slide_ros.qos import LATCHED, RELIABLE
     from slide_ros.testing import Peer
@@ -107,7 +107,7 @@ def run(
         peer.node.create_subscription(ObjectGrid, '/object/grid', grids.append, LATCHED)
         peer.node.create_subscription(PoseStamped, '/object/pose', poses.append, RELIABLE)
         peer.node.create_subscription(GroundTruth, '/ground_truth', truths.append, LATCHED)
-        client = ActionClient(peer.node, Push, '/executor/push')
+        client = SafeActionClient(peer.node, Push, '/executor/push')
         try:
             t0 = time.perf_counter()
             graph.start()
