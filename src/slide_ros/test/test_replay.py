@@ -27,7 +27,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('mujoco')
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -50,12 +49,13 @@ from slide_core.io import (  # noqa: E402
     record_from_msg,
     stamp_to_s,
 )
-from slide_core.model import Primitive, load_belief, load_object, load_workcell  # noqa: E402
+from slide_core.model import Belief, Primitive, load_belief, load_object, load_workcell  # noqa: E402
 from slide_interfaces.action import Push  # noqa: E402
 from slide_interfaces.msg import ErrorCode, ObjectGrid  # noqa: E402
 from slide_sim.record import record  # noqa: E402
 
 pytestmark = pytest.mark.ros
+from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.qos import LATCHED  # noqa: E402
 
 # The probe keeps every message even when its thread falls behind on a loaded machine (a
@@ -63,11 +63,42 @@ from slide_ros.qos import LATCHED  # noqa: E402
 KEEP = QoSProfile(depth=10_000, reliability=ReliabilityPolicy.RELIABLE)
 
 SLIDE = shutil.which('slide')
-# Identification is chaotic in its inputs: 1e-9 m moves of contact points moved models'
-# centres of mass by up to 15 mm (analytic, 400 simulations) or 7 mm (8 models, 2000).
-# With the push's moment, 4 models stopped after 200 simulations differed by 6.7 mm between
-# the bag and the records (CI); run to 2000 they differed by 0.1 to 1.8 mm (5 episodes).
+# Identification is chaotic in its inputs: its optimisers stop short of convergence within the
+# budget, and data that differ by 1e-8 m (a record's stamps go through float seconds, the
+# bag's do not) send them down other paths. Measured in process on twin pushes of the box,
+# hammer and book perturbed so (75 fits): best losses 0.94 to 1.01 of each other; each
+# model's centre of mass up to 6 mm apart (the spread models sit where a flat loss crosses
+# the band's edge; the graph's box once gave 13 mm); the probability-weighted centre of mass
+# up to 3.7 mm. Fits of the bag and of the records are compared on what the data fix
+# (same_fit).
 FIT = {'method': 'probabilistic', 'K': 4, 'budget': 2000, 'seed': 0}
+
+
+def same_fit(fit: Belief, records: TrainingSet, online: Belief) -> str:
+    """Assert that ``fit``, identified from a bag, is ``online``, identified from the
+    executor's ``records``, on what the pushes fix; the figures, for the log.
+
+    - The same data: the optimisers' K models (identify puts them first) have, on the
+      records, the training losses the bag's fit gave them, to 1e-5 (a push height, a push
+      or a pose read otherwise moves them by far more).
+    - As good a fit: the best model of each explains the records within 10% of the other's.
+    - The same probability-weighted centre of mass, within 5 mm.
+    """
+    k = FIT['K']
+    assert fit.mass.shape == online.mass.shape
+    np.testing.assert_allclose(records.loss(fit.mass[:k], fit.friction[:k]), fit.loss[:k], 1e-5)
+    ratio = (
+        records.loss(fit.mass, fit.friction).min()
+        / records.loss(online.mass, online.friction).min()
+    )
+    assert 0.9 < ratio < 1.1
+    gap = np.linalg.norm(fit.weight @ fit.com() - online.weight @ online.com())
+    assert gap < 0.005
+    each = np.linalg.norm(fit.com() - online.com(), axis=1)
+    return (
+        f'best loss {ratio:.3f} of the online one; weighted centre of mass {gap * 1000:.2f} mm '
+        f'apart (each model: {np.round(each * 1000, 2)} mm)'
+    )
 
 
 class Probe:
@@ -218,7 +249,7 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
     probe = Probe()
     grids = probe.listen(ObjectGrid, '/object/grid', LATCHED)
     poses = probe.listen(PoseStamped, '/object/pose', KEEP)
-    client = ActionClient(probe.node, Push, '/executor/push')
+    client = SafeActionClient(probe.node, Push, '/executor/push')
     records: list[Any] = []
     try:
         graph.start()
@@ -382,17 +413,16 @@ def test_a_graph_bag_holds_what_the_executor_returned(episode: Episode, tmp_path
         np.testing.assert_allclose(b.push.f_W, p.push.f_W, atol=1e-9)
         np.testing.assert_allclose(b.p_WF, p.p_WF, atol=1e-6)  # stamps to 1 us
         np.testing.assert_allclose(full[p.index].X_WO0, p.X_WO0, atol=1e-9)
-    online_fit = identify(TrainingSet.from_pushes(grid, online), **FIT).belief
+    records = TrainingSet.from_pushes(grid, online)
+    online_fit = identify(records, **FIT).belief
     bag_fit = identify(TrainingSet.from_pushes(read.grid, [same[p.index] for p in online]), **FIT)
-    gap = np.linalg.norm(bag_fit.belief.com() - online_fit.com(), axis=1)
     whole = identify(TrainingSet.from_pushes(read.grid, [full[p.index] for p in online]), **FIT)
     more = np.linalg.norm(whole.belief.com() - online_fit.com(), axis=1)
     print(
-        f'centre-of-mass gap to the executor records [mm]: bag as returned '
-        f'{np.round(gap * 1000, 3)}; whole bag {np.round(more * 1000, 3)} (steps '
+        f'bag as returned: {same_fit(bag_fit.belief, records, online_fit)}; whole bag: each '
+        f'model {np.round(more * 1000, 2)} mm (steps '
         f'{[full[p.index].push.steps for p in online]} against {[p.push.steps for p in online]})'
     )
-    assert gap.max() < 0.005
 
 
 def test_slide_identify_on_a_graph_bag_gives_the_online_belief(
@@ -411,12 +441,10 @@ def test_slide_identify_on_a_graph_bag_gives_the_online_belief(
     assert result['skipped'] == [] and result['poses_from'] == '/object/pose'
     # slide identify fits with the push's moment by default, at the workcell's heights.
     heights = load_workcell().fingertip.force_heights(grid)
-    online_fit = identify(TrainingSet.from_pushes(grid, online, push_height=heights), **FIT).belief
-    gap = np.linalg.norm(load_belief(model).com() - online_fit.com(), axis=1)
-    print(
-        f'centre-of-mass gap, slide identify vs executor records [mm]: {np.round(gap * 1000, 3)}'
-    )
-    assert gap.max() < 0.005
+    records = TrainingSet.from_pushes(grid, online, push_height=heights)
+    online_fit = identify(records, **FIT).belief
+    figures = same_fit(load_belief(model), records, online_fit)
+    print(f'slide identify against the executor records: {figures}')
 
 
 def test_replaying_the_clouds_into_perception_gives_its_poses_again(
