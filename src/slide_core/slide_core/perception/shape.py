@@ -85,7 +85,6 @@ class _Raster:
     rows: int
     cols: int
     coverage: FloatArray  # (rows, cols) covered share of each cell
-    mismatch: float  # sub-cells a thresholded grid gets wrong, in cells
 
 
 def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
@@ -101,7 +100,7 @@ def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
     )
     fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
-    return _Raster(origin, rows, cols, coverage, float(np.minimum(coverage, 1 - coverage).sum()))
+    return _Raster(origin, rows, cols, coverage)
 
 
 def _lattice_angle(xy: FloatArray) -> float:
