@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -9,9 +10,17 @@ import pytest
 
 from slide_core.errors import SlideInputError
 from slide_core.identification import random_push
-from slide_core.model import LIFT, Primitive, Waypoint, library_names, load_object, parse_spec
+from slide_core.model import (
+    LIFT,
+    Belief,
+    Primitive,
+    Waypoint,
+    library_names,
+    load_object,
+    parse_spec,
+)
 from slide_core.physics import Support
-from slide_core.planning import Grasp
+from slide_core.planning import Grasp, push_leans
 from slide_sim.twin import Twin
 
 UNIFORM_BOX = parse_spec(
@@ -51,6 +60,42 @@ def test_an_object_pushed_past_the_edge_falls_and_the_twin_says_so(workcell) -> 
     twin.settle(0.5)
     assert twin.fell() and rec.X_WO[-1, 0] < 0.07
     assert twin.ground_truth()['fell'] is True
+
+
+def test_a_push_over_the_edge_tips_the_object_only_within_the_planners_lean(workcell) -> None:
+    # A grippy box 6 cm tall pushed 3 cm straight over the edge by a frictionless fingertip
+    # whose bottom clears the table by 12 mm: once the box starts to tip, the push acts
+    # there, and the planner's lean is 12 mm x 0.9 (the force height, 24 mm x 0.9, would
+    # say 22 mm). Frictionless, because the fingertip's friction holds the pushed side down.
+    tip = replace(workcell.fingertip, mu=0.0, height=workcell.fingertip.length / 2 + 0.012)
+    cell = replace(workcell, fingertip=tip)
+    spec = parse_spec(
+        {
+            'name': 'grippy_box',
+            'cell_size': 0.02,
+            'height': 0.06,
+            'mass': [[0.3 / 32] * 8] * 4,
+            'friction': [[0.9] * 8] * 4,
+        }
+    )
+    lean = float(push_leans(Belief.create(spec.grid, spec.mass, spec.friction), tip)[0])
+    assert lean == pytest.approx(0.0108)
+
+    def push_to(inside: float) -> tuple[float, bool]:
+        """The largest tilt [rad] while the push leaves the centre of mass ``inside`` [m]
+        from the edge, and whether the box fell."""
+        twin = Twin(spec, cell, (inside + 0.03, 0.0, 0.0))
+        tilts = [0.0]
+        push = Primitive.create((0.08, 0.0), (-1.0, 0.0), travel=0.03, speed=0.05)
+        twin.push(push, on_step=lambda: tilts.append(twin.tilt()))
+        twin.settle(1.0)
+        return max(tilts), twin.fell()
+
+    resting = Twin(spec, cell, (0.2 * lean, 0.0, 0.0))
+    resting.settle(1.0)
+    assert not resting.fell() and push_to(0.2 * lean)[1]  # at rest 2 mm in, it stays
+    tilt, fell = push_to(1.2 * lean)
+    assert tilt < math.radians(1.0) and not fell
 
 
 def test_ft_sensor_reads_the_fingertip_contact_force(workcell) -> None:

@@ -12,7 +12,11 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   that is over the table (its cell squares clipped at the edge). The margin is the signed
   distance [m] of the centre of mass inside that polygon. Every model of the belief has its
   own centre of mass; the probability that the object stays (:func:`stay_probability`) is
-  the weight of the models whose margin is at least the safety margin.
+  the weight of the models whose margin is at least the safety margin. While a push moves
+  it, a model also needs its *lean* (:func:`push_leans`): the fingertip's force moves the
+  centre of pressure towards the push, by up to the fingertip's clearance above the table
+  (where the force acts once the object starts to tip) times the model's mean friction;
+  the poses a path passes through and the goal need both (:func:`needed_margins`).
 - Grasp (:func:`grasp_at`): a parallel gripper approaches along +x (towards the table),
   fingers above and below the object, pads' front end at least ``clearance`` short of the
   edge (the lower finger passes under the table top). The pads must hold at least
@@ -49,6 +53,8 @@ from slide_core.planning.balance import (
     in_workspace,
     is_valid,
     margin_quantile,
+    needed_margins,
+    push_leans,
     stay_probability,
 )
 from slide_core.planning.config import (
@@ -93,6 +99,7 @@ __all__ = [
     'is_valid',
     'landing_turn',
     'margin_quantile',
+    'needed_margins',
     'next_step',
     'next_waypoint',
     'plan_path',
@@ -101,6 +108,7 @@ __all__ = [
     'resample',
     'select_push',
     'select_goal',
+    'push_leans',
     'stay_probability',
     'step_seed',
 ]

@@ -6,6 +6,27 @@ under: a rigid object at rest on the table's edge stays exactly when its centre 
 over the part of the footprint the table carries, which is where the rigid support model
 (:mod:`slide_core.physics.support`) can balance it with loads that press, not pull. Under
 that model the mass map enters only through the centre of mass, which is what this uses.
+
+While a push moves it, the object is not at rest: the fingertip's force F acts at a height
+above the table, which friction, in the table plane, cannot balance, and it moves the
+centre of pressure towards the push by that height times ``|F| / (M g)``
+(:mod:`slide_core.physics.support`); sliding, ``|F|`` is at most the friction it
+overcomes, ``sum_i mu_i N_i``. Which height: the vertical fingertip touches the side along a
+line, and as soon as the object starts to tip over the edge the top of the pushed side
+moves away from the fingertip, so the force drops to the fingertip's lower end, its
+clearance above the table. A model's *lean* is therefore that clearance times its
+load-weighted mean friction at rest (:func:`push_leans`; the mass drops out), not the
+force height the identification uses for the pressure while nothing tips (17 mm here).
+Measured on the twin, a 16 x 8 cm box 6 cm tall with friction 0.9 pushed 3 cm straight
+over the edge, with the fingertip's bottom raised to 12 mm (lean 10.8 mm; 24 mm at the
+force height) and frictionless: it fell when the push left its centre of mass 2 mm inside,
+tilted 7 degrees and settled back at 6 mm, and stayed level (0.3 degrees) at 10 to 18 mm.
+With the fingertip's friction (0.3) nothing tipped even at 2 mm: friction on the pushed side
+holds it down. With this workcell's 2 mm clearance the lean is at most 2 mm. The poses a push
+passes through and ends at, goals included, need each model's centre of mass
+``balance_margin`` plus its lean inside the support (:func:`needed_margins`), whichever way
+the push goes; a pose's stay probability at rest (:func:`stay_probability`) needs the
+margin alone.
 """
 
 from __future__ import annotations
@@ -26,7 +47,8 @@ from slide_core.geometry import (
     rotation,
     to_world,
 )
-from slide_core.model import Belief
+from slide_core.model import Belief, Fingertip
+from slide_core.physics import Support
 from slide_core.planning import kernels
 from slide_core.planning.config import PlannerConfig
 
@@ -34,6 +56,9 @@ _OUTLINES: weakref.WeakKeyDictionary[Grid, tuple[FloatArray, NDArray[np.int64]]]
     weakref.WeakKeyDictionary()
 )
 _COMS: weakref.WeakKeyDictionary[Belief, FloatArray] = weakref.WeakKeyDictionary()
+_LEANS: weakref.WeakKeyDictionary[Belief, dict[Fingertip, FloatArray]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def outline_of(grid: Grid) -> tuple[FloatArray, NDArray[np.int64]]:
@@ -52,6 +77,29 @@ def _com(belief: Belief) -> FloatArray:
     return found
 
 
+def push_leans(belief: Belief, fingertip: Fingertip) -> FloatArray:
+    """(K,) the most [m] a push by ``fingertip`` moves each model's centre of pressure
+    towards the edge it tips over: the fingertip's clearance above the table (no more than
+    the object is tall) times the model's mean friction weighted by its loads at rest under
+    its support model (see the module docstring). Zero on a flat grid. Cached per belief."""
+    by_tip = _LEANS.setdefault(belief, {})
+    found = by_tip.get(fingertip)
+    if found is None:
+        grid = belief.grid
+        h = min(max(fingertip.clearance, 0.0), float(grid.heights[grid.occupancy].max()))
+        loads = Support.of(grid, belief.support).loads(belief.mass)
+        mu_bar = (loads * belief.friction).sum(axis=1) / loads.sum(axis=1)
+        found = by_tip[fingertip] = np.ascontiguousarray(h * mu_bar, dtype=float)
+    return found
+
+
+def needed_margins(belief: Belief, config: PlannerConfig) -> FloatArray:
+    """(K,) margin [m] each model's centre of mass needs inside the support at a pose a
+    push passes through or ends at: ``balance_margin`` plus the model's
+    :func:`push_leans`."""
+    return config.balance_margin + push_leans(belief, config.fingertip)
+
+
 def com_margins_of(belief: Belief, X_WO: Any) -> FloatArray:
     """(K,) margins of every model at X_WO (see :func:`slide_core.geometry.com_margins`;
     compiled, :mod:`slide_core.planning.kernels`)."""
@@ -62,9 +110,10 @@ def com_margins_of(belief: Belief, X_WO: Any) -> FloatArray:
     return out
 
 
-def stay_probability(belief: Belief, X_WO: Any, margin: float = 0.0) -> float:
+def stay_probability(belief: Belief, X_WO: Any, margin: float | FloatArray = 0.0) -> float:
     """Probability that the object stays at X_WO: the weight of the belief whose centre
-    of mass is at least ``margin`` metres inside the support polygon."""
+    of mass is at least ``margin`` metres inside the support polygon (one number, or (K,)
+    one per model: :func:`needed_margins` while pushed)."""
     return float(belief.weight @ (com_margins_of(belief, X_WO) >= margin))
 
 
@@ -100,18 +149,21 @@ def in_workspace(grid: Grid, X_WO: Any, config: PlannerConfig) -> bool:
 
 
 def is_valid(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
-    """A pose the object may pass through: on the table, clear of obstacles, balanced with
-    probability at least 1 - epsilon (with the safety margin)."""
+    """A pose a push may move the object through or to: on the table, clear of obstacles,
+    balanced while pushed with probability at least 1 - epsilon (each model with
+    :func:`needed_margins`)."""
     return (
         in_workspace(belief.grid, X_WO, config)
-        and stay_probability(belief, X_WO, config.balance_margin) >= 1.0 - config.epsilon - 1e-12
+        and stay_probability(belief, X_WO, needed_margins(belief, config))
+        >= 1.0 - config.epsilon - 1e-12
     )
 
 
 def fall_probability(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> float:
-    """Weight of the belief that would not stay balanced (with the safety margin) at their
-    own predicted poses X_K (K, 3)."""
+    """Weight of the belief that would not stay balanced while pushed (each model with
+    :func:`needed_margins`) at their own predicted poses X_K (K, 3)."""
     com = _com(belief)
+    need = needed_margins(belief, config)
     corners, sides = outline_of(belief.grid)
     out = np.empty(1)
     fall = 0.0
@@ -120,7 +172,7 @@ def fall_probability(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> 
         kernels.support_margins(
             corners, sides, float(X[0]), float(X[1]), float(X[2]), com[k : k + 1], out
         )
-        if out[0] < config.balance_margin:
+        if out[0] < need[k]:
             fall += float(belief.weight[k])
     return fall
 
@@ -174,7 +226,7 @@ def motion_validity(
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
     threshold = 1.0 - config.epsilon - 1e-12
-    margin = config.balance_margin
+    need = np.ascontiguousarray(needed_margins(belief, config))
     valid = kernels.motion_valid
 
     def check(x1: float, y1: float, t1: float, x2: float, y2: float, t2: float, nd: int) -> bool:
@@ -193,7 +245,7 @@ def motion_validity(
                 half_width,
                 com,
                 weight,
-                margin,
+                need,
                 threshold,
             )  # fmt: skip
         )
@@ -213,7 +265,7 @@ def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, f
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
     threshold = 1.0 - config.epsilon - 1e-12
-    margin = config.balance_margin
+    need = np.ascontiguousarray(needed_margins(belief, config))
     obstacles = bool(config.obstacles)
     valid = kernels.pose_valid
     x_min_lo, x_max_lo, x_max_hi, y_abs_hi = (a.tolist() for a in extents_by_yaw(grid))
@@ -234,7 +286,7 @@ def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, f
             ):
                 return True  # wholly on the table: nothing can tip
         return bool(
-            valid(corners, sides, x, y, theta, depth, half_width, com, weight, margin, threshold)
+            valid(corners, sides, x, y, theta, depth, half_width, com, weight, need, threshold)
         )
 
     return check

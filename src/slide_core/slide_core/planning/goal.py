@@ -1,5 +1,6 @@
 """The goal: a pose at the edge where the object sticks out far enough to be grasped and
-stays balanced for 1 - epsilon of the belief."""
+stays balanced for 1 - epsilon of the belief, while the last push brings it there too
+(:func:`slide_core.planning.balance.needed_margins`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from slide_core.geometry import (
     wrap_angle,
 )
 from slide_core.model import Belief
-from slide_core.planning.balance import com_margins_of, in_workspace, is_valid, margin_quantile
+from slide_core.planning.balance import (
+    com_margins_of,
+    in_workspace,
+    is_valid,
+    margin_quantile,
+    needed_margins,
+    push_leans,
+)
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
 from slide_core.planning.grasp import Grasp, grasp_at
 
@@ -27,7 +35,8 @@ class Goal:
     """A goal pose at the edge and what was judged about it.
 
     Attributes:
-        X_WO: (3,) goal pose; stay_probability: of the belief, with the safety margin;
+        X_WO: (3,) goal pose; stay_probability: of the belief, with the margin a push
+        needs (:func:`slide_core.planning.balance.needed_margins`);
         margin: balance margin [m] that 1 - epsilon of the belief has; overhang: how far
         [m] the object sticks out past the edge; effort: SE(2) distance from the start [m];
         grasp: the grasp planned there.
@@ -116,6 +125,7 @@ def _best_goal(
     ys = ys[np.argsort(np.abs(ys - X0[1]))]
     com = belief.com()
     com_best = com[int(np.argmax(belief.weight))]
+    need_k = needed_margins(belief, config)
     for yaw in yaws:
         R = rotation(float(yaw))
         x_min = float((corners @ R.T)[:, 0].min())
@@ -123,7 +133,7 @@ def _best_goal(
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
             margins = com_margins_of(belief, X)
-            p_stay = float(belief.weight @ (margins >= config.balance_margin))
+            p_stay = float(belief.weight @ (margins >= need_k))
             if p_stay < 1.0 - config.epsilon - 1e-12:
                 continue
             margin = margin_quantile(belief, margins, config.epsilon)
@@ -189,6 +199,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
     corners = cell_corners(grid).reshape(-1, 2)
     i_best = int(np.argmax(belief.weight))
     com_best = belief.com()[i_best]
+    need_k = needed_margins(belief, config)
     stays_best = held = 0
     p_held = 0.0  # the most of the belief that stays at a pose where the pads hold
     for yaw in _goal_yaws(X0, config):
@@ -196,7 +207,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
         x = (corners @ R.T)[:, 0]
         for o in np.arange(need, 0.7 * float(np.ptp(x)), 0.005):
             X = np.array([-float(x.min()) - o, 0.0, yaw])
-            stays = com_margins_of(belief, X) >= config.balance_margin
+            stays = com_margins_of(belief, X) >= need_k
             if not stays[i_best]:
                 continue
             stays_best += 1
@@ -208,7 +219,9 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
         return PlanningError(
             f'no goal: at no yaw does the object stick out the {need * 100:.1f} cm a grasp '
             f'needs (clearance, grip and margin) with its centre of mass '
-            f'{config.balance_margin * 100:.1f} cm inside the edge, even for the most '
+            f'{need_k[i_best] * 100:.1f} cm inside the edge (the balance margin '
+            f'{config.balance_margin * 100:.1f} cm and the lean of a push, '
+            f'{push_leans(belief, config.fingertip)[i_best] * 100:.1f} cm), even for the most '
             'probable model: it is too short or too narrow, or its centre of mass too near '
             'its side'
         )

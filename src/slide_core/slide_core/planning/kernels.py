@@ -174,15 +174,15 @@ def stay_weight(
     th: float,
     com: np.ndarray,
     weight: np.ndarray,
-    margin: float,
+    need: np.ndarray,
 ) -> float:
-    """Weight of the models whose centre of mass is at least ``margin`` inside the support
-    polygon at (x, y, th) (the belief's stay probability)."""
+    """Weight of the models whose centre of mass is at least its ``need`` (K,) [m] inside
+    the support polygon at (x, y, th) (the belief's stay probability)."""
     out = np.empty(com.shape[0])
     support_margins(corners, sides, x, y, th, com, out)
     p = 0.0
     for k in range(com.shape[0]):
-        if out[k] >= margin:
+        if out[k] >= need[k]:
             p += weight[k]
     return p
 
@@ -213,11 +213,12 @@ def pose_valid(
     half_width: float,
     com: np.ndarray,
     weight: np.ndarray,
-    margin: float,
+    need: np.ndarray,
     threshold: float,
 ) -> bool:
     """On the table (no corner beyond its far side or its sides) and, when it reaches past
-    the edge, balanced for at least ``threshold`` of the belief with ``margin``."""
+    the edge, balanced for at least ``threshold`` of the belief, each model with its
+    ``need`` (K,) [m] of margin."""
     cs = math.cos(th)
     sn = math.sin(th)
     x_min = math.inf
@@ -229,7 +230,7 @@ def pose_valid(
         x_min = min(x_min, wx)
     if x_min >= 0.0:
         return True
-    return stay_weight(corners, sides, x, y, th, com, weight, margin) >= threshold
+    return stay_weight(corners, sides, x, y, th, com, weight, need) >= threshold
 
 
 @njit(cache=True)
@@ -247,14 +248,14 @@ def motion_valid(
     half_width: float,
     com: np.ndarray,
     weight: np.ndarray,
-    margin: float,
+    need: np.ndarray,
     threshold: float,
 ) -> bool:
     """OMPL's discrete motion check from pose 1 to pose 2 (yaws in [-pi, pi]): pose 2
     and the ``nd - 1`` poses at j / nd between (SE(2) interpolation as OMPL's: linear in
     x, y, the shorter way round in yaw) all :func:`pose_valid` (pose 1 is valid already)."""
     if not pose_valid(
-        corners, sides, x2, y2, th2, depth, half_width, com, weight, margin, threshold
+        corners, sides, x2, y2, th2, depth, half_width, com, weight, need, threshold
     ):
         return False
     pi = math.pi
@@ -273,7 +274,7 @@ def motion_valid(
             elif th < -pi:
                 th += 2.0 * pi
         if not pose_valid(
-            corners, sides, x, y, th, depth, half_width, com, weight, margin, threshold
+            corners, sides, x, y, th, depth, half_width, com, weight, need, threshold
         ):
             return False
     return True
@@ -285,9 +286,8 @@ def warm_up() -> None:
     sides = np.array([[0, 1], [1, 2], [2, 3], [3, 0]], dtype=np.int64)
     com = np.zeros((1, 2))
     support_margins(corners, sides, 0.0, 0.0, 0.1, com, np.zeros(1))
-    stay_weight(corners, sides, 0.0, 0.0, 0.1, com, np.ones(1), 0.0)
-    pose_valid(corners, sides, 0.0, 0.0, 0.1, 1.0, 1.0, com, np.ones(1), 0.0, 0.5)
+    one, need = np.ones(1), np.zeros(1)
+    stay_weight(corners, sides, 0.0, 0.0, 0.1, com, one, need)
+    pose_valid(corners, sides, 0.0, 0.0, 0.1, 1.0, 1.0, com, one, need, 0.5)
     on_table(corners, 0.5, 0.0, 0.1, 1.0, 1.0)
-    motion_valid(
-        corners, sides, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 3, 1.0, 1.0, com, np.ones(1), 0.0, 0.5
-    )
+    motion_valid(corners, sides, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 3, 1.0, 1.0, com, one, need, 0.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 import math
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from slide_core.planning import (
     next_waypoint,
     plan_path,
     planner_config,
+    push_leans,
     reached,
     select_goal,
     select_push,
@@ -86,6 +88,32 @@ def test_stay_probability_weighs_the_models_that_stay() -> None:
     X = np.array([0.02, 0.0, 0.0])  # 8 cm out: the uniform bar stays, the heavy one falls
     assert stay_probability(models, X) == pytest.approx(0.7)
     assert stay_probability(models, [0.3, 0.0, 0.0]) == 1.0
+
+
+def test_a_pushed_pose_needs_the_lean_of_the_push_more_margin() -> None:
+    # A fingertip whose bottom clears the table by 7 mm, on a bar 1 cm thick: once the bar
+    # starts to tip, the push acts 7 mm up and moves the pressure by 7 mm times the friction.
+    tip = replace(TIP, height=TIP.length / 2 + 0.007)
+    config = replace(CONFIG, fingertip=tip)
+    bar = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.01))
+    slippery = Belief.create(bar, M, np.full(bar.n, 0.2))
+    grippy = Belief.create(bar, M, np.full(bar.n, 0.9))
+    np.testing.assert_allclose(push_leans(slippery, tip), [0.2 * 0.007])
+    np.testing.assert_allclose(push_leans(grippy, tip), [0.9 * 0.007])
+    np.testing.assert_allclose(push_leans(uniform(), tip), [0.0])  # a flat grid: no moment
+    low = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.004))  # lower than its bottom
+    np.testing.assert_allclose(push_leans(Belief.create(low, M, MU), tip), [0.4 * 0.004])
+    # The centre of mass 13 mm inside the edge: at rest both stay with the 1 cm margin;
+    # pushed, the slippery bar needs 11.4 mm and the grippy one 16.3 mm.
+    X = [0.013, 0.0, 0.0]
+    assert stay_probability(grippy, X, config.balance_margin) == 1.0
+    assert is_valid(slippery, X, config) and not is_valid(grippy, X, config)
+    # Goals as far out as the grasp and balance allow: the grippy bar's keeps its lean.
+    far = replace(config, overhang_weight=5.0)
+    goal_s, goal_g = (select_goal(b, [0.4, 0.0, 0.0], far) for b in (slippery, grippy))
+    assert com_margins(bar, slippery.com(), goal_s.X_WO)[0] >= 0.01 + 0.2 * 0.007
+    assert com_margins(bar, grippy.com(), goal_g.X_WO)[0] >= 0.01 + 0.9 * 0.007
+    assert goal_g.overhang < goal_s.overhang
 
 
 def test_grasp_needs_enough_overhang_and_a_thin_enough_object() -> None:
