@@ -40,6 +40,14 @@ Losses (squared metres), with cell positions ``p_i = p_G + R(theta) r_i``:
   F_t)``, and sum ``mean_i |p_i^pred - p_i^obs(t+2)|^2``. Observed velocities are the
   finite differences of the observed poses.
 
+With the push's moment (``push_height``) each step's loads are the static ones tipped by
+the measured force, ``N_t = max(0, N + h_z B (R^T f_W))`` with ``B`` the support's tipping
+basis (:meth:`Support.tipping_basis`, independent of the masses on the static contact
+set), as the simulators tip them; on the cells still in contact ``dN_t/dm = dN/dm``, and
+``dN_t/dtheta = h_z B dR^T/dtheta f_W`` adds a yaw term to each step's ``d nu'/d theta``
+(:meth:`slide_core.physics.jacobians.StepParams.tipped`). The spin's friction limit keeps
+the static loads, as in the simulators.
+
 Sticking steps have zero sensitivity (their true derivative); switching points use the
 active set the solver returned (one side's derivative); nothing is NaN.
 """
@@ -59,6 +67,7 @@ from slide_core.physics.rigid import (
     RigidModel,
     body_twist,
     com_twist,
+    push_heights,
     torsion_limits,
 )
 from slide_core.physics.simulate import StepRecord, run_rollout, wrench_impulse
@@ -161,13 +170,18 @@ class _Tracker:
         obs: dict[int, FloatArray],
         X_WO0: FloatArray,
         V_WO0: FloatArray,
+        h_push: FloatArray,
     ) -> None:
         self.model, self.m, self.mu, self.h = model, m, mu, push.dt
         self.r_c = push.p_OA - model.p_OG
         K, n = m.shape
         self.M = model.mass_matrix(m)
         self.params = StepParams.of(model, self.M, m, mu, push.dt)
-        self.L = self.params.L
+        # The push's moment (push_heights, size 0: none): each step's loads tip by the
+        # height of the cell nearest the contact times the body-frame force, which turns
+        # with the body: the loads depend on the yaw too.
+        self.h_z = h_push[model.grid.nearest_cells(push.p_OA)] if h_push.shape[0] else np.zeros(0)
+        self.basis = model.support.tipping_basis(m) if h_push.shape[0] else None
         self.c_B = model.com(m)
         self.dc = _com_sensitivity(model, m)
         # The initial centre of mass state depends on the masses through c_B.
@@ -198,14 +212,23 @@ class _Tracker:
         t, theta, nu, P, f_B = record.t, record.theta, record.nu, record.P, record.f_B
         result = record.result
         h, n = self.h, self.model.grid.n
-        J_nu, J_P, J_m, J_mu = step_jacobians(self.params, nu, P, result)
         V = com_twist(theta, nu, self.c_B)
         dnu_dth, dnu_dV, dnu_dm = _input_jacobians(theta, V, self.c_B, self.dc)
         # The applied impulse turns with the body: f_B = R^T f_W.
         df_dth = -f_B @ S90.T
+        params = self.params
+        if self.basis is not None:
+            hz = float(self.h_z[t])
+            dN = hz * np.einsum('kj,kjn->kn', f_B, self.basis)
+            dN_dth = hz * np.einsum('kj,kjn->kn', df_dth, self.basis)
+            params = params.tipped(dN, dN_dth[:, :, None])
+        J_nu, J_P, J_mx, J_mu = step_jacobians(params, nu, P, result)
+        J_m = J_mx[:, :, :n]
         r_c = self.r_c[t]
         dP_dth = np.column_stack((h * df_dth, h * (r_c[0] * df_dth[:, 1] - r_c[1] * df_dth[:, 0])))
         dnu1_dth = np.einsum('kij,kj->ki', J_nu, dnu_dth) + np.einsum('kij,kj->ki', J_P, dP_dth)
+        if J_mx.shape[2] > n:  # the loads' yaw dependence
+            dnu1_dth += J_mx[:, :, n]
         dnu1_dV = J_nu @ dnu_dV
         dnu1_dpi = np.concatenate((J_m + J_nu @ dnu_dm, J_mu), axis=2)
         D = _twist_map(theta, self.c_B)
@@ -233,11 +256,15 @@ def rollout_loss(
     X_WO_obs: ArrayLike,
     V_WO0: ArrayLike | None = None,
     support: str = DEFAULT_SUPPORT,
+    push_height: ArrayLike = 0.0,
 ) -> LossGrad:
     """Multi-step rollout loss and its exact gradient, for K hypotheses at once.
 
     Simulates ``push`` from ``X_WO0`` (and ``V_WO0``) and compares the cell positions at the
     observed steps ``obs_steps`` (J,) with those of the observed poses ``X_WO_obs`` (J, 3).
+    ``push_height`` [m], one or (n,), tips each step's loads by the push's moment as
+    :func:`slide_core.physics.simulate` does (0: none); the gradient follows the tipped
+    loads, clipped where a cell lifts off, and their turning with the body.
     """
     if not isinstance(push, WrenchPush):
         raise PhysicsError('gradients need a wrench-driven push (WrenchPush)')
@@ -247,8 +274,9 @@ def rollout_loss(
     V0 = np.zeros(3) if V_WO0 is None else check_pose(V_WO0, 'V_WO0')
     model = RigidModel.of(grid, support)
     obs = {int(t): _cells(grid, X) for t, X in zip(t_obs, X_obs, strict=True)}
-    tracker = _Tracker(model, m, mu, push, obs, X0, V0)
-    rollout = run_rollout(model, m, mu, push, X0, V0, observer=tracker)
+    h_push = push_heights(model, push_height)
+    tracker = _Tracker(model, m, mu, push, obs, X0, V0, h_push)
+    rollout = run_rollout(model, m, mu, push, X0, V0, observer=tracker, push_height=push_height)
     n = grid.n
     return LossGrad(tracker.loss, tracker.grad[:, :n], tracker.grad[:, n:], rollout)
 

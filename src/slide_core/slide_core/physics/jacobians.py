@@ -3,7 +3,7 @@ parameters, on the solution's active set (derivation in :mod:`slide_core.physics
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -111,8 +111,11 @@ def _structure(
 class StepParams:
     """What a step's Jacobians depend on besides its input: the model, the mass matrices
     M (K, 3, 3), masses m and frictions mu (K, n), cell limits L (K, n), the step h [s],
-    the normal loads N (K, n) [N] and their derivatives dN/dm (K, n, n) under the model's
-    support (the limits are ``L = mu N h``)."""
+    the normal loads N (K, n) [N] the limits come from (``L = mu N h``) and their
+    derivatives dN/d(m, x) (K, n, n + E) with respect to the masses and E further inputs
+    (a push's moment makes the loads depend on the body's yaw: :meth:`tipped`; E = 0
+    without), and the loads the spin's friction limit comes from, N_spin (K, n), with theirs
+    (the static loads: the simulators keep the spin limit static)."""
 
     model: RigidModel
     M: FloatArray
@@ -122,6 +125,8 @@ class StepParams:
     h: float
     N: FloatArray
     dN_dm: FloatArray
+    N_spin: FloatArray
+    dN_spin_dm: FloatArray
 
     @classmethod
     def of(
@@ -129,7 +134,26 @@ class StepParams:
     ) -> StepParams:
         """The parameters of masses m and frictions mu (K, n) under the model's support."""
         N, dN_dm = model.support.loads_and_jacobian(m)
-        return cls(model, M, m, mu, mu * N * h, h, N, dN_dm)
+        return cls(model, M, m, mu, mu * N * h, h, N, dN_dm, N, dN_dm)
+
+    def tipped(self, dN: FloatArray, dN_dx: FloatArray) -> StepParams:
+        """These parameters with the cells' loads changed by dN (K, n) [N], independent of
+        the masses on the static loads' contact set (a push's moment:
+        :meth:`Support.tipping_basis`), and clipped at zero where a cell would lift off, as
+        the simulators clip the limits; dN_dx (K, n, E) are dN's derivatives with respect
+        to E further inputs. The spin keeps the static loads."""
+        n_m = self.m.shape[1]
+        E = dN_dx.shape[2]
+        static = self.N_spin
+        N = static + dN
+        on = N > 0.0
+        dN_dm = np.concatenate((self.dN_spin_dm[:, :, :n_m], dN_dx), axis=2)
+        dN_dm = np.where(on[..., None], dN_dm, 0.0)
+        dN_spin = np.concatenate(
+            (self.dN_spin_dm[:, :, :n_m], np.zeros(static.shape + (E,))), axis=2
+        )
+        N = np.where(on, N, 0.0)
+        return replace(self, L=self.mu * N * self.h, N=N, dN_dm=dN_dm, dN_spin_dm=dN_spin)
 
 
 def step_jacobians(
@@ -141,12 +165,14 @@ def step_jacobians(
     """
     model, M, m, mu, L, h = params.model, params.M, params.m, params.mu, params.L, params.h
     K, n = m.shape
+    n_x = params.dN_dm.shape[2]  # masses, then the further inputs the loads depend on
     w = model.grid.cell_size
     e3 = np.array([0.0, 0.0, 1.0])
     nu_new = step.nu
+    L_spin = mu * params.N_spin * h
     d_nu = np.zeros((K, 3, 3))
     d_P = np.zeros((K, 3, 3))
-    d_m = np.zeros((K, 3, n))
+    d_m = np.zeros((K, 3, n_x))
     d_mu = np.zeros((K, 3, n))
     # Explicit steps with every friction saturated (no pivot, spin not held): closed form.
     simple = (
@@ -176,7 +202,7 @@ def step_jacobians(
         A[:3, :3] = M[k]
         A[:3, 3:] = C.T
         A[3:, :3] = C
-        fixed = L[k] @ b + s_tau * SPIN_ARM * w * L[k].sum() * e3
+        fixed = L[k] @ b + s_tau * SPIN_ARM * w * L_spin[k].sum() * e3
         dE_nu = np.zeros((3 + q, 3))
         dE_nu[:3] = -M[k] + np.einsum('i,ijk->jk', L[k] * moving, db)
         if q:
@@ -189,19 +215,20 @@ def step_jacobians(
         dE_P = np.zeros((3 + q, 3))
         dE_P[:3] = -np.eye(3)
         spin = s_tau * SPIN_ARM * w * h
-        # The limits L_i = mu_i N_i h; the loads N depend on the masses through the support.
-        dE_N = (b * (mu[k] * h)[:, None]).T + np.outer(e3, spin * mu[k])  # (3, n)
-        dE_m = np.zeros((3 + q, n))
-        dE_m[:3] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k]) + dE_N @ params.dN_dm[k]
+        # The limits L_i = mu_i N_i h; the loads N depend on the masses through the support
+        # (and, tipped by a push, on the further inputs); the spin's on the static loads.
+        dE_m = np.zeros((3 + q, n_x))
+        dE_m[:3, :n] = np.einsum('nij,j->in', model.Q, nu_new[k] - nu[k])
+        dE_m[:3] += (b * (mu[k] * h)[:, None]).T @ params.dN_dm[k]
+        dE_m[:3] += np.outer(e3, spin * mu[k] @ params.dN_spin_dm[k])
         dE_mu = np.zeros((3 + q, n))
-        N_k = params.N[k]
-        dE_mu[:3] = (b * (N_k * h)[:, None]).T + np.outer(e3, spin * N_k)
+        dE_mu[:3] = (b * (params.N[k] * h)[:, None]).T + np.outer(e3, spin * params.N_spin[k])
         rhs = np.hstack((dE_nu, dE_P, dE_m, dE_mu))
         sol = -np.linalg.lstsq(A, rhs, rcond=None)[0][:3]
         d_nu[k] = sol[:, :3]
         d_P[k] = sol[:, 3:6]
-        d_m[k] = sol[:, 6 : 6 + n]
-        d_mu[k] = sol[:, 6 + n :]
+        d_m[k] = sol[:, 6 : 6 + n_x]
+        d_mu[k] = sol[:, 6 + n_x :]
     return d_nu, d_P, d_m, d_mu
 
 
@@ -236,13 +263,15 @@ def _explicit_jacobians(
     )
     spin = (s_tau * SPIN_ARM * w * h)[:, None]
     dE_nu = -M[sel] + np.einsum('kn,knij->kij', L[sel] * moving, db)
-    # Through the limits L_i = mu_i N_i h, with the loads' mass derivatives dN/dm.
+    # Through the limits L_i = mu_i N_i h, with the loads' derivatives dN/d(m, x) (the
+    # spin's limit from the static loads).
+    n = mu.shape[1]
     dE_N = np.swapaxes(b * (mu[sel] * h)[..., None], 1, 2)  # (k, 3, n)
-    dE_N[:, 2, :] += spin * mu[sel]
-    dE_m = np.einsum('nij,kj->kin', model.Q, v1 - v0) + dE_N @ params.dN_dm[sel]
-    N = params.N[sel]
-    dE_mu = np.swapaxes(b * (N * h)[..., None], 1, 2)
-    dE_mu[:, 2, :] += spin * N
+    dE_m = dE_N @ params.dN_dm[sel]
+    dE_m[:, :, :n] += np.einsum('nij,kj->kin', model.Q, v1 - v0)
+    dE_m[:, 2, :] += np.einsum('kn,knx->kx', spin * mu[sel], params.dN_spin_dm[sel])
+    dE_mu = np.swapaxes(b * (params.N[sel] * h)[..., None], 1, 2)
+    dE_mu[:, 2, :] += spin * params.N_spin[sel]
     d_nu[sel] = -Mi @ dE_nu
     d_P[sel] = Mi
     d_m[sel] = -Mi @ dE_m

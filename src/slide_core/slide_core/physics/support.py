@@ -55,7 +55,9 @@ the moment against 1.8 mm without it; identification finds the centre of mass to
 6 mm against 11 mm (26 and 32 mm to 3 and 7 mm on novel objects with a heavy end), because
 without it the fit moves the centre of mass to explain a pressure that the push, not the
 mass, had moved. The rollout gradients (:mod:`slide_core.physics.grad`, the optional
-refinement) do not model it.
+refinement) follow it: each step's tipped loads, clipped where a cell lifts off, their
+mass derivatives on the cells still in contact, and their turning with the body (the
+body-frame force, hence the tipping, depends on the yaw).
 
 What pushes can identify under it: the dynamics see the mass map only through its total
 ``M``, centre of mass ``c`` and rotational inertia about it, and the friction only through
