@@ -10,6 +10,7 @@ import pytest
 
 from slide_bringup import __version__
 from slide_bringup.cli import main
+from slide_core.model import load_belief
 
 SLIDE = shutil.which('slide')
 
@@ -164,10 +165,16 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
         'identify', str(bag), '--com-directions', '-1', '--out', str(tmp_path / 'x.yaml')
     )
     assert refused.returncode == 2 and '--com-directions' in refused.stderr
-    # The rollout refinement has no push moment: refused before any work, with the way out.
-    refused = _run('identify', str(bag), '--refine-budget', '5', '--out', str(tmp_path / 'x.yaml'))
-    assert refused.returncode == 2 and '--no-push-moment' in refused.stderr
-    assert not (tmp_path / 'x.yaml').exists()
+    # The rollout refinement refines the default fit, with the push's moment.
+    refined = tmp_path / 'refined.yaml'
+    out = _run(
+        'identify', str(bag), '--train', '0-2', '--models', '2', '--budget', '100',
+        '--com-directions', '0', '--refine-budget', '4', '--out', str(refined),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    belief = load_belief(refined)
+    assert belief.method == 'probabilistic+rollout' and belief.push_moment
+    assert belief.support == 'rigid'
     assert abs(sum(result['weights']) - 1) < 1e-3
     assert model.exists() and png.stat().st_size > 10_000
     out = _run('evaluate', str(model), str(bag), '--test', '3', '--json')

@@ -21,8 +21,7 @@ Every fit has the push's moment shifting the loads, as the product identifies
 (``TrainingSet.push_height`` at the fingertip's force height on each cell; the beliefs
 record it and the held-out replays add it); ``no_push_moment`` gives the probabilistic
 figures of the fit and replays without it (the papers' loads). The rollout refinement
-(``--refine-budget``) differentiates the simulator without the moment, so it refines that
-fit and compares with it.
+(``--refine-budget``) refines the probabilistic fit, with the moment, and compares with it.
 """
 
 from __future__ import annotations
@@ -144,17 +143,18 @@ def run(
                         f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
                     )
             if 'probabilistic' in beliefs:
-                # The papers' fit, without the push's moment: compared, and what refine refines.
+                # The papers' fit, without the push's moment, compared.
                 train_flat = TrainingSet.from_pushes(grid, train_pd, support)
                 papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
                 if refine_budget > 0:
-                    after = refine(papers, train_flat, train_pd, budget=refine_budget)
-                    ev0 = evaluate(papers.belief, test_pd, cell.fingertip, mass)
+                    fit = beliefs['probabilistic']
+                    after = refine(fit, train, train_pd, budget=refine_budget, push_height=height)
+                    ev0 = evaluate(fit.belief, test_pd, cell.fingertip, mass)
                     ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
                     refined[name] = {
                         'add_error_m': ev0.add_error_m,
                         'refined_add_error_m': ev1.add_error_m,
-                        'seconds': papers.seconds,
+                        'seconds': fit.seconds,
                         'refined_seconds': after.seconds,
                         'com_error_m': ev0.com_error_m,
                         'refined_com_error_m': ev1.com_error_m,

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fit with the push's moment shifting the table's pressure towards the push (at "
         "the workcell's fingertip height on each cell's side; the belief records it and the "
         "simulators that replay and plan with it add it); --no-push-moment: the papers' "
-        'loads (needed by --refine-budget)',
+        'loads',
     )
     parser.add_argument(
         '--com-directions',
@@ -95,11 +95,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
-    if args.refine_budget > 0 and args.push_moment and args.support != 'cell-mass':
-        raise CliError(
-            "--refine-budget differentiates the simulator without the push's moment: add "
-            '--no-push-moment to refine'
-        )
     if args.com_directions < 0:
         raise CliError(f'--com-directions must be >= 0, got {args.com_directions}')
     # Outputs are checked before the work, and written only when all of it succeeded.
@@ -142,6 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 pushes,
                 budget=args.refine_budget,
                 progress=lambda done, total, best: bar.update(done - bar.n),
+                push_height=height if found.belief.push_moment else None,
             )
     belief = found.belief
     provenance = {

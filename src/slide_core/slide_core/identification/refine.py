@@ -10,7 +10,9 @@ does not drift away from the fingertip it lost), and the loss is the mean square
 position error at the window's end, with its exact gradient through every step. The
 models of a belief are refined together by the same spectral projected gradient as
 identification, each within its own bounds, warm-started from the wrench-space solution,
-and re-weighted by the softmax of their new losses.
+and re-weighted by the softmax of their new losses. Maps identified with the push's moment
+(``Belief.push_moment``) are refined with it: the windows tip the loads as the simulators
+do, at the heights the pushes acted at, and the gradients follow.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.identification.bounds import Bounds, schedule
@@ -67,9 +70,17 @@ def windows(pushes: list[PushData], window_s: float = WINDOW_S) -> list[_Window]
 class RolloutProblem:
     """The windows' pose loss [m^2] and its gradient, in the shape the optimisers take."""
 
-    def __init__(self, grid: Grid, pushes: list[PushData], support: str, window_s: float):
+    def __init__(
+        self,
+        grid: Grid,
+        pushes: list[PushData],
+        support: str,
+        window_s: float,
+        push_height: ArrayLike = 0.0,
+    ):
         self.grid = grid
         self.support = support
+        self.push_height = push_height
         self.windows = windows(pushes, window_s)
         if not self.windows:
             raise IdentificationError(
@@ -87,7 +98,16 @@ class RolloutProblem:
         s = 1.0 / len(self.windows)
         if not grad:
             for w in self.windows:
-                X = simulate(self.grid, m, mu, w.push, w.X0, w.V0, self.support).X_WO[:, -1]
+                X = simulate(
+                    self.grid,
+                    m,
+                    mu,
+                    w.push,
+                    w.X0,
+                    w.V0,
+                    self.support,
+                    push_height=self.push_height,
+                ).X_WO[:, -1]
                 err = cell_positions(self.grid, X) - cell_positions(self.grid, w.X_end)[None]
                 loss += np.einsum('kni,kni->k', err, err) / n
             return loss * s, g_m, g_mu
@@ -102,6 +122,7 @@ class RolloutProblem:
                 w.X_end[None],
                 w.V0,
                 self.support,
+                push_height=self.push_height,
             )
             loss += r.loss
             g_m += r.d_mass
@@ -119,6 +140,7 @@ def refine(
     temperature: float = 0.05,
     progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,
+    push_height: ArrayLike | None = None,
 ) -> Identification:
     """``found``'s models refined on the simulator's pose error over ``pushes``, the pushes
     ``train`` was built from, each within the bounds it was identified in
@@ -126,23 +148,41 @@ def refine(
     by the probabilistic schedule for K > 1); ``budget`` counts model evaluations, as there.
     The belief keeps each model's wrench-space loss, recomputed.
 
-    The rollout gradients do not model the push's moment: maps identified with it
-    (``belief.push_moment``) are refused with an IdentificationError saying so."""
+    Maps identified with the push's moment (``belief.push_moment``) need ``push_height``,
+    the heights [m] the pushes acted at, one or (n,) per cell (those ``train`` was built
+    with: :meth:`slide_core.model.Fingertip.force_heights`); maps without it refine without
+    it (``push_height`` must then be None or 0)."""
     t0 = time.perf_counter()
     belief = found.belief
-    if belief.push_moment and belief.support != 'cell-mass':
-        raise IdentificationError(
-            "refinement differentiates the simulator without the push's moment, and these "
-            'maps were identified with it: identify without it (--no-push-moment, '
-            'push_moment=False) to refine them'
-        )
     grid, K, n = belief.grid, belief.K, belief.grid.n
+    if belief.push_moment:
+        if push_height is None:
+            raise IdentificationError(
+                "these maps were identified with the push's moment: pass push_height, the "
+                'heights the pushes acted at (Fingertip.force_heights of the grid)'
+            )
+        heights = np.asarray(push_height, dtype=float)
+    else:
+        heights = np.zeros(1) if push_height is None else np.asarray(push_height, dtype=float)
+        if np.any(heights != 0.0):
+            raise IdentificationError(
+                "these maps were identified without the push's moment: refine them without "
+                'push_height'
+            )
+    try:
+        heights = np.broadcast_to(heights, (n,))
+    except ValueError:
+        raise IdentificationError(
+            f'push_height must be one height or one per cell ({n}), got shape {heights.shape}'
+        ) from None
+    if not (np.all(np.isfinite(heights)) and np.all(heights >= 0.0)):
+        raise IdentificationError('push heights must be finite and >= 0 m')
     if bounds is None and len(found.bounds) == K:
         boxes = list(found.bounds)
     else:
         base = bounds or Bounds.from_grid(grid)
         boxes = schedule(base, K) if K > 1 else [base]
-    problem = RolloutProblem(grid, pushes, belief.support, window_s)
+    problem = RolloutProblem(grid, pushes, belief.support, window_s, heights)
     counter = Counter(problem, budget, progress, should_stop)
     theta0 = np.concatenate((belief.mass, belief.friction), axis=1)
     theta0 = np.stack([b.project(t) for b, t in zip(boxes, theta0, strict=True)])
@@ -157,7 +197,7 @@ def refine(
         train.loss(theta[:, :n], theta[:, n:]),
         f'{belief.method}+rollout',
         belief.support,
-        push_moment=False,
+        push_moment=belief.push_moment,
     )
     return Identification(
         refined, found.simulations + counter.used, found.seconds + time.perf_counter() - t0,

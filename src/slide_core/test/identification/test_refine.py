@@ -22,15 +22,17 @@ GRID = Grid.from_occupancy(np.ones((2, 3)), 0.02, 0.03)
 DT = 0.004
 
 
-def pushes_by_the_core(m: np.ndarray, mu: np.ndarray, noise_n: float = 0.0) -> list[PushData]:
+def pushes_by_the_core(
+    m: np.ndarray, mu: np.ndarray, noise_n: float = 0.0, push_height: np.ndarray | float = 0.0
+) -> list[PushData]:
     """Pushes whose poses the core itself predicts from their forces (no model error), the
-    forces recorded with white noise of ``noise_n`` [N]."""
+    forces recorded with white noise of ``noise_n`` [N], acting ``push_height`` [m] up."""
     rng = np.random.default_rng(7)
     out = []
     for i, (cell, force) in enumerate([(0, (1.6, 0.3)), (5, (0.2, -1.5)), (2, (-1.4, 0.6))]):
         f = np.tile(force, (150, 1))
         push = WrenchPush.at_cell(GRID, cell, f, DT)
-        X = simulate(GRID, m, mu, push, [0.3, 0.0, 0.1]).X_WO[0]
+        X = simulate(GRID, m, mu, push, [0.3, 0.0, 0.1], push_height=push_height).X_WO[0]
         if noise_n > 0.0:
             push = WrenchPush.at_cell(GRID, cell, f + rng.normal(0.0, noise_n, f.shape), DT)
         steps = np.arange(X.shape[0])
@@ -75,12 +77,12 @@ def test_refinement_says_when_nothing_moves():
     assert m.shape == mu.shape
 
 
-def test_each_step_pushes_at_its_cells_height_and_refinement_refuses_tipped_maps():
+def test_each_step_pushes_at_its_cells_height_and_tipped_maps_refine_with_the_moment():
     rng = np.random.default_rng(1)
     m = rng.uniform(0.01, 0.04, GRID.n)
     mu = rng.uniform(0.2, 0.6, GRID.n)
-    pushes = pushes_by_the_core(m, mu)
     heights = 0.01 + 0.001 * np.arange(GRID.n)  # one per cell
+    pushes = pushes_by_the_core(m, mu, push_height=heights)
     train = TrainingSet.from_pushes(GRID, pushes, push_height=heights)
     flat = TrainingSet.from_pushes(GRID, pushes)
     assert train.tips and not flat.tips and train.steps == flat.steps
@@ -90,10 +92,29 @@ def test_each_step_pushes_at_its_cells_height_and_refinement_refuses_tipped_maps
         assert np.all(arm == heights[cell])
     with pytest.raises(IdentificationError, match='one per cell'):
         TrainingSet.from_pushes(GRID, pushes, push_height=heights[:3])
-    found = identify(train, 'probabilistic', K=2, budget=4)
-    assert found.belief.push_moment and not identify(flat, 'analytic').belief.push_moment
-    with pytest.raises(IdentificationError, match="without the push's moment"):
+    found = identify(train, 'probabilistic', K=2, budget=4, warm_start=False)
+    flat_found = identify(flat, 'analytic')
+    assert found.belief.push_moment and not flat_found.belief.push_moment
+    with pytest.raises(IdentificationError, match='pass push_height'):
         refine(found, train, pushes, budget=4)
+    with pytest.raises(IdentificationError, match='without push_height'):
+        refine(flat_found, flat, pushes, budget=4, push_height=heights)
+    with pytest.raises(IdentificationError, match='one per cell'):
+        refine(found, train, pushes, budget=4, push_height=heights[:2])
+    # The pushes were made with the moment: with it the true maps leave only the windows'
+    # start-velocity estimate (1e-7 m^2 against 2e-5 without it), and refinement lowers the
+    # pose error as without it.
+    tipped = RolloutProblem(GRID, pushes, 'rigid', 0.1, heights)
+    untipped = RolloutProblem(GRID, pushes, 'rigid', 0.1)
+    truth = tipped.quick_loss_grad(m[None], mu[None], grad=False)[0][0]
+    assert truth < 0.01 * untipped.quick_loss_grad(m[None], mu[None], grad=False)[0][0]
+    b0 = found.belief
+    before = tipped.quick_loss_grad(b0.mass, b0.friction, grad=False)[0]
+    np.testing.assert_allclose(before, tipped.quick_loss_grad(b0.mass, b0.friction)[0], 1e-9)
+    better = refine(found, train, pushes, budget=40, push_height=heights)
+    assert better.belief.push_moment
+    after = tipped.quick_loss_grad(better.belief.mass, better.belief.friction, grad=False)[0]
+    assert np.all(after <= before) and after.min() < 0.5 * before.min()
 
 
 def test_refinement_keeps_each_model_in_the_bounds_it_was_found_in():
