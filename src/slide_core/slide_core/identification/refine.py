@@ -30,7 +30,7 @@ from slide_core.identification.errors import IdentificationError
 from slide_core.identification.identify import Identification, softmax_weights
 from slide_core.identification.optimisers import Counter, Progress, spg
 from slide_core.identification.pushes import PushData
-from slide_core.identification.training import TrainingSet
+from slide_core.identification.training import TrainingSet, checked_heights
 from slide_core.model import Belief
 from slide_core.physics import WrenchPush, rollout_loss, simulate
 
@@ -169,14 +169,7 @@ def refine(
                 "these maps were identified without the push's moment: refine them without "
                 'push_height'
             )
-    try:
-        heights = np.broadcast_to(heights, (n,))
-    except ValueError:
-        raise IdentificationError(
-            f'push_height must be one height or one per cell ({n}), got shape {heights.shape}'
-        ) from None
-    if not (np.all(np.isfinite(heights)) and np.all(heights >= 0.0)):
-        raise IdentificationError('push heights must be finite and >= 0 m')
+    heights = checked_heights(heights, n, 'cell')
     if bounds is None and len(found.bounds) == K:
         boxes = list(found.bounds)
     else:

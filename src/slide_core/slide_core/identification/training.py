@@ -41,6 +41,20 @@ def _kinematics(X: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
     return np.asarray(V, dtype=float), np.asarray(A, dtype=float)
 
 
+def checked_heights(value: ArrayLike, count: int, per: str) -> FloatArray:
+    """Push heights [m] (count,) from one number or one per ``per`` (a step, a cell);
+    IdentificationError when they are neither, or not finite and >= 0."""
+    try:
+        heights = np.broadcast_to(np.asarray(value, dtype=float), (count,))
+    except ValueError:
+        raise IdentificationError(
+            f'push heights must be one number or one per {per} ({count})'
+        ) from None
+    if not (np.all(np.isfinite(heights)) and np.all(heights >= 0.0)):
+        raise IdentificationError('push heights must be finite and >= 0 m')
+    return np.array(heights)
+
+
 @dataclass(frozen=True, eq=False)
 class TrainingSet:
     """Training pushes as the linear system w = Q m + G c (one row block per moving step).
@@ -70,15 +84,8 @@ class TrainingSet:
     push_height: FloatArray | float = 0.0
 
     def __post_init__(self) -> None:
-        try:
-            arm = np.broadcast_to(np.asarray(self.push_height, dtype=float), (self.steps,))
-        except ValueError:
-            raise IdentificationError(
-                f'push heights must be one number or one per step ({self.steps})'
-            ) from None
-        if not (np.all(np.isfinite(arm)) and np.all(arm >= 0.0)):
-            raise IdentificationError('push heights must be finite and >= 0 m')
-        object.__setattr__(self, 'push_height', np.array(arm))
+        arm = checked_heights(self.push_height, self.steps, 'step')
+        object.__setattr__(self, 'push_height', arm)
 
     @cached_property
     def loads(self) -> Support:
@@ -103,12 +110,7 @@ class TrainingSet:
         each step's force acts at the height of the cell nearest its contact point."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
-        try:
-            h_cell = np.broadcast_to(np.asarray(push_height, dtype=float), (grid.n,))
-        except ValueError:
-            raise IdentificationError(
-                f'push heights must be one number or one per cell ({grid.n})'
-            ) from None
+        h_cell = checked_heights(push_height, grid.n, 'cell')
         r = grid.p_OC
         w_cell = grid.cell_size
         rho = float(np.sqrt(np.mean(np.sum(r**2, axis=1)))) or w_cell
