@@ -159,7 +159,9 @@ class StepParams:
 def step_jacobians(
     params: StepParams, nu: FloatArray, P: FloatArray, step: StepResult
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Jacobians of nu' (K, 3) w.r.t. nu (K, 3, 3), P (K, 3, 3), mass and friction (K, 3, n).
+    """Jacobians of nu' (K, 3) w.r.t. nu (K, 3, 3), P (K, 3, 3), the masses and the further
+    inputs the loads depend on (K, 3, n + E; :class:`StepParams`) and the frictions
+    (K, 3, n).
 
     ``nu`` and ``P`` are the step's inputs, ``step`` its result (with general solutions).
     """
