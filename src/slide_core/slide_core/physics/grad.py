@@ -289,6 +289,7 @@ def one_step_loss(
     X_WO_obs: ArrayLike,
     steps: ArrayLike | None = None,
     support: str = DEFAULT_SUPPORT,
+    push_height: ArrayLike = 0.0,
 ) -> LossGrad:
     """The paper's one-step-ahead loss (Eq. 1) and its exact gradient.
 
@@ -298,6 +299,8 @@ def one_step_loss(
     the pose at t+1 (the indexing of this simulator's semi-implicit step); the loss sums
     the mean squared cell position errors of these predictions. All predictions run as
     one batch. ``steps`` restricts the sum to some t (default: all of 1..T-1).
+    ``push_height`` [m], one or (n,), tips each step's loads by the push's moment as
+    :func:`rollout_loss` does (the yaw is observed here, not predicted).
     """
     if not isinstance(push, WrenchPush):
         raise PhysicsError('gradients need a wrench-driven push (WrenchPush)')
@@ -331,13 +334,20 @@ def one_step_loss(
     V = np.column_stack(((p_C_now - p_C_before) / h, (X[t_of, 2] - X[t_of - 1, 2]) / h))
     nu = body_twist(th, V, c_B)
     P = np.zeros((K * S, 3))
+    f_B = np.zeros((K * S, 2))
     for t in steps:
         rows = t_of == t
-        P[rows], _ = wrench_impulse(model, push, int(t), th[rows])
+        P[rows], f_B[rows] = wrench_impulse(model, push, int(t), th[rows])
     M = model.mass_matrix(mb)
     M_inv = np.asarray(np.linalg.inv(M), dtype=float)
     params = StepParams.of(model, M, mb, mub, h)
-    L, L_tau = params.L, torsion_limits(grid, params.L)
+    L_tau = torsion_limits(grid, params.L)  # the spin's limit stays static, as simulated
+    h_push = push_heights(model, push_height)
+    if h_push.shape[0]:
+        h_z = h_push[model.grid.nearest_cells(push.p_OA[t_of])]
+        dN = h_z[:, None] * np.einsum('kj,kjn->kn', f_B, model.support.tipping_basis(mb))
+        params = params.tipped(dN, np.zeros((K * S, n, 0)))
+    L = params.L
     result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)
     J_nu, _, J_m, J_mu = step_jacobians(params, nu, P, result)
     V1 = com_twist(th, result.nu, c_B)

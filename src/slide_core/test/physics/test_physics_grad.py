@@ -171,3 +171,19 @@ def test_rollout_gradient_with_the_push_moment_matches_finite_differences(seed: 
     assert r.loss[0] > 1e-4
     numeric = central_difference(lambda a, b: run(a, b).loss[0], m, mu)
     assert relative_error(np.concatenate((r.d_mass[0], r.d_friction[0])), numeric) < 1e-5
+
+
+def test_one_step_gradient_with_the_push_moment_matches_finite_differences() -> None:
+    truth, (m, mu), push, _ = setup()
+    height = np.full(SHAPE.n, 0.03)
+    observed = simulate(SHAPE, *truth, push, [0.1, 0.2, 0.3], push_height=height).X_WO[0]
+
+    def run(a, b):  # type: ignore[no-untyped-def]
+        return one_step_loss(SHAPE, a, b, push, observed, push_height=height)
+
+    # The tipped loads explain the tipped motion; the static ones do not.
+    assert run(*truth).loss[0] < 1e-20
+    assert one_step_loss(SHAPE, *truth, push, observed).loss[0] > 1e-12
+    o = run(m, mu)
+    numeric = central_difference(lambda a, b: run(a, b).loss[0], m, mu)
+    assert relative_error(np.concatenate((o.d_mass[0], o.d_friction[0])), numeric) < 1e-4
