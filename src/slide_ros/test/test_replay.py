@@ -79,14 +79,15 @@ def same_fit(fit: Belief, records: TrainingSet, online: Belief) -> str:
     executor's ``records``, on what the pushes fix; the figures, for the log.
 
     - The same data: the optimisers' K models (identify puts them first) have, on the
-      records, the training losses the bag's fit gave them, to 1e-5 (a push height, a push
-      or a pose read otherwise moves them by far more).
+      records, the training losses the bag's fit gave them, to 1e-3 (the stamps' rounding
+      moved them by up to 1.1e-5 in CI; a missing push height moves them by 9 to 19%, a
+      missing push by 25%).
     - As good a fit: the best model of each explains the records within 10% of the other's.
     - The same probability-weighted centre of mass, within 5 mm.
     """
     k = FIT['K']
     assert fit.mass.shape == online.mass.shape
-    np.testing.assert_allclose(records.loss(fit.mass[:k], fit.friction[:k]), fit.loss[:k], 1e-5)
+    np.testing.assert_allclose(records.loss(fit.mass[:k], fit.friction[:k]), fit.loss[:k], 1e-3)
     ratio = (
         records.loss(fit.mass, fit.friction).min()
         / records.loss(online.mass, online.friction).min()
