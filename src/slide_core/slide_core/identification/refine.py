@@ -155,21 +155,17 @@ def refine(
     t0 = time.perf_counter()
     belief = found.belief
     grid, K, n = belief.grid, belief.K, belief.grid.n
-    if belief.push_moment:
-        if push_height is None:
-            raise IdentificationError(
-                "these maps were identified with the push's moment: pass push_height, the "
-                'heights the pushes acted at (Fingertip.force_heights of the grid)'
-            )
-        heights = np.asarray(push_height, dtype=float)
-    else:
-        heights = np.zeros(1) if push_height is None else np.asarray(push_height, dtype=float)
-        if np.any(heights != 0.0):
-            raise IdentificationError(
-                "these maps were identified without the push's moment: refine them without "
-                'push_height'
-            )
-    heights = checked_heights(heights, n, 'cell')
+    if belief.push_moment and push_height is None:
+        raise IdentificationError(
+            "these maps were identified with the push's moment: pass push_height, the "
+            'heights the pushes acted at (Fingertip.force_heights of the grid)'
+        )
+    given = 0.0 if push_height is None else push_height
+    if not belief.push_moment and np.any(np.asarray(given, dtype=float) != 0.0):
+        raise IdentificationError(
+            "these maps were identified without the push's moment: refine them without push_height"
+        )
+    heights = checked_heights(given, n, 'cell')
     if bounds is None and len(found.bounds) == K:
         boxes = list(found.bounds)
     else:
