@@ -30,6 +30,7 @@ E     the gripper: its pads' front end, between the fingers (``p_WE``).
 from __future__ import annotations
 
 from slide_core.geometry.footprint import (
+    boundary_rings,
     cell_corners,
     cells_under,
     com_margins,
@@ -43,6 +44,7 @@ from slide_core.geometry.footprint import (
     tallest_under,
 )
 from slide_core.geometry.grid import Grid, cell_positions
+from slide_core.geometry.outline import check_outline, signed_area, simplify, trace_outline
 from slide_core.geometry.se2 import (
     FloatArray,
     GridError,
@@ -60,9 +62,11 @@ __all__ = [
     'FloatArray',
     'Grid',
     'GridError',
+    'boundary_rings',
     'cell_corners',
     'cell_positions',
     'cells_under',
+    'check_outline',
     'check_pose',
     'com_margins',
     'covered',
@@ -74,10 +78,13 @@ __all__ = [
     'reach',
     'rotation',
     'se2_distance',
+    'signed_area',
+    'simplify',
     'support_polygon',
     'tallest_under',
     'to_frame',
     'to_world',
+    'trace_outline',
     'wrap_angle',
     'yaw_of_quaternion',
 ]

@@ -24,6 +24,14 @@ def cell_corners(grid: Grid) -> FloatArray:
     return np.asarray(grid.p_OC[:, None, :] + d[None, :, :])
 
 
+def boundary_rings(grid: Grid) -> FloatArray:
+    """The footprint's boundary as closed rings (R, V, 2), counter-clockwise, object frame
+    [m]: the grid's real outline (R = 1) when it has one, else every cell's square."""
+    if grid.outline is not None:
+        return np.asarray(grid.outline, dtype=float)[None]
+    return cell_corners(grid)
+
+
 def grid_radius(grid: Grid) -> float:
     """Largest distance [m] from the cells' centroid to a cell corner (the rho that weighs
     rotation against translation in SE(2) distances)."""
@@ -47,9 +55,10 @@ def distance_to_cells(grid: Grid, p_O: FloatArray) -> float:
 
 def support_polygon(grid: Grid, X_WO: ArrayLike) -> FloatArray | None:
     """Vertices (V, 2) of the support polygon in the table frame: the convex hull of the
-    footprint clipped to the table (x >= 0); None when less than a sliver rests on it."""
+    footprint (its real outline, when the grid has one: :func:`boundary_rings`) clipped to
+    the table (x >= 0); None when less than a sliver rests on it."""
     X = check_pose(X_WO, 'X_WO')
-    A = cell_corners(grid) @ rotation(float(X[2])).T + X[:2]
+    A = boundary_rings(grid) @ rotation(float(X[2])).T + X[:2]
     B = np.roll(A, -1, axis=1)
     keep = A[..., 0] >= 0.0
     crossing = (A[..., 0] < 0.0) != (B[..., 0] < 0.0)
@@ -69,7 +78,7 @@ def com_margins(grid: Grid, p_OBcm: FloatArray, X_WO: ArrayLike) -> FloatArray:
     """Signed distance [m] (K,) of centres of mass p_OBcm (K, 2) inside the support polygon
     at X_WO (negative outside; an object wholly on the table gets +inf: it cannot tip)."""
     X = check_pose(X_WO, 'X_WO')
-    corners_W = cell_corners(grid).reshape(-1, 2) @ rotation(float(X[2])).T + X[:2]
+    corners_W = boundary_rings(grid).reshape(-1, 2) @ rotation(float(X[2])).T + X[:2]
     if corners_W[:, 0].min() >= 0.0:
         return np.full(len(p_OBcm), np.inf)
     poly = support_polygon(grid, X)

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
 
+from slide_core.geometry.outline import check_outline
 from slide_core.geometry.se2 import FloatArray, GridError, check_pose, rotation
 
 
@@ -35,12 +36,17 @@ class Grid:
         coverage: (rows, cols) the fraction of each cell's square the object covers, in
             (0, 1] where occupied (a cell on a curved or slanted outline is partly the
             object's), 0 where empty; None when built: every occupied cell is whole.
+        outline: (V, 2) the object's real outline in the object frame [m], a simple
+            polygon counter-clockwise (:mod:`slide_core.geometry.outline`) whose vertices
+            lie on the occupied cells: where the fingertip touches the object and what the
+            table supports; None: the cells' squares are the outline (a staircase).
     """
 
     cell_size: float
     occupancy: NDArray[np.bool_]
     heights: FloatArray
     coverage: FloatArray | None = None
+    outline: FloatArray | None = None
     _p_OC: FloatArray = field(init=False, repr=False)
     _area: FloatArray = field(init=False, repr=False)
     _index: NDArray[np.int64] = field(init=False, repr=False)
@@ -83,6 +89,17 @@ class Grid:
         index.setflags(write=False)
         area = cover[occ]
         cover.setflags(write=False)
+        if self.outline is not None:
+            poly = check_outline(self.outline)
+            half = w / 2 * (1.0 + 1e-6)
+            off = np.abs(poly[:, None, :] - p_OC[None]).max(axis=2).min(axis=1) > half
+            if off.any():
+                k = int(np.argmax(off))
+                raise GridError(
+                    f'outline vertex {k} at {poly[k].round(4).tolist()} m lies on no occupied '
+                    'cell: an outline bounds the cells (trace it from their footprint)'
+                )
+            object.__setattr__(self, 'outline', poly)
         area.setflags(write=False)
         object.__setattr__(self, 'cell_size', w)
         object.__setattr__(self, 'occupancy', occ)

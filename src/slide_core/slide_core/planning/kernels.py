@@ -28,7 +28,12 @@ NO_SUPPORT = -1
 
 def outline(grid: Grid) -> tuple[FloatArray, NDArray[np.int64]]:
     """The footprint's outline: corners (U, 2) in the object frame and its sides as index
-    pairs (E, 2) into them (cell sides with no occupied neighbour across)."""
+    pairs (E, 2) into them: the grid's real outline (:attr:`Grid.outline`) when it has
+    one, else the cell sides with no occupied neighbour across."""
+    if grid.outline is not None:
+        V = grid.outline.shape[0]
+        ring = np.arange(V, dtype=np.int64)
+        return np.array(grid.outline, dtype=float), np.column_stack((ring, np.roll(ring, -1)))
     occ = grid.occupancy
     rows, cols = occ.shape
     w = grid.cell_size

@@ -4,23 +4,46 @@ from __future__ import annotations
 
 import numpy as np
 
-from slide_core.geometry import Grid, cell_corners, com_margins, grid_radius
+from slide_core.geometry import (
+    Grid,
+    boundary_rings,
+    cell_corners,
+    com_margins,
+    grid_radius,
+    polygon_coverage,
+)
 from slide_core.model import Belief, load_workcell
 from slide_core.planning import com_margins_of, in_workspace, is_valid, planner_config
 from slide_core.planning.balance import validity
 from slide_core.planning.kernels import outline
 
+
+def with_outline(outline: np.ndarray, w: float) -> Grid:
+    """The cells a polygon (V, 2) touches, each with the share it covers, and the polygon
+    as the grid's outline (the grid's frame is the polygon's bounding box centre)."""
+    lo, hi = outline.min(axis=0), outline.max(axis=0)
+    cols, rows = (int(v) for v in np.ceil((hi - lo) / w - 1e-9))
+    full = Grid.from_occupancy(np.ones((rows, cols)), w, 0.02)
+    ring = outline - (lo + hi) / 2
+    cover = full.to_map(polygon_coverage(full, ring, samples=40), fill=0.0)
+    return Grid(w, cover > 0, full.heights, cover, ring)
+
+
+ANGLES = np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
 SHAPES = [
     Grid.from_occupancy(np.ones((3, 5)), 0.02),
     Grid.from_occupancy([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 1, 1, 1, 0]], 0.02),
     Grid.from_occupancy([[1, 0, 0, 1], [1, 1, 1, 1], [1, 0, 0, 1]], 0.02),  # concave: an H
+    with_outline(0.045 * np.column_stack((np.cos(ANGLES), np.sin(ANGLES))), 0.02),  # a disc
+    # A slanted concave outline: a boomerang.
+    with_outline(np.array([[0.0, 0.0], [0.09, 0.01], [0.03, 0.025], [0.01, 0.07]]), 0.02),
 ]
 
 
 def beliefs(rng: np.random.Generator) -> list[Belief]:
     out = []
     for grid in SHAPES:
-        mass = rng.uniform(0.005, 0.03, (5, grid.n))
+        mass = rng.uniform(0.005, 0.03, (5, grid.n)) * grid.area
         out.append(Belief.create(grid, mass, np.full((5, grid.n), 0.4), np.full(5, 0.2)))
     return out
 
@@ -70,7 +93,7 @@ def test_the_validity_closure_agrees_with_is_valid() -> None:
             )
             assert check(*X) == is_valid(belief, X, config)
             on_table = in_workspace(belief.grid, X, config)
-            corners = cell_corners(belief.grid).reshape(-1, 2)
+            corners = boundary_rings(belief.grid).reshape(-1, 2)
             c, s = np.cos(X[2]), np.sin(X[2])
             world = corners @ np.array([[c, s], [-s, c]]) + X[:2]
             assert on_table == bool(
