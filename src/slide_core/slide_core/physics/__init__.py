@@ -53,12 +53,13 @@ positions ``x+ = x + h v+``. Per step:
    of the object (the F/T-measured push the identification uses), added to ``v*``.
    (b) A kinematic fingertip: a disc of radius ``r_F`` whose centre follows a given path;
    unilateral contact with the object's nearest cell square, or with its real outline when
-   one is given (``simulate(outline=)``: a polygon, its closest point and outward normal;
-   square cells misplace a curved outline by up to half a cell), position-stabilised so
-   the gap after the step is non-negative, with Coulomb friction ``mu_F`` (two tangential
-   rows, limit ``mu_F lambda_n``). The outline is for the fast simulator and its Python
-   steps; the reference simulator, the gradients and the quasi-static planning model
-   touch the cells' squares.
+   it has one (:attr:`slide_core.geometry.Grid.outline`, which perception traces, or
+   ``simulate(outline=)``: a polygon, its closest point and outward normal; square cells
+   misplace a curved outline by up to half a cell), position-stabilised so the gap after
+   the step is non-negative, with Coulomb friction ``mu_F`` (two tangential rows, limit
+   ``mu_F lambda_n``). The fast simulator, its Python steps, the reference simulator and
+   the quasi-static planning model all touch the outline; the gradients take measured
+   wrenches, with no fingertip to touch anything.
 
 Sign conventions: frames and angles as in :mod:`slide_core.geometry` (z up, counter-clockwise
 positive). Generalised coordinates per cell and for the rigid body are ``(x, y, theta)``

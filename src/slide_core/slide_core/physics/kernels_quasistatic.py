@@ -26,6 +26,8 @@ import math
 from numba import njit
 import numpy as np
 
+from slide_core.physics.kernels_outline import outline_contact
+
 BISECTIONS = 22
 """Bisection steps of each one-dimensional problem (the model's resolution)."""
 SLIP_ROUNDS = 3
@@ -207,6 +209,7 @@ def push_batch(
     slipping: np.ndarray,
     c_tip: np.ndarray,
     h_push: np.ndarray,
+    outline: np.ndarray,
 ) -> None:
     """B hypotheses pushed S fingertip steps of ``ds`` [m] along the unit direction d (2,)
     from p0 (2,), each from its pose X0 (B, 3): poses into X (B, S+1, 3), touching and
@@ -215,7 +218,8 @@ def push_batch(
     The push's moment: c_tip (B, 2, n) [1/m] the friction forces' change per unit
     table-plane moment along body x and y, h_push (n,) [m] the push's height on each cell
     (size 0: no moment); each step's loads tip with the force of the step before, at the
-    touched cell's height.
+    touched cell's height. outline (V, 2): the object's real outline about G, which the
+    fingertip touches instead of the cells' squares (V = 0: the squares).
     """
     B = c.shape[0]
     n = r.shape[0]
@@ -253,27 +257,37 @@ def push_batch(
             qx = 0.0
             qy = 0.0
             touched = 0
-            inside = False
-            for i in range(n):
-                dx = px - r[i, 0]
-                dy = py - r[i, 1]
-                if abs(dx) < half and abs(dy) < half:
-                    inside = True
-                cx = r[i, 0] + min(max(dx, -half), half)
-                cy = r[i, 1] + min(max(dy, -half), half)
-                dist = math.sqrt((px - cx) ** 2 + (py - cy) ** 2)
-                if dist < best:
-                    best = dist
-                    qx = cx
-                    qy = cy
-                    touched = i
-            m = max(best, 1e-12)
-            ox = (px - qx) / m
-            oy = (py - qy) / m
-            if inside:
-                ox = -ox
-                oy = -oy
-            pen = best + radius if inside else radius - best
+            if outline.shape[0] > 0:
+                qx, qy, ox, oy, signed = outline_contact(px, py, outline)
+                pen = radius - signed
+                if tipping and pen > 0.0:  # the push's height: the cell under q
+                    for i in range(n):
+                        dist = (qx - r[i, 0]) ** 2 + (qy - r[i, 1]) ** 2
+                        if dist < best:
+                            best = dist
+                            touched = i
+            else:
+                inside = False
+                for i in range(n):
+                    dx = px - r[i, 0]
+                    dy = py - r[i, 1]
+                    if abs(dx) < half and abs(dy) < half:
+                        inside = True
+                    cx = r[i, 0] + min(max(dx, -half), half)
+                    cy = r[i, 1] + min(max(dy, -half), half)
+                    dist = math.sqrt((px - cx) ** 2 + (py - cy) ** 2)
+                    if dist < best:
+                        best = dist
+                        qx = cx
+                        qy = cy
+                        touched = i
+                m = max(best, 1e-12)
+                ox = (px - qx) / m
+                oy = (py - qy) / m
+                if inside:
+                    ox = -ox
+                    oy = -oy
+                pen = best + radius if inside else radius - best
             if not pen > 0.0:
                 X[b, k + 1, 0] = X[b, k, 0]
                 X[b, k + 1, 1] = X[b, k, 1]
@@ -355,4 +369,5 @@ def warm_up() -> None:
         np.zeros(2), 0.01, np.zeros((1, 3)), np.array([-0.03, 0.0]), np.array([1.0, 0.0]),
         0.005, 2, 0.008, 0.3, X, np.zeros((1, 2), dtype=np.bool_),
         np.zeros((1, 2), dtype=np.bool_), np.zeros((1, 2, 2)), np.full(2, 0.01),
+        np.zeros((0, 2)),
     )  # fmt: skip

@@ -138,5 +138,6 @@ def push(
         slipping,
         c_tip,
         h_push,
+        model.outline_B,
     )
     return QuasiStaticRollout(X, touching, slipping)

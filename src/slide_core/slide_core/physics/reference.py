@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.physics.inputs import FingertipPush, Push, Rollout, WrenchPush, check_params
+from slide_core.physics.kernels_outline import outline_contact
 from slide_core.physics.mlcp import Fingertip, solve_mlcp
 from slide_core.physics.rigid import (
     MOVING_SPEED,
@@ -83,12 +84,30 @@ def _weld_jacobian(p: FloatArray, th: FloatArray, tree: NDArray[np.int64]) -> Fl
 
 
 def _fingertip_contact(
-    push: FingertipPush, t: int, p: FloatArray, Rc: FloatArray, w: float, h: float
+    push: FingertipPush,
+    t: int,
+    p: FloatArray,
+    Rc: FloatArray,
+    w: float,
+    h: float,
+    outline_B: FloatArray,
 ) -> tuple[int, FloatArray, FloatArray, float, FloatArray] | None:
     """The fingertip's contact at step t, when it touches (or will within the step):
-    (cell, closest point q (world), outward normal, gap [m], fingertip velocity)."""
+    (cell, closest point q (world), outward normal, gap [m], fingertip velocity). The
+    object is its cells' squares, or its real outline ``outline_B`` (V, 2) about the
+    cells' centroid G (V > 0), touched through the cell nearest the contact."""
     p_F = push.p_WF[t]
     v_F = (push.p_WF[t + 1] - p_F) / h
+    if outline_B.shape[0]:
+        p_G = p.mean(axis=0)  # the welded cells' centroid
+        local_B = (p_F - p_G) @ Rc
+        qx, qy, nx, ny, signed = outline_contact(float(local_B[0]), float(local_B[1]), outline_B)
+        gap = signed - push.radius
+        if gap >= h * float(np.linalg.norm(v_F)) + 1e-3:
+            return None
+        q = p_G + Rc @ np.array([qx, qy])
+        c = int(np.argmin(np.max(np.abs((p - q) @ Rc), axis=1)))  # the cell holding q
+        return c, q, np.asarray(Rc @ np.array([nx, ny]), dtype=float), gap, v_F
     local = (p_F - p) @ Rc  # fingertip in each cell's frame
     q_local = np.clip(local, -w / 2.0, w / 2.0)
     dist = np.linalg.norm(local - q_local, axis=1)
@@ -166,7 +185,7 @@ def simulate_reference(
         Rc = rotation(cells_th[0])
         contact = None
         if isinstance(push, FingertipPush):
-            contact = _fingertip_contact(push, t, p, Rc, w, h)
+            contact = _fingertip_contact(push, t, p, Rc, w, h, model.outline_B)
         # Friction polygons of resting cells: turned like the fast simulator's (a vertex
         # along the fingertip's push or the applied force, else the body's x axis).
         if contact is not None:

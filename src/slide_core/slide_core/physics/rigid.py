@@ -71,7 +71,8 @@ class RigidModel:
     ) -> RigidModel:
         """The model of ``grid`` under ``support``, with each cell's covered ``area``
         fraction and the fingertip against ``outline`` (V, 2), a simple polygon in the
-        object frame, when given (else against the cells' squares)."""
+        object frame: the grid's own (:attr:`Grid.outline`) when omitted, and the cells'
+        squares when the grid has none."""
         p_OG = grid.p_OC.mean(axis=0)
         r = grid.p_OC - p_OG
         n = grid.n
@@ -82,6 +83,8 @@ class RigidModel:
         J[:, 1, 2] = r[:, 0]
         Q = np.einsum('nai,naj->nij', J, J)
         Q[:, 2, 2] += grid.cell_size**2 / 6.0
+        if outline is None:
+            outline = grid.outline
         if outline is None:
             outline_B = np.zeros((0, 2))
         else:

@@ -57,6 +57,33 @@ def test_fingertip_pushes_agree_with_the_fast_simulator(start, direction, mu_f) 
     np.testing.assert_allclose(fast.f_push_W, ref.f_push_W, atol=1e-4 * np.abs(ref.f_push_W).max())
 
 
+# The same cells with a real outline: slanted at the right end and the top, on the cells.
+OUTLINE = np.array(
+    [[-0.02, -0.03], [0.02, -0.03], [0.02, -0.01], [0.04, -0.005], [0.04, 0.005], [0.02, 0.01],
+     [0.015, 0.03], [-0.035, 0.03], [-0.04, 0.02], [-0.04, -0.01], [-0.02, -0.01]]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ('start', 'direction'), [([0.035, -0.05], [-0.1, 1.0]), ([0.03, 0.05], [-0.3, -1.0])]
+)
+def test_fingertip_pushes_on_a_real_outline_agree_with_the_fast_simulator(
+    start, direction
+) -> None:  # type: ignore[no-untyped-def]
+    shape = Grid(SHAPE.cell_size, SHAPE.occupancy, SHAPE.heights, None, OUTLINE)
+    m, mu = maps(4)
+    push = FingertipPush.straight(start, direction, 0.06, 0.08, DT, radius=0.008, mu=0.4)
+    fast = simulate(shape, m, mu, push, [0, 0, 0])
+    ref = simulate_reference(shape, m, mu, push, [0, 0, 0])
+    squares = simulate_reference(SHAPE, m, mu, push, [0, 0, 0])
+    assert np.abs(ref.X_WO[0, -1, :2]).max() > 0.01
+    dev = np.abs(cell_positions(shape, fast.X_WO[0]) - cell_positions(shape, ref.X_WO[0]))
+    assert dev.max() < 1e-7
+    # The outline is not the squares: the pushes end elsewhere.
+    moved = cell_positions(shape, squares.X_WO[0, -1]) - cell_positions(shape, ref.X_WO[0, -1])
+    assert np.abs(moved).max() > 0.001
+
+
 def test_reference_rejects_what_it_cannot_simulate() -> None:
     m, mu = maps(0)
     push = WrenchPush.create(SHAPE, [0.0, 0.0], np.ones((2, 2)), DT)
