@@ -47,7 +47,7 @@ from rosbags.typesys.store import Typestore
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path
 from slide_core.identification import random_push
-from slide_core.io import bagfile, coverage_values
+from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
 from slide_sim.twin import PushRecording, Twin
 
@@ -160,6 +160,7 @@ class _Bag:
             occupancy=g.occupancy.ravel().astype(np.uint8),
             heights=g.heights.ravel().astype(np.float32),
             coverage=coverage_values(g),
+            outline=outline_values(g),
         )
 
     def truth(self, twin: Twin, t: float) -> Any:

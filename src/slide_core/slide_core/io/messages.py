@@ -90,12 +90,19 @@ def grid_from_msg(msg: Any) -> tuple[Grid, FloatArray]:
             f'the object grid is {rows} x {cols} but has {coverage.size} coverage values '
             '(none, or one per cell)'
         )
+    outline = np.asarray(getattr(msg, 'outline', ()), dtype=float)  # absent before it was
+    if outline.size % 2 or 0 < outline.size < 6:
+        raise MessageError(
+            f'the object grid has {outline.size} outline values: none, or x, y pairs of '
+            'at least 3 vertices'
+        )
     try:
         grid = Grid(
             float(msg.cell_size),
             occupancy.reshape(rows, cols) > 0,
             heights.reshape(rows, cols),
             coverage.reshape(rows, cols) if coverage.size else None,
+            outline.reshape(-1, 2) if outline.size else None,
         )
     except GridError as exc:
         raise MessageError(f'the object grid is not a grid: {exc}') from None
@@ -110,6 +117,14 @@ def coverage_values(grid: Grid) -> NDArray[np.float32]:
     return grid.to_map(grid.area, fill=0.0).astype(np.float32).ravel()
 
 
+def outline_values(grid: Grid) -> FloatArray:
+    """``ObjectGrid.outline`` of a grid: its outline's x, y pairs [m], object frame, or none
+    when the cells' squares are its outline."""
+    if grid.outline is None:
+        return np.zeros(0)
+    return np.asarray(grid.outline, dtype=float).ravel()
+
+
 def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
     """Fill a ``slide_interfaces/ObjectGrid`` (header set by the caller)."""
     msg.cell_size = float(grid.cell_size)
@@ -117,6 +132,7 @@ def grid_to_msg(grid: Grid, X_WO: FloatArray, msg: Any) -> Any:
     msg.occupancy = grid.occupancy.astype(np.uint8).ravel().tolist()
     msg.heights = grid.heights.astype(np.float32).ravel().tolist()
     msg.coverage = coverage_values(grid).tolist()
+    msg.outline = outline_values(grid).tolist()
     set_planar_pose(msg.pose, X_WO)
     return msg
 

@@ -214,6 +214,8 @@ def belief_to_dict(
     }
     if not g.whole:  # cells the object covers in part (absent: every cell whole)
         doc['coverage'] = rows(g.area)
+    if g.outline is not None:  # the real outline (absent: the cells' squares)
+        doc['outline'] = [[float(x), float(y)] for x, y in g.outline]
     return doc
 
 
@@ -225,11 +227,13 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         )
     try:
         coverage = doc.get('coverage')
+        outline = doc.get('outline')
         grid = Grid(
             float(doc['cell_size']),
             np.asarray(doc['occupancy'], dtype=bool),
             np.asarray(doc['heights'], dtype=float),
             None if coverage is None else np.asarray(coverage, dtype=float),
+            None if outline is None else np.asarray(outline, dtype=float),
         )
         models = doc['models']
         if not isinstance(models, list) or not models:

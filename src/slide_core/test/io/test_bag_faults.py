@@ -373,8 +373,8 @@ def test_an_sqlite3_bag_reads_alike(bag: Path, tmp_path: Path, store: Any):
 def test_a_bag_from_before_the_grids_coverage_reads_as_whole_cells(
     bag: Path, tmp_path: Path, store: Any
 ):
-    # A recording made before ObjectGrid carried each cell's coverage holds the old type:
-    # its grid reads back whole, and its pushes as before.
+    # A recording made before ObjectGrid carried each cell's coverage and the outline
+    # holds the old type: its grid reads back whole, as squares, and its pushes as before.
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     from slide_core.io.bagfile import interfaces_dir
@@ -384,8 +384,8 @@ def test_a_bag_from_before_the_grids_coverage_reads_as_whole_cells(
     for path in sorted(interfaces_dir().glob('*.msg')):
         text = path.read_text()
         if path.stem == 'ObjectGrid':
-            assert 'float32[] coverage' in text
-            text = text.replace('float32[] coverage', '')
+            assert 'float32[] coverage' in text and 'float64[] outline' in text
+            text = text.replace('float32[] coverage', '').replace('float64[] outline', '')
         types.update(get_types_from_msg(text, f'slide_interfaces/msg/{path.stem}'))
     old.register(types)
     OldGrid = old.types['slide_interfaces/msg/ObjectGrid']
@@ -401,5 +401,6 @@ def test_a_bag_from_before_the_grids_coverage_reads_as_whole_cells(
     older = rewrite(bag, tmp_path / 'older', old, drop_coverage)
     read = read_pushes(older)
     assert read.grid.whole and read.grid.n == load_object('box').grid.n
+    assert read.grid.outline is None
     assert [p.index for p in read.pushes] == [0, 1, 2]
     np.testing.assert_allclose(read.pushes[0].push.f_W, read_pushes(bag, [0]).pushes[0].push.f_W)

@@ -106,6 +106,23 @@ def test_a_grid_message_carries_the_cells_coverage():
         grid_from_msg(msg)
 
 
+def test_a_grid_message_carries_the_outline():
+    occ = np.array([[1, 1, 0], [1, 1, 1]], bool)
+    outline = np.array([[-0.03, -0.02], [0.03, -0.02], [0.02, 0.0], [-0.01, 0.02], [-0.03, 0.0]])
+    grid = Grid(0.02, occ, np.full(occ.shape, 0.03), None, outline)
+    msg = grid_to_msg(grid, np.zeros(3), ObjectGrid())
+    back, _ = grid_from_msg(msg)
+    assert back.outline is not None
+    np.testing.assert_array_equal(back.outline, grid.outline)
+    assert len(grid_to_msg(Grid(0.02, occ, grid.heights), np.zeros(3), ObjectGrid()).outline) == 0
+    msg.outline = msg.outline[:-1]  # an odd count
+    with pytest.raises(SlideInputError, match='outline values'):
+        grid_from_msg(msg)
+    msg.outline = [0.5, 0.5, 0.6, 0.5, 0.6, 0.6]  # off the cells
+    with pytest.raises(SlideInputError, match='no occupied cell'):
+        grid_from_msg(msg)
+
+
 def test_twin_camera_cloud_to_grid_message_to_core_grid():
     """The real pipeline: the twin's rendered depth as a PointCloud2 in the optical frame,
     through the extrinsics file, perception, the ObjectGrid message and back."""

@@ -141,3 +141,22 @@ def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, t
     path.write_text('models: [')
     with pytest.raises(BeliefError, match='not valid YAML'):
         load_belief(path)
+
+
+def test_a_beliefs_file_keeps_the_grids_outline(tmp_path):
+    occ = np.ones((2, 3), bool)
+    outline = np.array([[-0.03, -0.02], [0.03, -0.02], [0.02, 0.02], [-0.02, 0.02]])
+    grid = Grid(0.02, occ, np.full(occ.shape, 0.03), None, outline)
+    b = Belief.create(grid, np.full(6, 0.01), np.full(6, 0.3))
+    path = save_belief(b, tmp_path / 'outline.yaml')
+    back = load_belief(path)
+    assert back.grid.outline is not None
+    np.testing.assert_allclose(back.grid.outline, grid.outline)
+    doc = yaml.safe_load(path.read_text())
+    for bad in ([[0.0, 0.0], [0.01, 0.0]], [[0.0, 0.0, 0.0]] * 3, 'square', [[0.5, 0.5]] * 3):
+        path.write_text(yaml.safe_dump({**doc, 'outline': bad}))
+        with pytest.raises(BeliefError, match=r'outline\.yaml: malformed belief'):
+            load_belief(path)
+    squares = save_belief(Belief.create(Grid(0.02, occ, grid.heights), b.mass, b.friction),
+                          tmp_path / 'squares.yaml')  # fmt: skip
+    assert 'outline' not in yaml.safe_load(squares.read_text())
