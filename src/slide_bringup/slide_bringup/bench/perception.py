@@ -1,7 +1,8 @@
 """``slide bench perception``: the perception pipeline on twin scenes with known truth.
 
 For every object and random pose: render the twin's RGB-D camera (noise, quantisation,
-holes), acquire the grid (footprint IoU against the true footprint), then push the object
+holes), acquire the grid (footprint IoU against the true footprint; the mean distance of its
+traced outline, and of its cells' staircase, to the true boundary), then push the object
 and track it at the camera's 30 Hz while the fingertip is in contact (cut out by its known
 pose). Tracking error compares the tracked motion with the true motion from the first
 frame (the perceived object frame differs from the specification's by a fixed transform,
@@ -77,6 +78,42 @@ def footprint_iou(grid_a: Grid, X_a: FloatArray, grid_b: Grid, X_b: FloatArray) 
     return float((a & b).sum() / max(1, (a | b).sum()))
 
 
+def boundary_segments(grid: Grid) -> tuple[FloatArray, FloatArray]:
+    """The ends (S, 2) and (S, 2) of a grid's boundary in its object frame [m]: its
+    outline's sides, or its cells' free sides when it has none."""
+    if grid.outline is not None:
+        return grid.outline, np.roll(grid.outline, -1, axis=0)
+    _, mid, n_out = grid.outline_sides()
+    half = grid.cell_size / 2 * np.column_stack((-n_out[:, 1], n_out[:, 0]))
+    return mid - half, mid + half
+
+
+def boundary_error_mm(truth: Grid, X_true: FloatArray, est: Grid, X_est: FloatArray) -> float:
+    """Mean distance [mm] from points every millimetre along the estimated grid's boundary
+    (its outline, else its cells' staircase) to the true object's boundary."""
+    a, b = boundary_segments(est)
+    lengths = np.linalg.norm(b - a, axis=1)
+    points = np.concatenate(
+        [
+            a[k]
+            + np.linspace(0.0, 1.0, max(2, int(lengths[k] / 0.001)), endpoint=False)[:, None]
+            * (b[k] - a[k])
+            for k in range(len(a))
+        ]
+    )
+    p_W = points @ rotation(float(X_est[2])).T + X_est[:2]
+    p = (p_W - X_true[:2]) @ rotation(float(X_true[2]))  # in the true object frame
+    ta, tb = boundary_segments(truth)
+    d = tb - ta
+    t = np.clip(
+        np.einsum('psk,sk->ps', p[:, None, :] - ta[None], d) / np.einsum('sk,sk->s', d, d),
+        0.0,
+        1.0,
+    )
+    closest = ta[None] + t[..., None] * d[None]
+    return float(np.linalg.norm(p[:, None, :] - closest, axis=2).min(axis=1).mean() * 1000)
+
+
 def _stats(values: Sequence[float]) -> dict[str, float]:
     v = np.asarray(values, dtype=float)
     if v.size == 0:
@@ -143,6 +180,10 @@ def run(
     rng = np.random.default_rng(seed)
     ious: list[float] = []
     acquire_ms: list[float] = []
+    outline_mm: list[float] = []  # the estimated boundary's distance to the true one
+    squares_mm: list[float] = []  # the same for the estimated cells' staircase
+    traced = 0
+    w = config.cell_size
     watchers: list[_Watcher] = []
     per_object: dict[str, Any] = {}
     for name in names:
@@ -159,6 +200,10 @@ def run(
                 acquire_ms.append((time.perf_counter() - t) * 1000)
                 X_true0 = twin.object_pose()
                 obj_iou.append(footprint_iou(spec.grid, X_true0, est.grid, est.X_WO))
+                squares = Grid(w, est.grid.occupancy, est.grid.heights, est.grid.coverage)
+                outline_mm.append(boundary_error_mm(spec.grid, X_true0, est.grid, est.X_WO))
+                squares_mm.append(boundary_error_mm(spec.grid, X_true0, squares, est.X_WO))
+                traced += est.grid.outline is not None
                 watcher = _Watcher(
                     twin,
                     camera,
@@ -184,6 +229,9 @@ def run(
         'frames': sum(w.frames for w in watchers),
         'poor_registrations': sum(w.poor for w in watchers),
         'footprint_iou': {'median': float(np.median(ious)), 'worst': float(min(ious))},
+        'outlines_traced': traced,
+        'outline_error_mm': _stats(outline_mm),
+        'squares_error_mm': _stats(squares_mm),
         'pose_error_mm': _stats([e for w in watchers for e in w.errors_mm]),
         'pose_error_deg': _stats([e for w in watchers for e in w.errors_deg]),
         'ms_per_frame': _stats([e for w in watchers for e in w.frame_ms]),

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
 from scipy.spatial import ConvexHull, QhullError
 
-from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, GridError, rotation, trace_outline
 from slide_core.perception.cloud import (
     KeepOut,
     PerceptionConfig,
@@ -85,6 +85,9 @@ class _Raster:
     rows: int
     cols: int
     coverage: FloatArray  # (rows, cols) covered share of each cell
+    sub: int  # sub-cells per cell edge
+    pitch: float  # a sub-cell's edge [m]
+    image: NDArray[np.bool_]  # (rows * sub, cols * sub) the covered sub-cells, row 0 at +y
 
 
 def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
@@ -100,7 +103,24 @@ def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
     )
     fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
-    return _Raster(origin, rows, cols, coverage)
+    return _Raster(origin, rows, cols, coverage, sub, pitch, fine)
+
+
+def _outline(
+    ras: _Raster, occupancy: NDArray[np.bool_], origin_O: FloatArray
+) -> FloatArray | None:
+    """The footprint's real outline in O (:func:`trace_outline`, within half a pitch of
+    the covered sub-cells) clipped to the occupied cells, whose lower-left corner is origin_O
+    (2,); None (the cells' squares) when those cells cut the footprint into pieces, which
+    one outline cannot bound, or when the traced polygon is not simple."""
+    mask = ras.image & np.kron(occupancy, np.ones((ras.sub, ras.sub), dtype=bool))
+    _, pieces = ndimage.label(mask)
+    if pieces != 1:
+        return None
+    try:
+        return trace_outline(mask, origin_O, ras.pitch, ras.pitch / 2)
+    except GridError:
+        return None
 
 
 def _lattice_angle(xy: FloatArray) -> float:
@@ -199,11 +219,14 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     # shrink with depth noise). Which cells belong stays decided on the fifths.
     spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
     fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
-    covered = _raster(xy_P, w, fine).coverage if fine > sub else ras.coverage
+    fine_ras = _raster(xy_P, w, fine) if fine > sub else ras
     # A cell kept on the fifths' evidence that the finer sub-cells barely see (a few
     # stray samples) keeps the least coverage they can tell.
-    area = np.where(occupancy, np.maximum(covered, 1.0 / fine**2), 0.0)
-    grid = Grid(w, occupancy, heights, area)
+    area = np.where(occupancy, np.maximum(fine_ras.coverage, 1.0 / fine**2), 0.0)
+    # The real outline, from the same sub-cells: the fingertip touches it, not the cells'
+    # staircase. O's origin is the grid's centre, centre_P in P (the axes are P's).
+    outline = _outline(fine_ras, occupancy, origin - centre_P)
+    grid = Grid(w, occupancy, heights, area, outline)
     p_WO = mean + R @ centre_P
     X_WO = np.array([p_WO[0], p_WO[1], yaw])
     model_xy = (xy - p_WO) @ R

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import polygon_coverage, rotation
+from slide_core.geometry import polygon_coverage, rotation, signed_area
 from slide_core.perception import (
     KeepOut,
     PerceptionConfig,
@@ -98,6 +98,25 @@ def test_each_cell_carries_the_share_of_it_the_object_covers():
     # Each within a tenth of its cell (sub-cells of a fifth of it read up to 0.17 over).
     assert np.abs(est.grid.area - truth).max() < 0.1
     assert est.grid.area.sum() == pytest.approx(truth.sum(), rel=0.03)
+
+
+def test_the_grid_carries_the_outline_the_camera_saw_within_its_cells():
+    # A box's outline is its rectangle; a disc's follows its rim, except where a corner
+    # cell covered below the fill fraction was left out (the outline stays on the cells).
+    box = acquire(scene(box_top((0.4, 0.1, 0.3))), CFG)
+    assert box.grid.outline is not None and len(box.grid.outline) <= 8
+    assert signed_area(box.grid.outline) == pytest.approx(0.16 * 0.08, rel=0.03)
+    centre, radius = np.array([0.35, -0.05]), 0.05
+    est = acquire(scene(disc_top(centre, radius)), CFG)
+    outline = est.grid.outline
+    assert outline is not None
+    w = est.grid.cell_size
+    # The outline bounds what the cells cover.
+    assert signed_area(outline) == pytest.approx(est.grid.area.sum() * w * w, rel=0.03)
+    rim = np.linalg.norm(outline @ rotation(est.X_WO[2]).T + est.X_WO[:2] - centre, axis=1)
+    assert rim.max() < radius + 0.0025  # never outside the rim by more than the noise
+    on_rim = np.abs(rim - radius) < 0.0025
+    assert on_rim.mean() > 0.6  # most vertices are on it: it is not the cells' staircase
 
 
 def test_tracking_follows_motion_and_ignores_the_pusher():
