@@ -18,7 +18,7 @@ import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from slide_core.geometry import FloatArray, cell_positions, rotation, to_world
+from slide_core.geometry import FloatArray, boundary_segments, cell_positions, rotation, to_world
 from slide_core.model import Belief
 
 
@@ -83,17 +83,14 @@ def footprint(
     frame: str,
     stamp: Any,
 ) -> Marker:
-    """The object's outline at X_WO as a LINE_LIST of its cells' outer sides."""
-    g = belief.grid
+    """The object's outline at X_WO as a LINE_LIST: its real outline, or its cells' outer
+    sides (:func:`slide_core.geometry.boundary_segments`)."""
     m = _marker(ns, mid, Marker.LINE_LIST, frame, stamp)
     m.scale.x = 0.002
     m.color = _colour(*rgba)
-    _, mids, normals = g.outline_sides()
-    tangent = np.column_stack((-normals[:, 1], normals[:, 0])) * (g.cell_size / 2)
-    ends = to_world(
-        np.asarray(X_WO, dtype=float), np.concatenate((mids - tangent, mids + tangent))
-    )
-    n = len(mids)
+    starts, stops = boundary_segments(belief.grid)
+    ends = to_world(np.asarray(X_WO, dtype=float), np.concatenate((starts, stops)))
+    n = len(starts)
     for a, b in zip(ends[:n], ends[n:], strict=True):
         m.points.append(Point(x=float(a[0]), y=float(a[1]), z=0.001))
         m.points.append(Point(x=float(b[0]), y=float(b[1]), z=0.001))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid, rotation, wrap_angle
+from slide_core.geometry import FloatArray, Grid, boundary_segments, rotation, wrap_angle
 from slide_core.identification import outline_point
 from slide_core.model import Primitive, library_names, load_object, load_workcell
 from slide_core.perception import (
@@ -76,16 +76,6 @@ def footprint_iou(grid_a: Grid, X_a: FloatArray, grid_b: Grid, X_b: FloatArray) 
     a = footprint_mask(grid_a, X_a, lo, n)
     b = footprint_mask(grid_b, X_b, lo, n)
     return float((a & b).sum() / max(1, (a | b).sum()))
-
-
-def boundary_segments(grid: Grid) -> tuple[FloatArray, FloatArray]:
-    """The ends (S, 2) and (S, 2) of a grid's boundary in its object frame [m]: its
-    outline's sides, or its cells' free sides when it has none."""
-    if grid.outline is not None:
-        return grid.outline, np.roll(grid.outline, -1, axis=0)
-    _, mid, n_out = grid.outline_sides()
-    half = grid.cell_size / 2 * np.column_stack((-n_out[:, 1], n_out[:, 0]))
-    return mid - half, mid + half
 
 
 def boundary_error_mm(truth: Grid, X_true: FloatArray, est: Grid, X_est: FloatArray) -> float:

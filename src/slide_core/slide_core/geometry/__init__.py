@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from slide_core.geometry.footprint import (
     boundary_rings,
+    boundary_segments,
     cell_corners,
     cells_under,
     com_margins,
@@ -63,6 +64,7 @@ __all__ = [
     'Grid',
     'GridError',
     'boundary_rings',
+    'boundary_segments',
     'cell_corners',
     'cell_positions',
     'cells_under',

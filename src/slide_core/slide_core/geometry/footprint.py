@@ -32,6 +32,17 @@ def boundary_rings(grid: Grid) -> FloatArray:
     return cell_corners(grid)
 
 
+def boundary_segments(grid: Grid) -> tuple[FloatArray, FloatArray]:
+    """The footprint's boundary as segments from (S, 2) to (S, 2), object frame [m]: the
+    real outline's sides when the grid has one, else the cells' sides with no occupied
+    neighbour across."""
+    if grid.outline is not None:
+        return np.asarray(grid.outline, dtype=float), np.roll(grid.outline, -1, axis=0)
+    _, mid, n_out = grid.outline_sides()
+    half = grid.cell_size / 2 * np.column_stack((-n_out[:, 1], n_out[:, 0]))
+    return np.asarray(mid - half, dtype=float), np.asarray(mid + half, dtype=float)
+
+
 def grid_radius(grid: Grid) -> float:
     """Largest distance [m] from the cells' centroid to a cell corner (the rho that weighs
     rotation against translation in SE(2) distances)."""
