@@ -32,6 +32,8 @@ BISECTIONS = 22
 """Bisection steps of each one-dimensional problem (the model's resolution)."""
 SLIP_ROUNDS = 3
 """Alternations between rotation and slip for a slipping contact."""
+PATTERN_REACH = 4.0
+"""How far past a round's change of rotation and slip its line search looks (in rounds)."""
 
 
 @njit(cache=True)
@@ -331,6 +333,8 @@ def push_batch(
                 beta = 0.0
                 lim_b = 3.0 * ds + pen
                 for rnd in range(SLIP_ROUNDS):
+                    a_was = a
+                    beta_was = beta
                     a = _bisect(
                         cb, ct, rp, bx + beta * tx, by + beta * ty, 0.0, z1x, z1y, 1.0, 0.0,
                         -0.5, 0.5, last_a if rnd == 0 else a,
@@ -339,6 +343,31 @@ def push_batch(
                         cb, ct, rp, bx + a * z1x, by + a * z1y, a, tx, ty, 0.0,
                         sigma * mu_tip * fn, -lim_b, lim_b, last_beta if rnd == 0 else beta,
                     )  # fmt: skip
+                    # Along the round's own change: where rotation and slip are coupled
+                    # (a curved outline) the two searches zigzag towards the minimum.
+                    da = a - a_was
+                    db = beta - beta_was
+                    if da != 0.0 or db != 0.0:
+                        s_lo = -1.0
+                        s_hi = PATTERN_REACH
+                        if db != 0.0:  # keep beta within +-lim_b
+                            e1 = (-lim_b - beta) / db
+                            e2 = (lim_b - beta) / db
+                            s_lo = max(s_lo, min(e1, e2))
+                            s_hi = min(s_hi, max(e1, e2))
+                        if da != 0.0:  # and a within +-0.5
+                            e1 = (-0.5 - a) / da
+                            e2 = (0.5 - a) / da
+                            s_lo = max(s_lo, min(e1, e2))
+                            s_hi = min(s_hi, max(e1, e2))
+                        if s_lo < 0.0 < s_hi:
+                            sp = _bisect(
+                                cb, ct, rp, bx + a * z1x + beta * tx, by + a * z1y + beta * ty,
+                                a, da * z1x + db * tx, da * z1y + db * ty, da,
+                                sigma * mu_tip * fn * db, s_lo, s_hi, 0.0,
+                            )  # fmt: skip
+                            a += sp * da
+                            beta += sp * db
                     fgx, fgy = _force(
                         cb, ct, rp, bx + a * z1x + beta * tx, by + a * z1y + beta * ty, a
                     )
