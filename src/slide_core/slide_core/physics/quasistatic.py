@@ -26,7 +26,9 @@ model (:mod:`slide_core.physics.support`; ``m_i g`` under ``'cell-mass'``). Per 
   cone ``|f_t| <= mu_tip f_n``, the contact slides: nu keeps the normal constraint, the
   tangential slip beta and the rotation alpha minimise ``D - sigma mu_tip f_n beta`` (the
   friction force does work on the cone's edge), with f_n updated from the solution a few
-  times (a fixed point; each inner problem is convex, solved by coordinate bisection).
+  times (a fixed point; each inner problem is convex, solved by coordinate bisection:
+  alpha, then beta, then a line search along the round's change of both, since on a
+  curved outline rotation and slip are coupled and the alternation alone zigzags).
 
 Each one-dimensional problem is 22 bisection steps on the derivative of D; the compiled
 kernel (:mod:`slide_core.physics.kernels_quasistatic`) locates the sign change by
