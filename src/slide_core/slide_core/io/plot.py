@@ -28,6 +28,9 @@ def draw_map(ax: Axes, grid: Grid, values: FloatArray, title: str, unit: str, cm
     w = grid.cell_size
     extent = (-cols * w / 2, cols * w / 2, -rows * w / 2, rows * w / 2)
     image = ax.imshow(grid.to_map(values), cmap=cmap, extent=extent, origin='upper')
+    if grid.outline is not None:  # the real outline over the cells
+        ring = np.vstack((grid.outline, grid.outline[:1]))
+        ax.plot(ring[:, 0], ring[:, 1], color='black', linewidth=1.0)
     ax.set_title(title)
     ax.set_xlabel('x_O [m]')
     ax.set_ylabel('y_O [m]')
@@ -35,8 +38,13 @@ def draw_map(ax: Axes, grid: Grid, values: FloatArray, title: str, unit: str, cm
 
 
 def draw_object(ax: Axes, grid: Grid, X_WO: FloatArray, color: str, alpha: float) -> None:
-    """The object's cells as squares at pose X_WO (3,)."""
+    """The object at pose X_WO (3,): its real outline, or its cells as squares."""
     R = rotation(X_WO[2])
+    if grid.outline is not None:
+        ax.add_patch(
+            Polygon(grid.outline @ R.T + X_WO[:2], closed=True, fc=color, ec='none', alpha=alpha)
+        )
+        return
     half = grid.cell_size / 2
     corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
     for p in grid.p_OC:

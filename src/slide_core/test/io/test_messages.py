@@ -12,7 +12,7 @@ pytest.importorskip('rclpy')
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 
 from slide_core.errors import SlideInputError  # noqa: E402
-from slide_core.geometry import Grid  # noqa: E402
+from slide_core.geometry import Grid, signed_area  # noqa: E402
 from slide_core.io import (  # noqa: E402
     cloud_to_xyz,
     grid_from_msg,
@@ -153,6 +153,11 @@ def test_twin_camera_cloud_to_grid_message_to_core_grid():
     # The wrench is built of whole cells: each reads about whole, and crosses as it is.
     assert est.grid.area.min() > 0.9
     np.testing.assert_allclose(grid.area, est.grid.area, atol=1e-6)
+    # Its traced outline crosses too, and bounds about the cells' area (a staircase).
+    assert grid.outline is not None and est.grid.outline is not None
+    np.testing.assert_array_equal(grid.outline, est.grid.outline)
+    w = spec.grid.cell_size
+    assert signed_area(grid.outline) == pytest.approx(spec.grid.n * w * w, rel=0.05)
 
 
 @pytest.mark.parametrize(('support', 'push_moment'), [('rigid', True), ('cell-mass', False)])
