@@ -104,9 +104,10 @@ def com_margins(grid: Grid, p_OBcm: FloatArray, X_WO: ArrayLike) -> FloatArray:
 
 
 def overhang(grid: Grid, X_WO: ArrayLike) -> float:
-    """How far [m] the object's footprint reaches past the edge (0 when it does not)."""
+    """How far [m] the object's footprint (its real outline, when it has one) reaches past
+    the edge (0 when it does not)."""
     X = check_pose(X_WO, 'X_WO')
-    x = to_world(X, cell_corners(grid).reshape(-1, 2))[:, 0]
+    x = to_world(X, boundary_rings(grid).reshape(-1, 2))[:, 0]
     return float(max(0.0, -x.min()))
 
 
@@ -124,10 +125,14 @@ def cells_under(
 
 
 def covered(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> np.ndarray:
-    """Whether table-frame points p_W (..., 2) lie on the object's cells at X_WO."""
+    """Whether table-frame points p_W (..., 2) lie on the object at X_WO: on its cells,
+    and inside its real outline when it has one."""
     r, c, inside = cells_under(grid, X_WO, p_W)
     out = np.zeros(r.shape, dtype=bool)
     out[inside] = grid.occupancy[r[inside], c[inside]]
+    if grid.outline is not None and out.any():
+        p_O = to_frame(X_WO, p_W[out])
+        out[out] = Path(grid.outline).contains_points(p_O.reshape(-1, 2))
     return out
 
 

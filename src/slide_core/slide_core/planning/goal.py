@@ -11,7 +11,7 @@ import numpy as np
 
 from slide_core.geometry import (
     FloatArray,
-    cell_corners,
+    boundary_rings,
     check_pose,
     rotation,
     se2_distance,
@@ -115,7 +115,7 @@ def _best_goal(
     None."""
     grid = belief.grid
     rho = belief.radius()
-    corners = cell_corners(grid).reshape(-1, 2)
+    corners = boundary_rings(grid).reshape(-1, 2)
     g = config.gripper
     need = g.clearance + g.min_grip + config.grasp_margin
     best: tuple[float, Goal] | None = None
@@ -196,7 +196,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
             'above and below)'
         )
     need = g.clearance + g.min_grip + config.grasp_margin
-    corners = cell_corners(grid).reshape(-1, 2)
+    corners = boundary_rings(grid).reshape(-1, 2)
     i_best = int(np.argmax(belief.weight))
     com_best = belief.com()[i_best]
     need_k = needed_margins(belief, config)

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from slide_core.geometry import (
     FloatArray,
     Grid,
-    cell_corners,
+    boundary_rings,
     check_pose,
     covered,
     tallest_under,
@@ -69,7 +69,7 @@ def grasp_at(
     height = float(grid.heights[grid.occupancy].max())
     if height > gripper.max_opening - 2 * gripper.height_margin:
         return None
-    corners = to_world(X, cell_corners(grid).reshape(-1, 2))
+    corners = to_world(X, boundary_rings(grid).reshape(-1, 2))
     front_max = -gripper.clearance
     if corners[:, 0].min() >= front_max:
         return None

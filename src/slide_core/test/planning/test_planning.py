@@ -134,6 +134,26 @@ def test_grasp_needs_enough_overhang_and_a_thin_enough_object() -> None:
     assert grasp_at(BAR, [0.08, 0.0, np.pi / 4], g) is None
 
 
+def test_the_grasp_and_the_overhang_measure_the_real_outline() -> None:
+    # The bar with its end cells half covered and its outline 1 cm short of their squares
+    # at either end: at the pose where the squares reach 5 cm past the edge (enough for
+    # the pads), the real object reaches 4 cm (not enough); 1 cm further out it holds as
+    # the squares did.
+    g = CELL.gripper
+    coverage = np.ones(BAR.shape)
+    coverage[:, [0, -1]] = 0.5
+    ring = np.array([[-0.09, -0.03], [0.09, -0.03], [0.09, 0.03], [-0.09, 0.03]])
+    traced = Grid(BAR.cell_size, BAR.occupancy, BAR.heights, coverage, ring)
+    assert overhang(traced, [0.05, 0.0, 0.0]) == pytest.approx(0.04)
+    assert overhang(BAR, [0.05, 0.0, 0.0]) == pytest.approx(0.05)
+    assert grasp_at(traced, [0.05, 0.0, 0.0], g) is None
+    squares = grasp_at(BAR, [0.05, 0.0, 0.0], g)
+    real = grasp_at(traced, [0.04, 0.0, 0.0], g)
+    assert squares is not None and real is not None
+    assert real.grip == pytest.approx(squares.grip, abs=2e-3)
+    assert real.p_WE[0] == pytest.approx(squares.p_WE[0], abs=2e-3)
+
+
 def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     # Two models with the mass at opposite ends: a goal must keep both on the table.
     a, b = M.copy(), M.copy()
