@@ -68,6 +68,7 @@ from slide_core.physics.rigid import (
     body_twist,
     com_twist,
     push_heights,
+    tipping,
     torsion_limits,
 )
 from slide_core.physics.simulate import StepRecord, run_rollout, wrench_impulse
@@ -218,9 +219,8 @@ class _Tracker:
         df_dth = -f_B @ S90.T
         params = self.params
         if self.basis is not None:
-            hz = float(self.h_z[t])
-            dN = hz * np.einsum('kj,kjn->kn', f_B, self.basis)
-            dN_dth = hz * np.einsum('kj,kjn->kn', df_dth, self.basis)
+            dN = tipping(self.h_z[t], f_B, self.basis)
+            dN_dth = tipping(self.h_z[t], df_dth, self.basis)
             params = params.tipped(dN, dN_dth[:, :, None])
         J_nu, J_P, J_mx, J_mu = step_jacobians(params, nu, P, result)
         J_m = J_mx[:, :, :n]
@@ -345,7 +345,7 @@ def one_step_loss(
     h_push = push_heights(model, push_height)
     if h_push.shape[0]:
         h_z = h_push[model.grid.nearest_cells(push.p_OA[t_of])]
-        dN = h_z[:, None] * np.einsum('kj,kjn->kn', f_B, model.support.tipping_basis(mb))
+        dN = tipping(h_z, f_B, model.support.tipping_basis(mb))
         params = params.tipped(dN, np.zeros((K * S, n, 0)))
     L = params.L
     result = fast_step(model, M, M_inv, L, L_tau, nu, P, None, keep_solutions=True)

@@ -181,6 +181,16 @@ def tipping_limits(
     return np.ascontiguousarray(mu[:, None, :] * model.support.tipping_basis(m) * h)
 
 
+def tipping(h_z: ArrayLike, f_B: FloatArray, per_moment: FloatArray) -> FloatArray:
+    """The change (K, n) a push's moment makes to per-cell quantities: body-frame push
+    forces f_B (K, 2) [N] acting at heights h_z (K,) or one [m] (the height of the cell
+    nearest each contact), through ``per_moment`` (K, 2, n), their change per unit
+    table-plane moment along x and y (:meth:`Support.tipping_basis` for the loads,
+    :func:`tipping_limits` for the friction limits)."""
+    h = np.reshape(np.asarray(h_z, dtype=float), (-1, 1))
+    return np.asarray(h * np.einsum('kj,kjn->kn', f_B, per_moment), dtype=float)
+
+
 def torsion_limits(grid: Grid, L: FloatArray) -> FloatArray:
     """The merged torsion limits (K,) of cell limits L (K, n): each cell's spin lever
     ``SPIN_ARM w`` times its limit, summed."""

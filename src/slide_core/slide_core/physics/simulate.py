@@ -25,6 +25,7 @@ from slide_core.physics.rigid import (
     friction_limits,
     push_heights,
     start_state,
+    tipping,
     tipping_limits,
 )
 from slide_core.physics.step import FingertipStep, StepResult, fast_step
@@ -284,9 +285,7 @@ def tipped(
     if h_push.shape[0] == 0:
         return L
     hz = h_push[model.grid.nearest_cells(np.atleast_2d(q_B) + model.p_OG)]
-    return np.asarray(
-        np.maximum(L + hz[:, None] * np.einsum('kj,kjn->kn', f_B, L_tip), 0.0), dtype=float
-    )
+    return np.asarray(np.maximum(L + tipping(hz, f_B, L_tip), 0.0), dtype=float)
 
 
 def check_fingertip_start(
