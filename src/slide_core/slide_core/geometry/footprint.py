@@ -14,7 +14,14 @@ from numpy.typing import ArrayLike
 from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry.grid import Grid
-from slide_core.geometry.se2 import FloatArray, check_pose, rotation, to_frame, to_world
+from slide_core.geometry.se2 import (
+    FloatArray,
+    GridError,
+    check_pose,
+    rotation,
+    to_frame,
+    to_world,
+)
 
 
 def cell_corners(grid: Grid) -> FloatArray:
@@ -158,3 +165,21 @@ def polygon_coverage(grid: Grid, vertices_O: ArrayLike, samples: int = 8) -> Flo
     points = grid.p_OC[:, None, :] + offsets[None]
     inside = Path(v).contains_points(points.reshape(-1, 2)).reshape(grid.n, -1)
     return np.asarray(inside.mean(axis=1), dtype=float)
+
+
+def outline_grid(
+    outline: ArrayLike, cell_size: float, height: float = 0.0, samples: int = 8
+) -> Grid:
+    """The grid of a known outline (k, 2) [m], a simple polygon: every cell it covers
+    some of (:func:`polygon_coverage`, ``samples`` per cell edge) with that share, laid
+    over the polygon's bounding box, and the polygon as the grid's outline. The grid's
+    frame is the bounding box's centre (the outline is moved into it)."""
+    v = np.asarray(outline, dtype=float)
+    if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
+        raise GridError(f'an outline needs (k>=3, 2) finite vertices, got {v.shape}')
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    cols, rows = (max(1, int(c)) for c in np.ceil((hi - lo) / cell_size - 1e-9))
+    full = Grid.from_occupancy(np.ones((rows, cols)), cell_size, height)
+    ring = v - (lo + hi) / 2
+    cover = full.to_map(polygon_coverage(full, ring, samples), fill=0.0)
+    return Grid(cell_size, cover > 0, full.heights, cover, ring)

@@ -10,7 +10,7 @@ from slide_core.geometry import (
     GridError,
     check_outline,
     com_margins,
-    polygon_coverage,
+    outline_grid,
     signed_area,
     simplify,
     trace_outline,
@@ -22,11 +22,7 @@ SQUARE = np.array([[-0.03, -0.03], [0.03, -0.03], [0.03, 0.03], [-0.03, 0.03]])
 def disc_grid(radius: float, w: float, vertices: int = 96) -> Grid:
     """A disc: every cell it touches, each with the share it covers, and its outline."""
     a = np.linspace(0.0, 2 * np.pi, vertices, endpoint=False)
-    outline = radius * np.column_stack((np.cos(a), np.sin(a)))
-    cells = int(np.ceil(2 * radius / w))
-    full = Grid.from_occupancy(np.ones((cells, cells)), w, 0.02)
-    coverage = full.to_map(polygon_coverage(full, outline, samples=40), fill=0.0)
-    return Grid(w, coverage > 0, full.heights, coverage, outline)
+    return outline_grid(radius * np.column_stack((np.cos(a), np.sin(a))), w, 0.02, 40)
 
 
 def test_an_outline_is_made_counter_clockwise_and_its_closing_vertex_dropped() -> None:
@@ -80,6 +76,11 @@ def test_a_traced_disc_is_within_a_pixel_of_its_circle() -> None:
 def test_a_grid_keeps_its_outline_and_refuses_one_off_its_cells() -> None:
     grid = disc_grid(0.05, 0.02)
     assert grid.outline is not None and grid.outline.shape == (96, 2)
+    # The cells the disc covers some of (all 25), each with its share.
+    assert grid.n == 25
+    assert grid.area.sum() * 0.02**2 == pytest.approx(signed_area(grid.outline), rel=0.01)
+    with pytest.raises(GridError, match='finite vertices'):
+        outline_grid(SQUARE[:2], 0.02)
     assert not grid.outline.flags.writeable
     with pytest.raises(GridError, match='lies on no occupied cell'):
         Grid(grid.cell_size, grid.occupancy, grid.heights, grid.coverage, grid.outline * 1.5)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import Grid, polygon_coverage
+from slide_core.geometry import Grid, outline_grid
 from slide_core.physics import FingertipPush, simulate
 from slide_core.physics.quasistatic import push
 
@@ -100,10 +100,8 @@ def test_a_discs_real_outline_agrees_with_the_dynamic_core_and_not_with_its_squa
     # are coupled: three rounds of alternating searches alone left 0.09 rad.)
     a = np.linspace(0.0, 2 * np.pi, 64, endpoint=False)
     ring = 0.05 * np.column_stack((np.cos(a), np.sin(a)))
-    full = Grid.from_occupancy(np.ones((5, 5)), 0.02, 0.02)
-    cover = full.to_map(polygon_coverage(full, ring, samples=40), fill=0.0)
-    disc = Grid(0.02, cover > 0, full.heights, cover, ring)
-    squares = Grid(0.02, cover > 0, full.heights, cover)
+    disc = outline_grid(ring, 0.02, 0.02, samples=40)
+    squares = Grid(0.02, disc.occupancy, disc.heights, disc.coverage)
     m, mu = 0.02 * disc.area, np.full(disc.n, 0.4)
     start, d = np.array([-0.07, 0.03]), np.array([1.0, 0.0])
     real = push(disc, m, mu, [0.0, 0.0, 0.0], start, d, 0.04, TIP_RADIUS, mu_tip).X_WO[0, -1]

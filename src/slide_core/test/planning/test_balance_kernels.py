@@ -10,7 +10,7 @@ from slide_core.geometry import (
     cell_corners,
     com_margins,
     grid_radius,
-    polygon_coverage,
+    outline_grid,
 )
 from slide_core.model import Belief, load_workcell
 from slide_core.planning import com_margins_of, in_workspace, is_valid, planner_config
@@ -20,13 +20,8 @@ from slide_core.planning.kernels import outline
 
 def with_outline(outline: np.ndarray, w: float) -> Grid:
     """The cells a polygon (V, 2) touches, each with the share it covers, and the polygon
-    as the grid's outline (the grid's frame is the polygon's bounding box centre)."""
-    lo, hi = outline.min(axis=0), outline.max(axis=0)
-    cols, rows = (int(v) for v in np.ceil((hi - lo) / w - 1e-9))
-    full = Grid.from_occupancy(np.ones((rows, cols)), w, 0.02)
-    ring = outline - (lo + hi) / 2
-    cover = full.to_map(polygon_coverage(full, ring, samples=40), fill=0.0)
-    return Grid(w, cover > 0, full.heights, cover, ring)
+    as the grid's outline."""
+    return outline_grid(outline, w, 0.02, samples=40)
 
 
 ANGLES = np.linspace(0.0, 2 * np.pi, 40, endpoint=False)
