@@ -18,7 +18,7 @@ from scipy.interpolate import make_smoothing_spline
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.physics import RigidModel, WrenchPush
+from slide_core.physics import RigidModel, WrenchPush, contact_cell
 
 STEP_S = 0.01
 """The step [s] on which pushes are read: identification, evaluation and replays."""
@@ -140,9 +140,16 @@ def build_push(
             contact[s] = last
             continue
         p_O = rotation(X_mid[s, 2]).T @ (tip[s] - X_mid[s, :2])
-        # The point of the object's cells closest to the fingertip (RigidModel works at G).
+        # The point of the object closest to the fingertip (RigidModel works at G): on its
+        # real outline when it has one, which can cut a concave corner across an empty
+        # cell (perception's simplified outline does, by a fraction of a millimetre); the
+        # force then acts at the nearest point of the cells' squares.
         q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
-        contact[s] = last = q_B[0] + model.p_OG
+        q_O = q_B[0] + model.p_OG
+        if contact_cell(grid, q_O) < 0:
+            on = np.clip(q_O, grid.p_OC - grid.cell_size / 2, grid.p_OC + grid.cell_size / 2)
+            q_O = on[np.argmin(np.linalg.norm(on - q_O, axis=1))]
+        contact[s] = last = q_O
     push = WrenchPush.create(grid, contact, f, dt)
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.identification import smoothed_poses
+from slide_core.geometry import Grid
+from slide_core.identification import push_from_samples, smoothed_poses
+from slide_core.physics import contact_cell
 
 
 def motion(t: np.ndarray) -> np.ndarray:
@@ -51,3 +53,22 @@ def test_few_or_repeated_poses_are_joined_by_straight_lines() -> None:
     np.testing.assert_allclose(X, [[2.5, 2.75, 3.0], [3.5, 4.75, 6.0]])
     with pytest.raises(ValueError):
         smoothed_poses(t_obs[:0], X_obs[:0], np.array([0.0]))
+
+
+def test_a_push_where_the_outline_cuts_a_corner_acts_on_the_nearest_cell() -> None:
+    # Three 2 cm cells in an L, the outline cutting the inner corner at (0, 0) across the
+    # empty cell (vertices on occupied cells, as a grid's outline needs).
+    occupancy = np.array([[1, 0], [1, 1]], dtype=bool)
+    outline = [[-0.02, -0.02], [0.02, -0.02], [0.02, 0.0], [0.0, 0.02], [-0.02, 0.02]]
+    grid = Grid(0.02, occupancy, np.full((2, 2), 0.02), outline=np.array(outline))
+    t = np.arange(0.0, 0.5, 0.002)
+    X = np.tile([0.4, 0.0, 0.0], (len(t), 1))
+    u = np.array([1.0, 1.0]) / np.sqrt(2)
+    p_WF = np.array([0.41, 0.01]) + u * 0.0079  # pressing on the cut's middle
+    f_W = np.tile(-2.0 * u, (len(t), 1))
+    pd = push_from_samples(grid, 0, t, X, np.tile(p_WF, (len(t), 1)), f_W, 0.05, 0.4)
+    p_OA = pd.push.p_OA[np.linalg.norm(pd.push.f_W, axis=1) > 0]
+    assert len(p_OA) > 0
+    assert all(contact_cell(grid, p) >= 0 for p in p_OA)
+    # The cells' nearest point to the cut's middle (0.01, 0.01): 1 cm away, on a side.
+    assert np.linalg.norm(p_OA - [0.01, 0.01], axis=1) == pytest.approx(0.01, abs=1e-9)
