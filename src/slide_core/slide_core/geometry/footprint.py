@@ -10,10 +10,11 @@ import math
 
 from matplotlib.path import Path
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry.grid import Grid
+from slide_core.geometry.outline import check_outline
 from slide_core.geometry.se2 import (
     FloatArray,
     GridError,
@@ -50,6 +51,79 @@ def boundary_segments(grid: Grid) -> tuple[FloatArray, FloatArray]:
     return np.asarray(mid - half, dtype=float), np.asarray(mid + half, dtype=float)
 
 
+CORNER = math.radians(30.0)
+"""A turn of the outline sharper than this [rad] is a corner: pieces of the outline end
+there (a piece across it would push at the corner)."""
+SAME_NORMAL = math.radians(10.0)
+"""A piece of the outline whose normal is within this [rad] of a cell side's, and whose
+middle is within half a cell of that side's, is pushed by the side already."""
+
+
+def push_sides(grid: Grid) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64]]:
+    """Where a fingertip can push the object: middles (S, 2), outward unit normals (S, 2)
+    and half-lengths (S,) [m] of pieces of its boundary, object frame, and the cell whose
+    side each is (S,), -1 for a piece of the real outline.
+
+    First the cells' free sides (:meth:`Grid.outline_sides`, in its order), along the
+    grid's axes: the papers' candidates. Where the grid's real outline runs across its
+    cells (a curved or slanted rim), those push it obliquely, which turns it; the
+    outline's own pieces (:func:`outline_pieces`) follow, pushing it along its normals,
+    each unless a cell side already pushes there (:data:`SAME_NORMAL`)."""
+    w = grid.cell_size
+    cells, mid, n_out = grid.outline_sides()
+    half = np.full(len(mid), w / 2)
+    if grid.outline is None:
+        return mid, n_out, half, cells
+    p_mid, p_n, p_half = outline_pieces(grid.outline, w)
+    near = np.linalg.norm(p_mid[:, None, :] - mid[None], axis=2) <= w / 2 + 1e-12
+    same = near & (p_n @ n_out.T >= math.cos(SAME_NORMAL))
+    new = ~same.any(axis=1)
+    return (
+        np.concatenate((mid, p_mid[new])),
+        np.concatenate((n_out, p_n[new])),
+        np.concatenate((half, p_half[new])),
+        np.concatenate((cells, np.full(int(new.sum()), -1, dtype=np.int64))),
+    )
+
+
+def outline_pieces(outline: ArrayLike, length: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """A closed counter-clockwise outline (V, 2) [m] cut into pieces: their middles (S, 2),
+    on the outline, the outward unit normals of their chords (S, 2) and half-lengths (S,).
+    The outline runs from corner to corner (:data:`CORNER`; a ring without corners from
+    its first vertex); each run is cut into equal pieces no more than 10% longer than
+    ``length``. Runs shorter than a quarter of ``length`` (a corner the tracing bevelled)
+    are left out: a push there meets a corner. Raises GridError for a bad outline or
+    length."""
+    if not (math.isfinite(length) and length > 0.0):
+        raise GridError(f'the pieces need a positive length [m], got {length}')
+    ring = check_outline(outline)
+    ring = ring[np.any(np.roll(ring, -1, axis=0) != ring, axis=1)]  # no repeated vertex
+    d = np.roll(ring, -1, axis=0) - ring  # side i runs from vertex i to vertex i + 1
+    u = d / np.linalg.norm(d, axis=1)[:, None]
+    u_in = np.roll(u, 1, axis=0)  # the side that arrives at vertex i
+    turn = np.arctan2(u_in[:, 0] * u[:, 1] - u_in[:, 1] * u[:, 0], np.sum(u_in * u, axis=1))
+    corners = np.flatnonzero(np.abs(turn) > CORNER)
+    if len(corners) == 0:
+        corners = np.array([0])
+    V = len(ring)
+    mids, normals, halves = [np.zeros((0, 2))], [np.zeros((0, 2))], [np.zeros(0)]
+    for k, c0 in enumerate(corners):
+        c1 = corners[(k + 1) % len(corners)]
+        path = ring[np.arange(c0, c0 + (c1 - c0 - 1) % V + 2) % V]  # vertex c0 to c1
+        s = np.concatenate(([0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=1))))
+        if s[-1] < length / 4:
+            continue
+        m = max(1, int(np.ceil(s[-1] / length - 0.1)))
+        at = np.linspace(0.0, s[-1], 2 * m + 1)  # piece ends and middles, alternately
+        points = np.column_stack((np.interp(at, s, path[:, 0]), np.interp(at, s, path[:, 1])))
+        chord = points[2::2] - points[:-1:2]
+        chord_length = np.linalg.norm(chord, axis=1)
+        mids.append(points[1::2])
+        normals.append(np.column_stack((chord[:, 1], -chord[:, 0])) / chord_length[:, None])
+        halves.append(chord_length / 2)
+    return np.concatenate(mids), np.concatenate(normals), np.concatenate(halves)
+
+
 def grid_radius(grid: Grid) -> float:
     """Largest distance [m] from the cells' centroid to a cell corner (the rho that weighs
     rotation against translation in SE(2) distances)."""
@@ -69,6 +143,20 @@ def distance_to_cells(grid: Grid, p_O: FloatArray) -> float:
     d = np.abs(p_O[None, :] - grid.p_OC) - half
     outside = np.linalg.norm(np.maximum(d, 0.0), axis=1)
     return float(outside.min())
+
+
+def distance_to_footprint(grid: Grid, p_O: FloatArray) -> float:
+    """Distance [m] from a point p_O (2,) of the object frame to the object (0 on it): to
+    its real outline when it has one, else to its cell squares."""
+    if grid.outline is None:
+        return distance_to_cells(grid, p_O)
+    p = np.asarray(p_O, dtype=float)
+    if Path(grid.outline).contains_point(p):
+        return 0.0
+    a, b = boundary_segments(grid)
+    d = b - a
+    t = np.clip(np.sum((p - a) * d, axis=1) / np.maximum(np.sum(d * d, axis=1), 1e-300), 0, 1)
+    return float(np.linalg.norm(a + d * t[:, None] - p, axis=1).min())
 
 
 def support_polygon(grid: Grid, X_WO: ArrayLike) -> FloatArray | None:

@@ -23,7 +23,8 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     cell_positions,
-    distance_to_cells,
+    distance_to_footprint,
+    push_sides,
     reach,
     rotation,
 )
@@ -67,25 +68,25 @@ class Candidate:
 def candidates(
     belief: Belief, fingertip: Fingertip, travel: float = 0.04, clearance: float = 0.005
 ) -> list[Candidate]:
-    """One push per free side of every outline cell, at the side's middle, inward; only
-    those whose fingertip starts clear of every cell and comes down clear of the object
-    (at a concave corner the start can lie on a neighbouring cell)."""
+    """One push per piece of the outline (:func:`slide_core.geometry.push_sides`: every
+    outline cell's free sides, and pieces of the real outline where it runs across the
+    cells), at its middle, inward; only those whose fingertip starts clear of the object
+    and comes down clear of it (at a concave corner the start can lie on a neighbouring
+    part)."""
     g = belief.grid
-    occ = np.pad(g.occupancy, 1)
+    mid, n_out, _, cells = push_sides(g)
+    # The cells' sides cell by cell (the order seeded draws from the pool have used), then
+    # the outline's own pieces.
+    order = np.argsort(np.where(cells >= 0, cells, g.n), kind='stable')
+    mid, n_out = mid[order], n_out[order]
     out = []
-    half = g.cell_size / 2
-    for (r, c), p in zip(g.cell_rc, g.p_OC, strict=True):
-        for dr, dc, n_out in ((-1, 0, (0, 1)), (1, 0, (0, -1)), (0, -1, (-1, 0)), (0, 1, (1, 0))):
-            if occ[r + 1 + dr, c + 1 + dc]:
-                continue
-            n = np.array(n_out, dtype=float)
-            start = p + n * (half + fingertip.radius + clearance)
-            contact = p + n * half
-            if distance_to_cells(g, start) < fingertip.radius + clearance / 2:
-                continue
-            if not approach_clear(g, contact, -n, fingertip):
-                continue
-            out.append(Candidate(start, -n, travel, contact))
+    for contact, n in zip(mid, n_out, strict=True):
+        start = contact + n * (fingertip.radius + clearance)
+        if distance_to_footprint(g, start) < fingertip.radius + clearance / 2:
+            continue
+        if not approach_clear(g, contact, -n, fingertip):
+            continue
+        out.append(Candidate(start, -n, travel, contact))
     return out
 
 
@@ -170,13 +171,15 @@ def choose(
 
 
 def outline_point(grid: Grid, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
-    """A random point on the object's outline (object frame) and the inward normal there."""
-    half = grid.cell_size / 2
-    cells, _, normals = grid.outline_sides()
-    k = int(rng.integers(len(cells)))
-    i, n_out = int(cells[k]), normals[k]
-    along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half
-    return grid.p_OC[i] + n_out * half + along, -n_out
+    """A random point on the object's outline (object frame) and the inward normal there:
+    on one of the sides pushes start on (:func:`slide_core.geometry.push_sides`, a cell's
+    free side or a piece of the real outline), drawn uniformly, within 80% of its
+    half-length of its middle."""
+    mid, normals, half, _ = push_sides(grid)
+    k = int(rng.integers(len(mid)))
+    n_out = normals[k]
+    along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half[k]
+    return mid[k] + along, -n_out
 
 
 def random_push(

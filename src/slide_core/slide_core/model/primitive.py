@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid, check_pose, distance_to_cells, rotation
+from slide_core.geometry import FloatArray, Grid, check_pose, distance_to_footprint, rotation
 from slide_core.model.workcell import Fingertip
 
 APPROACH = 0.02
@@ -99,12 +99,13 @@ APPROACH_CLEARANCE = 0.003
 
 def approach_clear(grid: Grid, p_OA: FloatArray, d_O: FloatArray, fingertip: Fingertip) -> bool:
     """Whether the fingertip, coming down APPROACH short of the contact point p_OA before a
-    push along d_O (object frame), clears every cell by APPROACH_CLEARANCE (a concave
-    outline can put the approach point over another part of the object)."""
+    push along d_O (object frame), clears the object (its real outline when the grid has
+    one, else every cell) by APPROACH_CLEARANCE (a concave outline can put the approach
+    point over another part of the object)."""
     start_O = np.asarray(p_OA, dtype=float) - np.asarray(d_O, dtype=float) * (
         APPROACH + fingertip.radius
     )
-    return distance_to_cells(grid, start_O) >= fingertip.radius + APPROACH_CLEARANCE
+    return distance_to_footprint(grid, start_O) >= fingertip.radius + APPROACH_CLEARANCE
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from slide_core.geometry import (
     Grid,
     check_pose,
     polygon_coverage,
+    push_sides,
     rotation,
     se2_distance,
     to_world,
@@ -83,10 +84,13 @@ def carried_area(belief: Belief, X_WO: FloatArray, table: Table) -> FloatArray |
 
 @dataclass(frozen=True)
 class Side:
-    cell: int
+    """A piece of the outline a push can start on (object frame): its middle, inward
+    normal, tangent and half-length [m] (contacts lie within 85% of it)."""
+
     mid_O: FloatArray
-    n_in: FloatArray  # inward normal
+    n_in: FloatArray
     tangent: FloatArray
+    half: float
 
 
 class PushEvaluator:
@@ -178,10 +182,11 @@ class PushEvaluator:
 
 
 def outline_sides(grid: Grid) -> list[Side]:
-    cells, mid, n_out = grid.outline_sides()
+    """The pieces of the outline pushes start on (:func:`slide_core.geometry.push_sides`)."""
+    mid, n_out, half, _ = push_sides(grid)
     return [
-        Side(int(c), m, -n, np.array([-n[1], n[0]]))
-        for c, m, n in zip(cells, mid, n_out, strict=True)
+        Side(m, -n, np.array([-n[1], n[0]]), float(a))
+        for m, n, a in zip(mid, n_out, half, strict=True)
     ]
 
 
@@ -198,7 +203,6 @@ def select_push(
     X = check_pose(X_WO, 'X_WO')
     Xt = check_pose(target, 'target')
     grid = belief.grid
-    h = grid.cell_size / 2
     rho = belief.radius()
     gap = float(se2_distance(X, Xt, rho))
     travel = min(config.push_max, max(2 * config.push_min, gap + 0.02))
@@ -212,10 +216,10 @@ def select_push(
         u = dp / np.linalg.norm(dp)
         sides = [s for s in sides if float((R @ s.n_in) @ u) > 0.0] or sides
     if exhaustive:
-        offsets = np.linspace(-0.8, 0.8, config.exhaustive_per_side) * h
+        offsets = np.linspace(-0.8, 0.8, config.exhaustive_per_side)
     else:
         offsets = np.array([0.0])
-    cand = [(s, float(o)) for s in sides for o in offsets]
+    cand = [(s, float(o) * s.half) for s in sides for o in offsets]
     cost, X_W = ev.run([c[0] for c in cand], [c[1] for c in cand])
     # Best step of each candidate; try them best first until one keeps the object safe.
     best_t = np.argmin(cost, axis=1)
@@ -227,7 +231,7 @@ def select_push(
         side, off = cand[j]
         cj, Xj, tj = float(best_c[j]), X_W[j], int(best_t[j])
         if not exhaustive:
-            side, off, tj, cj, Xj = refine(ev, side, off, tj, cj, Xj, h)
+            side, off, tj, cj, Xj = refine(ev, side, off, tj, cj, Xj)
         if fall_probability(belief, Xj[:, tj], config) <= config.epsilon + 1e-12:
             chosen = (side, off, tj, cj, Xj)
             break
@@ -257,10 +261,10 @@ def refine(
     t: int,
     cost: float,
     X: FloatArray,
-    h: float,
 ) -> tuple[Side, float, int, float, FloatArray]:
     """Finite-difference descent of the expected distance along the contact's side; the
     push length is re-chosen from each rollout (paper 1's refinement of both)."""
+    h = side.half
     delta, step = 0.15 * h, 0.5 * h
     limit = 0.85 * h
     for _ in range(ev.config.refine_iterations):

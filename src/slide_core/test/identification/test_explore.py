@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import Grid, distance_to_cells
+from slide_core.geometry import Grid, distance_to_cells, distance_to_footprint, outline_grid
 from slide_core.identification import candidates, choose, on_table, outline_point, random_push
 from slide_core.model import APPROACH, Belief, Fingertip, Workcell, load_object
 
@@ -26,6 +26,33 @@ def test_candidates_cover_the_outline_pointing_inwards():
     for c in cands:
         assert np.linalg.norm(c.direction_O) == pytest.approx(1.0)
         assert c.p_OF @ c.direction_O < 0  # starts outside, pushes towards the middle
+
+
+def test_candidates_on_a_round_object_push_its_rim_along_its_normals_too():
+    r = 0.05
+    a = np.linspace(0.0, 2 * np.pi, 96, endpoint=False)
+    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02, 40)
+    b = Belief.create(disc, np.full((1, disc.n), 0.02), np.full((1, disc.n), 0.5))
+    cands = candidates(b, TIP)
+    squares = Grid(disc.cell_size, disc.occupancy, disc.heights)
+    on_cells = candidates(Belief.create(squares, b.mass, b.friction), TIP)
+    assert len(cands) == len(on_cells) + 16  # and its circumference in pieces of 2 cm
+    for c, d in zip(cands[: len(on_cells)], on_cells, strict=True):  # the cells' sides first
+        assert np.array_equal(c.p_OA, d.p_OA) and np.array_equal(c.direction_O, d.direction_O)
+    for c in cands[len(on_cells) :]:
+        assert np.linalg.norm(c.p_OA) == pytest.approx(r, abs=1e-4)
+        assert -c.direction_O @ c.p_OA / r == pytest.approx(1.0, abs=1e-4)  # radial, inward
+        assert distance_to_footprint(disc, c.p_OF) >= TIP.radius
+    rng = np.random.default_rng(0)
+    on_rim = 0
+    for _ in range(20):
+        p, n_in = outline_point(disc, rng)
+        if abs(np.linalg.norm(p) - r) < 2e-3 and -n_in @ p / np.linalg.norm(p) > 0.97:
+            on_rim += 1  # on a piece of the rim, within its sagitta, along its normal
+        else:  # on a cell's free side
+            assert distance_to_cells(disc, p - 1e-4 * n_in) > 0.0
+            assert distance_to_cells(disc, p + 1e-4 * n_in) == 0.0
+    assert on_rim >= 5
 
 
 def test_most_distinctive_is_where_the_models_disagree():

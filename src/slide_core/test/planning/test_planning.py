@@ -15,7 +15,9 @@ from slide_core.geometry import (
     Grid,
     cell_positions,
     com_margins,
+    outline_grid,
     overhang,
+    push_sides,
     rotation,
     se2_distance,
     support_polygon,
@@ -240,6 +242,33 @@ def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
     assert np.all(np.abs(plan.primitive.p_OA) <= np.abs(p).max(axis=0) + 0.01 + 1e-9)
     exhaustive = select_push(models, X, target, CONFIG, exhaustive=True)
     assert exhaustive.simulations > plan.simulations
+
+
+def test_a_round_object_is_pushed_along_its_rims_normals() -> None:
+    r = 0.05
+    a = np.linspace(0.0, 2 * np.pi, 96, endpoint=False)
+    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02, 40)
+    models = Belief.create(
+        disc, np.tile(0.3 * disc.area / disc.area.sum(), (1, 1)), np.full((1, disc.n), 0.4)
+    )
+    X = np.array([0.4, 0.0, 0.2])
+    wanted = np.array([-0.04, 0.02])
+    plan = select_push(models, X, X + np.array([*wanted, 0.0]), CONFIG)
+    p_OA, d_O = plan.primitive.p_OA, plan.primitive.d_O
+    assert np.linalg.norm(p_OA) == pytest.approx(r, abs=1.5e-3)  # on the rim
+    # Along the inward normal of the rim where it starts (the cells' sides would push
+    # along the grid's axes only), and so nearly along the translation wanted.
+    mid, n_out, _, _ = push_sides(disc)
+    nearest = int(np.argmin(np.linalg.norm(mid - p_OA, axis=1)))
+    assert np.degrees(np.arccos(-d_O @ n_out[nearest])) < 1e-6
+    d_W = rotation(0.2) @ d_O
+    assert np.degrees(np.arccos(d_W @ wanted / np.linalg.norm(wanted))) < 15.0
+    after = push(
+        disc, models.mass[0], models.friction[0], X, plan.p_WF0, d_W, plan.primitive.travel
+    )
+    rho = models.radius()
+    target = X + np.array([*wanted, 0.0])
+    assert se2_distance(after.X_WO[0, -1], target, rho) < 0.3 * se2_distance(X, target, rho)
 
 
 def test_pushes_that_would_tip_the_object_off_are_refused() -> None:

@@ -1,0 +1,98 @@
+"""Where a push can start on the footprint, and how far a point is from it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from slide_core.geometry import (
+    Grid,
+    GridError,
+    distance_to_cells,
+    distance_to_footprint,
+    outline_grid,
+    outline_pieces,
+    push_sides,
+)
+
+W = 0.02
+
+
+def squares(grid: Grid) -> Grid:
+    """The same cells without the outline."""
+    return Grid(grid.cell_size, grid.occupancy, grid.heights)
+
+
+def rounded(m: np.ndarray, n: np.ndarray) -> list[tuple[float, ...]]:
+    return sorted(map(tuple, np.round(np.hstack((m, n)), 9)))
+
+
+def disc(r: float) -> Grid:
+    a = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    return outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), W, 0.02, 40)
+
+
+def test_a_rectangle_outline_is_pushed_where_its_cells_sides_are() -> None:
+    g = outline_grid(np.array([[-0.08, -0.03], [0.08, -0.03], [0.08, 0.03], [-0.08, 0.03]]), W)
+    mid, n_out, half, cells = push_sides(g)
+    cells_mid, cells_n, cells_half, cells_of = push_sides(squares(g))
+    assert len(mid) == 22  # 8 + 8 long sides, 3 + 3 short ones: nothing added
+    assert np.array_equal(mid, cells_mid) and np.array_equal(n_out, cells_n)
+    assert np.array_equal(half, cells_half) and np.array_equal(cells, cells_of)
+    p_mid, p_n, p_half = outline_pieces(g.outline, W)
+    assert rounded(p_mid, p_n) == rounded(mid, n_out) and np.allclose(p_half, W / 2)
+
+
+def test_a_curved_rim_is_pushed_along_its_own_normals_as_well() -> None:
+    r = 0.05
+    g = disc(r)
+    mid, n_out, half = outline_pieces(g.outline, W)
+    radial = mid / np.linalg.norm(mid, axis=1)[:, None]
+    assert np.linalg.norm(mid, axis=1) == pytest.approx(r, abs=1e-4)  # on the rim
+    assert np.degrees(np.arccos(np.clip(np.sum(n_out * radial, axis=1), -1, 1))).max() < 1.0
+    assert len(mid) == 16 and np.all(2 * half <= W)
+    assert 2 * half.sum() == pytest.approx(2 * math.pi * r, rel=0.01)  # all the way round
+    # The cells' sides push along the grid's axes; the rim's pieces follow them.
+    all_mid, all_n, _, cells = push_sides(g)
+    cells_mid, cells_n, _, _ = push_sides(squares(g))
+    k = len(cells_mid)
+    assert set(map(tuple, np.round(np.abs(cells_n), 9))) == {(0.0, 1.0), (1.0, 0.0)}
+    assert np.array_equal(all_mid[:k], cells_mid) and np.all(cells[:k] >= 0)
+    assert np.array_equal(all_mid[k:], mid) and np.array_equal(all_n[k:], n_out)
+    assert np.all(cells[k:] == -1)
+
+
+def test_a_bevelled_corner_is_not_pushed_and_a_concave_one_points_out() -> None:
+    bevel = np.array([[-0.08, -0.03], [0.078, -0.03], [0.08, -0.028], [0.08, 0.03], [-0.08, 0.03]])
+    _, n_out, _ = outline_pieces(bevel, W)
+    assert np.all(np.abs(n_out).min(axis=1) < 1e-9)  # no piece across the corner
+    # A side a hair longer than a cell stays one piece.
+    assert (
+        len(outline_pieces(np.array([[0, 0], [0.0201, 0], [0.0201, 0.02], [0, 0.02]]), W)[0]) == 4
+    )
+    # A repeated vertex is a side of no length, not a corner.
+    again = np.array([[0, 0], [0.0201, 0], [0.0201, 0], [0.0201, 0.02], [0, 0.02]])
+    assert len(outline_pieces(again, W)[0]) == 4
+    with pytest.raises(GridError, match='crosses itself'):
+        outline_pieces(np.array([[0, 0], [0.1, 0.1], [0.1, 0], [0, 0.1]]), W)
+    with pytest.raises(GridError, match='positive length'):
+        outline_pieces(bevel, 0.0)
+    ell = np.array([[0, 0], [0.1, 0], [0.1, 0.04], [0.04, 0.04], [0.04, 0.1], [0, 0.1]])
+    g = outline_grid(ell, W)
+    mid, n_out, _ = outline_pieces(g.outline, W)
+    assert len(mid) == len(push_sides(g)[0]) == 20  # the cells' sides
+    inner = np.isclose(mid[:, 0], 0.04 - 0.05) & (mid[:, 1] > 0.04 - 0.05)  # frame: box centre
+    assert inner.sum() == 3 and np.allclose(n_out[inner], [1.0, 0.0])
+
+
+def test_the_distance_to_the_footprint_is_to_the_outline_when_there_is_one() -> None:
+    r = 0.05
+    g = disc(r)
+    assert distance_to_footprint(g, np.array([0.01, -0.02])) == 0.0
+    corner = np.array([0.045, 0.045])  # on a corner cell's square, off the disc
+    assert distance_to_cells(g, corner) == 0.0
+    assert distance_to_footprint(g, corner) == pytest.approx(np.hypot(0.045, 0.045) - r, 1e-3)
+    p = np.array([0.07, 0.01])
+    assert distance_to_footprint(squares(g), p) == distance_to_cells(g, p)
