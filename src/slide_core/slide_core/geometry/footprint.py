@@ -151,7 +151,7 @@ def distance_to_footprint(grid: Grid, p_O: FloatArray) -> float:
     if grid.outline is None:
         return distance_to_cells(grid, p_O)
     p = np.asarray(p_O, dtype=float)
-    if Path(grid.outline).contains_point(p):
+    if Path(grid.outline).contains_point((float(p[0]), float(p[1]))):
         return 0.0
     a, b = boundary_segments(grid)
     d = b - a
