@@ -358,13 +358,17 @@ def as_returned(ep: Episode, out: Path) -> Path:
     before the 0.3 s of sliding that a push's data runs to), and perception's last poses
     may come later still; the bag has them. Cut so, it holds what the executor returned. A
     record also holds the samples of the 50 ms before its stroke: each window starts at the
-    record's first sample, not at its start marker."""
+    record's first sample, not at its start marker. Each ``/push/start`` marker is put at
+    its record's start: a marker has no stamp, so a bag opens the push's window when the
+    recorder received it, and a loaded machine can deliver it late (CI once measured 0.1 s:
+    10 steps fewer than the executor's record)."""
 
     def window(r: Any, field: str) -> tuple[float, float]:
         stamps = [stamp_to_s(m.header.stamp) for m in getattr(r, field)]
         return min(min(stamps), stamp_to_s(r.start)), max(stamps)
 
     ends = {topic: [window(r, field) for r in ep.records] for topic, field in SERIES.items()}
+    started = {int(r.index): r.start.sec * 10**9 + r.start.nanosec for r in ep.records}
     store = interfaces_typestore()
     with (
         AnyReader([ep.bag]) as reader,
@@ -381,6 +385,9 @@ def as_returned(ep: Episode, out: Path) -> Path:
                     end + 1e-6 < t < nxt for (_, end), nxt in zip(windows, starts, strict=True)
                 ):
                     continue
+            if conn.topic == '/push/start':
+                index = int(reader.deserialize(raw, conn.msgtype).data)
+                t_ns = started.get(index, t_ns)
             writer.write(conns[conn.topic], t_ns, raw)
     return out
 
@@ -413,7 +420,9 @@ def test_a_graph_bag_holds_what_the_executor_returned(episode: Episode, tmp_path
         np.testing.assert_allclose(b.X_obs, p.X_obs, atol=1e-9)
         np.testing.assert_allclose(b.push.f_W, p.push.f_W, atol=1e-9)
         np.testing.assert_allclose(b.p_WF, p.p_WF, atol=1e-6)  # stamps to 1 us
-        np.testing.assert_allclose(full[p.index].X_WO0, p.X_WO0, atol=1e-9)
+        # The whole bag opens the window when the marker arrived (see as_returned): its
+        # first pose is the same resting object, through other samples of its noise.
+        np.testing.assert_allclose(full[p.index].X_WO0, p.X_WO0, atol=5e-4)
     records = TrainingSet.from_pushes(grid, online)
     online_fit = identify(records, **FIT).belief
     bag_fit = identify(TrainingSet.from_pushes(read.grid, [same[p.index] for p in online]), **FIT)
