@@ -15,6 +15,14 @@ One object per file::
 A cell with mass 0 is empty. The object frame's origin is the centre of the grid's bounding
 box, x along columns, y towards row 0 (as :mod:`slide_core.geometry`). Every validation error
 names the field and the problem.
+
+An object whose rim is not the cells' squares (a disc, a rounded end) gives its real
+``outline``: a simple polygon, ``[x, y]`` vertices [m] in the object frame, each on an
+occupied cell. Each cell then is the part of its square inside the outline (its mass and
+support go with that part; the twin builds it so), and every cell with mass needs some
+of it::
+
+    outline: [[-0.05, -0.01], [0.05, -0.01], [0.05, 0.01], [-0.05, 0.01]]
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import yaml
 
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
-from slide_core.geometry import FloatArray, Grid
+from slide_core.geometry import FloatArray, Grid, GridError, check_outline, polygon_coverage
 
 FRICTION_MAX = 2.0
 """Largest Coulomb coefficient slide accepts for a cell against the table [-]."""
@@ -44,7 +52,9 @@ MAX_HEIGHT = 0.5
 """Tallest cell [m]."""
 MAX_CELLS = 2500
 """Most occupied cells of an object (simulation and planning cost grow with them)."""
-FIELDS = {'name', 'cell_size', 'height', 'heights', 'mass', 'friction', 'description'}
+COVERAGE_SAMPLES = 64
+"""Points per cell edge at which an outline's cover of a cell is measured (1/4096)."""
+FIELDS = {'name', 'cell_size', 'height', 'heights', 'mass', 'friction', 'description', 'outline'}
 
 
 class SpecError(SlideInputError):
@@ -91,6 +101,7 @@ class ObjectSpec:
                 round(float(self.friction.max()), 3),
             ],
             'max_height_m': round(float(self.grid.heights.max()), 4),
+            'outline_vertices': None if self.grid.outline is None else len(self.grid.outline),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +117,8 @@ class ObjectSpec:
             doc['heights'] = _rows(self.grid.heights)
         doc['mass'] = _rows(self.grid.to_map(self.mass, fill=0.0))
         doc['friction'] = _rows(self.grid.to_map(self.friction, fill=0.0))
+        if self.grid.outline is not None:
+            doc['outline'] = [[float(x), float(y)] for x, y in self.grid.outline]
         return doc
 
 
@@ -196,7 +209,13 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
         heights = np.full(mass.shape, _positive(doc, 'height') if 'height' in doc else 0.02)
     if np.any(heights[occupied] > MAX_HEIGHT):
         raise SpecError(f'heights: a cell is taller than {MAX_HEIGHT} m')
-    volume = cell_size**2 * heights
+    grid = Grid(cell_size, occupied, np.where(occupied, heights, 0.0))
+    if not grid.is_connected():
+        raise SpecError('mass: the cells are disconnected (an object is one 4-connected piece)')
+    if 'outline' in doc:
+        grid = _with_outline(grid, doc['outline'])
+    # A cell's volume: its square's, or its part inside the outline.
+    volume = cell_size**2 * heights * grid.to_map(grid.area, fill=1.0)
     heavy = occupied & (mass > MAX_DENSITY * volume)
     if heavy.any():
         r, c = np.argwhere(heavy)[0]
@@ -205,14 +224,36 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
             f'{volume[r, c] * 1e6:.3g} cm^3 of the densest material ({MAX_DENSITY:g} kg/m^3) '
             'weighs'
         )
-    grid = Grid(cell_size, occupied, np.where(occupied, heights, 0.0))
-    if not grid.is_connected():
-        raise SpecError('mass: the cells are disconnected (an object is one 4-connected piece)')
     description = doc.get('description', '')
     if not isinstance(description, str):
         raise SpecError('description: must be a string')
     return ObjectSpec(
         name.strip(), grid, grid.from_map(mass), grid.from_map(friction), description
+    )
+
+
+def _with_outline(grid: Grid, value: Any) -> Grid:
+    """``grid`` with the real outline ``value`` ([x, y] vertices) and each cell's share of
+    its square inside it (SpecError naming what is wrong)."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, list)
+        and len(v) == 2
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        for v in value
+    ):
+        raise SpecError('outline: must be a list of [x, y] vertices (numbers, metres)')
+    try:
+        outline = check_outline(value)
+        cover = polygon_coverage(grid, outline, samples=COVERAGE_SAMPLES)
+        if np.all(cover > 0.0):
+            coverage = grid.to_map(cover, fill=0.0)
+            return Grid(grid.cell_size, grid.occupancy, grid.heights, coverage, outline)
+    except GridError as exc:
+        raise SpecError(f'outline: {exc}') from None
+    r, c = grid.cell_rc[int(np.argmin(cover))]
+    raise SpecError(
+        f'outline: the cell at row {r}, column {c} has mass but lies outside the outline '
+        '(leave it out, or widen the outline)'
     )
 
 

@@ -92,6 +92,49 @@ def test_spec_errors_name_the_field(change: dict, message: str) -> None:  # type
         parse_spec({**EXAMPLE, **change})
 
 
+CHAMFERED = [
+    [-0.03, -0.02], [0.01, -0.02], [0.01, 0.0], [0.03, 0.0], [0.03, 0.01], [0.02, 0.02],
+    [-0.01, 0.02], [-0.01, 0.0], [-0.03, 0.0],
+]  # fmt: skip
+"""EXAMPLE's outline with its +x, +y corner cut off by 1 cm."""
+
+
+def test_an_outline_makes_its_cells_the_parts_inside_it(tmp_path: Path) -> None:
+    spec = parse_spec({**EXAMPLE, 'outline': CHAMFERED})
+    assert spec.grid.outline is not None
+    # The corner cell (row 0, column 2) keeps 7/8 of its square; the others all of theirs.
+    corner = spec.grid.index_of(0, 2)
+    assert spec.grid.area[corner] == pytest.approx(0.875, abs=0.01)
+    assert np.delete(spec.grid.area, corner) == pytest.approx(1.0)
+    back = load_object(save_spec(spec, tmp_path / 'chamfered.yaml'))
+    np.testing.assert_allclose(back.grid.outline, spec.grid.outline)
+    np.testing.assert_allclose(back.grid.area, spec.grid.area)
+    # The corner's mass is bounded by its part's volume: 0.25 kg of osmium fills 11 cm^3,
+    # more than the 10.5 cm^3 inside the outline, less than the square's 12 cm^3.
+    heavy = {**EXAMPLE, 'mass': [[0.0, 0.05, 0.25], [0.02, 0.02, 0.0]]}
+    assert parse_spec(heavy).mass.max() == 0.25
+    with pytest.raises(SpecError, match=r'^mass: 0.25 kg at row 0, column 2 .* its 10.5 cm'):
+        parse_spec({**heavy, 'outline': CHAMFERED})
+
+
+@pytest.mark.parametrize(
+    ('outline', 'message'),
+    [
+        ('round', r'^outline: must be a list of \[x, y\] vertices'),
+        ([[0.0, 0.0], [0.01, 'a'], [0.0, 0.01]], r'^outline: must be a list of \[x, y\]'),
+        ([[0.0, 0.0], [0.01, 0.0]], r'^outline: .*at least 3 vertices'),
+        ([[-0.03, -0.02], [0.01, -0.02], [0.01, 0.0], [-0.03, 0.02]], r'^outline: .*cell'),
+        (
+            [[-0.03, -0.02], [0.01, -0.02], [0.01, 0.0], [-0.03, 0.0]],
+            r'^outline: the cell at row 0, column 1 has mass but lies outside',
+        ),
+    ],
+)
+def test_a_bad_outline_is_refused_saying_why(outline: object, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_spec({**EXAMPLE, 'outline': outline})
+
+
 def test_missing_fields_and_bad_files(tmp_path: Path) -> None:
     doc = dict(EXAMPLE)
     del doc['friction']
