@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from matplotlib.path import Path
+from matplotlib.transforms import Bbox
 import numpy as np
 
 from slide_core.errors import SlideInputError
@@ -31,16 +33,65 @@ PUSHER_KV = 200.0  # N s/m
 TIMESTEP = 0.002  # s
 
 
+WHOLE = 1.0 - 1e-6
+"""A cell whose covered share is at least this is built as its whole square."""
+SOLREF_TIMECONST = 0.02
+"""MuJoCo's default contact time constant [s], the box cells' (a piece's is scaled)."""
+
+
+def cell_pieces(spec: ObjectSpec) -> dict[int, FloatArray]:
+    """The cells the object's real outline cuts (by number): the part of each square
+    inside the outline, a polygon (k, 2) [m] in the object frame (matplotlib's clipping).
+    MuJoCo collides a mesh as its convex hull, so a piece of a concave rim is built
+    convex: a cell cut on a concave corner is slightly fuller in the twin."""
+    g = spec.grid
+    if g.outline is None:
+        return {}
+    outline = Path(np.vstack((g.outline, g.outline[:1])), closed=True)
+    half = g.cell_size / 2.0
+    pieces = {}
+    for i in np.flatnonzero(g.area < WHOLE):
+        lo, hi = g.p_OC[i] - half, g.p_OC[i] + half
+        clipped = outline.clip_to_bbox(Bbox([lo, hi]), inside=True).vertices
+        v = np.unique(np.round(clipped, 9), axis=0)
+        pieces[int(i)] = np.asarray(v, dtype=float)
+    return pieces
+
+
+def object_assets_xml(spec: ObjectSpec) -> str:
+    """Meshes of the cells the real outline cuts: prisms of their pieces, the cell's
+    height tall (vertices in the object frame)."""
+    heights = spec.grid.heights[spec.grid.occupancy]
+    meshes = []
+    for i, piece in cell_pieces(spec).items():
+        prism = [(x, y, z) for z in (0.0, heights[i]) for x, y in piece]
+        vertex = ' '.join(f'{v:.6f}' for p in prism for v in p)
+        meshes.append(f'<mesh name="piece{i}" vertex="{vertex}"/>')
+    return f'<asset>{"".join(meshes)}</asset>' if meshes else ''
+
+
 def object_xml(spec: ObjectSpec, X_WO: tuple[float, float, float]) -> str:
-    """The object body: a free joint and one box geom per cell (mass, friction, height)."""
+    """The object body: a free joint and one geom per cell (mass, friction, height): its
+    square as a box, or, where the real outline cuts it, the piece inside as a mesh
+    (:func:`object_assets_xml`)."""
     g = spec.grid
     half = g.cell_size / 2.0
     heights = g.heights[g.occupancy]
+    pieces = cell_pieces(spec)
     geoms = []
     for i, (p, h) in enumerate(zip(g.p_OC, heights, strict=True)):
+        if i in pieces:
+            # Contact stiffness goes as 1 / timeconst^2: a piece's, as its share of the
+            # square, so its support per area is a box cell's (the rigid pressure).
+            timeconst = SOLREF_TIMECONST / math.sqrt(float(g.area[i]))
+            shape = f'type="mesh" mesh="piece{i}" solref="{timeconst:.6f} 1"'
+        else:
+            shape = (
+                f'type="box" size="{half:.6f} {half:.6f} {h / 2:.6f}" '
+                f'pos="{p[0]:.6f} {p[1]:.6f} {h / 2:.6f}"'
+            )
         geoms.append(
-            f'<geom name="cell{i}" type="box" size="{half:.6f} {half:.6f} {h / 2:.6f}" '
-            f'pos="{p[0]:.6f} {p[1]:.6f} {h / 2:.6f}" mass="{spec.mass[i]:.6f}" '
+            f'<geom name="cell{i}" {shape} mass="{spec.mass[i]:.6f}" '
             f'friction="{spec.friction[i]:.6f} 0.005 0.0001" priority="1" condim="1" '
             f'rgba="0.3 0.45 0.8 1"/>'
         )
@@ -73,6 +124,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
   <compiler angle="radian"/>
   <option timestep="{TIMESTEP}" cone="elliptic" impratio="10" integrator="implicitfast"/>
   <visual><global offwidth="640" offheight="480"/></visual>
+  {object_assets_xml(spec)}
   <worldbody>
     <light pos="0.4 0 1.5" dir="0 0 -1"/>
     <geom name="floor" type="plane" size="3 3 0.1" pos="0 0 {-t_.height:.4f}"

@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
+from slide_core.geometry import outline_grid
 from slide_core.identification import random_push
 from slide_core.model import (
     LIFT,
     Belief,
+    ObjectSpec,
     Primitive,
     Waypoint,
     library_names,
@@ -178,6 +181,52 @@ def test_the_resting_pressure_is_a_rigid_bodys_linear_pressure(name: str, workce
     assert loads.sum() == pytest.approx(weight, rel=0.01)
     assert np.abs(loads - rigid).sum() < 0.03 * weight
     assert np.abs(loads - cell_mass).sum() > 2 * np.abs(loads - rigid).sum()
+
+
+def disc(radius: float, heavy: float = 1.0) -> ObjectSpec:
+    """A disc of 2 cm cells with its real outline, ``heavy`` times denser on its +x half."""
+    a = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    grid = outline_grid(radius * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.03)
+    mass = 0.4 * grid.area * np.where(grid.p_OC[:, 0] > 0, heavy, 1.0)
+    mass *= 0.4 / mass.sum()
+    doc = {
+        'name': 'disc',
+        'cell_size': 0.02,
+        'height': 0.03,
+        'mass': grid.to_map(mass, fill=0.0).tolist(),
+        'friction': grid.to_map(np.full(grid.n, 0.4), fill=0.0).tolist(),
+        'outline': grid.outline.tolist(),
+    }
+    return parse_spec(doc)
+
+
+def test_a_round_object_is_built_round_and_rests_with_the_rigid_pressure(workcell) -> None:
+    spec = disc(0.07, heavy=3.0)
+    twin = Twin(spec, workcell, (0.35, 0.0, 0.3))
+    # Each cell the rim cuts is the part of its square inside it, the others are boxes.
+    types = [twin.model.geom(f'cell{i}').type[0] for i in range(spec.grid.n)]
+    cut = spec.grid.area < 1.0
+    assert 20 <= cut.sum() < spec.grid.n
+    assert all((t == mujoco.mjtGeom.mjGEOM_MESH) == c for t, c in zip(types, cut, strict=True))
+    twin.settle(0.5)
+    loads = np.mean([(twin.step(), twin.table_loads())[1] for _ in range(50)], axis=0)
+    weight = spec.total_mass * 9.81
+    rigid = Support.of(spec.grid, 'rigid').loads(spec.mass)[0]
+    cell_mass = Support.of(spec.grid, 'cell-mass').loads(spec.mass)[0]
+    assert loads.sum() == pytest.approx(weight, rel=0.01)
+    # A cut cell carries its share of the square (its contacts' stiffness scaled by it;
+    # with the box cells' stiffness the smallest carried 2.4 times their share).
+    assert np.abs(loads - rigid).sum() < 0.03 * weight
+    assert np.abs(loads - cell_mass).sum() > 2 * np.abs(loads - rigid).sum()
+
+
+def test_a_round_object_pushed_through_its_centre_slides_straight(workcell) -> None:
+    twin = Twin(disc(0.07), workcell, (0.35, 0.0, 0.0))
+    rec = twin.push(Primitive.create((-0.07, 0.0), (1.0, 0.0), travel=0.05, speed=0.05))
+    start, end = rec.X_WO[0], rec.X_WO[-1]
+    assert end[0] - start[0] > 0.03
+    assert abs(end[1] - start[1]) < 2e-3
+    assert abs(end[2] - start[2]) < math.radians(1.0)
 
 
 def test_a_launched_block_stops_where_coulomb_friction_says_and_stays(workcell) -> None:

@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid, boundary_segments, rotation, wrap_angle
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    boundary_segments,
+    covered,
+    rotation,
+    wrap_angle,
+)
 from slide_core.identification import outline_point
 from slide_core.model import Primitive, library_names, load_object, load_workcell
 from slide_core.perception import (
@@ -53,19 +60,12 @@ def inverse(X_AB: FloatArray) -> FloatArray:
 
 
 def footprint_mask(grid: Grid, X_WO: FloatArray, lo: FloatArray, n: int) -> FloatArray:
-    """(n * n,) bool raster (pitch IOU_PITCH, lower-left ``lo``) of the grid's footprint."""
+    """(n * n,) bool raster (pitch IOU_PITCH, lower-left ``lo``) of the grid's footprint:
+    its cells, inside its real outline when it has one (:func:`covered`)."""
     xs = lo[0] + (np.arange(n) + 0.5) * IOU_PITCH
     ys = lo[1] + (np.arange(n) + 0.5) * IOU_PITCH
     gx, gy = np.meshgrid(xs, ys)
-    q = (np.column_stack((gx.ravel(), gy.ravel())) - X_WO[:2]) @ rotation(float(X_WO[2]))
-    rows, cols = grid.occupancy.shape
-    w = grid.cell_size
-    c = np.floor(q[:, 0] / w + cols / 2).astype(int)
-    r = np.floor(rows / 2 - q[:, 1] / w).astype(int)
-    ok = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
-    out = np.zeros(q.shape[0], dtype=bool)
-    out[ok] = grid.occupancy[r[ok], c[ok]]
-    return out
+    return np.asarray(covered(grid, X_WO, np.column_stack((gx.ravel(), gy.ravel()))))
 
 
 def footprint_iou(grid_a: Grid, X_a: FloatArray, grid_b: Grid, X_b: FloatArray) -> float:
