@@ -314,8 +314,10 @@ def test_a_sensor_restart_is_reported_once_and_wrenches_go_on(
     count = len(harness.wrenches)
     assert harness.spin_until(lambda: len(harness.wrenches) > count + 100, timeout=1.0)
     assert harness.spin_until(lambda: harness.values().get('resyncs') == '1')
-    harness.spin_until(lambda: False, timeout=0.3)
-    assert harness.diagnostics[-1].level == DiagnosticStatus.OK
+    # Back to OK once the records flow again (under the whole suite's load the period of
+    # the restart can still be the last one reported 0.3 s later).
+    assert harness.spin_until(lambda: harness.diagnostics[-1].level == DiagnosticStatus.OK)
+    assert harness.values().get('resyncs') == '1'
     assert int(harness.values()['out_of_order']) < 5
 
 
