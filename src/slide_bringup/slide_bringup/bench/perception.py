@@ -23,6 +23,7 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import (
     FloatArray,
     Grid,
+    boundary_distance,
     boundary_segments,
     covered,
     rotation,
@@ -93,15 +94,7 @@ def boundary_error_mm(truth: Grid, X_true: FloatArray, est: Grid, X_est: FloatAr
     )
     p_W = points @ rotation(float(X_est[2])).T + X_est[:2]
     p = (p_W - X_true[:2]) @ rotation(float(X_true[2]))  # in the true object frame
-    ta, tb = boundary_segments(truth)
-    d = tb - ta
-    t = np.clip(
-        np.einsum('psk,sk->ps', p[:, None, :] - ta[None], d) / np.einsum('sk,sk->s', d, d),
-        0.0,
-        1.0,
-    )
-    closest = ta[None] + t[..., None] * d[None]
-    return float(np.linalg.norm(p[:, None, :] - closest, axis=2).min(axis=1).mean() * 1000)
+    return float(boundary_distance(truth, p).mean() * 1000)
 
 
 def _stats(values: Sequence[float]) -> dict[str, float]:

@@ -30,6 +30,7 @@ E     the gripper: its pads' front end, between the fingers (``p_WE``).
 from __future__ import annotations
 
 from slide_core.geometry.footprint import (
+    boundary_distance,
     boundary_rings,
     boundary_segments,
     cell_corners,
@@ -67,6 +68,7 @@ __all__ = [
     'FloatArray',
     'Grid',
     'GridError',
+    'boundary_distance',
     'boundary_rings',
     'boundary_segments',
     'cell_corners',

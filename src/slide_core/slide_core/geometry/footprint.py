@@ -153,10 +153,19 @@ def distance_to_footprint(grid: Grid, p_O: FloatArray) -> float:
     p = np.asarray(p_O, dtype=float)
     if Path(grid.outline).contains_point((float(p[0]), float(p[1]))):
         return 0.0
+    return float(boundary_distance(grid, p)[0])
+
+
+def boundary_distance(grid: Grid, p_O: ArrayLike) -> FloatArray:
+    """Distances [m] (P,) from points p_O (P, 2) of the object frame to the footprint's
+    boundary (:func:`boundary_segments`), inside or out."""
+    p = np.atleast_2d(np.asarray(p_O, dtype=float))
     a, b = boundary_segments(grid)
     d = b - a
-    t = np.clip(np.sum((p - a) * d, axis=1) / np.maximum(np.sum(d * d, axis=1), 1e-300), 0, 1)
-    return float(np.linalg.norm(a + d * t[:, None] - p, axis=1).min())
+    along = np.einsum('psk,sk->ps', p[:, None, :] - a[None], d)
+    t = np.clip(along / np.maximum(np.einsum('sk,sk->s', d, d), 1e-300), 0.0, 1.0)
+    closest = a[None] + t[..., None] * d[None]
+    return np.asarray(np.linalg.norm(p[:, None, :] - closest, axis=2).min(axis=1), dtype=float)
 
 
 def support_polygon(grid: Grid, X_WO: ArrayLike) -> FloatArray | None:

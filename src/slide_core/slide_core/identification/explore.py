@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import (
@@ -170,12 +171,16 @@ def choose(
     return pool[int(np.argmax(scores))], scores
 
 
-def outline_point(grid: Grid, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+def outline_point(
+    grid: Grid,
+    rng: np.random.Generator,
+    sides: tuple[FloatArray, FloatArray, FloatArray, NDArray[np.int64]] | None = None,
+) -> tuple[FloatArray, FloatArray]:
     """A random point on the object's outline (object frame) and the inward normal there:
     on one of the sides pushes start on (:func:`slide_core.geometry.push_sides`, a cell's
-    free side or a piece of the real outline), drawn uniformly, within 80% of its
-    half-length of its middle."""
-    mid, normals, half, _ = push_sides(grid)
+    free side or a piece of the real outline; ``sides``, when already found), drawn
+    uniformly, within 80% of its half-length of its middle."""
+    mid, normals, half, _ = push_sides(grid) if sides is None else sides
     k = int(rng.integers(len(mid)))
     n_out = normals[k]
     along = np.array([-n_out[1], n_out[0]]) * rng.uniform(-0.8, 0.8) * half[k]
@@ -193,8 +198,9 @@ def random_push(
     lo = np.array([margin, -table.width / 2 + margin])
     hi = np.array([table.depth - margin, table.width / 2 - margin])
     R = rotation(float(X_WO[2]))
+    sides = push_sides(grid)
     for _ in range(50):
-        contact, normal_in = outline_point(grid, rng)
+        contact, normal_in = outline_point(grid, rng, sides)
         a = rng.uniform(-math.radians(30), math.radians(30))
         direction = rotation(a) @ normal_in
         travel = rng.uniform(0.03, 0.07)
