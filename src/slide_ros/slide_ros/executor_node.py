@@ -12,7 +12,8 @@ While it runs it publishes, on the topics ``slide_core.io.read_pushes`` reads as
 ``/pusher/pose`` and ``/gripper/pose`` (the tools, table frame; perception cuts them out
 of the cloud), ``/ft/wrench`` (the driver's wrench turned into the table frame through the
 tool's pose and the sensor's mounting, header frame the table's), ``/push/primitive``,
-``/push/start`` and ``/push/end`` (the stroke's start and end, with the push's index). A
+``/push/start`` and ``/push/end`` (the push's index, stamped with the stroke's start and
+end: the record's ``start`` and ``end``). A
 push's result carries its record (object poses from perception, fingertip poses, wrenches).
 
 Refusals and failures say why in the result's error code: a stale object pose
@@ -33,7 +34,6 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from std_msgs.msg import UInt32
 
 from slide_core.errors import SlideError
 from slide_core.geometry import FloatArray, distance_to_cells
@@ -41,6 +41,7 @@ from slide_core.identification import PushSamples
 from slide_core.io import (
     MessageError,
     grid_from_msg,
+    marker_to_msg,
     pose_to_planar,
     primitive_from_msg,
     primitive_to_msg,
@@ -59,7 +60,7 @@ from slide_core.model import (
 from slide_core.planning import Grasp, grasp_waypoints
 from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
-from slide_interfaces.msg import ErrorCode, ObjectGrid, PushPrimitive
+from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitive
 from slide_ros.backends import Backend, Motion, TwinBackend
 from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
 from slide_ros.params import MAX_POSE_AGE, Param, declare
@@ -153,8 +154,8 @@ class ExecutorNode(SlideNode):
         self.pub_pusher = self.create_publisher(PoseStamped, '/pusher/pose', RELIABLE)
         self.pub_gripper = self.create_publisher(PoseStamped, '/gripper/pose', RELIABLE)
         self.pub_wrench = self.create_publisher(WrenchStamped, '/ft/wrench', RELIABLE)
-        self.pub_start = self.create_publisher(UInt32, '/push/start', RELIABLE)
-        self.pub_end = self.create_publisher(UInt32, '/push/end', RELIABLE)
+        self.pub_start = self.create_publisher(PushMarker, '/push/start', RELIABLE)
+        self.pub_end = self.create_publisher(PushMarker, '/push/end', RELIABLE)
         self.pub_primitive = self.create_publisher(PushPrimitive, '/push/primitive', RELIABLE)
         sensors = MutuallyExclusiveCallbackGroup()
         self.create_subscription(ObjectGrid, '/object/grid', self._on_grid, LATCHED)
@@ -374,10 +375,10 @@ class ExecutorNode(SlideNode):
                 times['start'] = now
                 msg = primitive_to_msg(primitive, self.cell.fingertip, PushPrimitive())
                 self.pub_primitive.publish(msg)
-                self.pub_start.publish(UInt32(data=index))
+                self.pub_start.publish(marker_to_msg(index, now, PushMarker()))
             elif phase == 'settle' and 'end' not in times:
                 times['end'] = now
-                self.pub_end.publish(UInt32(data=index))
+                self.pub_end.publish(marker_to_msg(index, now, PushMarker()))
             elif phase == 'retract' and 'rest' not in times:
                 times['rest'] = now
             feedback.phase = phase

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Topic:
     """A topic of the episode: name, message type, whether its publisher latches it, and
-    whether its messages carry a header stamp (the push markers do not: a bag places them
-    by when they were sent)."""
+    whether its messages carry a header stamp (the push primitive does not: a bag places it
+    by when it was sent)."""
 
     name: str
     type: str
@@ -34,8 +34,8 @@ EPISODE_TOPICS: tuple[Topic, ...] = (
     Topic('/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
     Topic('/netft/wrench', 'geometry_msgs/msg/WrenchStamped'),
     Topic('/push/primitive', 'slide_interfaces/msg/PushPrimitive', stamped=False),
-    Topic('/push/start', 'std_msgs/msg/UInt32', stamped=False),
-    Topic('/push/end', 'std_msgs/msg/UInt32', stamped=False),
+    Topic('/push/start', 'slide_interfaces/msg/PushMarker'),
+    Topic('/push/end', 'slide_interfaces/msg/PushMarker'),
     Topic('/belief', 'slide_interfaces/msg/ModelBelief', latched=True),
     Topic('/behaviour/state', 'slide_interfaces/msg/TaskState', latched=True),
     Topic('/ground_truth', 'slide_interfaces/msg/GroundTruth', latched=True, twin_only=True),

@@ -9,7 +9,7 @@ The bag is what the robot would record with ``ros2 bag record`` (and readable by
 | /pusher/pose | geometry_msgs/msg/PoseStamped | 100 Hz during pushes |
 | /ft/wrench | geometry_msgs/msg/WrenchStamped | 500 Hz (every physics step), table frame |
 | /push/primitive | slide_interfaces/msg/PushPrimitive | at each push start |
-| /push/start, /push/end | std_msgs/msg/UInt32 (push index) | stroke start and end |
+| /push/start, /push/end | slide_interfaces/msg/PushMarker (push index) | stroke start and end |
 | /ground_truth | slide_interfaces/msg/GroundTruth | start, and after each push |
 | /camera/camera/depth/color/points | sensor_msgs/msg/PointCloud2 | ``cloud_hz`` during pushes |
 
@@ -60,8 +60,8 @@ TOPICS = {
     '/pusher/pose': 'geometry_msgs/msg/PoseStamped',
     '/ft/wrench': 'geometry_msgs/msg/WrenchStamped',
     '/push/primitive': 'slide_interfaces/msg/PushPrimitive',
-    '/push/start': 'std_msgs/msg/UInt32',
-    '/push/end': 'std_msgs/msg/UInt32',
+    '/push/start': 'slide_interfaces/msg/PushMarker',
+    '/push/end': 'slide_interfaces/msg/PushMarker',
     '/ground_truth': 'slide_interfaces/msg/GroundTruth',
 }
 CLOUD_TOPIC = '/camera/camera/depth/color/points'
@@ -241,7 +241,8 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
         height=tip.height,
     )
     bag.write('/push/primitive', t0, primitive)
-    bag.write('/push/start', t0, T['std_msgs/msg/UInt32'](data=index))
+    Marker = T['slide_interfaces/msg/PushMarker']
+    bag.write('/push/start', t0, Marker(header=bag.header(t0, ''), index=index))
     for k, t in enumerate(rec.t):
         t = float(t)
         w = rec.wrench_W[k]
@@ -269,7 +270,7 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
                 Pose(header=bag.header(t, bag.frame), pose=bag.pose((p[0], p[1], p[2], 0.0))),
             )
         if k == rec.end:
-            bag.write('/push/end', t1, T['std_msgs/msg/UInt32'](data=index))
+            bag.write('/push/end', t1, Marker(header=bag.header(t1, ''), index=index))
 
 
 def record(

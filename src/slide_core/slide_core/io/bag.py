@@ -17,10 +17,11 @@ turned into the table frame with the sensor's orientation that the bag holds, th
 pose's orientation on ``/pusher/pose`` at the wrench's time (as the executor does; the sensor
 is mounted with the tool's axes); any other frame is refused with the reason.
 
-Times: series are placed by their header stamps; pushes by the log time of their markers
-(which have no header). A message whose stamp is more than JUMP_S off the recording
-clock (the bag's log time), against what the topic keeps otherwise, comes from a clock that
-jumped: it is not used, and a push during which that happened is skipped.
+Times: series and push markers are placed by their header stamps (the markers of older
+recordings, ``std_msgs/UInt32``, have none: by when they were recorded, and said). A message
+whose stamp is more than JUMP_S off the recording clock (the bag's log time), against what
+the topic keeps otherwise, comes from a clock that jumped: it is not used, and a push during
+which that happened is skipped (a marker is then placed by when it was recorded).
 
 What cannot be used is reported, never a traceback: a bag with nothing usable raises
 :class:`~slide_core.errors.SlideInputError` (one line); otherwise the pushes that could not
@@ -46,8 +47,10 @@ from slide_core.io.bagfile import Bag, open_bag
 from slide_core.io.messages import MessageError, grid_from_msg, stamp_to_s
 from slide_core.io.series import (
     CLOUD_TOPIC,
+    UNSTAMPED_MARKER,
     Series,
     clock_jump,
+    marker_times,
     planar_rows,
     read_series,
     usable,
@@ -207,8 +210,20 @@ def read_pushes(
     marks = series['/push/start']
     if not marks.log:
         raise SlideInputError(f'{name}: no complete push (no /push/start marker decodes)')
-    order = np.argsort(marks.log, kind='stable')
-    starts = [float(marks.log[k]) for k in order]
+    if bag.topics['/push/start'].type == UNSTAMPED_MARKER:
+        warnings.append(
+            f'/push/start: {UNSTAMPED_MARKER} markers have no stamp (recorded before they '
+            'were stamped): each push opens when the recorder received its marker, which '
+            'can be late under load'
+        )
+    mark_times, jumped = marker_times(marks)
+    if jumped:
+        warnings.append(
+            f'/push/start: {jumped} marker(s) stamped by a clock that jumped: placed by '
+            'when they were recorded'
+        )
+    order = np.argsort(mark_times, kind='stable')
+    starts = [mark_times[k] for k in order]
     numbers = [int(marks.rows[k]) for k in order]
     if len(set(numbers)) != len(numbers):
         warnings.append(
@@ -231,7 +246,7 @@ def read_pushes(
         raise SlideInputError(f'{name}: has pushes {_ranges(numbers)}, asked for {beyond}')
     end_marks = series.get('/push/end')
     ends = (
-        sorted(zip(end_marks.log, (int(r) for r in end_marks.rows), strict=True))
+        sorted(zip(marker_times(end_marks)[0], (int(r) for r in end_marks.rows), strict=True))
         if end_marks is not None
         else []
     )

@@ -7,7 +7,8 @@ the caller passes). Nothing here imports ROS.
 
 Messages: ``builtin_interfaces/Time``, ``geometry_msgs/Pose`` (planar: yaw about z, the one
 convention of :func:`slide_core.geometry.yaw_of_quaternion`), ``sensor_msgs/PointCloud2``,
-``slide_interfaces/ObjectGrid``, ``ModelBelief``, ``PushPrimitive``, ``GroundTruth``.
+``slide_interfaces/ObjectGrid``, ``ModelBelief``, ``PushPrimitive``, ``PushRecord``,
+``PushMarker`` (and the ``std_msgs/UInt32`` markers of older recordings), ``GroundTruth``.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ def stamp_to_s(stamp: Any) -> float:
 
 
 def set_stamp(stamp: Any, seconds: float) -> Any:
-    """Write ``seconds`` (>= 0) into a ``builtin_interfaces/Time``."""
-    ns = int(round(seconds * 1e9))
-    stamp.sec, stamp.nanosec = ns // 10**9, ns % 10**9
+    """Write ``seconds`` (>= 0) into a ``builtin_interfaces/Time`` (whole seconds apart:
+    seconds * 1e9 of a wall-clock time is past a float's integers)."""
+    sec = math.floor(seconds)
+    ns = int(round((seconds - sec) * 1e9))
+    stamp.sec, stamp.nanosec = int(sec) + ns // 10**9, ns % 10**9
     return stamp
 
 
@@ -230,6 +233,25 @@ def primitive_from_msg(msg: Any) -> Primitive:
         )
     except PrimitiveError as exc:
         raise MessageError(f'the push primitive: {exc}') from None
+
+
+def marker_to_msg(index: int, seconds: float, msg: Any) -> Any:
+    """Fill a ``slide_interfaces/PushMarker``: push ``index`` (>= 0) at ``seconds``."""
+    if index < 0:
+        raise MessageError(f'a push index is not negative, got {index}')
+    msg.index = int(index)
+    msg.header.frame_id = ''
+    set_stamp(msg.header.stamp, seconds)
+    return msg
+
+
+def marker_from_msg(msg: Any) -> tuple[int, float | None]:
+    """(push index, stamp [s]) of a push marker: a ``slide_interfaces/PushMarker``, or the
+    ``std_msgs/UInt32`` of recordings made before the markers were stamped, which has no
+    time of its own (None: the caller knows only when it was received)."""
+    if hasattr(msg, 'header'):
+        return int(msg.index), stamp_to_s(msg.header.stamp)
+    return int(msg.data), None
 
 
 def record_to_msg(

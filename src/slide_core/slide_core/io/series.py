@@ -11,7 +11,13 @@ import numpy as np
 
 from slide_core.geometry import FloatArray
 from slide_core.io.bagfile import Bag
-from slide_core.io.messages import MessageError, grid_from_msg, pose_to_planar, stamp_to_s
+from slide_core.io.messages import (
+    MessageError,
+    grid_from_msg,
+    marker_from_msg,
+    pose_to_planar,
+    stamp_to_s,
+)
 
 CLOUD_TOPIC = '/camera/camera/depth/color/points'
 TYPES = {
@@ -21,12 +27,16 @@ TYPES = {
     '/gripper/pose': 'geometry_msgs/msg/PoseStamped',
     '/ft/wrench': 'geometry_msgs/msg/WrenchStamped',
     '/netft/wrench': 'geometry_msgs/msg/WrenchStamped',
-    '/push/start': 'std_msgs/msg/UInt32',
-    '/push/end': 'std_msgs/msg/UInt32',
+    '/push/start': 'slide_interfaces/msg/PushMarker',
+    '/push/end': 'slide_interfaces/msg/PushMarker',
     CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2',
     '/ground_truth': 'slide_interfaces/msg/GroundTruth',
 }
 """The type each topic read here must have."""
+UNSTAMPED_MARKER = 'std_msgs/msg/UInt32'
+"""The push markers' type in recordings made before they were stamped: still read, placed
+by when the recorder received them."""
+MARKERS = ('/push/start', '/push/end')
 SENSOR_FRAMES = ('ft_sensor',)
 """Frames of the F/T sensor (the driver's ``frame_id``): mounted with the tool's axes."""
 JUMP_S = 5.0
@@ -63,6 +73,18 @@ class Series:
         return np.abs(dev) <= JUMP_S, dev
 
 
+def marker_times(s: Series) -> tuple[list[float], int]:
+    """When each push marker of ``s`` was sent [s]: its stamp, or, for a stamp whose clock
+    jumped, its log time on the stamps' usual offset; and how many jumped. An unstamped
+    marker (:data:`UNSTAMPED_MARKER`) carries its log time as its stamp."""
+    ok, _ = s.jumps()
+    if ok.all():
+        return list(s.stamp), 0
+    offset = float(np.median(np.asarray(s.stamp)[ok] - np.asarray(s.log)[ok]))
+    times = np.where(ok, s.stamp, np.asarray(s.log) + offset)
+    return [float(t) for t in times], int((~ok).sum())
+
+
 def usable(bag: Bag, topic: str) -> str:
     """'' when the bag has messages of ``topic`` that can be decoded, else why not."""
     info = bag.topics.get(topic)
@@ -73,6 +95,8 @@ def usable(bag: Bag, topic: str) -> str:
     if topic in bag.unknown:
         return bag.unknown[topic]
     want = TYPES.get(topic)
+    if topic in MARKERS and info.type == UNSTAMPED_MARKER:
+        return ''
     if want is not None and info.type != want:
         return f'its type is {info.type}, not {want}'
     return ''
@@ -88,8 +112,9 @@ def read_series(bag: Bag, topics: list[str]) -> dict[str, Series]:
         s = out[topic]
         log = t_ns * 1e-9
         try:
-            if topic in ('/push/start', '/push/end'):
-                s.add(log, log, int(msg.data), '')
+            if topic in MARKERS:
+                index, stamp = marker_from_msg(msg)
+                s.add(log, log if stamp is None else stamp, index, '')
             elif topic == '/object/grid':
                 grid, _ = grid_from_msg(msg)
                 s.add(log, stamp_to_s(msg.header.stamp), (log, grid, msg.header.frame_id), '')
