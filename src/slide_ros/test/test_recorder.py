@@ -19,13 +19,12 @@ rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from std_msgs.msg import UInt32  # noqa: E402
 
 from slide_bringup.graph import NodeSpec  # noqa: E402
 from slide_bringup.runner import command  # noqa: E402
-from slide_core.io import grid_to_msg, open_bag  # noqa: E402
+from slide_core.io import grid_to_msg, open_bag, stamp_to_s  # noqa: E402
 from slide_core.model import load_object  # noqa: E402
-from slide_interfaces.msg import ObjectGrid  # noqa: E402
+from slide_interfaces.msg import ObjectGrid, PushMarker  # noqa: E402
 
 pytestmark = pytest.mark.ros
 from slide_ros.params import ParameterError  # noqa: E402
@@ -43,7 +42,7 @@ class Publisher:
         self.grid = self.node.create_publisher(ObjectGrid, '/object/grid', LATCHED)
         self.wrench = self.node.create_publisher(WrenchStamped, '/ft/wrench', RELIABLE)
         self.raw = self.node.create_publisher(WrenchStamped, '/netft/wrench', SENSOR)
-        self.start = self.node.create_publisher(UInt32, '/push/start', RELIABLE)
+        self.start = self.node.create_publisher(PushMarker, '/push/start', RELIABLE)
 
     def publish_grid(self) -> None:
         spec = load_object('box')
@@ -80,7 +79,9 @@ class Publisher:
             msg.wrench.force.x, msg.wrench.force.y = float(k), -0.5 * k
             self.wrench.publish(msg)
             if k % 10 == 0:
-                self.start.publish(UInt32(data=k // 10))
+                marker = PushMarker(index=k // 10)
+                marker.header.stamp = msg.header.stamp
+                self.start.publish(marker)
             time.sleep(0.002)
 
     def close(self) -> None:
@@ -141,6 +142,13 @@ def test_a_recording_is_a_complete_bag_when_the_recorder_is_stopped(
     assert b.topics['/object/grid'].type == 'slide_interfaces/msg/ObjectGrid'
     assert b.topics['/object/grid'].count == 1
     assert b.topics['/push/start'].count == 30
+    # The markers keep their stamps: each is its push's first wrench's.
+    markers = [b.decode(t, raw) for t, _, raw in b.messages(['/push/start'])]
+    assert [m.index for m in markers] == list(range(30))
+    firsts = [b.decode(t, raw) for t, _, raw in b.messages(['/ft/wrench'])][::10]
+    assert [stamp_to_s(m.header.stamp) for m in markers] == [
+        stamp_to_s(w.header.stamp) for w in firsts
+    ]
     # Reliable topics arrive whole and as sent (the bytes were written as they came).
     assert wrenches(bag) == [(float(k), -0.5 * k, 'table') for k in range(300)]
 

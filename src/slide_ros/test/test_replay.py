@@ -33,7 +33,6 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosbags.highlevel import AnyReader  # noqa: E402
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
-from std_msgs.msg import UInt32  # noqa: E402
 
 from slide_bringup.cli import main  # noqa: E402
 from slide_bringup.graph import CLOUD_TOPIC, NodeSpec, pregrasp  # noqa: E402
@@ -51,7 +50,7 @@ from slide_core.io import (  # noqa: E402
 )
 from slide_core.model import Belief, Primitive, load_belief, load_object, load_workcell  # noqa: E402
 from slide_interfaces.action import Push  # noqa: E402
-from slide_interfaces.msg import ErrorCode, ObjectGrid  # noqa: E402
+from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker  # noqa: E402
 from slide_sim.record import record  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -165,7 +164,7 @@ def twin_bag(tmp_path_factory: pytest.TempPathFactory, workcell) -> Path:
 def test_replay_publishes_every_message_at_its_time_with_the_clock(
     probe: Probe, twin_bag: Path
 ) -> None:
-    starts = probe.listen(UInt32, '/push/start', KEEP)
+    starts = probe.listen(PushMarker, '/push/start', KEEP)
     grids = probe.listen(ObjectGrid, '/object/grid', LATCHED)
     poses = probe.listen(PoseStamped, '/object/pose', KEEP)
     clock = probe.listen(Clock, '/clock', 10)
@@ -180,7 +179,7 @@ def test_replay_publishes_every_message_at_its_time_with_the_clock(
     expected = {t: bag.topics[t].count for t in ('/push/start', '/object/grid', '/object/pose')}
     assert result['messages'] == expected and result['left_out'] == {}
     assert probe.wait(lambda: len(poses) == expected['/object/pose'], 10), (len(poses), expected)
-    assert [m.data for m in starts] == [0, 1] and len(grids) == 1
+    assert [m.index for m in starts] == [0, 1] and len(grids) == 1
     # Paced by the bag's time over the rate, with /clock following the bag.
     played = sorted(t for _, t, _ in bag.messages(expected))
     span = (played[-1] - played[0]) * 1e-9
@@ -358,17 +357,13 @@ def as_returned(ep: Episode, out: Path) -> Path:
     before the 0.3 s of sliding that a push's data runs to), and perception's last poses
     may come later still; the bag has them. Cut so, it holds what the executor returned. A
     record also holds the samples of the 50 ms before its stroke: each window starts at the
-    record's first sample, not at its start marker. Each ``/push/start`` marker is put at
-    its record's start: a marker has no stamp, so a bag opens the push's window when the
-    recorder received it, and a loaded machine can deliver it late (CI once measured 0.1 s:
-    10 steps fewer than the executor's record)."""
+    record's first sample, not at its start marker."""
 
     def window(r: Any, field: str) -> tuple[float, float]:
         stamps = [stamp_to_s(m.header.stamp) for m in getattr(r, field)]
         return min(min(stamps), stamp_to_s(r.start)), max(stamps)
 
     ends = {topic: [window(r, field) for r in ep.records] for topic, field in SERIES.items()}
-    started = {int(r.index): r.start.sec * 10**9 + r.start.nanosec for r in ep.records}
     store = interfaces_typestore()
     with (
         AnyReader([ep.bag]) as reader,
@@ -385,9 +380,6 @@ def as_returned(ep: Episode, out: Path) -> Path:
                     end + 1e-6 < t < nxt for (_, end), nxt in zip(windows, starts, strict=True)
                 ):
                     continue
-            if conn.topic == '/push/start':
-                index = int(reader.deserialize(raw, conn.msgtype).data)
-                t_ns = started.get(index, t_ns)
             writer.write(conns[conn.topic], t_ns, raw)
     return out
 
@@ -420,8 +412,8 @@ def test_a_graph_bag_holds_what_the_executor_returned(episode: Episode, tmp_path
         np.testing.assert_allclose(b.X_obs, p.X_obs, atol=1e-9)
         np.testing.assert_allclose(b.push.f_W, p.push.f_W, atol=1e-9)
         np.testing.assert_allclose(b.p_WF, p.p_WF, atol=1e-6)  # stamps to 1 us
-        # The whole bag opens the window when the marker arrived (see as_returned): its
-        # first pose is the same resting object, through other samples of its noise.
+        # The whole bag opens the window at the marker's stamp, the record's start, and
+        # runs on to the push's end: the same start, smoothed with more of the push.
         np.testing.assert_allclose(full[p.index].X_WO0, p.X_WO0, atol=5e-4)
     records = TrainingSet.from_pushes(grid, online)
     online_fit = identify(records, **FIT).belief

@@ -33,10 +33,14 @@ def test_bag_holds_every_push_and_topic_and_reads_back(tmp_path: Path, workcell)
     with AnyReader([bag]) as reader:
         by_topic = {c.topic: c for c in reader.connections}
         starts = [
-            reader.deserialize(r, 'std_msgs/msg/UInt32').data
-            for _, _, r in reader.messages([by_topic['/push/start']])
+            (t, reader.deserialize(r, 'slide_interfaces/msg/PushMarker'))
+            for _, t, r in reader.messages([by_topic['/push/start']])
         ]
-        assert starts == [0, 1]
+        assert [m.index for _, m in starts] == [0, 1]
+        # The markers carry the stroke's start, the time they are recorded at here.
+        assert [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in starts] == [
+            t for t, _ in starts
+        ]
         _, _, raw = next(iter(reader.messages([by_topic['/object/grid']])))
         grid = reader.deserialize(raw, 'slide_interfaces/msg/ObjectGrid')
         assert grid.rows * grid.cols == len(grid.occupancy) and int(np.sum(grid.occupancy)) == 36

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from slide_core.errors import SlideInputError
+from slide_core.identification import STEP_S
 from slide_core.io import interfaces_typestore, read_pushes
 from slide_core.model import load_object
 
@@ -234,7 +235,7 @@ def test_no_complete_push(bag: Path, tmp_path: Path, store: Any):
     assert '\n' not in str(exc.value)
 
     def second_aborted(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
-        return [] if topic == '/push/end' and msg.data == 1 else [(topic, t, msg)]
+        return [] if topic == '/push/end' and msg.index == 1 else [(topic, t, msg)]
 
     read = read_pushes(rewrite(bag, tmp_path / 'one', store, second_aborted))
     assert [p.index for p in read.pushes] == [0, 2]
@@ -404,3 +405,59 @@ def test_a_bag_from_before_the_grids_coverage_reads_as_whole_cells(
     assert read.grid.outline is None
     assert [p.index for p in read.pushes] == [0, 1, 2]
     np.testing.assert_allclose(read.pushes[0].push.f_W, read_pushes(bag, [0]).pushes[0].push.f_W)
+
+
+LATE_NS = 100_000_000  # 0.1 s: how late a loaded graph once delivered a marker
+
+
+def late_markers(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+    """The push markers recorded late, as a loaded graph delivers them."""
+    return [(topic, t + LATE_NS if topic in ('/push/start', '/push/end') else t, msg)]
+
+
+def test_markers_place_a_push_by_their_stamp_not_by_when_they_were_recorded(
+    bag: Path, tmp_path: Path, store: Any
+):
+    late = read_pushes(rewrite(bag, tmp_path / 'late', store, late_markers))
+    assert late.warnings == ()
+    for a, b in zip(late.pushes, read_pushes(bag).pushes, strict=True):
+        assert a.push.steps == b.push.steps
+        np.testing.assert_array_equal(a.X_WO0, b.X_WO0)
+        np.testing.assert_array_equal(a.push.f_W, b.push.f_W)
+
+
+def test_unstamped_markers_of_older_bags_are_read_by_when_they_were_recorded(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # Before the markers were stamped they were std_msgs/UInt32: such a bag still reads,
+    # with its pushes opening when the markers were recorded, and it says so.
+    def unstamped(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic in ('/push/start', '/push/end'):
+            msg = store.types['std_msgs/msg/UInt32'](data=msg.index)
+        return late_markers(topic, t, msg)
+
+    types = dict.fromkeys(('/push/start', '/push/end'), 'std_msgs/msg/UInt32')
+    older = read_pushes(rewrite(bag, tmp_path / 'older', store, unstamped, types))
+    (warning,) = older.warnings
+    assert warning.startswith('/push/start: std_msgs/msg/UInt32 markers have no stamp')
+    assert [p.index for p in older.pushes] == [0, 1, 2]
+    # Opened 0.1 s late: the steps of that 0.1 s are missing from each push.
+    steps = [p.push.steps for p in read_pushes(bag).pushes]
+    assert [p.push.steps for p in older.pushes] == [n - round(0.1 / STEP_S) for n in steps]
+
+
+def test_a_marker_stamped_by_a_clock_that_jumped_is_placed_by_when_it_was_recorded(
+    bag: Path, tmp_path: Path, store: Any
+):
+    def jump(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/push/start' and msg.index == 1:
+            msg.header.stamp.sec += 10
+        return [(topic, t, msg)]
+
+    read = read_pushes(rewrite(bag, tmp_path / 'jump', store, jump))
+    assert read.warnings == (
+        '/push/start: 1 marker(s) stamped by a clock that jumped: placed by when they were '
+        'recorded',
+    )
+    for a, b in zip(read.pushes, read_pushes(bag).pushes, strict=True):
+        assert a.index == b.index and a.push.steps == b.push.steps

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
+from std_msgs.msg import UInt32  # noqa: E402
 
 from slide_core.errors import SlideInputError  # noqa: E402
 from slide_core.geometry import Grid, signed_area  # noqa: E402
@@ -17,9 +18,11 @@ from slide_core.io import (  # noqa: E402
     cloud_to_xyz,
     grid_from_msg,
     grid_to_msg,
+    marker_from_msg,
+    marker_to_msg,
     xyz_to_cloud,
 )
-from slide_interfaces.msg import ObjectGrid  # noqa: E402
+from slide_interfaces.msg import ObjectGrid, PushMarker  # noqa: E402
 
 
 def organised_cloud(points: np.ndarray, width: int, pad: int = 4) -> PointCloud2:
@@ -190,3 +193,11 @@ def test_belief_message_round_trip_keeps_the_support_model(
     msg.support = 'springs'
     with pytest.raises(SlideInputError, match='support model'):
         belief_from_msg(msg)
+
+
+def test_push_marker_round_trip_and_the_unstamped_markers_of_older_bags():
+    msg = marker_to_msg(3, 1_767_225_601.25, PushMarker())
+    assert msg.header.frame_id == '' and marker_from_msg(msg) == (3, 1_767_225_601.25)
+    assert marker_from_msg(UInt32(data=4)) == (4, None)  # no time of its own
+    with pytest.raises(SlideInputError, match='not negative'):
+        marker_to_msg(-1, 0.0, PushMarker())
