@@ -7,10 +7,11 @@ there is no per-type code; types and their definitions come from Jazzy's and
 slide_interfaces' ``.msg`` files. A topic is subscribed when its first publisher appears,
 with a QoS that matches every publisher (best effort if one is, transient local if all
 are), as rosbag2 does; a message's log time is when it arrived, on the node's clock (as
-rosbag2's). Topics without a header stamp (the push markers) are taken apart, by a small
-node of their own, with the time their publisher sent them (the middleware's source
+rosbag2's). Topics without a header stamp (the push primitive) are taken apart, by a
+small node of their own, with the time their publisher sent them (the middleware's source
 timestamp, carried over to the node's clock): an overloaded recorder takes messages late,
-and a marker would then be placed after the data it marks.
+and such a message would then be placed after the data it goes with. (The push markers
+carry the stroke's times in their stamps, which the bag reader goes by.)
 
 The bag is always complete and valid, whatever happens to the episode:
 
