@@ -287,11 +287,14 @@ def run(
         },
     }
     if png is not None:
-        result['png'] = str(_figure(png, curves))
+        result['png'] = str(draw_losses(png, curves))
     return result
 
 
-def _figure(path: Path, curves: dict[str, list[tuple[list[int], list[float], float]]]) -> Path:
+def draw_losses(path: Path, curves: dict[str, list[tuple[list[int], list[float], float]]]) -> Path:
+    """Draw each method's training loss against simulations to ``path`` (PNG): per method,
+    runs of (simulations used, loss at each, best loss of all methods on that object), the
+    best so far over the floor, averaged over the runs that have a loss by then."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -309,7 +312,9 @@ def _figure(path: Path, curves: dict[str, list[tuple[list[int], list[float], flo
             vals = np.where(idx >= 0, best[np.maximum(idx, 0)], np.nan)
             rel.append(vals / floor)
         if rel:
-            ax.plot(grid, np.nanmean(np.array(rel), axis=0), label=method)
+            R = np.array(rel)
+            seen = np.isfinite(R).any(axis=0)  # before its first evaluation no run has a loss
+            ax.plot(grid[seen], np.nanmean(R[:, seen], axis=0), label=method)
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xlabel('simulations (hypothesis evaluations)')

@@ -1,0 +1,21 @@
+"""The identification bench's loss-against-simulations figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import warnings
+
+from slide_bringup.bench.identification import draw_losses
+
+
+def test_the_figure_draws_runs_that_start_after_the_first_simulations(tmp_path: Path):
+    # A method's trace starts at its first improvement: before it no run has a loss, and
+    # the figure leaves those points out instead of averaging nothing.
+    curves = {
+        'a': [([30, 300], [2.0, 1.0], 1.0), ([50, 900], [3.0, 1.5], 1.0)],
+        'b': [([], [], 1.0)],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        path = draw_losses(tmp_path / 'loss.png', curves)
+    assert path.stat().st_size > 1000
