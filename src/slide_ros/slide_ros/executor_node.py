@@ -13,8 +13,8 @@ While it runs it publishes, on the topics ``slide_core.io.read_pushes`` reads as
 of the cloud), ``/ft/wrench`` (the driver's wrench turned into the table frame through the
 tool's pose and the sensor's mounting, header frame the table's), ``/push/primitive``,
 ``/push/start`` and ``/push/end`` (the push's index, stamped with the stroke's start and
-end: the record's ``start`` and ``end``). A
-push's result carries its record (object poses from perception, fingertip poses, wrenches).
+end: the record's ``start`` and ``end``). A push's result carries its record (object poses
+from perception, fingertip poses, wrenches).
 
 Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),

@@ -217,11 +217,14 @@ def read_pushes(
             'can be late under load'
         )
     mark_times, jumped = marker_times(marks)
-    if jumped:
-        warnings.append(
-            f'/push/start: {jumped} marker(s) stamped by a clock that jumped: placed by '
-            'when they were recorded'
-        )
+    end_marks = series.get('/push/end')
+    end_times, end_jumped = marker_times(end_marks) if end_marks is not None else ([], 0)
+    for topic, count in (('/push/start', jumped), ('/push/end', end_jumped)):
+        if count:
+            warnings.append(
+                f'{topic}: {count} marker(s) stamped by a clock that jumped: placed by when '
+                'they were recorded'
+            )
     order = np.argsort(mark_times, kind='stable')
     starts = [mark_times[k] for k in order]
     numbers = [int(marks.rows[k]) for k in order]
@@ -244,9 +247,8 @@ def read_pushes(
     beyond = [i for i in wanted if i not in position]
     if beyond and not lost:
         raise SlideInputError(f'{name}: has pushes {_ranges(numbers)}, asked for {beyond}')
-    end_marks = series.get('/push/end')
     ends = (
-        sorted(zip(marker_times(end_marks)[0], (int(r) for r in end_marks.rows), strict=True))
+        sorted(zip(end_times, (int(r) for r in end_marks.rows), strict=True))
         if end_marks is not None
         else []
     )

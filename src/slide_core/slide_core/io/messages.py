@@ -238,7 +238,7 @@ def primitive_from_msg(msg: Any) -> Primitive:
 def marker_to_msg(index: int, seconds: float, msg: Any) -> Any:
     """Fill a ``slide_interfaces/PushMarker``: push ``index`` (>= 0) at ``seconds``."""
     if index < 0:
-        raise MessageError(f'a push index is not negative, got {index}')
+        raise MessageError(f'a push index must not be negative, got {index}')
     msg.index = int(index)
     msg.header.frame_id = ''
     set_stamp(msg.header.stamp, seconds)

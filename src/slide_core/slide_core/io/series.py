@@ -37,6 +37,7 @@ UNSTAMPED_MARKER = 'std_msgs/msg/UInt32'
 """The push markers' type in recordings made before they were stamped: still read, placed
 by when the recorder received them."""
 MARKERS = ('/push/start', '/push/end')
+"""The topics of the push markers (each push's index, at its stroke's start and end)."""
 SENSOR_FRAMES = ('ft_sensor',)
 """Frames of the F/T sensor (the driver's ``frame_id``): mounted with the tool's axes."""
 JUMP_S = 5.0

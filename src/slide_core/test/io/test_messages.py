@@ -199,5 +199,5 @@ def test_push_marker_round_trip_and_the_unstamped_markers_of_older_bags():
     msg = marker_to_msg(3, 1_767_225_601.25, PushMarker())
     assert msg.header.frame_id == '' and marker_from_msg(msg) == (3, 1_767_225_601.25)
     assert marker_from_msg(UInt32(data=4)) == (4, None)  # no time of its own
-    with pytest.raises(SlideInputError, match='not negative'):
+    with pytest.raises(SlideInputError, match='must not be negative, got -1'):
         marker_to_msg(-1, 0.0, PushMarker())
