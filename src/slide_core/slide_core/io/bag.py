@@ -17,11 +17,12 @@ turned into the table frame with the sensor's orientation that the bag holds, th
 pose's orientation on ``/pusher/pose`` at the wrench's time (as the executor does; the sensor
 is mounted with the tool's axes); any other frame is refused with the reason.
 
-Times: series and push markers are placed by their header stamps (the markers of older
-recordings, ``std_msgs/UInt32``, have none: by when they were recorded, and said). A message
-whose stamp is more than JUMP_S off the recording clock (the bag's log time), against what
-the topic keeps otherwise, comes from a clock that jumped: it is not used, and a push during
-which that happened is skipped (a marker is then placed by when it was recorded).
+Times: series and push markers are placed by their header stamps. A message whose stamp is
+more than JUMP_S off the recording clock (the bag's log time), against what the topic keeps
+otherwise, comes from a clock that jumped: it is not used, and a push during which that
+happened is skipped. A push marker without a stamp (the ``std_msgs/UInt32`` of older
+recordings), or stamped on another clock than the fingertip's poses, is placed by when it
+was recorded, and said (:func:`slide_core.io.series.marker_times`).
 
 What cannot be used is reported, never a traceback: a bag with nothing usable raises
 :class:`~slide_core.errors.SlideInputError` (one line); otherwise the pushes that could not
@@ -44,10 +45,9 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, GridError
 from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
 from slide_core.io.bagfile import Bag, open_bag
-from slide_core.io.messages import MessageError, grid_from_msg, stamp_to_s
+from slide_core.io.messages import MessageError, grid_from_msg, ns_to_s, stamp_to_s
 from slide_core.io.series import (
     CLOUD_TOPIC,
-    UNSTAMPED_MARKER,
     Series,
     clock_jump,
     marker_times,
@@ -210,21 +210,15 @@ def read_pushes(
     marks = series['/push/start']
     if not marks.log:
         raise SlideInputError(f'{name}: no complete push (no /push/start marker decodes)')
-    if bag.topics['/push/start'].type == UNSTAMPED_MARKER:
-        warnings.append(
-            f'/push/start: {UNSTAMPED_MARKER} markers have no stamp (recorded before they '
-            'were stamped): each push opens when the recorder received its marker, which '
-            'can be late under load'
-        )
-    mark_times, jumped = marker_times(marks)
+    mark_times, why = marker_times(marks, series['/pusher/pose'])
+    if why:
+        warnings.append(f'/push/start: {why}')
     end_marks = series.get('/push/end')
-    end_times, end_jumped = marker_times(end_marks) if end_marks is not None else ([], 0)
-    for topic, count in (('/push/start', jumped), ('/push/end', end_jumped)):
-        if count:
-            warnings.append(
-                f'{topic}: {count} marker(s) stamped by a clock that jumped: placed by when '
-                'they were recorded'
-            )
+    end_times: list[float] = []
+    if end_marks is not None:
+        end_times, why = marker_times(end_marks, series['/pusher/pose'])
+        if why:
+            warnings.append(f'/push/end: {why}')
     order = np.argsort(mark_times, kind='stable')
     starts = [mark_times[k] for k in order]
     numbers = [int(marks.rows[k]) for k in order]
@@ -361,7 +355,7 @@ def _perceive(
                     raise MessageError('the cloud does not decode')
                 return stamp_to_s(msg.header.stamp), str(msg.header.frame_id), cloud_to_xyz(msg)
 
-            yield t_ns * 1e-9, decode
+            yield ns_to_s(t_ns), decode
 
     pusher = series['/pusher/pose']
     gripper = series.get('/gripper/pose')

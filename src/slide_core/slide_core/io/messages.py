@@ -43,6 +43,13 @@ def stamp_to_s(stamp: Any) -> float:
     return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
 
 
+def ns_to_s(t_ns: int) -> float:
+    """Seconds of a time in integer nanoseconds (a bag's log time), converted as
+    :func:`stamp_to_s` converts a stamp: a message logged at its stamp gets the same float
+    (``t_ns * 1e-9`` can differ in the last bit, 0.2 us at wall-clock times)."""
+    return float(t_ns // 10**9) + 1e-9 * float(t_ns % 10**9)
+
+
 def set_stamp(stamp: Any, seconds: float) -> Any:
     """Write ``seconds`` (>= 0) into a ``builtin_interfaces/Time`` (whole seconds apart:
     seconds * 1e9 of a wall-clock time is past a float's integers)."""
@@ -247,11 +254,13 @@ def marker_to_msg(index: int, seconds: float, msg: Any) -> Any:
 
 def marker_from_msg(msg: Any) -> tuple[int, float | None]:
     """(push index, stamp [s]) of a push marker: a ``slide_interfaces/PushMarker``, or the
-    ``std_msgs/UInt32`` of recordings made before the markers were stamped, which has no
-    time of its own (None: the caller knows only when it was received)."""
-    if hasattr(msg, 'header'):
-        return int(msg.index), stamp_to_s(msg.header.stamp)
-    return int(msg.data), None
+    ``std_msgs/UInt32`` of recordings made before the markers were stamped. None for a
+    marker without a time of its own (UInt32, or a zero stamp: its publisher did not set
+    it): the caller knows only when it was received."""
+    if not hasattr(msg, 'header'):
+        return int(msg.data), None
+    t = stamp_to_s(msg.header.stamp)
+    return int(msg.index), (t if t > 0.0 else None)
 
 
 def record_to_msg(

@@ -5,6 +5,7 @@ clock jumps (see :mod:`slide_core.io.bag` for what is read and why)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from slide_core.io.messages import (
     MessageError,
     grid_from_msg,
     marker_from_msg,
+    ns_to_s,
     pose_to_planar,
     stamp_to_s,
 )
@@ -35,7 +37,7 @@ TYPES = {
 """The type each topic read here must have."""
 UNSTAMPED_MARKER = 'std_msgs/msg/UInt32'
 """The push markers' type in recordings made before they were stamped: still read, placed
-by when the recorder received them."""
+by when the recorder received them (:func:`marker_times`)."""
 MARKERS = ('/push/start', '/push/end')
 """The topics of the push markers (each push's index, at its stroke's start and end)."""
 SENSOR_FRAMES = ('ft_sensor',)
@@ -74,16 +76,40 @@ class Series:
         return np.abs(dev) <= JUMP_S, dev
 
 
-def marker_times(s: Series) -> tuple[list[float], int]:
-    """When each push marker of ``s`` was sent [s]: its stamp, or, for a stamp whose clock
-    jumped, its log time on the stamps' usual offset; and how many jumped. An unstamped
-    marker (:data:`UNSTAMPED_MARKER`) carries its log time as its stamp."""
-    ok, _ = s.jumps()
-    if ok.all():
-        return list(s.stamp), 0
-    offset = float(np.median(np.asarray(s.stamp)[ok] - np.asarray(s.log)[ok]))
-    times = np.where(ok, s.stamp, np.asarray(s.log) + offset)
-    return [float(t) for t in times], int((~ok).sum())
+def marker_times(s: Series, data: Series) -> tuple[list[float], str]:
+    """When each push marker of ``s`` was sent [s], on the clock of ``data`` (the fingertip
+    poses, which the executor stamps as it stamps the markers), and what could not be
+    taken as it came ('' if nothing).
+
+    A marker's stamp where it has one. A marker without one (the ``std_msgs/UInt32`` of
+    older recordings, or a zero stamp: its publisher did not set it), or stamped more than
+    JUMP_S away from the data's clock (another clock, or one that jumped), is placed by when
+    it was recorded, on the data's usual offset (to the microsecond)."""
+    stamp, log = np.asarray(s.stamp, dtype=float), np.asarray(s.log, dtype=float)
+    offset = 0.0
+    if data.log:
+        offset = round(float(np.median(np.asarray(data.stamp) - np.asarray(data.log))), 6)
+    stamped = np.isfinite(stamp)
+    apart = stamped & (np.abs(np.where(stamped, stamp, 0.0) - log - offset) > JUMP_S)
+    times = np.where(stamped & ~apart, stamp, log + offset)
+    problems = []
+    if (~stamped).any():
+        problems.append(
+            f'{int((~stamped).sum())} marker(s) without a stamp ({UNSTAMPED_MARKER} of an '
+            'older recording, or a zero stamp)'
+        )
+    if apart.any():
+        problems.append(
+            f'{int(apart.sum())} marker(s) stamped more than {JUMP_S:g} s off the clock of '
+            f'{data.topic} (another clock, or one that jumped)'
+        )
+    why = ''
+    if problems:
+        why = (
+            ' and '.join(problems) + ': placed by when they were recorded, which can be '
+            'late under load'
+        )
+    return [float(t) for t in times], why
 
 
 def usable(bag: Bag, topic: str) -> str:
@@ -111,11 +137,11 @@ def read_series(bag: Bag, topics: list[str]) -> dict[str, Series]:
         if msg is None:
             continue
         s = out[topic]
-        log = t_ns * 1e-9
+        log = ns_to_s(t_ns)
         try:
             if topic in MARKERS:
                 index, stamp = marker_from_msg(msg)
-                s.add(log, log if stamp is None else stamp, index, '')
+                s.add(log, math.nan if stamp is None else stamp, index, '')
             elif topic == '/object/grid':
                 grid, _ = grid_from_msg(msg)
                 s.add(log, stamp_to_s(msg.header.stamp), (log, grid, msg.header.frame_id), '')

@@ -426,38 +426,57 @@ def test_markers_place_a_push_by_their_stamp_not_by_when_they_were_recorded(
         np.testing.assert_array_equal(a.push.f_W, b.push.f_W)
 
 
-def test_unstamped_markers_of_older_bags_are_read_by_when_they_were_recorded(
-    bag: Path, tmp_path: Path, store: Any
+def unstamped_warnings(count: int, why: str) -> tuple[str, ...]:
+    return tuple(
+        f'{topic}: {count} marker(s) {why}: placed by when they were recorded, which can be '
+        'late under load'
+        for topic in ('/push/start', '/push/end')
+    )
+
+
+NO_STAMP = 'without a stamp (std_msgs/msg/UInt32 of an older recording, or a zero stamp)'
+
+
+@pytest.mark.parametrize('kind', ['UInt32', 'zero stamp'])
+def test_markers_without_a_stamp_are_read_by_when_they_were_recorded(
+    bag: Path, tmp_path: Path, store: Any, kind: str
 ):
-    # Before the markers were stamped they were std_msgs/UInt32: such a bag still reads,
-    # with its pushes opening when the markers were recorded, and it says so.
+    # Before the markers were stamped they were std_msgs/UInt32; a publisher may also leave
+    # a PushMarker's stamp unset. Such a bag still reads, its pushes opening when the
+    # markers were recorded, and it says so.
     def unstamped(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
         if topic in ('/push/start', '/push/end'):
-            msg = store.types['std_msgs/msg/UInt32'](data=msg.index)
+            if kind == 'UInt32':
+                msg = store.types['std_msgs/msg/UInt32'](data=msg.index)
+            else:
+                msg.header.stamp.sec, msg.header.stamp.nanosec = 0, 0
         return late_markers(topic, t, msg)
 
     types = dict.fromkeys(('/push/start', '/push/end'), 'std_msgs/msg/UInt32')
-    older = read_pushes(rewrite(bag, tmp_path / 'older', store, unstamped, types))
-    (warning,) = older.warnings
-    assert warning.startswith('/push/start: std_msgs/msg/UInt32 markers have no stamp')
+    out = rewrite(bag, tmp_path / 'older', store, unstamped, types if kind == 'UInt32' else None)
+    older = read_pushes(out)
+    assert older.warnings == unstamped_warnings(3, NO_STAMP)
     assert [p.index for p in older.pushes] == [0, 1, 2]
     # Opened 0.1 s late: the steps of that 0.1 s are missing from each push.
     steps = [p.push.steps for p in read_pushes(bag).pushes]
     assert [p.push.steps for p in older.pushes] == [n - round(0.1 / STEP_S) for n in steps]
 
 
-def test_a_marker_stamped_by_a_clock_that_jumped_is_placed_by_when_it_was_recorded(
-    bag: Path, tmp_path: Path, store: Any
+@pytest.mark.parametrize('which', ['one jumped', 'another clock'])
+def test_markers_stamped_off_the_datas_clock_are_placed_by_when_they_were_recorded(
+    bag: Path, tmp_path: Path, store: Any, which: str
 ):
-    def jump(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
-        if topic == '/push/start' and msg.index == 1:
-            msg.header.stamp.sec += 10
+    # A clock that jumped once, or an executor on another clock than the data's (simulated
+    # time against the wall clock): the stamps cannot place the pushes; the log can.
+    def off(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic in ('/push/start', '/push/end') and (which == 'another clock' or msg.index == 1):
+            msg.header.stamp.sec -= 1000
         return [(topic, t, msg)]
 
-    read = read_pushes(rewrite(bag, tmp_path / 'jump', store, jump))
-    assert read.warnings == (
-        '/push/start: 1 marker(s) stamped by a clock that jumped: placed by when they were '
-        'recorded',
-    )
+    read = read_pushes(rewrite(bag, tmp_path / 'off', store, off))
+    count = 1 if which == 'one jumped' else 3
+    why = 'stamped more than 5 s off the clock of /pusher/pose (another clock, or one that jumped)'
+    assert read.warnings == unstamped_warnings(count, why)
     for a, b in zip(read.pushes, read_pushes(bag).pushes, strict=True):
         assert a.index == b.index and a.push.steps == b.push.steps
+        np.testing.assert_array_equal(a.X_WO0, b.X_WO0)

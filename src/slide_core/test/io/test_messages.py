@@ -20,6 +20,8 @@ from slide_core.io import (  # noqa: E402
     grid_to_msg,
     marker_from_msg,
     marker_to_msg,
+    ns_to_s,
+    stamp_to_s,
     xyz_to_cloud,
 )
 from slide_interfaces.msg import ObjectGrid, PushMarker  # noqa: E402
@@ -201,3 +203,15 @@ def test_push_marker_round_trip_and_the_unstamped_markers_of_older_bags():
     assert marker_from_msg(UInt32(data=4)) == (4, None)  # no time of its own
     with pytest.raises(SlideInputError, match='must not be negative, got -1'):
         marker_to_msg(-1, 0.0, PushMarker())
+    unset = PushMarker(index=5)  # a publisher that did not stamp it
+    assert marker_from_msg(unset) == (5, None)
+
+
+def test_a_log_time_converts_as_its_stamp_does():
+    # A message logged at its stamp is placed at the same instant, to the bit: bags mix
+    # the two (push markers without stamps are placed by their log times).
+    rng = np.random.default_rng(0)
+    for t_ns in rng.integers(1_700_000_000 * 10**9, 1_800_000_000 * 10**9, 1000):
+        msg = PushMarker()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(t_ns), 10**9)
+        assert ns_to_s(int(t_ns)) == stamp_to_s(msg.header.stamp)
