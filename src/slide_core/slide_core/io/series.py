@@ -52,7 +52,8 @@ MAX_TOOL_AGE_S = 0.2
 
 @dataclass
 class Series:
-    """One topic's messages: log times [s], header stamps [s], values (rows), frames."""
+    """One topic's messages: log times [s], header stamps [s] (NaN for a push marker
+    without one), values (rows), frames."""
 
     topic: str
     log: list[float] = field(default_factory=list)
