@@ -58,26 +58,27 @@ def cell_pieces(spec: ObjectSpec) -> dict[int, FloatArray]:
     return pieces
 
 
-def object_assets_xml(spec: ObjectSpec) -> str:
-    """Meshes of the cells the real outline cuts: prisms of their pieces, the cell's
-    height tall (vertices in the object frame)."""
+def object_assets_xml(spec: ObjectSpec, pieces: dict[int, FloatArray]) -> str:
+    """Meshes of the cells the real outline cuts: prisms of their ``pieces``
+    (:func:`cell_pieces`), the cell's height tall (vertices in the object frame)."""
     heights = spec.grid.heights[spec.grid.occupancy]
     meshes = []
-    for i, piece in cell_pieces(spec).items():
+    for i, piece in pieces.items():
         prism = [(x, y, z) for z in (0.0, heights[i]) for x, y in piece]
         vertex = ' '.join(f'{v:.6f}' for p in prism for v in p)
         meshes.append(f'<mesh name="piece{i}" vertex="{vertex}"/>')
     return f'<asset>{"".join(meshes)}</asset>' if meshes else ''
 
 
-def object_xml(spec: ObjectSpec, X_WO: tuple[float, float, float]) -> str:
+def object_xml(
+    spec: ObjectSpec, X_WO: tuple[float, float, float], pieces: dict[int, FloatArray]
+) -> str:
     """The object body: a free joint and one geom per cell (mass, friction, height): its
-    square as a box, or, where the real outline cuts it, the piece inside as a mesh
-    (:func:`object_assets_xml`)."""
+    square as a box, or, where the real outline cuts it (``pieces``, :func:`cell_pieces`),
+    the piece inside as a mesh (:func:`object_assets_xml`)."""
     g = spec.grid
     half = g.cell_size / 2.0
     heights = g.heights[g.occupancy]
-    pieces = cell_pieces(spec)
     geoms = []
     for i, (p, h) in enumerate(zip(g.p_OC, heights, strict=True)):
         if i in pieces:
@@ -119,12 +120,13 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     r, length = f.radius, f.length
     z_tip = f.height
     R_WK, p_WK = load_extrinsics(cell.camera_extrinsics)
+    pieces = cell_pieces(spec)  # clipped once, for the meshes and the geoms
     return f"""
 <mujoco model="slide_workcell">
   <compiler angle="radian"/>
   <option timestep="{TIMESTEP}" cone="elliptic" impratio="10" integrator="implicitfast"/>
   <visual><global offwidth="640" offheight="480"/></visual>
-  {object_assets_xml(spec)}
+  {object_assets_xml(spec, pieces)}
   <worldbody>
     <light pos="0.4 0 1.5" dir="0 0 -1"/>
     <geom name="floor" type="plane" size="3 3 0.1" pos="0 0 {-t_.height:.4f}"
@@ -132,7 +134,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     <geom name="table" type="box" size="{d / 2} {w / 2} {t / 2}" pos="{d / 2} 0 {-t / 2}"
           friction="0 0 0" rgba="0.72 0.58 0.42 1"/>
     {camera_xml(R_WK, p_WK)}
-    {object_xml(spec, X_WO)}
+    {object_xml(spec, X_WO, pieces)}
     <body name="carriage" pos="0 0 0" gravcomp="1">
       <joint name="pusher_x" type="slide" axis="1 0 0" ref="0" damping="0"/>
       <joint name="pusher_y" type="slide" axis="0 1 0" damping="0"/>
