@@ -24,6 +24,12 @@ from slide_core.perception.cloud import (
 MAX_SUBDIVISION = 20
 """The finest sub-cells coverage is measured on: a twentieth of a cell's edge."""
 
+RIM_STRIPS = 1.5
+"""A cell the footprint covers below the fill fraction still belongs to the object when its
+share, measured at the sample spacing, is at least this many strips of one sub-cell along
+its side (the footprint's edge is blurred by up to one: a neighbour of a straight side reads
+up to a strip it does not have)."""
+
 RASTER_BORDER = 2
 """Empty sub-cells around a grid's footprint image: more than the closing's radius (one
 sub-cell), so that no edge of the object is eroded."""
@@ -90,11 +96,25 @@ class _Raster:
     image: NDArray[np.bool_]  # (rows * sub, cols * sub) the covered sub-cells, row 0 at +y
 
 
-def _raster(xy_P: FloatArray, w: float, sub: int) -> _Raster:
-    """Cells of edge w over the bounding box of points xy_P (M, 2), centred on it."""
+def _lattice(xy_P: FloatArray, w: float, reach: float) -> tuple[FloatArray, int, int]:
+    """The lower-left corner (2,), rows and columns of cells of edge w over the bounding
+    box of points xy_P (M, 2). Along each axis, the nearest whole number of cells centred
+    on the box (a box's sides then lie on cell sides); where the box is longer than those
+    cells by more than ``reach`` [m], one cell more, from the box's lower side: what is left
+    over then lies in one cell at the upper end and carries its share, where centred cells
+    would cut up to half a cell off both ends."""
     lo, hi = xy_P.min(axis=0), xy_P.max(axis=0)
-    cols, rows = (int(v) for v in np.maximum(1, np.round((hi - lo) / w)))
-    origin = (lo + hi) / 2 - np.array([cols, rows]) * w / 2
+    n = np.maximum(1, np.round((hi - lo) / w))
+    over = hi - lo - n * w > reach
+    corner = np.where(over, lo, (lo + hi - n * w) / 2)
+    cols, rows = (int(v) for v in n + over)
+    return corner, rows, cols
+
+
+def _raster(xy_P: FloatArray, lattice: tuple[FloatArray, int, int], w: float, sub: int) -> _Raster:
+    """The covered share of each cell of ``lattice`` (:func:`_lattice`) by the points xy_P
+    (M, 2), on sub-cells of w / sub."""
+    origin, rows, cols = lattice
     # The image reaches RASTER_BORDER sub-cells past the grid: footprint_image's closing
     # erodes the pixels on its border, which took a whole sub-cell off every edge cell.
     pad, pitch = RASTER_BORDER, w / sub
@@ -146,10 +166,10 @@ def _lattice_angle(xy: FloatArray) -> float:
 def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     """Rasterise a segmented object into its cell grid and the pose of its frame in T.
 
-    A cell belongs to the object when the footprint covers ``fill_fraction`` of it, and
-    carries the share it covers (:attr:`Grid.area`: its part of the support and of a
-    uniform mass), measured on sub-cells of the points' sample spacing (a fifth of its
-    edge, or finer).
+    A cell belongs to the object when the footprint covers ``fill_fraction`` of it, or, on
+    a rim, more of it than the footprint's blurred edge (:data:`RIM_STRIPS`), and carries
+    the share it covers (:attr:`Grid.area`: its part of the support and of a uniform mass),
+    measured on sub-cells of the points' sample spacing (a fifth of its edge, or finer).
 
     The cell lattice is turned to the angle at which the footprint fills whole cells best
     (a box's sides then lie on cell sides); of the four lattice directions, the object's x
@@ -182,10 +202,22 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     R = rotation(yaw)
     # Points in the lattice frame P (origin at the area centroid, axes along the cells).
     xy_P = (xy - mean) @ R
-    ras = _raster(xy_P, w, sub)
+    # Each cell's covered share is measured on sub-cells about one sample spacing wide: a
+    # sample then stands for about one sub-cell, so the outline is neither grown by half of
+    # a coarser sub-cell (the fifths read up to 0.17 over on a disc's rim) nor shrunk by
+    # the gaps between the samples of a finer one. The spacing is the footprint's area per
+    # point (nearest-neighbour distances shrink with depth noise).
+    spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
+    fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
+    lattice = _lattice(xy_P, w, RIM_STRIPS * w / fine)
+    ras = _raster(xy_P, lattice, w, sub)
     rows, cols, origin = ras.rows, ras.cols, ras.origin
     centre_P = origin + np.array([cols, rows]) * w / 2
-    occupancy = ras.coverage >= config.fill_fraction
+    fine_ras = _raster(xy_P, lattice, w, fine) if fine > sub else ras
+    # A cell belongs when the fifths see it covered to the fill fraction, or when the fine
+    # sub-cells see more of it than the footprint's blurred edge: a round rim's cells then
+    # carry their share instead of being cut off with the outline's part over them.
+    occupancy = (ras.coverage >= config.fill_fraction) | (fine_ras.coverage >= RIM_STRIPS / fine)
     if not occupancy.any():
         raise PerceptionError(
             PerceptionStatus.NO_OBJECT,
@@ -211,17 +243,9 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
         known = np.where(occupancy & (heights > 0), heights, np.nan)
         fill = ndimage.generic_filter(known, np.nanmedian, size=3, mode='constant', cval=np.nan)
         heights[missing] = np.nan_to_num(fill[missing], nan=float(np.nanmedian(known)))
-    # Each kept cell carries the share of its square the footprint covers, measured on
-    # sub-cells about one sample spacing wide: a sample then stands for about one sub-cell,
-    # so the outline is neither grown by half of a coarser sub-cell (the fifths above read
-    # up to 0.17 over on a disc's rim) nor shrunk by the gaps between the samples of a
-    # finer one. The spacing is the footprint's area per point (nearest-neighbour distances
-    # shrink with depth noise). Which cells belong stays decided on the fifths.
-    spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
-    fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
-    fine_ras = _raster(xy_P, w, fine) if fine > sub else ras
-    # A cell kept on the fifths' evidence that the finer sub-cells barely see (a few
-    # stray samples) keeps the least coverage they can tell.
+    # Each kept cell carries the share of its square the fine sub-cells cover. A cell kept
+    # on the fifths' evidence that the finer sub-cells barely see (a few stray samples)
+    # keeps the least coverage they can tell.
     area = np.where(occupancy, np.maximum(fine_ras.coverage, 1.0 / fine**2), 0.0)
     # The real outline, from the same sub-cells: the fingertip touches it, not the cells'
     # staircase. O's origin is the grid's centre, centre_P in P (the axes are P's).
