@@ -56,8 +56,8 @@ class PerceptionConfig:
         view_margin: an object closer than this to the edge of what the camera sees (or to
             the workspace box) is partly out of view.
         fill_fraction: a cell belongs to the object when this share of it is covered (a
-            rim cell also with less, when that is more than the footprint's blurred edge:
-            :data:`slide_core.perception.shape.RIM_STRIPS`).
+            rim cell also with less, when the footprint reaches into it past its blurred
+            edge: :func:`slide_core.perception.shape.build_grid`).
         icp_distance: correspondence distance of the coarse ICP pass (the fine pass uses a
             quarter of it).
         max_motion: how far the object may move between two tracked frames.

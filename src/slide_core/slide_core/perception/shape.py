@@ -24,11 +24,10 @@ from slide_core.perception.cloud import (
 MAX_SUBDIVISION = 20
 """The finest sub-cells coverage is measured on: a twentieth of a cell's edge."""
 
-RIM_STRIPS = 1.5
-"""A cell the footprint covers below the fill fraction still belongs to the object when its
-share, measured at the sample spacing, is at least this many strips of one sub-cell along
-its side (the footprint's edge is blurred by up to one: a neighbour of a straight side reads
-up to a strip it does not have)."""
+LATTICE_REACH = 1.5
+"""Sub-cells (about sample spacings) by which a footprint must reach past a whole number of
+cells for the grid to take one cell more (the image's edge lies up to one past the object's:
+:func:`_reaches_into`)."""
 
 RASTER_BORDER = 2
 """Empty sub-cells around a grid's footprint image: more than the closing's radius (one
@@ -126,6 +125,17 @@ def _raster(xy_P: FloatArray, lattice: tuple[FloatArray, int, int], w: float, su
     return _Raster(origin, rows, cols, coverage, sub, pitch, fine)
 
 
+def _reaches_into(ras: _Raster) -> NDArray[np.bool_]:
+    """(rows, cols) cells the footprint reaches into past its blurred edge: those holding a
+    covered sub-cell whose four neighbours are covered too. A sub-cell is covered whole when
+    a sample falls in it, so the image's edge lies up to one sub-cell past the object's, and
+    a neighbour of a straight side reads up to a strip of sub-cells it does not have; taking
+    one sub-cell off the image's edge takes that strip off, and leaves a round rim's corner
+    cell, however little of it is covered, whatever reaches deeper into it."""
+    inner = ndimage.binary_erosion(ras.image)
+    return np.asarray(inner.reshape(ras.rows, ras.sub, ras.cols, ras.sub).any(axis=(1, 3)))
+
+
 def _outline(
     ras: _Raster, occupancy: NDArray[np.bool_], origin_O: FloatArray
 ) -> FloatArray | None:
@@ -167,8 +177,8 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     """Rasterise a segmented object into its cell grid and the pose of its frame in T.
 
     A cell belongs to the object when the footprint covers ``fill_fraction`` of it, or, on
-    a rim, more of it than the footprint's blurred edge (:data:`RIM_STRIPS`), and carries
-    the share it covers (:attr:`Grid.area`: its part of the support and of a uniform mass),
+    a rim, reaches into it past the footprint's blurred edge (:func:`_reaches_into`), and
+    carries the share it covers (:attr:`Grid.area`: its part of the support and of a uniform mass),
     measured on sub-cells of the points' sample spacing (a fifth of its edge, or finer).
 
     The cell lattice is turned to the angle at which the footprint fills whole cells best
@@ -209,15 +219,15 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     # point (nearest-neighbour distances shrink with depth noise).
     spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
     fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
-    lattice = _lattice(xy_P, w, RIM_STRIPS * w / fine)
+    lattice = _lattice(xy_P, w, LATTICE_REACH * w / fine)
     ras = _raster(xy_P, lattice, w, sub)
     rows, cols, origin = ras.rows, ras.cols, ras.origin
     centre_P = origin + np.array([cols, rows]) * w / 2
     fine_ras = _raster(xy_P, lattice, w, fine) if fine > sub else ras
     # A cell belongs when the fifths see it covered to the fill fraction, or when the fine
-    # sub-cells see more of it than the footprint's blurred edge: a round rim's cells then
-    # carry their share instead of being cut off with the outline's part over them.
-    occupancy = (ras.coverage >= config.fill_fraction) | (fine_ras.coverage >= RIM_STRIPS / fine)
+    # sub-cells see the footprint reach into it past its blurred edge: a round rim's cells
+    # then carry their share instead of being cut off with the outline's part over them.
+    occupancy = (ras.coverage >= config.fill_fraction) | _reaches_into(fine_ras)
     if not occupancy.any():
         raise PerceptionError(
             PerceptionStatus.NO_OBJECT,
