@@ -129,9 +129,9 @@ def _reaches_into(ras: _Raster) -> NDArray[np.bool_]:
     """(rows, cols) cells the footprint reaches into past its blurred edge: those holding a
     covered sub-cell whose four neighbours are covered too. A sub-cell is covered whole when
     a sample falls in it, so the image's edge lies up to one sub-cell past the object's, and
-    a neighbour of a straight side reads up to a strip of sub-cells it does not have; taking
-    one sub-cell off the image's edge takes that strip off, and leaves a round rim's corner
-    cell, however little of it is covered, whatever reaches deeper into it."""
+    a neighbour of a straight side reads up to a strip of sub-cells it does not have. Taking
+    one sub-cell off the image's edge takes that strip off; a round rim's corner cell keeps
+    what reaches deeper into it, however small a share of the cell that is."""
     inner = ndimage.binary_erosion(ras.image)
     return np.asarray(inner.reshape(ras.rows, ras.sub, ras.cols, ras.sub).any(axis=(1, 3)))
 
