@@ -87,12 +87,17 @@ def test_a_box_of_no_whole_number_of_cells_keeps_its_whole_area(size, yaw):
     assert est.grid.area.min() < CFG.fill_fraction
 
 
-def disc_top(centre, radius, height=0.02) -> np.ndarray:
-    xs = np.arange(-radius + SPACING / 2, radius, SPACING)
+def ellipse_top(centre, a, b, yaw, height=0.02) -> np.ndarray:
+    r = max(a, b)
+    xs = np.arange(-r + SPACING / 2, r, SPACING)
     gx, gy = np.meshgrid(xs, xs)
-    inside = gx**2 + gy**2 <= radius**2
-    p = np.column_stack((gx[inside], gy[inside])) + np.asarray(centre)
+    inside = (gx / a) ** 2 + (gy / b) ** 2 <= 1.0
+    p = np.column_stack((gx[inside], gy[inside])) @ rotation(yaw).T + np.asarray(centre)
     return np.column_stack((p, np.full(p.shape[0], height)))
+
+
+def disc_top(centre, radius, height=0.02) -> np.ndarray:
+    return ellipse_top(centre, radius, radius, 0.0, height)
 
 
 def test_each_cell_carries_the_share_of_it_the_object_covers():
@@ -109,15 +114,6 @@ def test_each_cell_carries_the_share_of_it_the_object_covers():
     # Each within a tenth of its cell (sub-cells of a fifth of it read up to 0.17 over).
     assert np.abs(est.grid.area - truth).max() < 0.1
     assert est.grid.area.sum() == pytest.approx(truth.sum(), rel=0.03)
-
-
-def ellipse_top(centre, a, b, yaw, height=0.02) -> np.ndarray:
-    r = max(a, b)
-    xs = np.arange(-r + SPACING / 2, r, SPACING)
-    gx, gy = np.meshgrid(xs, xs)
-    inside = (gx / a) ** 2 + (gy / b) ** 2 <= 1.0
-    p = np.column_stack((gx[inside], gy[inside])) @ rotation(yaw).T + np.asarray(centre)
-    return np.column_stack((p, np.full(p.shape[0], height)))
 
 
 @pytest.mark.parametrize(
