@@ -46,6 +46,7 @@ from slide_core.io import (
     primitive_from_msg,
     primitive_to_msg,
     record_to_msg,
+    set_stamp,
     stamp_to_s,
 )
 from slide_core.model import (
@@ -261,8 +262,7 @@ class ExecutorNode(SlideNode):
             if pose is None:
                 continue
             msg = PoseStamped()
-            sec = int(pose.stamp)
-            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int((pose.stamp - sec) * 1e9)
+            set_stamp(msg.header.stamp, pose.stamp)  # as the push markers are stamped
             msg.header.frame_id = self.frame
             msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
                 float(v) for v in pose.p_W
