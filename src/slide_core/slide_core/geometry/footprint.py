@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from matplotlib.path import Path
+from matplotlib.transforms import Bbox
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError
@@ -246,31 +247,58 @@ def tallest_under(grid: Grid, X_WO: FloatArray, p_W: FloatArray) -> float:
     return float(grid.heights[r[inside], c[inside]].max()) if inside.any() else 0.0
 
 
-def polygon_coverage(grid: Grid, vertices_O: ArrayLike, samples: int = 8) -> FloatArray:
-    """(n,) the fraction of each occupied cell's square that a polygon (k, 2) [m, object
-    frame] covers, from ``samples`` x ``samples`` points per cell (a cell on a curved or
-    slanted outline is partly the object's: its mass and its share of the support go with
-    the covered area)."""
+def polygon_coverage(grid: Grid, vertices_O: ArrayLike) -> FloatArray:
+    """(n,) the fraction of each occupied cell's square that a simple polygon (k, 2) [m,
+    object frame] covers (a cell on a curved or slanted outline is partly the object's:
+    its mass and its share of the support go with the covered area). Exact: the polygon
+    clipped to each square (matplotlib's ``Path.clip_to_bbox``; a concave polygon may
+    leave several pieces in one square), so a thin part of the polygon that a square
+    holds only a sliver of still counts. Shares within ``COVERAGE_ROUNDING`` of 0 or 1
+    are those (a side lying on a cell's side)."""
     v = np.asarray(vertices_O, dtype=float)
     if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
         raise ValueError(f'a polygon needs (k>=3, 2) finite vertices, got {v.shape}')
-    if samples < 1:
-        raise ValueError(f'samples must be >= 1, got {samples}')
-    w = grid.cell_size
-    u = (np.arange(samples) + 0.5) / samples - 0.5
-    offsets = np.stack(np.meshgrid(u * w, u * w), axis=-1).reshape(-1, 2)  # (s^2, 2)
-    points = grid.p_OC[:, None, :] + offsets[None]
-    inside = Path(v).contains_points(points.reshape(-1, 2)).reshape(grid.n, -1)
-    return np.asarray(inside.mean(axis=1), dtype=float)
+    polygon = Path(np.vstack((v, v[:1])), closed=True)
+    half = grid.cell_size / 2
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    cover = np.zeros(grid.n)
+    for i, c in enumerate(grid.p_OC):
+        if np.any(c + half <= lo) or np.any(c - half >= hi):
+            continue  # the square lies beside the polygon's bounding box
+        clipped = polygon.clip_to_bbox(Bbox([c - half, c + half]), inside=True)
+        cover[i] = _path_area(clipped) / grid.cell_size**2
+    cover[cover < COVERAGE_ROUNDING] = 0.0
+    cover[cover > 1.0 - COVERAGE_ROUNDING] = 1.0
+    return cover
 
 
-def outline_grid(
-    outline: ArrayLike, cell_size: float, height: float = 0.0, samples: int = 8
-) -> Grid:
+COVERAGE_ROUNDING = 1e-9
+"""A share of a cell's square this near 0 or 1 is that: floating-point remains of a
+polygon side that lies on a cell side."""
+
+
+def _path_area(path: Path) -> float:
+    """The area [m^2] of a path of closed polygons (each from a MOVETO), by the shoelace
+    formula, summed without sign (clipping keeps the polygon's orientation)."""
+    vertices = np.asarray(path.vertices, dtype=float).reshape(-1, 2)
+    if len(vertices) == 0:
+        return 0.0
+    codes = np.full(len(vertices), Path.LINETO) if path.codes is None else np.asarray(path.codes)
+    starts = [*np.nonzero(codes == Path.MOVETO)[0].tolist(), len(codes)]
+    total = 0.0
+    for s, e in zip(starts[:-1], starts[1:], strict=True):
+        ring = vertices[s:e][codes[s:e] != Path.CLOSEPOLY]
+        if len(ring) >= 3:
+            x, y = ring[:, 0], ring[:, 1]
+            total += 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+    return abs(total)
+
+
+def outline_grid(outline: ArrayLike, cell_size: float, height: float = 0.0) -> Grid:
     """The grid of a known outline (k, 2) [m], a simple polygon: every cell it covers
-    some of (:func:`polygon_coverage`, ``samples`` per cell edge) with that share, laid
-    over the polygon's bounding box, and the polygon as the grid's outline. The grid's
-    frame is the bounding box's centre (the outline is moved into it)."""
+    some of (:func:`polygon_coverage`) with that share, laid over the polygon's bounding
+    box, and the polygon as the grid's outline. The grid's frame is the bounding box's
+    centre (the outline is moved into it)."""
     v = np.asarray(outline, dtype=float)
     if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
         raise GridError(f'an outline needs (k>=3, 2) finite vertices, got {v.shape}')
@@ -278,5 +306,5 @@ def outline_grid(
     cols, rows = (max(1, int(c)) for c in np.ceil((hi - lo) / cell_size - 1e-9))
     full = Grid.from_occupancy(np.ones((rows, cols)), cell_size, height)
     ring = v - (lo + hi) / 2
-    cover = full.to_map(polygon_coverage(full, ring, samples), fill=0.0)
+    cover = full.to_map(polygon_coverage(full, ring), fill=0.0)
     return Grid(cell_size, cover > 0, full.heights, cover, ring)

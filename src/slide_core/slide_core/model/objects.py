@@ -52,8 +52,6 @@ MAX_HEIGHT = 0.5
 """Tallest cell [m]."""
 MAX_CELLS = 2500
 """Most occupied cells of an object (simulation and planning cost grow with them)."""
-COVERAGE_SAMPLES = 64
-"""Points per cell edge at which an outline's cover of a cell is measured (1/4096)."""
 FIELDS = {'name', 'cell_size', 'height', 'heights', 'mass', 'friction', 'description', 'outline'}
 
 
@@ -244,7 +242,7 @@ def _with_outline(grid: Grid, value: Any) -> Grid:
         raise SpecError('outline: must be a list of [x, y] vertices (numbers, metres)')
     try:
         outline = check_outline(value)
-        cover = polygon_coverage(grid, outline, samples=COVERAGE_SAMPLES)
+        cover = polygon_coverage(grid, outline)
         if np.all(cover > 0.0):
             coverage = grid.to_map(cover, fill=0.0)
             return Grid(grid.cell_size, grid.occupancy, grid.heights, coverage, outline)

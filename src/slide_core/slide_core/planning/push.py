@@ -71,7 +71,7 @@ def carried_area(belief: Belief, X_WO: FloatArray, table: Table) -> FloatArray |
     )  # fmt: skip
     R = rotation(float(X_WO[2]))
     corners_O = (corners_W - X_WO[:2]) @ R  # R^T (p_W - p_WO), row by row
-    on_table = polygon_coverage(belief.grid, corners_O, samples=4)
+    on_table = polygon_coverage(belief.grid, corners_O)
     if np.all(on_table >= 1.0):
         return None
     area = on_table * belief.grid.area

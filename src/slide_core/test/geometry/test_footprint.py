@@ -15,6 +15,7 @@ from slide_core.geometry import (
     outline_grid,
     outline_pieces,
     push_sides,
+    signed_area,
 )
 
 W = 0.02
@@ -31,7 +32,7 @@ def rounded(m: np.ndarray, n: np.ndarray) -> list[tuple[float, ...]]:
 
 def disc(r: float) -> Grid:
     a = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
-    return outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), W, 0.02, 40)
+    return outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), W, 0.02)
 
 
 def test_a_rectangle_outline_is_pushed_where_its_cells_sides_are() -> None:
@@ -96,3 +97,14 @@ def test_the_distance_to_the_footprint_is_to_the_outline_when_there_is_one() -> 
     assert distance_to_footprint(g, corner) == pytest.approx(np.hypot(0.045, 0.045) - r, 1e-3)
     p = np.array([0.07, 0.01])
     assert distance_to_footprint(squares(g), p) == distance_to_cells(g, p)
+
+
+def test_a_known_outline_with_a_thin_tab_keeps_every_cell_it_touches() -> None:
+    # A plate with a tab 12 mm wide and 12 mm long: the tab's corner reaches a cell by a
+    # sliver that sampling the cell's square misses, and the outline still bounds cells.
+    t = np.linspace(0.0, 2 * math.pi, 192, endpoint=False)
+    tab = np.abs(np.arctan2(np.sin(t), np.cos(t))) < 0.006 / 0.08
+    r = 0.08 + np.where(tab, 0.012, 0.0)
+    ring = r[:, None] * np.column_stack((np.cos(t), np.sin(t)))
+    g = outline_grid(ring, W)
+    assert g.area.sum() * W**2 == pytest.approx(signed_area(ring), rel=1e-9)

@@ -127,12 +127,28 @@ def test_polygon_coverage_is_the_covered_share_of_each_cell():
     # A right triangle over a 2 x 2 grid of 1 cm cells: the diagonal halves two cells.
     triangle = np.array([[-0.01, -0.01], [0.01, -0.01], [-0.01, 0.01]])
     grid = Grid.from_occupancy(np.ones((2, 2)), 0.01)
-    frac = polygon_coverage(grid, triangle, samples=20)
+    frac = polygon_coverage(grid, triangle)
     # Row 0 is +y: cells (0,0) top-left, (0,1) top-right, (1,0) bottom-left, (1,1).
-    np.testing.assert_allclose(frac, [0.5, 0.0, 1.0, 0.5], atol=0.03)
-    assert frac.sum() * 1e-4 == pytest.approx(2e-4, rel=0.05)  # the triangle's area
+    np.testing.assert_allclose(frac, [0.5, 0.0, 1.0, 0.5], atol=1e-12)
     with pytest.raises(ValueError, match='vertices'):
         polygon_coverage(grid, triangle[:2])
+
+
+def test_polygon_coverage_is_exact_for_thin_and_concave_parts() -> None:
+    # A U whose two prongs pass through one cell, and a spike whose tip is a sliver of the
+    # next cell: every piece counts, and the shares add up to the polygon's area.
+    u = np.array(
+        [[-0.02, -0.02], [0.02, -0.02], [0.02, 0.02], [0.012, 0.02], [0.012, -0.01],
+         [-0.012, -0.01], [-0.012, 0.02], [-0.02, 0.02]]
+    )  # fmt: skip
+    grid = Grid.from_occupancy(np.ones((2, 2)), 0.02)
+    frac = polygon_coverage(grid, u)
+    # The top cells each hold one prong 8 mm wide above y = -0.01 (less the notch).
+    np.testing.assert_allclose(frac, [0.4, 0.4, 0.7, 0.7], atol=1e-12)
+    spike = np.array([[-0.02, -0.01], [0.0001, 0.0], [-0.02, 0.01]])  # tip 0.1 mm over
+    frac = polygon_coverage(Grid.from_occupancy(np.ones((1, 2)), 0.02), spike)
+    assert frac[1] == pytest.approx(0.5 * 1e-4 * 0.02 / 201 / 4e-4, rel=1e-6)
+    assert frac.sum() * 4e-4 == pytest.approx(0.5 * 0.0201 * 0.02, rel=1e-9)
 
 
 def test_a_grid_carries_the_covered_share_of_each_cell() -> None:

@@ -22,7 +22,7 @@ SQUARE = np.array([[-0.03, -0.03], [0.03, -0.03], [0.03, 0.03], [-0.03, 0.03]])
 def disc_grid(radius: float, w: float, vertices: int = 96) -> Grid:
     """A disc: every cell it touches, each with the share it covers, and its outline."""
     a = np.linspace(0.0, 2 * np.pi, vertices, endpoint=False)
-    return outline_grid(radius * np.column_stack((np.cos(a), np.sin(a))), w, 0.02, 40)
+    return outline_grid(radius * np.column_stack((np.cos(a), np.sin(a))), w, 0.02)
 
 
 def test_an_outline_is_made_counter_clockwise_and_its_closing_vertex_dropped() -> None:

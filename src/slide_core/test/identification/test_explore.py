@@ -31,7 +31,7 @@ def test_candidates_cover_the_outline_pointing_inwards():
 def test_candidates_on_a_round_object_push_its_rim_along_its_normals_too():
     r = 0.05
     a = np.linspace(0.0, 2 * np.pi, 96, endpoint=False)
-    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02, 40)
+    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02)
     b = Belief.create(disc, np.full((1, disc.n), 0.02), np.full((1, disc.n), 0.5))
     cands = candidates(b, TIP)
     squares = Grid(disc.cell_size, disc.occupancy, disc.heights)

@@ -109,7 +109,7 @@ def test_each_cell_carries_the_share_of_it_the_object_covers():
     angles = np.linspace(0.0, 2 * np.pi, 256, endpoint=False)
     rim_W = centre + radius * np.column_stack((np.cos(angles), np.sin(angles)))
     rim_O = (rim_W - est.X_WO[:2]) @ rotation(est.X_WO[2])
-    truth = polygon_coverage(est.grid, rim_O, samples=20)
+    truth = polygon_coverage(est.grid, rim_O)
     assert np.any(est.grid.area < 0.9)  # the rim's cells are not whole
     # Each within a tenth of its cell (sub-cells of a fifth of it read up to 0.17 over).
     assert np.abs(est.grid.area - truth).max() < 0.1

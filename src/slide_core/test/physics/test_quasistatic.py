@@ -100,7 +100,7 @@ def test_a_discs_real_outline_agrees_with_the_dynamic_core_and_not_with_its_squa
     # are coupled: three rounds of alternating searches alone left 0.09 rad.)
     a = np.linspace(0.0, 2 * np.pi, 64, endpoint=False)
     ring = 0.05 * np.column_stack((np.cos(a), np.sin(a)))
-    disc = outline_grid(ring, 0.02, 0.02, samples=40)
+    disc = outline_grid(ring, 0.02, 0.02)
     squares = Grid(0.02, disc.occupancy, disc.heights, disc.coverage)
     m, mu = 0.02 * disc.area, np.full(disc.n, 0.4)
     start, d = np.array([-0.07, 0.03]), np.array([1.0, 0.0])

@@ -21,7 +21,7 @@ from slide_core.planning.kernels import outline
 def with_outline(outline: np.ndarray, w: float) -> Grid:
     """The cells a polygon (V, 2) touches, each with the share it covers, and the polygon
     as the grid's outline."""
-    return outline_grid(outline, w, 0.02, samples=40)
+    return outline_grid(outline, w, 0.02)
 
 
 ANGLES = np.linspace(0.0, 2 * np.pi, 40, endpoint=False)

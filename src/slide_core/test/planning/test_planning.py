@@ -247,7 +247,7 @@ def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
 def test_a_round_object_is_pushed_along_its_rims_normals() -> None:
     r = 0.05
     a = np.linspace(0.0, 2 * np.pi, 96, endpoint=False)
-    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02, 40)
+    disc = outline_grid(r * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02)
     models = Belief.create(
         disc, np.tile(0.3 * disc.area / disc.area.sum(), (1, 1)), np.full((1, disc.n), 0.4)
     )
@@ -338,7 +338,9 @@ def test_cells_over_the_edge_carry_nothing_in_the_push_model() -> None:
         full = qs_push(*args, TIP.radius, TIP.mu).X_WO[0, -1]
         carried = qs_push(*args, TIP.radius, TIP.mu, area=area).X_WO[0, -1]
         if same:
-            np.testing.assert_allclose(carried, full, atol=1e-9)
+            # To 10 um: the areas' last bits (the straddling cells' halves are exact to
+            # 2e-16) tip the push through the centre a micrometre either way.
+            np.testing.assert_allclose(carried, full, atol=1e-5)
         else:
             assert abs(carried[2]) > 1.2 * abs(full[2]) > 0.1
 
