@@ -29,7 +29,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_bringup.graph import GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
-from slide_core.geometry import Grid, rotation, wrap_angle  # noqa: E402
+from slide_core.geometry import Grid, outline_grid, rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
     grid_from_msg,
     pose_to_planar,
@@ -343,6 +343,22 @@ def test_the_planner_tells_a_belief_too_uncertain_for_a_goal_from_no_goal(rig: R
     with pytest.raises(PlanningError, match='gripper takes') as error:
         decider.goal(Belief.create(tall, m, mu), np.array([0.4, 0.0, 0.0]))
     assert not isinstance(error.value, UncertainBeliefError)
+
+
+def test_the_planner_frees_a_round_objects_goal_yaw(rig: Rig) -> None:
+    # The camera cannot see a plate turn: the goal says so, for the behaviour to steer its
+    # position alone. A bar's goal yaw is steered to.
+    decider = RosDecider(
+        rig.peer.node, Caller(rig.peer.node, lambda: False), rig.cell, 0, {}, lambda _m: None
+    )
+    a = np.linspace(0.0, 2 * np.pi, 96, endpoint=False)
+    plate = outline_grid(0.08 * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02)
+    m = 0.3 * plate.area / plate.area.sum()
+    goal = decider.goal(Belief.create(plate, m, np.full(plate.n, 0.4)), np.array([0.4, 0.1, 1.0]))
+    assert goal.yaw_free
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)
+    uniform = Belief.create(bar, np.full(bar.n, 0.01), np.full(bar.n, 0.4))
+    assert not decider.goal(uniform, np.array([0.4, 0.0, 0.0])).yaw_free
 
 
 def test_a_dead_planner_ends_the_episode_with_a_reason(rig: Rig) -> None:

@@ -191,6 +191,7 @@ class PlannerNode(SlideNode):
         out.stay_probability = chosen.stay_probability
         out.margin, out.overhang = chosen.margin, chosen.overhang
         out.grasp_pose = self._grasp_pose(chosen.grasp)
+        out.yaw_free = chosen.yaw_free
         self.pub_goal.publish(out.goal_pose)
         markers = MarkerArray()
         stamp = out.goal_pose.header.stamp

@@ -363,6 +363,7 @@ class RosDecider:
             float(r.overhang),
             0.0,
             self._grasp(r.grasp_pose),
+            bool(r.yaw_free),
         )
 
     def _grasp(self, pose: PoseStamped) -> Grasp:

@@ -39,6 +39,7 @@ from slide_core.geometry.footprint import (
     covered,
     distance_to_cells,
     distance_to_footprint,
+    footprint_centroid,
     grid_radius,
     outline_grid,
     outline_pieces,
@@ -48,6 +49,7 @@ from slide_core.geometry.footprint import (
     reach,
     support_polygon,
     tallest_under,
+    turn_sweep,
 )
 from slide_core.geometry.grid import Grid, cell_positions
 from slide_core.geometry.outline import check_outline, signed_area, simplify, trace_outline
@@ -80,6 +82,7 @@ __all__ = [
     'covered',
     'distance_to_cells',
     'distance_to_footprint',
+    'footprint_centroid',
     'grid_radius',
     'outline_grid',
     'outline_pieces',
@@ -94,6 +97,7 @@ __all__ = [
     'simplify',
     'support_polygon',
     'tallest_under',
+    'turn_sweep',
     'to_frame',
     'to_world',
     'trace_outline',

@@ -28,7 +28,10 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   enjoys and minus the width of edge along which the grasp would hold (a long side
   parallel to the edge tolerates pose errors, a corner does not). Goals whose grasp also
   holds with the object turned by :func:`landing_turn` either way (where the closed loop's
-  shortest pushes land) come first; the others only when there is no such goal.
+  shortest pushes land) come first; the others only when there is no such goal. A round
+  object's yaw is free (:func:`yaw_seen`: no turn moves its outline by more than the
+  camera's noise): the closed loop steers the goal's position and leaves the yaw it
+  tracks, which only drifts, alone (:meth:`Goal.toward`).
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded
@@ -64,7 +67,13 @@ from slide_core.planning.config import (
     UncertainBeliefError,
     planner_config,
 )
-from slide_core.planning.goal import Goal, goal_acceptable, landing_turn, select_goal
+from slide_core.planning.goal import (
+    Goal,
+    goal_acceptable,
+    landing_turn,
+    select_goal,
+    yaw_seen,
+)
 from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints
 from slide_core.planning.loop import (
     Step,
@@ -111,4 +120,5 @@ __all__ = [
     'push_leans',
     'stay_probability',
     'step_seed',
+    'yaw_seen',
 ]

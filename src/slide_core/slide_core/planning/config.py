@@ -45,6 +45,14 @@ class PlannerConfig:
         overhang_weight: ... one metre more overhang is worth (0: just what the grasp
             needs; large: as far out as balance allows, as the papers' goals ask).
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
+        seen_turn: an object whose outline no turn moves by more than this (RMS, [m];
+            :func:`slide_core.geometry.turn_sweep`) is round to the task: the camera
+            cannot tell its yaw from the outline's noise, and a turn changes its footprint
+            less than the grasp's margin, so its goal's yaw is not steered to. Perceived
+            discs of 3.5 to 8 cm radius sweep 0.8 to 1.1 mm at the camera's full
+            resolution, of 3.5 to 11 cm up to 4.4 mm at half of it (the twin's default); a
+            hexagon of 8 cm 5.8 to 6.7 mm, boxes and tools 15 mm and more. 0 steers every
+            yaw.
     """
 
     table: Table
@@ -69,6 +77,7 @@ class PlannerConfig:
     overhang_weight: float = 0.0
     goal_yaws: int = 36
     goal_y_step: float = 0.05
+    seen_turn: float = 0.005
 
     def __post_init__(self) -> None:
         checks = {
@@ -87,6 +96,7 @@ class PlannerConfig:
             'goal_yaws': self.goal_yaws >= 1,
             'goal_y_step': self.goal_y_step > 0.0,
             'overhang_weight': self.overhang_weight >= 0.0,
+            'seen_turn': self.seen_turn >= 0.0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:

@@ -11,10 +11,12 @@ import numpy as np
 
 from slide_core.geometry import (
     FloatArray,
+    Grid,
     boundary_rings,
     check_pose,
     rotation,
     se2_distance,
+    turn_sweep,
     wrap_angle,
 )
 from slide_core.model import Belief
@@ -39,7 +41,8 @@ class Goal:
         needs (:func:`slide_core.planning.balance.needed_margins`);
         margin: balance margin [m] that 1 - epsilon of the belief has; overhang: how far
         [m] the object sticks out past the edge; effort: SE(2) distance from the start [m];
-        grasp: the grasp planned there.
+        grasp: the grasp planned there; yaw_free: the camera cannot see the object turn
+        (its outline is round, :func:`yaw_seen`), so the goal's yaw is not steered to.
     """
 
     X_WO: FloatArray
@@ -48,6 +51,15 @@ class Goal:
     overhang: float
     effort: float
     grasp: Grasp
+    yaw_free: bool = False
+
+    def toward(self, X_WO: Any) -> FloatArray:
+        """The pose (3,) the closed loop steers to from X_WO: the goal's, or, when its yaw
+        is free, the goal's position at X_WO's yaw. Steering a yaw the camera cannot see
+        would push a round object round and round after a tracked yaw that only drifts."""
+        if not self.yaw_free:
+            return np.asarray(self.X_WO, dtype=float)
+        return np.array([self.X_WO[0], self.X_WO[1], check_pose(X_WO, 'X_WO')[2]])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,7 +69,14 @@ class Goal:
             'overhang_m': self.overhang,
             'effort_m': self.effort,
             'grasp': self.grasp.to_dict(),
+            'yaw_free': self.yaw_free,
         }
+
+
+def yaw_seen(grid: Grid, config: PlannerConfig) -> bool:
+    """Whether the camera sees the object turn: some turn moves its outline by more than
+    ``config.seen_turn`` (:func:`slide_core.geometry.turn_sweep`); always when that is 0."""
+    return config.seen_turn <= 0.0 or turn_sweep(grid) > config.seen_turn
 
 
 def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
@@ -80,7 +99,8 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     (``ROBUST_YAW_OFFSETS``): the closed loop stops wherever the object does as a goal,
     and its last pushes, at least ``push_min`` long, land about that far from the goal's
     yaw. A goal only the exact yaw makes graspable (a narrow tip sticking out) is taken
-    only when no other goal exists.
+    only when no other goal exists. The goal's yaw is free when the camera cannot see the
+    object turn (:func:`yaw_seen`): the closed loop then steers its position alone.
 
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
@@ -91,14 +111,15 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     # The yaws at which such a grasp holds can lie between the sampled ones (a window
     # narrower than the yaw step): before giving up on them, the yaws halfway and a quarter
     # of the way between are tried too.
+    free = not yaw_seen(belief.grid, config)
     for offset in ROBUST_YAW_OFFSETS:
         goal = _best_goal(belief, X0, config, turn, offset * step)
         if goal is not None:
-            return goal
+            return replace(goal, yaw_free=free)
     goal = _best_goal(belief, X0, config, 0.0)
     if goal is None:
         raise _no_goal(belief, X0, config)
-    return goal
+    return replace(goal, yaw_free=free)
 
 
 def landing_turn(belief: Belief, config: PlannerConfig) -> float:

@@ -14,6 +14,7 @@ Failures end the task with a typed :class:`Outcome` naming the stage and the rea
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 import time
 
 import numpy as np
@@ -208,7 +209,9 @@ class Task:
             except PlanningError as exc:
                 raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, str(exc)) from None
         st.trace['goal'] = st.goal.X_WO.tolist()
-        self.say(f'goal {np.round(st.goal.X_WO, 3).tolist()}')
+        st.trace['goal_yaw_free'] = st.goal.yaw_free
+        free = ' (its yaw free: the camera cannot see this outline turn)' * st.goal.yaw_free
+        self.say(f'goal {np.round(st.goal.X_WO, 3).tolist()}{free}')
         self._leave(Stage.GOAL, t0)
 
     def plan_once(self) -> bool:
@@ -219,8 +222,10 @@ class Task:
         st = self.state
         assert st.belief is not None and st.goal is not None
         X = self.observe()
+        # A round object's goal yaw is free: steer to its position at the tracked yaw.
+        goal = replace(st.goal, X_WO=st.goal.toward(X))
         try:
-            st.step = self.decider.step(st.belief, X, st.goal, st.planned)
+            st.step = self.decider.step(st.belief, X, goal, st.planned)
         except PlanningError as exc:
             st.no_plan = str(exc)
             self.say(f'no plan: {exc}')
@@ -237,7 +242,7 @@ class Task:
         # the goal (its shortest push turns the object past what the grasp tolerates, or the
         # model is off here), and more of them would only spend the push budget.
         # Only a push made since the last look counts (a failed push re-planned does not).
-        d = float(se2_distance(X, st.goal.X_WO, st.belief.radius()))
+        d = float(se2_distance(X, goal.X_WO, st.belief.radius()))
         if d < st.closest - STALL_PROGRESS_M:
             st.closest, st.stalled = d, 0
         elif st.planned > st.progress_at:

@@ -16,6 +16,7 @@ from slide_core.geometry import (
     outline_pieces,
     push_sides,
     signed_area,
+    turn_sweep,
 )
 
 W = 0.02
@@ -97,6 +98,24 @@ def test_the_distance_to_the_footprint_is_to_the_outline_when_there_is_one() -> 
     assert distance_to_footprint(g, corner) == pytest.approx(np.hypot(0.045, 0.045) - r, 1e-3)
     p = np.array([0.07, 0.01])
     assert distance_to_footprint(squares(g), p) == distance_to_cells(g, p)
+
+
+def test_a_turn_sweeps_a_round_outline_by_its_noise_alone() -> None:
+    a = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    ring = np.column_stack((np.cos(a), np.sin(a)))
+    # A disc, exact and with the rim of a perceived one (0.5 mm of radial noise): a turn
+    # moves its outline by no more than that noise, whichever the turn.
+    assert turn_sweep(disc(0.08)) < 1e-4
+    rough = 0.08 + np.random.default_rng(3).normal(0.0, 0.0005, len(a))
+    assert 1e-4 < turn_sweep(outline_grid(rough[:, None] * ring, W)) < 0.001
+    # Nearly round but not: an ellipse of 8 x 7.5 cm, its largest turn a quarter.
+    assert 0.003 < turn_sweep(outline_grid(ring * [0.08, 0.075], W)) < 0.005
+    # A square's quarter turn sweeps nothing; its eighth turn does. With or without an
+    # outline, and a disc's staircase of cells alone is no disc to a camera either.
+    box = outline_grid(np.array([[-0.05, -0.05], [0.05, -0.05], [0.05, 0.05], [-0.05, 0.05]]), W)
+    assert turn_sweep(box) > 0.01 and turn_sweep(squares(box)) > 0.01
+    assert turn_sweep(box, turns=2) < 1e-9
+    assert turn_sweep(squares(disc(0.08))) > 0.005
 
 
 def test_a_known_outline_with_a_thin_tab_keeps_every_cell_it_touches() -> None:

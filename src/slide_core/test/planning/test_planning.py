@@ -44,6 +44,7 @@ from slide_core.planning import (
     select_goal,
     select_push,
     stay_probability,
+    yaw_seen,
 )
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -390,3 +391,21 @@ def test_a_goal_whose_grasp_survives_the_last_push_is_preferred() -> None:
     # taken, there is no other.
     small, _, holds_small = wedge(7)
     assert not holds_small(select_goal(small, np.array([0.3, 0.0, 0.0]), CONFIG).X_WO)
+
+
+def test_a_round_object_gets_a_goal_whose_yaw_is_free() -> None:
+    # A plate of 8 cm radius: no turn shows the camera anything, so the loop is to steer
+    # the goal's position at whatever yaw it tracks. A bar's yaw is steered to.
+    a = np.linspace(0.0, 2 * math.pi, 96, endpoint=False)
+    plate = outline_grid(0.08 * np.column_stack((np.cos(a), np.sin(a))), 0.02, 0.02)
+    belief = Belief.create(plate, 0.3 * plate.area / plate.area.sum(), np.full(plate.n, 0.4))
+    assert not yaw_seen(plate, CONFIG) and yaw_seen(BAR, CONFIG)
+    goal = select_goal(belief, [0.4, 0.1, 1.0], CONFIG)
+    assert goal.yaw_free and goal_acceptable(belief, goal.X_WO, CONFIG) is not None
+    np.testing.assert_array_equal(goal.toward([0.2, 0.0, -2.0]), [*goal.X_WO[:2], -2.0])
+    assert goal.to_dict()['yaw_free'] is True
+    bar_goal = select_goal(uniform(), [0.4, 0.1, 1.0], CONFIG)
+    assert not bar_goal.yaw_free
+    np.testing.assert_array_equal(bar_goal.toward([0.2, 0.0, -2.0]), bar_goal.X_WO)
+    # A camera that is to count every turn (seen_turn 0) steers the plate's yaw too.
+    assert not select_goal(belief, [0.4, 0.1, 1.0], replace(CONFIG, seen_turn=0.0)).yaw_free

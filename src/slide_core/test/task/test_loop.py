@@ -164,3 +164,41 @@ def test_stall_pushes_is_1_to_25() -> None:
     for bad in (0, 26):
         with pytest.raises(SlideInputError, match='stall pushes must be 1 to 25'):
             TaskSettings(stall_pushes=bad)
+
+
+class Recording:
+    """A planner that always has one more push and keeps the goal each step was asked for."""
+
+    def __init__(self) -> None:
+        self.goals: list[np.ndarray] = []
+
+    def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
+        self.goals.append(np.array(goal.X_WO))
+        return Step(False, None, goal.X_WO, None, 0.0)
+
+
+@pytest.mark.parametrize('yaw_free', [False, True])
+def test_a_free_goal_yaw_is_not_steered_to_and_its_drift_is_no_progress(yaw_free: bool) -> None:
+    # A round object's tracked yaw drifts half a turn while it is pushed 4 mm nearer the
+    # goal each time, then it stays put while the yaw goes on drifting.
+    arm, planner = Arm(X_REACHED), Recording()
+    t = Task(arm, planner, TaskSettings(stall_pushes=2))  # type: ignore[arg-type]
+    t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    t.state.goal = Goal(X_REACHED, 1.0, 0.02, 0.05, 0.1, GRASP, yaw_free=yaw_free)
+    ended = []
+    for k in range(8):
+        t.state.planned = k
+        arm.pose = X_REACHED + [0.004 * max(5 - k, 0), 0.0, 0.5 * k]
+        ended.append(t.plan_once())
+    steered = np.array(planner.goals)
+    np.testing.assert_array_equal(steered[:, :2], np.tile(X_REACHED[:2], (8, 1)))
+    if yaw_free:
+        # The goal's position at the tracked yaw; the loop ends at the second push after
+        # the object stopped, whatever the yaw did.
+        np.testing.assert_allclose(steered[:, 2], X_REACHED[2] + 0.5 * np.arange(8))
+        assert ended == [False] * 7 + [True]
+    else:
+        # The goal's own yaw, and an object turning away from it is no nearer, however
+        # near its position comes: the loop ends at the second push.
+        np.testing.assert_array_equal(steered[:, 2], np.full(8, X_REACHED[2]))
+        assert ended[:3] == [False, False, True]
