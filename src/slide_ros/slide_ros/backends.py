@@ -19,6 +19,7 @@ import numpy as np
 from rclpy.node import Node
 
 from slide_core.geometry import FloatArray, quaternion_of_yaw
+from slide_core.io import stamp_to_s
 from slide_core.model import Waypoint
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode
@@ -55,11 +56,13 @@ class Backend(Protocol):
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int], None],
+        on_waypoint: Callable[[int, float | None], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
-        """Move ``tool`` through ``waypoints``; ``on_waypoint(i)`` as waypoint i is
-        approached; stop where it is as soon as ``should_stop()`` is true."""
+        """Move ``tool`` through ``waypoints``; ``on_waypoint(i, stamp)`` as waypoint i is
+        approached, with the time [s] the arm says it set off towards it (the clock its tool
+        poses are stamped by), or None where it does not say (then: now); stop where it
+        is as soon as ``should_stop()`` is true."""
 
     def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
         """Open or close; the final opening [m] and whether an object is held."""
@@ -106,7 +109,7 @@ class TwinBackend:
 
     def _on_pose(self, tool: str, msg: PoseStamped) -> None:
         p, o = msg.pose.position, msg.pose.orientation
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        stamp = stamp_to_s(msg.header.stamp)
         pose = ToolPose(np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w]), stamp)
         with self._lock:
             self._poses[tool] = pose
@@ -120,7 +123,7 @@ class TwinBackend:
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int], None],
+        on_waypoint: Callable[[int, float | None], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
         goal = FollowPath.Goal()
@@ -132,10 +135,12 @@ class TwinBackend:
 
         def feedback(msg: Any) -> None:
             # Every waypoint is announced once and in order, even when a short one passed
-            # between two feedback messages.
+            # between two feedback messages; at the twin's stamp of the pose it sent with
+            # the news, not when the news arrived (late on a loaded machine).
+            stamp = stamp_to_s(msg.feedback.pose.header.stamp)
             for i in range(seen[0] + 1, int(msg.feedback.waypoint) + 1):
                 seen[0] = i
-                on_waypoint(i)
+                on_waypoint(i, stamp if stamp > 0.0 else None)
 
         handle = wait_for(self._follow.send_goal_async(goal, feedback_callback=feedback), 5.0)
         if handle is None or not handle.accepted:

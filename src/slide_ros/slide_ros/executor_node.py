@@ -334,7 +334,7 @@ class ExecutorNode(SlideNode):
             waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
         up = LIFT if tool == 'fingertip' else p[2] + 0.1
         waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
-        self.backend.follow(tool, waypoints, lambda _i: None, lambda: False)
+        self.backend.follow(tool, waypoints, lambda _i, _t: None, lambda: False)
 
     def _push(self, handle: Any) -> Push.Result:
         result = Push.Result()
@@ -368,9 +368,9 @@ class ExecutorNode(SlideNode):
         feedback = Push.Feedback()
         index = int(goal.index)
 
-        def on_waypoint(i: int) -> None:
+        def on_waypoint(i: int, stamp: float | None) -> None:
             phase = PHASES[i] if i < len(PHASES) else 'lift'
-            now = self._now()
+            now = self._now() if stamp is None else stamp
             if phase == 'stroke' and 'start' not in times:
                 times['start'] = now
                 msg = primitive_to_msg(primitive, self.cell.fingertip, PushPrimitive())
@@ -500,7 +500,7 @@ class ExecutorNode(SlideNode):
         phase('open')
         backend.gripper(g.max_opening, 0.0)
         phase('pre_grasp')
-        motion = backend.follow('gripper', approach, lambda _i: None, stop)
+        motion = backend.follow('gripper', approach, lambda _i, _t: None, stop)
         if not motion.completed:
             self._retract('gripper')
             code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
@@ -509,7 +509,7 @@ class ExecutorNode(SlideNode):
         backend.gripper(2 * z, g.force)
         z0 = backend.tool_pose('gripper')
         phase('lift')
-        motion = backend.follow('gripper', up, lambda _i: None, stop)
+        motion = backend.follow('gripper', up, lambda _i, _t: None, stop)
         if not motion.completed:
             code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
             raise Failure(code, motion.message or 'the lift failed')

@@ -92,7 +92,7 @@ class MoveItBackend:
         self,
         tool: str,
         waypoints: list[Waypoint],
-        on_waypoint: Callable[[int], None],
+        on_waypoint: Callable[[int, float | None], None],
         should_stop: Callable[[], bool],
     ) -> Motion:
         from moveit.planning import PlanRequestParameters  # noqa: PLC0415 - robot PC only
@@ -100,7 +100,7 @@ class MoveItBackend:
         for i, wp in enumerate(waypoints):
             if should_stop():
                 return Motion(False, True, 'stopped')
-            on_waypoint(i)
+            on_waypoint(i, None)  # the move starts now
             self.arm.set_start_state_to_current_state()
             self.arm.set_goal_state(
                 pose_stamped_msg=self._link_goal(tool, wp), pose_link=self.link
