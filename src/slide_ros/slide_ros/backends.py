@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 import threading
+import time
 from typing import Any, Protocol
 
 from geometry_msgs.msg import PoseStamped
@@ -84,6 +85,10 @@ def waypoint_msgs(waypoints: list[Waypoint], frame: str) -> list[PoseStamped]:
     return out
 
 
+HANDSHAKE_WAIT_S = 2.0
+"""How long [s] :meth:`TwinBackend.connect` waits for an answer before it asks again."""
+
+
 class TwinBackend:
     """The twin node's motion interface (namespace ``ns``, default ``/twin``)."""
 
@@ -115,9 +120,35 @@ class TwinBackend:
             self._poses[tool] = pose
 
     def connect(self, timeout_s: float) -> None:
+        """Wait for the twin's servers, then until each has answered a goal it refuses
+        without moving (no waypoints; a negative opening): a server that has not yet
+        discovered this client's response reader runs a goal but loses its acceptance
+        (rmw: "failed to send response (timeout)"), and a push sent then would move the
+        fingertip while the executor waited for an answer that never comes."""
+        deadline = time.monotonic() + timeout_s
         for client, name in zip((self._follow, self._grip), self._names, strict=True):
             if not client.wait_for_server(timeout_sec=timeout_s):
                 raise NotReady(f'no action server {name} (is the twin running?)')
+        self._handshake(self._follow, FollowPath.Goal(tool='fingertip'), self._names[0], deadline)
+        self._handshake(self._grip, GripperCommand.Goal(width=-1.0), self._names[1], deadline)
+
+    @staticmethod
+    def _handshake(client: Any, goal: Any, name: str, deadline: float) -> None:
+        while True:
+            try:
+                handle = wait_for(client.send_goal_async(goal), HANDSHAKE_WAIT_S)
+                break
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise NotReady(
+                        f'{name} runs but its answers do not arrive (DDS discovery not '
+                        'complete, or a firewall between the processes)'
+                    ) from None
+        if handle.accepted:  # refused in its execute callback, at once: let it end first
+            try:
+                wait_for(handle.get_result_async(), HANDSHAKE_WAIT_S)
+            except TimeoutError:
+                pass  # it answered, which is what was asked
 
     def follow(
         self,

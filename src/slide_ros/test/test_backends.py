@@ -1,0 +1,111 @@
+"""The twin backend over real DDS against the real twin node: connecting waits until the
+twin's answers arrive, so that no motion runs unanswered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+
+import rclpy  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from slide_core.model import Waypoint  # noqa: E402
+from slide_ros.backends import TwinBackend  # noqa: E402
+from slide_ros.testing import Peer  # noqa: E402
+from slide_sim.node import TwinNode  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class LosesFirstAnswers:
+    """The twin's action server handle, losing its first ``n`` goal responses as rmw does
+    ("failed to send response (timeout)") while the server has not yet discovered the
+    client's response reader: the goal itself still runs."""
+
+    def __init__(self, handle: Any, n: int) -> None:
+        self._handle, self.left, self.lost = handle, n, 0
+
+    def send_goal_response(self, header: Any, response: Any) -> None:
+        if self.left > 0:
+            self.left -= 1
+            self.lost += 1
+            return
+        self._handle.send_goal_response(header, response)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+
+@pytest.fixture
+def twin() -> Iterator[TwinNode]:
+    context = Context()
+    rclpy.init(context=context)
+    params = {
+        'object': 'book',
+        'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
+        'start_pose': [0.4, 0.0, 0.0],
+        'camera_rate_hz': 0.5,
+        'camera_decimation': 8,
+        'rdt_port': 0,
+        'tcp_port': 0,
+        'http_port': 0,
+    }
+    node = TwinNode(
+        context=context,
+        namespace='/backend_test',
+        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+    )
+    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        yield node
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5.0)
+
+
+def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -> None:
+    follow = LosesFirstAnswers(twin.follow_server._handle, 2)
+    grip = LosesFirstAnswers(twin.gripper_server._handle, 1)
+    twin.follow_server._handle, twin.gripper_server._handle = follow, grip
+    start = twin._poses['fingertip'][:3].copy()
+    peer = Peer('backend_test_executor')
+    try:
+        backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+        backend.connect(30.0)
+        # Each probe went unanswered until the twin's answers came through, and none moved
+        # the fingertip or the gripper.
+        assert (follow.lost, follow.left, grip.lost, grip.left) == (2, 0, 1, 0)
+        np.testing.assert_allclose(twin._poses['fingertip'][:3], start, atol=1e-6)
+        # The first real motion is answered and runs to its end, its waypoints announced
+        # with the twin's stamps.
+        announced: list[tuple[int, float | None]] = []
+        target = start + np.array([0.0, 0.0, 0.02])
+        motion = backend.follow(
+            'fingertip',
+            [Waypoint(target, 0.1, 0.0, 'up')],
+            lambda i, t: announced.append((i, t)),
+            lambda: False,
+        )
+        assert motion.completed, motion.message
+        # (The fingertip body trails its set point by a few millimetres.)
+        np.testing.assert_allclose(twin._poses['fingertip'][:3], target, atol=0.005)
+        assert [i for i, _ in announced] == [0]
+        assert all(t is not None and t > 0.0 for _, t in announced)
+    finally:
+        peer.close()
