@@ -345,9 +345,14 @@ def test_loss_warns_while_it_happens_not_for_good(
     # good. Now WARN means loss in the last diagnostics period.
     ok, warn = DiagnosticStatus.OK, DiagnosticStatus.WARN
     assert harness.spin_until(lambda: harness.diagnostics and harness.diagnostics[-1].level == ok)
+    seen = len(harness.diagnostics)
     emulator.drop(20)
-    assert harness.spin_until(lambda: harness.diagnostics[-1].level == warn)
-    assert harness.spin_until(lambda: harness.diagnostics[-1].level == ok)
+    # Any report since the drop (a loaded machine may deliver two before this looks), and
+    # time for a starved timer: a WARN that never comes still fails.
+    assert harness.spin_until(
+        lambda: any(d.level == warn for d in harness.diagnostics[seen:]), timeout=15.0
+    )
+    assert harness.spin_until(lambda: harness.diagnostics[-1].level == ok, timeout=15.0)
     assert harness.values()['lost'] == '20'
 
 
