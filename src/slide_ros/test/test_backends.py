@@ -19,7 +19,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from slide_core.model import Waypoint  # noqa: E402
-from slide_ros.backends import TwinBackend  # noqa: E402
+from slide_ros.backends import ToolPose, TwinBackend  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
 
@@ -83,19 +83,31 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
     follow = LosesFirstAnswers(twin.follow_server._handle, 2)
     grip = LosesFirstAnswers(twin.gripper_server._handle, 1)
     twin.follow_server._handle, twin.gripper_server._handle = follow, grip
-    start = twin._poses['fingertip'][:3].copy()
     peer = Peer('backend_test_executor')
     try:
         backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+
+        def pose_after(stamp: float) -> Any:
+            """The fingertip's first pose from the twin stamped after ``stamp`` [s]."""
+            peer.wait(
+                lambda: (backend.tool_pose('fingertip') or before).stamp > stamp,
+                10,
+                'a fingertip pose',
+            )
+            return backend.tool_pose('fingertip')
+
+        before = ToolPose(np.zeros(3), np.zeros(4), -1.0)
+        start = pose_after(-1.0).p_W
         backend.connect(30.0)
         # Each probe went unanswered until the twin's answers came through, and none moved
         # the fingertip or the gripper.
         assert (follow.lost, follow.left, grip.lost, grip.left) == (2, 0, 1, 0)
-        np.testing.assert_allclose(twin._poses['fingertip'][:3], start, atol=1e-6)
+        np.testing.assert_allclose(pose_after(now(peer)).p_W, start, atol=1e-6)
         # The first real motion is answered and runs to its end, its waypoints announced
         # with the twin's stamps.
         announced: list[tuple[int, float | None]] = []
         target = start + np.array([0.0, 0.0, 0.02])
+        t0 = now(peer)
         motion = backend.follow(
             'fingertip',
             [Waypoint(target, 0.1, 0.0, 'up')],
@@ -104,8 +116,13 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
         )
         assert motion.completed, motion.message
         # (The fingertip body trails its set point by a few millimetres.)
-        np.testing.assert_allclose(twin._poses['fingertip'][:3], target, atol=0.005)
+        np.testing.assert_allclose(pose_after(now(peer)).p_W, target, atol=0.005)
         assert [i for i, _ in announced] == [0]
-        assert all(t is not None and t > 0.0 for _, t in announced)
+        assert all(t is not None and t0 <= t <= now(peer) for _, t in announced)
     finally:
         peer.close()
+
+
+def now(peer: Peer) -> float:
+    """ROS time [s] on the test's clock (the twin stamps by the same system clock)."""
+    return float(peer.node.get_clock().now().nanoseconds) / 1e9
