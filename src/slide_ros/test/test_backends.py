@@ -87,16 +87,18 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
     try:
         backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
 
-        def pose_after(stamp: float) -> Any:
+        def pose_after(stamp: float) -> ToolPose:
             """The fingertip's first pose from the twin stamped after ``stamp`` [s]."""
-            peer.wait(
-                lambda: (backend.tool_pose('fingertip') or before).stamp > stamp,
-                10,
-                'a fingertip pose',
-            )
-            return backend.tool_pose('fingertip')
+            latest: list[ToolPose | None] = [None]
 
-        before = ToolPose(np.zeros(3), np.zeros(4), -1.0)
+            def fresh() -> bool:
+                latest[0] = backend.tool_pose('fingertip')
+                return latest[0] is not None and latest[0].stamp > stamp
+
+            peer.wait(fresh, 10, 'a fingertip pose')
+            assert latest[0] is not None
+            return latest[0]
+
         start = pose_after(-1.0).p_W
         backend.connect(30.0)
         # Each probe went unanswered until the twin's answers came through, and none moved

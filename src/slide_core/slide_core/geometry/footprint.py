@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry.grid import Grid
-from slide_core.geometry.outline import check_outline
+from slide_core.geometry.outline import check_outline, signed_area
 from slide_core.geometry.se2 import (
     FloatArray,
     GridError,
@@ -313,8 +313,8 @@ polygon side that lies on a cell side."""
 
 
 def _path_area(path: Path) -> float:
-    """The area [m^2] of a path of closed polygons (each from a MOVETO), by the shoelace
-    formula, summed without sign (clipping keeps the polygon's orientation)."""
+    """The area [m^2] of a path of closed polygons (each from a MOVETO), their signed
+    areas summed without sign (clipping keeps the polygon's orientation)."""
     vertices = np.asarray(path.vertices, dtype=float).reshape(-1, 2)
     if len(vertices) == 0:
         return 0.0
@@ -324,8 +324,7 @@ def _path_area(path: Path) -> float:
     for s, e in zip(starts[:-1], starts[1:], strict=True):
         ring = vertices[s:e][codes[s:e] != Path.CLOSEPOLY]
         if len(ring) >= 3:
-            x, y = ring[:, 0], ring[:, 1]
-            total += 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+            total += signed_area(ring)
     return abs(total)
 
 
