@@ -142,7 +142,8 @@ class ExecutorNode(SlideNode):
         if mount.shape != (4,) or not np.isfinite(mount).all() or np.linalg.norm(mount) < 0.5:
             raise ValueError(f'sensor_mount must be a unit quaternion x, y, z, w, got {mount}')
         self.R_TS = quaternion_matrix(mount / np.linalg.norm(mount))  # sensor in the tool
-        self.backend: Backend | None = None
+        self.backend: Backend | None = None  # once connected
+        self._made: Backend | None = None
         self._group = ReentrantCallbackGroup()
         self._busy = threading.Lock()
         self._lock = threading.Lock()
@@ -190,14 +191,18 @@ class ExecutorNode(SlideNode):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def configure(self) -> None:
-        if self.p['backend'] == 'twin':
-            backend: Backend = TwinBackend(self, self.p['twin_namespace'], self.frame, self._group)
-        else:
-            from slide_ros.moveit_backend import MoveItBackend
+        # The backend is made once: a retried start-up (the arm or the F/T not there yet)
+        # connects the same one again instead of adding clients, subscriptions and, for
+        # moveit_py, a second MoveItPy node with every retry.
+        if self._made is None:
+            if self.p['backend'] == 'twin':
+                self._made = TwinBackend(self, self.p['twin_namespace'], self.frame, self._group)
+            else:
+                from slide_ros.moveit_backend import MoveItBackend
 
-            backend = MoveItBackend(self, self.p, self.cell, self.frame)
-        backend.connect(float(self.p['connect_timeout_s']))
-        self.backend = backend
+                self._made = MoveItBackend(self, self.p, self.cell, self.frame)
+        self._made.connect(float(self.p['connect_timeout_s']))
+        self.backend = self._made
         with self._lock:
             latest = self._wrenches[-1][0] if self._wrenches else -math.inf
         if self._now() - latest > 1.0:
