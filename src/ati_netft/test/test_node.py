@@ -70,7 +70,8 @@ class Harness:
 
     def call(self, service: str, srv_type=Trigger, request=None):  # type: ignore[no-untyped-def]
         client = self.probe.create_client(srv_type, service)
-        assert client.wait_for_service(timeout_sec=5.0)
+        # Discovery of a new client takes seconds when the machine is loaded (CI).
+        assert client.wait_for_service(timeout_sec=20.0)
         future = client.call_async(request if request is not None else srv_type.Request())
         assert self.spin_until(future.done)
         return future.result()
