@@ -20,50 +20,25 @@ from numba import njit
 import numpy as np
 from numpy.typing import NDArray
 
-from slide_core.geometry import FloatArray, Grid
+from slide_core.geometry import FloatArray, Grid, boundary_segments
 
 WHOLLY_ON_TABLE = 1
 NO_SUPPORT = -1
 
 
 def outline(grid: Grid) -> tuple[FloatArray, NDArray[np.int64]]:
-    """The footprint's outline: corners (U, 2) in the object frame and its sides as index
-    pairs (E, 2) into them: the grid's real outline (:attr:`Grid.outline`) when it has
-    one, else the cell sides with no occupied neighbour across."""
-    if grid.outline is not None:
-        V = grid.outline.shape[0]
-        ring = np.arange(V, dtype=np.int64)
-        return np.array(grid.outline, dtype=float), np.column_stack((ring, np.roll(ring, -1)))
-    occ = grid.occupancy
-    rows, cols = occ.shape
-    w = grid.cell_size
-    padded = np.zeros((rows + 2, cols + 2), dtype=bool)
-    padded[1:-1, 1:-1] = occ
-    index: dict[tuple[int, int], int] = {}
-    corners: list[tuple[float, float]] = []
-    sides: list[tuple[int, int]] = []
-
-    def corner(i: int, j: int) -> int:
-        """Grid corner at row line i, column line j (i, j from the top left)."""
-        if (i, j) not in index:
-            index[(i, j)] = len(corners)
-            corners.append(((j - cols / 2.0) * w, (rows / 2.0 - i) * w))
-        return index[(i, j)]
-
-    for r in range(rows):
-        for c in range(cols):
-            if not occ[r, c]:
-                continue
-            pr, pc = r + 1, c + 1
-            if not padded[pr - 1, pc]:  # top side
-                sides.append((corner(r, c), corner(r, c + 1)))
-            if not padded[pr + 1, pc]:  # bottom side
-                sides.append((corner(r + 1, c), corner(r + 1, c + 1)))
-            if not padded[pr, pc - 1]:  # left side
-                sides.append((corner(r, c), corner(r + 1, c)))
-            if not padded[pr, pc + 1]:  # right side
-                sides.append((corner(r, c + 1), corner(r + 1, c + 1)))
-    return np.array(corners, dtype=float), np.array(sides, dtype=np.int64)
+    """The footprint's outline (:func:`slide_core.geometry.boundary_segments`: the grid's
+    real outline when it has one, else the cell sides with no occupied neighbour across)
+    as corners (U, 2) in the object frame, each once, and its sides as index pairs (E, 2)
+    into them."""
+    a, b = boundary_segments(grid)
+    ends = np.vstack((a, b))
+    # Ends that are the same corner differ by rounding at most (cell corners are sums of
+    # half cells): a thousandth of a cell merges them and no two real corners.
+    key = np.round(ends / (grid.cell_size * 1e-3)).astype(np.int64)
+    _, first, index = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    sides = index.reshape(-1).astype(np.int64).reshape(2, -1).T
+    return np.ascontiguousarray(ends[first], dtype=float), np.ascontiguousarray(sides)
 
 
 @njit(cache=True)
