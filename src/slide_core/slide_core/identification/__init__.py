@@ -97,8 +97,10 @@ from slide_core.identification.pushes import (
     STEP_S,
     PushData,
     PushSamples,
+    SensorOffset,
     build_push,
     push_from_samples,
+    sensor_offset,
     smoothed_poses,
 )
 from slide_core.identification.refine import WINDOW_S, refine
@@ -125,9 +127,11 @@ __all__ = [
     'Progress',
     'PushData',
     'PushSamples',
+    'SensorOffset',
     'TrainingSet',
     'WINDOW_S',
     'build_push',
+    'sensor_offset',
     'candidates',
     'on_table',
     'choose',

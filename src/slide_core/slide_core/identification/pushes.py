@@ -6,6 +6,12 @@ start to :data:`SETTLE_S` after its end (the object slides on; the fingertip has
 retracted). :func:`build_push` resamples them on steps of :data:`STEP_S`, the one step
 identification and evaluation use (the pose rate of the camera and the twin), the object
 poses smoothed on the way (:func:`smoothed_poses`): identification differentiates them.
+
+Forces are taken as the F/T sensor's reading less its offset during the push
+(:func:`sensor_offset`): a real sensor reads a few newtons at rest until it is tared, and
+drifts after. Every stroke starts :data:`slide_core.model.APPROACH` short of the object,
+so its first part is a measurement of that offset, and of the sensor's noise, which the
+force must stand out from to count as a touch.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_smoothing_spline
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, distance_to_footprint, rotation
+from slide_core.model import APPROACH
 from slide_core.physics import RigidModel, WrenchPush, contact_cell
 
 STEP_S = 0.01
@@ -25,7 +32,57 @@ STEP_S = 0.01
 SETTLE_S = 0.3
 """Seconds after the stroke's end that still belong to the push (free sliding)."""
 CONTACT_FORCE_N = 0.05
-"""Below this force [N] the fingertip is taken as not touching."""
+"""Below this force [N] the fingertip is taken as not touching (or below NOISE_SIGMAS of
+the sensor's noise, when that is more)."""
+PRE_STROKE_S = 0.05
+"""Seconds before the stroke's start whose forces may count as free air: the fingertip
+stands at the start point then (the lower waypoint's dwell)."""
+MIN_FREE_AIR_SAMPLES = 5
+"""Fewer force samples than this in free air give no offset (the sensor taken as tared)."""
+NOISE_SIGMAS = 5.0
+"""A touch is a force this many standard deviations of the free-air noise from zero."""
+
+
+@dataclass(frozen=True)
+class SensorOffset:
+    """The F/T sensor during one push: its offset f0 (2,) [N] in the table frame (subtracted
+    from every reading), its noise's standard deviation [N] and the free-air samples they
+    come from (0: none, the sensor taken as tared and noiseless)."""
+
+    f0: FloatArray
+    sigma: float
+    samples: int
+
+    @property
+    def touch_n(self) -> float:
+        """The least force [N] that counts as the fingertip touching."""
+        return max(CONTACT_FORCE_N, NOISE_SIGMAS * self.sigma)
+
+
+def sensor_offset(
+    wrench: FloatArray, tips: FloatArray, grid: Grid, X_WO: FloatArray, t_start: float
+) -> SensorOffset:
+    """The sensor's offset and noise during a push whose stroke starts at ``t_start`` [s]
+    with the object at X_WO (3,), from the forces (L, 3) rows (t, fx, fy) measured while the
+    fingertip was in free air: from PRE_STROKE_S before the start until its centre (tips
+    (M, 3) rows (t, x, y)) first comes within APPROACH of the object's footprint (the stroke
+    starts APPROACH plus the fingertip's radius short of it; columns past y are not
+    read). The median force, and the median absolute deviation (as a standard deviation)
+    of the noisier axis."""
+    t_from = t_start - PRE_STROKE_S
+    near = tips[tips[:, 0] >= t_from]
+    R = rotation(float(X_WO[2]))
+    t_near = np.inf
+    for t, p_WF in zip(near[:, 0], near[:, 1:3], strict=True):
+        if distance_to_footprint(grid, R.T @ (p_WF - X_WO[:2])) < APPROACH:
+            t_near = float(t)
+            break
+    free = wrench[(wrench[:, 0] >= t_from) & (wrench[:, 0] < t_near), 1:3]
+    if len(free) < MIN_FREE_AIR_SAMPLES:
+        return SensorOffset(np.zeros(2), 0.0, 0)
+    f0 = np.median(free, axis=0)
+    sigma = float((1.4826 * np.median(np.abs(free - f0), axis=0)).max())
+    return SensorOffset(np.asarray(f0, dtype=float), sigma, len(free))
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,12 +172,15 @@ def build_push(
             'poses in time'
         )
     Tp = tips[tip_sel]
+    sensor = sensor_offset(wrench, tips, grid, P[0, 1:4], t_start)
+    W = np.column_stack((W[:, 0], W[:, 1:3] - sensor.f0))
+    touch = sensor.touch_n
     steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
     if steps < 2:
         raise SlideInputError(f'{source}: push {index} lasts less than two steps')
     t = P[0, 0] + dt * np.arange(steps + 1)
     yaw = np.unwrap(P[:, 3])
-    touching = W[np.hypot(W[:, 1], W[:, 2]) >= CONTACT_FORCE_N, 0]
+    touching = W[np.hypot(W[:, 1], W[:, 2]) >= touch, 0]
     t_contact = float(touching[0]) if len(touching) else None
     X = smoothed_poses(P[:, 0], np.column_stack((P[:, 1:3], yaw)), t, t_contact)
     mid = t[:-1] + dt / 2
@@ -135,7 +195,7 @@ def build_push(
     last = grid.p_OC[0]
     model = RigidModel.of(grid)
     for s in range(steps):
-        if np.linalg.norm(f[s]) < CONTACT_FORCE_N:
+        if np.linalg.norm(f[s]) < touch:
             f[s] = 0.0
             contact[s] = last
             continue

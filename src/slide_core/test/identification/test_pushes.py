@@ -1,4 +1,5 @@
-"""Pushes on identification's step: the observed poses smoothed before differentiation."""
+"""Pushes on identification's step: the observed poses smoothed before differentiation, the
+F/T sensor's offset and noise taken from the stroke's free-air start."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 
 from slide_core.geometry import Grid
-from slide_core.identification import push_from_samples, smoothed_poses
+from slide_core.identification import push_from_samples, sensor_offset, smoothed_poses
+from slide_core.model import APPROACH
 from slide_core.physics import contact_cell
 
 
@@ -72,3 +74,63 @@ def test_a_push_where_the_outline_cuts_a_corner_acts_on_the_nearest_cell() -> No
     assert all(contact_cell(grid, p) >= 0 for p in p_OA)
     # The cells' nearest point to the cut's middle (0.01, 0.01): 1 cm away, on a side.
     assert np.linalg.norm(p_OA - [0.01, 0.01], axis=1) == pytest.approx(0.01, abs=1e-9)
+
+
+RADIUS = 0.006  # m, the fingertip's
+
+
+def pushed_box(
+    offset: tuple[float, float], noise: float, seed: int = 0
+) -> tuple[Grid, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """A 4 cm box at (0.4, 0) pushed along +x: the fingertip starts APPROACH short of it at
+    t = 0 and moves at 5 cm/s until t = 0.8 s, touching at 0.4 s with 1.5 N; the sensor
+    reads the force plus ``offset`` [N] plus white noise of ``noise`` [N], at 500 Hz.
+    Returns the grid, the times, poses, fingertip centres, readings and the touch's time."""
+    grid = Grid(0.02, np.ones((2, 2), dtype=bool), np.full((2, 2), 0.02))
+    t = np.arange(0.0, 1.2, 0.002)
+    t_touch = APPROACH / 0.05
+    x_tip = 0.38 - RADIUS - APPROACH + 0.05 * np.clip(t, 0.0, 0.8)
+    p_WF = np.column_stack((x_tip, np.zeros_like(t)))
+    moved = 0.05 * np.clip(np.minimum(t, 0.8) - t_touch, 0.0, None)
+    X = np.column_stack((0.4 + moved, np.zeros_like(t), np.zeros_like(t)))
+    f = np.where(((t >= t_touch) & (t < 0.8))[:, None], [1.5, 0.0], [0.0, 0.0])
+    rng = np.random.default_rng(seed)
+    f_W = f + np.asarray(offset) + rng.normal(0.0, noise, f.shape)
+    return grid, t, X, p_WF, f_W, t_touch
+
+
+def test_the_sensors_offset_and_noise_come_from_the_strokes_free_air_start() -> None:
+    grid, t, X, p_WF, f_W, t_touch = pushed_box((1.0, -0.6), 0.02)
+    found = sensor_offset(np.column_stack((t, f_W)), np.column_stack((t, p_WF)), grid, X[0], 0.0)
+    # Until the fingertip's centre is APPROACH from the box: its radius of travel, 0.12 s.
+    assert found.samples == pytest.approx(RADIUS / 0.05 / 0.002, abs=1)
+    np.testing.assert_allclose(found.f0, [1.0, -0.6], atol=0.01)
+    assert found.sigma == pytest.approx(0.02, rel=0.3)
+    assert found.touch_n == pytest.approx(5 * found.sigma)
+    # A record that starts at the touch has no free air: the sensor is taken as tared.
+    late = t >= t_touch
+    found = sensor_offset(
+        np.column_stack((t[late], f_W[late])),
+        np.column_stack((t[late], p_WF[late])),
+        grid,
+        X[0],
+        t_touch,
+    )
+    assert found.samples == 0
+    np.testing.assert_array_equal(found.f0, [0.0, 0.0])
+
+
+def test_an_untared_sensor_gives_the_push_a_tared_one_gives() -> None:
+    grid, t, X, p_WF, f_tared, t_touch = pushed_box((0.0, 0.0), 0.0)
+    _, _, _, _, f_offset, _ = pushed_box((1.0, -0.6), 0.02)
+    tared = push_from_samples(grid, 0, t, X, p_WF, f_tared, 0.0, 0.8)
+    untared = push_from_samples(grid, 0, t, X, p_WF, f_offset, 0.0, 0.8)
+    steps = np.arange(len(tared.push.f_W)) * 0.01
+    before = steps + 0.01 <= t_touch
+    # No force before the touch (the raw readings, 1.17 N, would have been a push), ...
+    assert np.all(untared.push.f_W[before] == 0.0)
+    assert np.all(tared.push.f_W[before] == 0.0)
+    # ... and the same force after it, to the noise averaged over a step (5 readings).
+    pushing = (steps >= t_touch + 0.01) & (steps + 0.01 <= 0.8)
+    assert np.abs(untared.push.f_W[pushing] - tared.push.f_W[pushing]).max() < 0.05
+    np.testing.assert_allclose(tared.push.f_W[pushing], [[1.5, 0.0]] * int(pushing.sum()))
