@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+import math
 import os
 from pathlib import Path
 import socket
@@ -44,6 +45,11 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
     ),
     'start_episode': ('true', 'start the episode as soon as the graph is up'),
     'ft_ports': ('auto', 'twin: ports of the emulated sensor (RDT,TCP,HTTP), or auto: free ones'),
+    'ft_offset': (
+        '0,0,0,0,0,0',
+        'twin: what the emulated F/T sensor reads with nothing touching, as an untared one '
+        'does: fx,fy,fz [N],tx,ty,tz [N m] in its frame',
+    ),
 }
 BACKENDS = ('twin', 'fr3', 'lbr')
 CLOUD_TOPIC = '/camera/camera/depth/color/points'
@@ -120,7 +126,20 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
         int(out['seed'])
     except ValueError:
         raise GraphError(f'seed must be an integer, got {out["seed"]!r}') from None
+    ft_offset(out['ft_offset'])
     return out
+
+
+def ft_offset(text: str) -> list[float]:
+    """The six numbers of the ``ft_offset`` argument (fx,fy,fz,tx,ty,tz); GraphError when
+    it is not six finite numbers."""
+    try:
+        values = [float(v) for v in text.split(',')]
+    except ValueError:
+        values = []
+    if len(values) != 6 or not all(math.isfinite(v) for v in values):
+        raise GraphError(f'ft_offset must be six numbers fx,fy,fz,tx,ty,tz [N, N m], got {text!r}')
+    return values
 
 
 def free_ports(count: int) -> list[int]:
@@ -185,6 +204,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                     'rdt_port': rdt,
                     'tcp_port': tcp,
                     'http_port': http,
+                    'ft_offset': ft_offset(a['ft_offset']),
                 },
             )
         )

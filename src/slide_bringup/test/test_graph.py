@@ -433,3 +433,12 @@ def test_the_support_argument_reaches_identification_and_a_bad_one_is_refused() 
     assert {s.name: s for s in pregrasp({})}['identification'].parameters['support'] == 'rigid'
     with pytest.raises(GraphError, match='support must be rigid or cell-mass'):
         pregrasp({'support': 'springs'})
+
+
+def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:
+    twin = {s.name: s for s in pregrasp({'ft_offset': '1,-0.6,0.5,0,0,0.01'})}['twin']
+    assert twin.parameters['ft_offset'] == [1.0, -0.6, 0.5, 0.0, 0.0, 0.01]
+    assert {s.name: s for s in pregrasp({})}['twin'].parameters['ft_offset'] == [0.0] * 6
+    for bad in ('1,2,3', '1,2,3,4,5,x', '1,2,3,4,5,nan'):
+        with pytest.raises(GraphError, match='ft_offset must be six numbers'):
+            pregrasp({'ft_offset': bad})

@@ -6,7 +6,8 @@ It offers what the robot cell offers, under the same interfaces:
   ``camera_color_optical_frame``) and ``/camera/camera/depth/camera_info``, rendered from the
   twin's RGB-D camera with its noise (realsense2_camera's topic names);
 - force/torque: the twin's sensor wrench feeds an ATI Net F/T emulator, which serves it over
-  UDP (RDT) and TCP/HTTP calibration, so the real ``ati_netft`` driver reads it;
+  UDP (RDT) and TCP/HTTP calibration, so the real ``ati_netft`` driver reads it (with
+  ``ft_offset`` added, as an untared sensor reads);
 - arm and gripper: ``~/follow_path`` (slide_interfaces/FollowPath: a tool through Cartesian
   waypoints at speeds; cancel stops it where it is) and ``~/gripper``
   (slide_interfaces/GripperCommand), and the tools' poses on ``~/fingertip_pose`` and
@@ -77,6 +78,12 @@ PARAMS = (
         low=10.0,
         high=7000.0,
     ),
+    Param(
+        'ft_offset',
+        [0.0] * 6,
+        'what the emulated sensor reads with nothing touching the fingertip, as an untared '
+        'sensor does: fx, fy, fz [N], tx, ty, tz [N m] in its frame',
+    ),
     Param('rdt_port', 49152, 'UDP port the emulated sensor streams from', low=0, high=65535),
     Param('tcp_port', 49151, 'TCP port of the calibration (READCALINFO)', low=0, high=65535),
     Param('http_port', 8080, 'HTTP port of netftapi2.xml', low=0, high=65535),
@@ -98,6 +105,10 @@ class TwinNode(Node):
             start = list(random_start(spec, cell, int(p['seed'])))
         if len(start) != 3 or not all(math.isfinite(v) for v in start):
             raise ParameterError(f'start_pose must be [x, y, yaw], got {start}')
+        offset = [float(v) for v in p['ft_offset']]
+        if len(offset) != 6 or not all(math.isfinite(v) for v in offset):
+            raise ParameterError(f'ft_offset must be [fx, fy, fz, tx, ty, tz], got {offset}')
+        self.ft_offset = np.array(offset)
         self.twin = Twin(spec, cell, (start[0], start[1], start[2]))
         self.rtf = float(p['real_time_factor'])
         self._lock = threading.Lock()
@@ -108,7 +119,7 @@ class TwinNode(Node):
         # filtered output is, not the latest step's chatter (the physics runs in bursts).
         self._ft_lock = threading.Lock()
         self._ft_block = (np.zeros(6), 0)
-        self._wrench = (0.0,) * 6
+        self._wrench = tuple(float(v) for v in self.ft_offset)
         # The fingertip's contact force summed over the physics steps since the last truth
         # message, and their number: the truth carries its mean, as the driver's block means.
         self._contact = (np.zeros(3), 0)
@@ -167,12 +178,13 @@ class TwinNode(Node):
 
     def _ft_sample(self, _t: float) -> tuple[float, ...]:
         """The emulator's next sample (its thread): the mean wrench over the physics steps
-        since the last one, or the last sample again when no step ran in between."""
+        since the last one, or the last sample again when no step ran in between; plus the
+        sensor's offset (``ft_offset``)."""
         with self._ft_lock:
             total, n = self._ft_block
             if n:
                 self._ft_block = (np.zeros(6), 0)
-                self._wrench = tuple(float(v) for v in total / n)
+                self._wrench = tuple(float(v) for v in total / n + self.ft_offset)
             return self._wrench
 
     # -- the physics thread: the only one that touches the twin ------------------------------

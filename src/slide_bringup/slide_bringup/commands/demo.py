@@ -42,6 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--log-dir', type=Path, default=None, help='node logs (default out/demo/TIME)'
     )
+    parser.add_argument(
+        '--ft-offset',
+        type=float,
+        nargs=6,
+        default=(0.0,) * 6,
+        metavar=('FX', 'FY', 'FZ', 'TX', 'TY', 'TZ'),
+        help="what the twin's F/T sensor reads with nothing touching, as an untared one does "
+        '[N, N m, its frame]',
+    )
 
 
 class Watcher:
@@ -116,7 +125,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
         specs = pregrasp(
-            {'object': str(args.object), 'seed': str(args.seed), 'exit_on_done': 'true'}
+            {
+                'object': str(args.object),
+                'seed': str(args.seed),
+                'exit_on_done': 'true',
+                'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
+            }
         )
         for spec in specs:
             if spec.name == 'behaviour':
