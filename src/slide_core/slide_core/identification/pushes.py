@@ -172,7 +172,10 @@ def build_push(
             'poses in time'
         )
     Tp = tips[tip_sel]
-    sensor = sensor_offset(wrench, tips, grid, P[0, 1:4], t_start)
+    # (the whole series up to the push's end: the free air starts before its first pose)
+    sensor = sensor_offset(
+        wrench[wrench[:, 0] < P[-1, 0]], tips[tips[:, 0] <= P[-1, 0]], grid, P[0, 1:4], t_start
+    )
     W = np.column_stack((W[:, 0], W[:, 1:3] - sensor.f0))
     touch = sensor.touch_n
     steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
