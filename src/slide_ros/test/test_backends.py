@@ -4,7 +4,6 @@ twin's answers arrive, so that no motion runs unanswered."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 import threading
 from typing import Any
 
@@ -16,16 +15,14 @@ pytest.importorskip('rclpy')
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 
 from slide_core.model import Waypoint  # noqa: E402
 from slide_ros.backends import ToolPose, TwinBackend  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
+from slide_sim.testing import twin_parameters  # noqa: E402
 
 pytestmark = pytest.mark.ros
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 class LosesFirstAnswers:
@@ -51,20 +48,8 @@ class LosesFirstAnswers:
 def twin() -> Iterator[TwinNode]:
     context = Context()
     rclpy.init(context=context)
-    params = {
-        'object': 'book',
-        'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
-        'start_pose': [0.4, 0.0, 0.0],
-        'camera_rate_hz': 0.5,
-        'camera_decimation': 8,
-        'rdt_port': 0,
-        'tcp_port': 0,
-        'http_port': 0,
-    }
     node = TwinNode(
-        context=context,
-        namespace='/backend_test',
-        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        context=context, namespace='/backend_test', parameter_overrides=twin_parameters()
     )
     executor = MultiThreadedExecutor(num_threads=3, context=context)
     executor.add_node(node)

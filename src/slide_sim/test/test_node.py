@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 import time
 
 import pytest
@@ -12,32 +11,17 @@ pytest.importorskip('rclpy')
 from ati_netft.client import RdtClient, fetch_calibration_tcp  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 
 from slide_ros.params import ParameterError  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
+from slide_sim.testing import twin_parameters  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 def twin(context: Context, **extra: object) -> TwinNode:
-    params = {
-        'object': 'book',
-        'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
-        'start_pose': [0.4, 0.0, 0.0],
-        'camera_rate_hz': 0.5,
-        'camera_decimation': 8,
-        'rdt_port': 0,
-        'tcp_port': 0,
-        'http_port': 0,
-        **extra,
-    }
     return TwinNode(
-        context=context,
-        namespace='/ft_offset_test',
-        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        context=context, namespace='/ft_offset_test', parameter_overrides=twin_parameters(**extra)
     )
 
 
