@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_smoothing_spline
+from scipy.stats import median_abs_deviation
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, distance_to_footprint, rotation
@@ -81,7 +82,7 @@ def sensor_offset(
     if len(free) < MIN_FREE_AIR_SAMPLES:
         return SensorOffset(np.zeros(2), 0.0, 0)
     f0 = np.median(free, axis=0)
-    sigma = float((1.4826 * np.median(np.abs(free - f0), axis=0)).max())
+    sigma = float(median_abs_deviation(free, axis=0, scale='normal').max())
     return SensorOffset(np.asarray(f0, dtype=float), sigma, len(free))
 
 
