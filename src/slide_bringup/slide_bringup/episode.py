@@ -52,6 +52,7 @@ class EpisodeResult:
     fell: bool = False
     exploration_pushes: int = 0
     pushes: int = 0
+    regoals: int = 0
     reached: bool = False
     stay_probability: float = 0.0
     goal_stay_probability: float = 0.0
@@ -93,6 +94,7 @@ def score(
     r.success = task.success
     r.failure = '' if task.success else f'{task.stage.value}: {task.reason}'
     r.exploration_pushes, r.pushes, r.reached = task.exploration_pushes, task.pushes, task.reached
+    r.regoals = st.regoals
     r.stages = task.stage_s
     r.identification_s = task.stage_s.get(Stage.IDENTIFY.value, 0.0)
     r.planning_s = task.stage_s.get(Stage.PLAN.value, 0.0) + task.stage_s.get(
@@ -136,12 +138,14 @@ def run_episode(
     support: str = DEFAULT_SUPPORT,
     extra_exploration: int = TaskSettings.extra_exploration,
     stall_pushes: int = TaskSettings.stall_pushes,
+    regoals: int = TaskSettings.regoals,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
     ``extra_exploration``: more exploratory pushes while the belief is too uncertain for a
     goal; ``stall_pushes``: pushes in a row without progress before the loop stops and
-    tries the grasp (:class:`TaskSettings`)."""
+    tries the grasp; ``regoals``: new goals from where the object is when nothing leads to
+    the goal from there (:class:`TaskSettings`)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -152,6 +156,7 @@ def run_episode(
         extra_exploration=extra_exploration,
         push_budget=push_budget,
         stall_pushes=stall_pushes,
+        regoals=regoals,
         interim_beliefs=exploration != 'random',
     )
     cell = workcell or load_workcell()

@@ -62,6 +62,13 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         help='pushes in a row that bring the object no nearer the goal before the loop '
         'stops and tries the grasp (1 to 25; default %(default)s)',
     )
+    parser.add_argument(
+        '--regoals',
+        type=int,
+        default=TaskSettings.regoals,
+        help='times the closed loop chooses a new goal from where the object is when no path '
+        'or safe push leads to its goal from there (0 to 10; default %(default)s)',
+    )
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
 
@@ -105,6 +112,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             extra_exploration=args.extra_exploration,
             push_budget=args.push_budget,
             stall_pushes=args.stall_pushes,
+            regoals=args.regoals,
             png=args.png,
             progress=progress,
             exploration=args.exploration,

@@ -3,7 +3,9 @@
     perceive -> explore x N -> identify -> goal -> (observe, plan, push)* -> grasp
 
 (the goal stage explores once more and identifies again while the belief is too uncertain
-for any goal, up to ``TaskSettings.extra_exploration`` times)
+for any goal, up to ``TaskSettings.extra_exploration`` times; the closed loop chooses a
+goal anew from where the object is when nothing leads to its goal from there, up to
+``TaskSettings.regoals`` times)
 
 Each stage is a method of :class:`Task` that reads and updates its :class:`TaskState`;
 :meth:`Task.run` calls them in order, and so do the leaves of the ROS behaviour node, so
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+import math
 import time
 
 import numpy as np
@@ -215,22 +218,28 @@ class Task:
         self._leave(Stage.GOAL, t0)
 
     def plan_once(self) -> bool:
-        """Observe and decide: True when the goal is reached, no plan exists, or
+        """Observe and decide: True when the goal is reached, no plan exists (none to the
+        goal, nor to a goal chosen anew from here, ``regoals`` times at most), or
         ``stall_pushes`` pushes in a row made no progress (then the reason is kept in
         ``state.no_plan`` and the task goes on to the grasp)."""
         t0 = self._enter(Stage.PLAN)
         st = self.state
         assert st.belief is not None and st.goal is not None
         X = self.observe()
-        # A round object's goal yaw is free: steer to its position at the tracked yaw.
-        goal = replace(st.goal, X_WO=st.goal.toward(X))
-        try:
-            st.step = self.decider.step(st.belief, X, goal, st.planned)
-        except PlanningError as exc:
-            st.no_plan = str(exc)
-            self.say(f'no plan: {exc}')
-            self._leave(Stage.PLAN, t0)
-            return True
+        while True:
+            # A round object's goal yaw is free: steer to its position at the tracked yaw.
+            goal = replace(st.goal, X_WO=st.goal.toward(X))
+            try:
+                st.step = self.decider.step(st.belief, X, goal, st.planned)
+                break
+            except PlanningError as exc:
+                if self._new_goal(X, exc):
+                    continue
+                after = f' (after {st.regoals} new goal(s))' if st.regoals else ''
+                st.no_plan = f'{exc}{after}'
+                self.say(f'no plan: {st.no_plan}')
+                self._leave(Stage.PLAN, t0)
+                return True
         self._leave(Stage.PLAN, t0)
         if st.step.push is not None:
             st.simulations += st.step.push.simulations
@@ -256,6 +265,35 @@ class Task:
             self.say(st.no_plan)
             return True
         return False
+
+    def _new_goal(self, X: FloatArray, refusal: PlanningError) -> bool:
+        """After no path or safe push to the goal from the observed pose X: a goal chosen
+        anew from X, ``regoals`` times at most. The pushes so far can have left the object
+        where the old goal is out of reach (turned at the edge, where every push towards it
+        risks a fall), while from here another is not. True when there is a new goal to
+        plan for; False when the budget is spent, no goal exists from here, or the goal
+        search chose the old goal again (it would be refused again)."""
+        st = self.state
+        assert st.belief is not None and st.goal is not None
+        if st.regoals >= self.settings.regoals:
+            return False
+        st.regoals += 1
+        self.say(f'no plan to the goal ({refusal}): choosing a goal from here')
+        try:
+            goal = self.decider.goal(st.belief, X)
+        except PlanningError as exc:
+            self.say(f'no goal from here: {exc}')
+            return False
+        if at_rest(goal.X_WO, st.goal.X_WO):
+            self.say('the goal from here is the same goal')
+            return False
+        st.goal = goal
+        st.closest, st.stalled = math.inf, 0
+        st.trace.setdefault('goals', [st.trace.get('goal')]).append(goal.X_WO.tolist())
+        st.trace['goal'] = goal.X_WO.tolist()
+        st.trace['goal_yaw_free'] = goal.yaw_free
+        self.say(f'new goal {np.round(goal.X_WO, 3).tolist()}')
+        return True
 
     def push_once(self) -> None:
         """Execute the planned push; a failed one is re-planned up to ``push_retries``."""

@@ -65,17 +65,20 @@ class TaskSettings:
     belief too uncertain for any goal (:class:`slide_core.planning.UncertainBeliefError`);
     push_budget: planned pushes allowed; stall_pushes: the closed loop stops pushing (and
     tries the grasp) after this many pushes in a row that bring the object no closer to the
-    goal than it has been (1 to 25); push_retries: a failed push is re-planned this
-    often before the task fails; observe_retries: a lost pose is looked for again this
-    often (``retry_wait_s`` apart) before the task fails; interim_beliefs: each exploratory
-    push after the first is chosen under a belief identified from the pushes so far (paper
-    2's most distinctive push needs one; a random exploration does not, and saves the
-    identifications)."""
+    goal than it has been (1 to 25); regoals: 0 to 10 times the closed loop chooses a new
+    goal from where the object is when no path or safe push leads to the goal from
+    there (the grasp is tried where it is after that); push_retries: a failed push is
+    re-planned this often before the task fails; observe_retries: a lost pose is looked
+    for again this often (``retry_wait_s`` apart) before the task fails; interim_beliefs:
+    each exploratory push after the first is chosen under a belief identified from the
+    pushes so far (paper 2's most distinctive push needs one; a random exploration does
+    not, and saves the identifications)."""
 
     exploration_pushes: int = 5
     extra_exploration: int = 5
     push_budget: int = 25
     stall_pushes: int = 8
+    regoals: int = 2
     push_retries: int = 1
     observe_retries: int = 2
     retry_wait_s: float = 0.5
@@ -96,6 +99,8 @@ class TaskSettings:
             raise SlideInputError(
                 f'stall pushes must be 1 to 25 pushes without progress, got {self.stall_pushes}'
             )
+        if not 0 <= self.regoals <= 10:
+            raise SlideInputError(f'new goals must be 0 to 10, got {self.regoals}')
         if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
             raise SlideInputError('retries and waits must not be negative')
 
@@ -109,7 +114,8 @@ class TaskState:
     last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
     planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been
     to the goal, ``stalled`` the pushes since it last came nearer, and ``progress_at`` the
-    planned pushes at the last look."""
+    planned pushes at the last look; ``regoals``: the goals chosen anew from where the
+    object was because none led to the goal from there."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -129,6 +135,7 @@ class TaskState:
     closest: float = math.inf
     stalled: int = 0
     progress_at: int = 0
+    regoals: int = 0
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

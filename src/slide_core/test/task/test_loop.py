@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import Grid
+from slide_core.geometry import Grid, se2_distance
 from slide_core.model import Belief
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
@@ -202,3 +202,93 @@ def test_a_free_goal_yaw_is_not_steered_to_and_its_drift_is_no_progress(yaw_free
         # near its position comes: the loop ends at the second push.
         np.testing.assert_array_equal(steered[:, 2], np.full(8, X_REACHED[2]))
         assert ended[:3] == [False, False, True]
+
+
+class RefusesOneGoal:
+    """A planner with no safe push towards ``refused`` (the object turned at the edge), a
+    push towards any other goal, and ``goals`` to choose from where the object is."""
+
+    def __init__(self, refused: np.ndarray, goals: list[Goal | PlanningError]) -> None:
+        self.refused, self.goals = refused, list(goals)
+        self.asked_goal: list[np.ndarray] = []
+        self.steps: list[np.ndarray] = []
+
+    def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        self.asked_goal.append(np.array(X_WO))
+        found = self.goals.pop(0)
+        if isinstance(found, PlanningError):
+            raise found
+        return found
+
+    def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
+        self.steps.append(np.array(goal.X_WO))
+        if np.allclose(goal.X_WO, self.refused):
+            raise PlanningError('every candidate push risks a fall')
+        return Step(False, None, goal.X_WO, None, 0.0)
+
+
+def regoal_task(planner: RefusesOneGoal, regoals: int) -> Task:
+    arm = Arm(X_REACHED + [0.03, 0.0, 0.5])
+    t = Task(arm, planner, TaskSettings(regoals=regoals))  # type: ignore[arg-type]
+    t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    t.state.goal = GOAL
+    t.state.trace['goal'] = GOAL.X_WO.tolist()
+    t.state.closest, t.state.stalled = 0.01, 3
+    return t
+
+
+def test_no_plan_to_the_goal_chooses_a_goal_from_where_the_object_is() -> None:
+    other = Goal(X_REACHED + [0.0, 0.05, 2.0], 1.0, 0.02, 0.05, 0.1, GRASP)
+    planner = RefusesOneGoal(GOAL.X_WO, [other])
+    t = regoal_task(planner, regoals=2)
+    assert t.plan_once() is False  # planning goes on, towards the new goal
+    np.testing.assert_array_equal(planner.asked_goal, [X_REACHED + [0.03, 0.0, 0.5]])
+    np.testing.assert_array_equal(planner.steps, [GOAL.X_WO, other.X_WO])
+    st = t.state
+    assert st.goal is other and st.regoals == 1 and st.no_plan == ''
+    # Progress is judged against the new goal from scratch.
+    assert st.belief is not None
+    d = se2_distance(X_REACHED + [0.03, 0.0, 0.5], other.X_WO, st.belief.radius())
+    assert st.stalled == 0 and st.closest == pytest.approx(float(d))
+    assert st.trace['goals'] == [GOAL.X_WO.tolist(), other.X_WO.tolist()]
+    assert st.trace['goal'] == other.X_WO.tolist()
+
+
+@pytest.mark.parametrize(
+    ('regoals', 'goals', 'asked', 'why'),
+    [
+        (0, [], 0, 'every candidate push risks a fall'),  # none allowed: the old behaviour
+        (2, [GOAL], 1, 'after 1 new goal(s)'),  # the same goal again would be refused again
+        (2, [PlanningError('no goal: too short')], 1, 'after 1 new goal(s)'),
+    ],
+)
+def test_no_plan_and_no_other_goal_ends_the_loop_for_the_grasp(
+    regoals: int, goals: list[Goal | PlanningError], asked: int, why: str
+) -> None:
+    planner = RefusesOneGoal(GOAL.X_WO, goals)
+    t = regoal_task(planner, regoals)
+    assert t.plan_once() is True
+    assert len(planner.asked_goal) == asked and t.state.goal is GOAL
+    assert t.state.no_plan.startswith('every candidate push risks a fall')
+    assert why in t.state.no_plan
+
+
+def test_new_goals_are_limited_by_the_budget() -> None:
+    # Each new goal is refused in turn: two are tried, then the loop ends.
+    g1 = Goal(X_REACHED + [0.0, 0.05, 1.0], 1.0, 0.02, 0.05, 0.1, GRASP)
+    g2 = Goal(X_REACHED + [0.0, -0.05, 2.0], 1.0, 0.02, 0.05, 0.1, GRASP)
+    planner = RefusesOneGoal(GOAL.X_WO, [g1, g2])
+    t = regoal_task(planner, regoals=2)
+    assert t.plan_once() is False and t.state.goal is g1
+    planner.refused = g1.X_WO
+    assert t.plan_once() is False and t.state.goal is g2
+    planner.refused = g2.X_WO
+    assert t.plan_once() is True and len(planner.asked_goal) == 2
+    assert 'after 2 new goal(s)' in t.state.no_plan
+
+
+def test_regoals_is_0_to_10() -> None:
+    assert TaskSettings(regoals=0).regoals == 0
+    for bad in (-1, 11):
+        with pytest.raises(SlideInputError, match='new goals must be 0 to 10'):
+            TaskSettings(regoals=bad)
