@@ -37,7 +37,7 @@ from py_trees.common import Status
 from std_srvs.srv import Trigger
 
 from slide_core.files import write_text_atomic
-from slide_core.model import load_workcell
+from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
     Aborted,
@@ -82,6 +82,14 @@ PARAMS = (
         low=1,
         high=25,
     ),
+    Param(
+        'regoals',
+        TaskSettings.regoals,
+        'times the closed loop chooses a new goal from where the object is when no path or '
+        'safe push leads to its goal from there',
+        low=0,
+        high=10,
+    ),
     Param('identification_method', 'probabilistic', 'identification method'),
     Param('models', 8, 'models in the belief', low=1, high=64),
     Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
@@ -97,6 +105,12 @@ PARAMS = (
     Param('exit_on_done', False, 'exit when the episode ends (0 lifted, 3 failed)'),
     Param('result_file', '', 'write the episode result as JSON here (atomically)'),
     Param('png', '', 'draw the episode to this PNG'),
+    Param(
+        'belief_file',
+        '',
+        'write the last belief of an episode here as YAML (atomically; the format of slide '
+        'identify), to plan from it again offline',
+    ),
     Param('tick_hz', 10.0, 'behaviour tree ticks per second', low=1.0, high=100.0),
     *LIFECYCLE_PARAMS,
 )
@@ -254,6 +268,7 @@ class BehaviourNode(SlideNode):
             extra_exploration=int(self.p['extra_exploration']),
             push_budget=int(self.p['push_budget']),
             stall_pushes=int(self.p['stall_pushes']),
+            regoals=int(self.p['regoals']),
             interim_beliefs=bool(self.p['interim_beliefs']),
         )
         task = Task(
@@ -311,8 +326,34 @@ class BehaviourNode(SlideNode):
         self.get_logger().info(
             f'episode {status} at {result.stage.value}: {result.reason or "the object was lifted"}'
         )
+        self.save(result)
+        if self.p['exit_on_done']:
+            self.exit_code = 0 if result.success else EXIT_FAILED  # ends the node's run
+
+    def save(self, result: TaskResult) -> None:
+        """Write what the episode left to the files the parameters name: the result
+        (``result_file``), the last belief (``belief_file``) and the picture (``png``).
+        A file that cannot be written is a warning; the episode's outcome stands."""
+        status = 'succeeded' if result.success else result.outcome.value
         if self.p['result_file']:
-            write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
+            try:
+                write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
+            except OSError as exc:
+                self.get_logger().warning(f'no result file: {exc}')
+        if self.p['belief_file'] and result.state.belief is not None:
+            try:
+                save_belief(
+                    result.state.belief,
+                    self.p['belief_file'],
+                    provenance={
+                        'source': 'behaviour node episode',
+                        'outcome': result.outcome.value,
+                        'exploration_pushes': result.exploration_pushes,
+                        'pushes': result.pushes,
+                    },
+                )
+            except OSError as exc:
+                self.get_logger().warning(f'no belief file: {exc}')
         if self.p['png'] and result.state.belief is not None and result.state.grid is not None:
             from slide_core.io.plot import episode_figure
 
@@ -327,8 +368,6 @@ class BehaviourNode(SlideNode):
                 )
             except (OSError, ValueError, KeyError) as exc:
                 self.get_logger().warning(f'no picture: {exc}')
-        if self.p['exit_on_done']:
-            self.exit_code = 0 if result.success else EXIT_FAILED  # ends the node's run
 
     @staticmethod
     def summary(result: TaskResult) -> dict[str, Any]:
@@ -340,12 +379,18 @@ class BehaviourNode(SlideNode):
             'reason': result.reason,
             'exploration_pushes': result.exploration_pushes,
             'pushes': result.pushes,
+            'regoals': st.regoals,
             'reached': result.reached,
             'stages': {k: round(v, 3) for k, v in result.stage_s.items()},
             'total_s': round(result.total_s, 3),
             'goal': None if st.goal is None else [float(v) for v in st.goal.X_WO],
             'X_final': st.trace.get('X_final'),
             'explored': [p.to_dict() for p in st.explored],
+            # Each planned push as it was decided (the pose it started from, the waypoint it
+            # aimed at): with the belief file, enough to plan any of them again offline.
+            'planned': [
+                {k: v for k, v in push.items() if k != 'path'} for push in st.trace['pushes']
+            ],
             'simulations': st.simulations,
         }
 

@@ -8,7 +8,8 @@ identifies a belief over its mass and friction maps, the planner chooses a goal 
 table edge where the handle sticks out and stays balanced with high probability and pushes
 it there in closed loop (observe through perception, replan, push), and the executor
 grasps the overhang and lifts it. It prints what happened stage by stage, writes a picture
-(``out/demo.png``), and scores the episode with the twin's ground truth (read only here,
+(``out/demo.png``), keeps the last belief with the node logs (``belief.yaml``, to plan
+from it again offline), and scores the episode with the twin's ground truth (read only here,
 never by the graph). ``slide episode`` runs the same task in one process, for benchmarks.
 """
 
@@ -135,7 +136,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for spec in specs:
             if spec.name == 'behaviour':
                 spec.parameters.update(
-                    {'result_file': str(result_file), 'png': str(args.png.resolve())}
+                    {
+                        'result_file': str(result_file),
+                        'png': str(args.png.resolve()),
+                        'belief_file': str((log_dir / 'belief.yaml').resolve()),
+                    }
                 )
         graph = Graph(specs, log_dir)
         watcher = Watcher()
@@ -188,6 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out['truth_messages'] = watcher.truth_count
         out['truth_age_s'] = round(truth_age, 2)
     out['png'] = str(args.png) if args.png.exists() else None
+    belief_file = log_dir / 'belief.yaml'
+    out['belief'] = str(belief_file) if belief_file.exists() else None
     # The graph's word (the gripper holds after the lift), checked against the twin's truth.
     out['ok'] = bool(
         episode['success']
@@ -218,4 +225,6 @@ def format_text(result: dict[str, Any]) -> str:
     lines.append(f'  total {result["total_s"]:.1f} s')
     if result.get('png'):
         lines.append(f'picture: {result["png"]}')
+    if result.get('belief'):
+        lines.append(f'belief: {result["belief"]}')
     return '\n'.join(lines)

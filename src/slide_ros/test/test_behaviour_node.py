@@ -1,0 +1,93 @@
+"""The behaviour node keeps what an episode left: its result with every planned push as it
+was decided, and its last belief, to plan from again offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+
+import rclpy  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from slide_core.geometry import Grid  # noqa: E402
+from slide_core.model import Belief, load_belief, load_provenance  # noqa: E402
+from slide_core.task import Outcome, Stage, TaskResult, TaskState  # noqa: E402
+from slide_ros.behaviour_node import BehaviourNode  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def ended_episode() -> TaskResult:
+    grid = Grid.from_occupancy(np.ones((2, 5)), 0.02)
+    belief = Belief.create(
+        grid,
+        np.stack([np.full(grid.n, 0.02), np.linspace(0.01, 0.03, grid.n)]),
+        np.stack([np.full(grid.n, 0.4), np.full(grid.n, 0.3)]),
+        [0.7, 0.3],
+    )
+    state = TaskState(grid=grid, belief=belief, planned=1)
+    push = {'X_WO': [0.3, 0.1, 0.2], 'p_WF0': [0.35, 0.1], 'direction_W': [-1.0, 0.0]}
+    push |= {'travel': 0.04, 'target': [0.1, 0.1, 0.0], 'path': [[0.3, 0.1, 0.2]] * 40}
+    state.trace['pushes'].append(push)
+    reason = 'no grasp at the final pose (every candidate push risks a fall)'
+    return TaskResult(Outcome.NO_GRASP, Stage.GRASP, reason, 5, 1, False, {}, 60.0, state)
+
+
+def node_writing(files: dict[str, str]) -> tuple[BehaviourNode, Context]:
+    context = Context()
+    rclpy.init(context=context)
+    params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
+    params |= files
+    node = BehaviourNode(
+        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]
+    )
+    return node, context
+
+
+def test_an_ended_episode_leaves_its_result_and_its_last_belief(tmp_path: Path) -> None:
+    result = ended_episode()
+    files = {'result_file': str(tmp_path / 'r.json'), 'belief_file': str(tmp_path / 'b.yaml')}
+    node, context = node_writing(files)
+    try:
+        node.save(result)
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    written = json.loads((tmp_path / 'r.json').read_text())
+    assert written['outcome'] == 'no_grasp' and written['pushes'] == 1
+    # The push as it was decided, without its path's waypoints.
+    assert written['planned'] == [
+        {k: v for k, v in result.state.trace['pushes'][0].items() if k != 'path'}
+    ]
+    belief = load_belief(tmp_path / 'b.yaml')
+    assert result.state.belief is not None
+    # The file keeps 6 significant digits.
+    np.testing.assert_allclose(belief.mass, result.state.belief.mass, rtol=1e-5)
+    np.testing.assert_allclose(belief.friction, result.state.belief.friction, rtol=1e-5)
+    np.testing.assert_allclose(belief.weight, result.state.belief.weight, rtol=1e-5)
+    provenance = load_provenance(tmp_path / 'b.yaml')
+    assert provenance['outcome'] == 'no_grasp' and provenance['pushes'] == 1
+
+
+def test_a_file_that_cannot_be_written_leaves_the_others(tmp_path: Path) -> None:
+    (tmp_path / 'a_file').write_text('')
+    files = {
+        'result_file': str(tmp_path / 'r.json'),
+        'belief_file': str(tmp_path / 'a_file' / 'b.yaml'),  # under a file: cannot be made
+    }
+    node, context = node_writing(files)
+    try:
+        node.save(ended_episode())
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    assert json.loads((tmp_path / 'r.json').read_text())['outcome'] == 'no_grasp'
+    assert not (tmp_path / 'a_file' / 'b.yaml').exists()
