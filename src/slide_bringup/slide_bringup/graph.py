@@ -45,6 +45,12 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
     ),
     'start_episode': ('true', 'start the episode as soon as the graph is up'),
     'ft_ports': ('auto', 'twin: ports of the emulated sensor (RDT,TCP,HTTP), or auto: free ones'),
+    'force_limit': (
+        '25',
+        'the F/T driver raises a limit and the executor stops and retracts the push when the '
+        'force exceeds this [N] (the sensor is tared before each push); 0: off. Sliding an '
+        'object of 2 kg on a friction of 1.2 takes 24 N',
+    ),
     'ft_offset': (
         '0,0,0,0,0,0',
         'twin: what the emulated F/T sensor reads with nothing touching, as an untared one '
@@ -127,7 +133,19 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     except ValueError:
         raise GraphError(f'seed must be an integer, got {out["seed"]!r}') from None
     ft_offset(out['ft_offset'])
+    force_limit(out['force_limit'])
     return out
+
+
+def force_limit(text: str) -> float:
+    """The ``force_limit`` argument [N]; GraphError unless a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise GraphError(f'force_limit must be newtons >= 0 (0: off), got {text!r}')
+    return value
 
 
 def ft_offset(text: str) -> list[float]:
@@ -232,6 +250,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 # Identification reads pushes on 10 ms steps; block means of the records at
                 # 250 Hz lose nothing it needs (the limit monitor still sees every record).
                 'max_publish_rate_hz': 250.0,
+                'force_limit_n': force_limit(a['force_limit']),
                 **({'rdt_port': rdt, 'http_port': http, 'tcp_port': tcp} if twin else {}),
             },
         ),
@@ -261,7 +280,11 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                     }
                 ),
             },
-            (('ft_wrench', '/netft/wrench'), ('ft_limit', '/netft/limit_exceeded')),
+            (
+                ('ft_wrench', '/netft/wrench'),
+                ('ft_limit', '/netft/limit_exceeded'),
+                ('ft_bias', '/netft/bias'),
+            ),
         ),
         NodeSpec(
             'slide_ros',

@@ -27,7 +27,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_bringup.graph import GraphError, pregrasp, select  # noqa: E402
+from slide_bringup.graph import ARGUMENTS, GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
 from slide_core.geometry import Grid, outline_grid, rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
@@ -118,7 +118,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     more = {
         'executor': {'max_pose_age_s': 10.0},
         'behaviour': {'max_pose_age_s': 10.0},
-        'twin': {'truth_rate_hz': 50.0},  # truth to compare perception and the F/T with
+        # Truth to compare perception and the F/T with; a sensor that reads newtons with
+        # nothing touching, as an untared one does (the executor tares it before each push).
+        'twin': {'truth_rate_hz': 50.0, 'ft_offset': [0.6, -0.4, 0.3, 0.01, -0.01, 0.002]},
     }
     specs = [
         dataclasses.replace(s, parameters={**s.parameters, **more.get(s.name, {})}) for s in specs
@@ -169,6 +171,9 @@ def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     assert np.linalg.norm(tips[-1] - tips[0]) == pytest.approx(stroke, abs=0.01)
     f_W = np.array([[w.wrench.force.x, w.wrench.force.y] for w in record.wrenches])
     assert f_W.mean(axis=0) @ d_W > 0.05
+    # The stroke starts APPROACH short of the object: its first readings are free air, and
+    # the sensor, tared before the push, reads nothing of its offset there.
+    assert np.linalg.norm(f_W[:10], axis=1).max() < 0.05, f_W[:10]
     moved = pose_to_planar(record.object_poses[-1].pose)[:2] - X0[:2]
     assert moved @ d_W > 0.002
     check_against_truth(record, rig.truths)
@@ -252,7 +257,7 @@ def test_an_f_t_limit_stops_the_push_and_retracts(rig: Rig) -> None:
         handle, done = rig.peer.send(rig.push, rig.push_goal())
         result = rig.peer.result(done, 60).result
     finally:
-        rig.set_force_limit(0.0)
+        rig.set_force_limit(float(ARGUMENTS['force_limit'][0]))  # the graph's own again
     assert result.error.code == ErrorCode.FT_LIMIT, result.message
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
 
@@ -442,3 +447,12 @@ def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> N
     for bad in ('1,2,3', '1,2,3,4,5,x', '1,2,3,4,5,nan'):
         with pytest.raises(GraphError, match='ft_offset must be six numbers'):
             pregrasp({'ft_offset': bad})
+
+
+def test_the_force_limit_argument_reaches_the_f_t_driver_and_a_bad_one_is_refused() -> None:
+    assert {s.name: s for s in pregrasp({})}['netft'].parameters['force_limit_n'] == 25.0
+    netft = {s.name: s for s in pregrasp({'force_limit': '0'})}['netft']
+    assert netft.parameters['force_limit_n'] == 0.0  # off
+    for bad in ('-1', 'strong', 'inf'):
+        with pytest.raises(GraphError, match='force_limit must be newtons'):
+            pregrasp({'force_limit': bad})

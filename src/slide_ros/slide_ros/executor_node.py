@@ -34,6 +34,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from std_srvs.srv import Trigger
 
 from slide_core.errors import SlideError
 from slide_core.geometry import FloatArray, distance_to_cells
@@ -63,7 +64,7 @@ from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
 from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitive
 from slide_ros.backends import Backend, Motion, TwinBackend
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run, wait_for
 from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR
 
@@ -84,6 +85,14 @@ PARAMS = (
         'sensor_mount',
         [0.0, 0.0, 0.0, 1.0],
         'F/T sensor orientation in the fingertip tool frame, quaternion x, y, z, w',
+    ),
+    Param(
+        'tare',
+        True,
+        'tare the F/T sensor (the bias service of the driver, on ft_bias) before each push, '
+        'with the fingertip in free air: the force limit of the driver and /ft/wrench then '
+        'read the push alone',
+        read_only=False,
     ),
     Param('connect_timeout_s', 10.0, 'configure: wait this long for the arm', low=0.1, high=600.0),
     Param(
@@ -108,6 +117,8 @@ PARAMS = (
 
 PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
+TARE_TIMEOUT_S = 2.0
+"""How long a push waits for the F/T driver to take a tare [s] before it fails."""
 """How long a push waits for the object grid perception latches [s] before refusing."""
 
 
@@ -168,6 +179,10 @@ class ExecutorNode(SlideNode):
             WrenchStamped, 'ft_wrench', self._on_wrench, SENSOR, callback_group=sensors
         )
         self.create_subscription(WrenchStamped, 'ft_limit', self._on_limit, 10)
+        # A group of its own: the push's execute callback waits for the answer.
+        self.tare_client = self.create_client(
+            Trigger, 'ft_bias', callback_group=MutuallyExclusiveCallbackGroup()
+        )
         self.push_server = ActionServer(
             self,
             Push,
@@ -207,6 +222,13 @@ class ExecutorNode(SlideNode):
             latest = self._wrenches[-1][0] if self._wrenches else -math.inf
         if self._now() - latest > 1.0:
             raise NotReady('no wrench from the F/T driver on ft_wrench in the last second')
+        if self.get_parameter('tare').value and not self.tare_client.wait_for_service(
+            timeout_sec=float(self.p['connect_timeout_s'])
+        ):
+            raise NotReady(
+                f'no F/T bias service on {self.tare_client.srv_name}: is the driver running? '
+                '(or set tare false)'
+            )
 
     def idle(self) -> bool:
         return not self._busy.locked()
@@ -368,6 +390,8 @@ class ExecutorNode(SlideNode):
         primitive, X = self._check_push(goal)
         assert self.backend is not None
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
+        if self.get_parameter('tare').value:
+            self._tare()
         self._limit.clear()
         times: dict[str, float] = {}
         feedback = Push.Feedback()
@@ -411,6 +435,27 @@ class ExecutorNode(SlideNode):
         t0, t1 = times['start'], times['end']
         t2 = times.get('rest', self._now())
         return self._record(index, primitive, t0, t1, t2)
+
+    def _tare(self) -> None:
+        """Zero the F/T sensor where the fingertip is now: retracted and lifted, in free
+        air, before the push's approach (every push and the start-up end there). What
+        offset is left, identification takes out per push from the readings before the
+        touch."""
+        future = self.tare_client.call_async(Trigger.Request())
+        try:
+            response = wait_for(future, TARE_TIMEOUT_S, self.stopping.is_set)
+        except TimeoutError:
+            raise Failure(
+                ErrorCode.TIMEOUT,
+                f'the F/T driver did not tare on {self.tare_client.srv_name} within '
+                f'{TARE_TIMEOUT_S:.0f} s: is it running? (or set tare false)',
+            ) from None
+        if response is None:
+            raise Failure(ErrorCode.CANCELED, 'the executor is shutting down: no push')
+        if not response.success:
+            raise Failure(
+                ErrorCode.NOT_READY, f'the F/T driver refused to tare: {response.message}'
+            )
 
     def _record(self, index: int, primitive: Primitive, t0: float, t1: float, t2: float) -> Any:
         from slide_interfaces.msg import PushRecord
