@@ -14,12 +14,16 @@ of the cloud), ``/ft/wrench`` (the driver's wrench turned into the table frame t
 tool's pose and the sensor's mounting, header frame the table's), ``/push/primitive``,
 ``/push/start`` and ``/push/end`` (the push's index, stamped with the stroke's start and
 end: the record's ``start`` and ``end``). A push's result carries its record (object poses
-from perception, fingertip poses, wrenches).
+from perception, fingertip poses, wrenches). Before each push it tares the F/T sensor
+through the driver's bias service (``ft_bias``; parameter ``tare``), with the fingertip
+retracted in free air, so that the driver's force limit and ``/ft/wrench`` read the push
+alone.
 
 Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
 cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
-(``ft_limit`` topic: the same), a failed motion. Every failure leaves the tool retracted.
+(``ft_limit`` topic: the same), a tare the driver refused or did not answer (the push does
+not start), a failed motion. Every failure leaves the tool retracted.
 """
 
 from __future__ import annotations
