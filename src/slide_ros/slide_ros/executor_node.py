@@ -121,9 +121,9 @@ PARAMS = (
 
 PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
+"""How long a push waits for the object grid perception latches [s] before refusing."""
 TARE_TIMEOUT_S = 2.0
 """How long a push waits for the F/T driver to take a tare [s] before it fails."""
-"""How long a push waits for the object grid perception latches [s] before refusing."""
 
 
 def quaternion_matrix(q: FloatArray) -> FloatArray:

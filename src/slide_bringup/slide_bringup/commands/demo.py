@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_object(args.object)  # a bad object is bad input, before anything starts
     log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
     t0 = time.perf_counter()
+    # A --log-dir used before may hold an older run's belief: only this run's is reported.
+    (log_dir / 'belief.yaml').unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
         specs = pregrasp(
