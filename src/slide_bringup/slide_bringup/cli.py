@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     'slide_bringup.commands.identify',
     'slide_bringup.commands.replay',
     'slide_bringup.commands.evaluate',
+    'slide_bringup.commands.plan',
     'slide_bringup.commands.bench',
 )
 

@@ -187,3 +187,46 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     assert bad.returncode == 2 and 'asked for' in bad.stderr
     other = _run('evaluate', str(png), str(bag))
     assert other.returncode == 2
+
+
+def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no-untyped-def]
+    tmp_path, capsys
+) -> None:
+    import numpy as np
+
+    from slide_core.geometry import Grid
+    from slide_core.model import Belief, load_workcell, save_belief
+    from slide_core.planning import next_step, planner_config, select_goal, step_seed
+
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 x 6 cm
+    belief = Belief.create(bar, np.full(bar.n, 0.01), np.full(bar.n, 0.4))
+    path = tmp_path / 'bar.yaml'
+    save_belief(belief, path)
+    belief = load_belief(path)  # as the command reads it
+    config = planner_config(load_workcell())
+    X = np.array([0.4, 0.05, 0.3])
+
+    def plan(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+        code = main(['plan', str(path), '--pose', *map(str, X), '--json', *args])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, result = plan('--seed', '7', '--index', '2', '--png', str(tmp_path / 'plan.png'))
+    assert code == 0 and result['ok'] and result['goal_chosen'] and not result['done']
+    # The goal and the push are the planner's own, from the stream of push 2 of seed 7.
+    goal = select_goal(belief, X, config)
+    np.testing.assert_allclose(result['goal']['X_WO'], goal.X_WO)
+    step = next_step(belief, X, goal.X_WO, config, seed=step_seed(7, 2))
+    assert step.push is not None and step.target is not None
+    np.testing.assert_allclose(result['push']['p_WF0'], step.push.p_WF0)
+    np.testing.assert_allclose(result['push']['target'], step.target)
+    assert result['push']['travel'] == pytest.approx(step.push.primitive.travel)
+    assert (tmp_path / 'plan.png').stat().st_size > 10_000
+    # At the goal there is nothing left to do.
+    X = goal.X_WO
+    code, result = plan('--goal', *map(str, goal.X_WO))
+    assert code == 0 and result['done'] and not result['goal_chosen']
+    # A goal off the table is no plan: exit 3, with the planner's reason.
+    X = np.array([0.4, 0.05, 0.3])
+    code, result = plan('--goal', '-0.5', '0.0', '0.0')
+    assert code == 3 and not result['ok'] and result['reason']
+    assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2

@@ -1,0 +1,146 @@
+"""``slide plan BELIEF --pose X Y YAW``: the goal and the next push from a belief, offline.
+
+The planner's own decisions (:func:`slide_core.planning.select_goal` and
+:func:`slide_core.planning.next_step`) for a belief file (``slide identify``'s, or the one
+``slide demo`` keeps with its logs) and an object pose: without ``--goal``, the goal the
+planner chooses from that pose; then the step towards it: done (the pose already does as a
+goal), or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
+``--index`` (the planned push's), the path is drawn from the stream the graph's planner
+used for that push, so a logged decision (a ``slide demo`` result's ``planned`` pushes) can
+be made again and looked at. No plan or no goal is a failure (exit 3) whose reason is the
+planner's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+NAME = 'plan'
+HELP = 'the goal and the next push for an object pose, from a belief file'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('belief', type=Path, help='belief file (slide identify, slide demo)')
+    parser.add_argument(
+        '--pose',
+        type=float,
+        nargs=3,
+        required=True,
+        metavar=('X', 'Y', 'YAW'),
+        help='the object pose in the table frame [m, m, rad]',
+    )
+    parser.add_argument(
+        '--goal',
+        type=float,
+        nargs=3,
+        metavar=('X', 'Y', 'YAW'),
+        help='the goal pose (default: the one the planner chooses from --pose)',
+    )
+    parser.add_argument('--seed', type=int, default=0, help="the episode's seed (default 0)")
+    parser.add_argument(
+        '--index', type=int, default=0, help='the planned push the decision is for (default 0)'
+    )
+    parser.add_argument(
+        '--overhang-weight',
+        type=float,
+        default=0.0,
+        help='goal score per metre of overhang, as the planner node (default 0)',
+    )
+    parser.add_argument('--png', type=Path, help='picture of the decision')
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+
+    from slide_core.files import check_output
+    from slide_core.geometry import rotation
+    from slide_core.model import load_belief, load_workcell
+    from slide_core.planning import (
+        PlanningError,
+        next_step,
+        planner_config,
+        select_goal,
+        step_seed,
+    )
+
+    if args.png is not None:
+        check_output(args.png, ('.png',), '--png')
+    if args.index < 0 or args.seed < 0:
+        raise ValueError(f'--seed and --index must not be negative, got {args.seed}, {args.index}')
+    belief = load_belief(args.belief)
+    config = planner_config(load_workcell(), overhang_weight=args.overhang_weight)
+    X = np.array(args.pose, dtype=float)
+    out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
+    trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
+    try:
+        if args.goal is None:
+            goal = select_goal(belief, X, config)
+            X_goal = goal.X_WO
+            out['goal'] = goal.to_dict()
+            out['goal_chosen'] = True
+        else:
+            X_goal = np.array(args.goal, dtype=float)
+            out['goal'] = {'X_WO': X_goal.tolist()}
+            out['goal_chosen'] = False
+        trace['goal'] = X_goal.tolist()
+        step = next_step(belief, X, X_goal, config, seed=step_seed(args.seed, args.index))
+    except PlanningError as exc:
+        out.update(ok=False, reason=str(exc))
+        _draw(args.png, belief, trace, config)
+        out['png'] = None if args.png is None else str(args.png)
+        return out
+    out.update(ok=True, reason='', done=step.done, seconds=round(step.seconds, 3))
+    if not step.done:
+        assert step.push is not None and step.target is not None and step.path is not None
+        p = step.push
+        push = {
+            'p_WF0': p.p_WF0.tolist(),
+            'direction_W': (rotation(float(X[2])) @ p.primitive.d_O).tolist(),
+            'travel': p.primitive.travel,
+            'target': step.target.tolist(),
+            'path': step.path.waypoints.tolist(),
+        }
+        trace['pushes'].append(push)
+        out['push'] = {
+            **{k: v for k, v in push.items() if k != 'path'},
+            'speed_mps': p.primitive.speed,
+            'expected_distance_m': p.expected_distance,
+            'fall_probability': p.fall_probability,
+            'predicted_X_WO': p.predicted_X_WO[belief.best].tolist(),  # the likeliest model's
+        }
+    _draw(args.png, belief, trace, config)
+    out['png'] = None if args.png is None else str(args.png)
+    return out
+
+
+def _draw(png: Path | None, belief: Any, trace: dict[str, Any], config: Any) -> None:
+    if png is None:
+        return
+    from slide_core.io.plot import episode_figure
+
+    episode_figure(png, belief.grid, belief, trace, config, 'slide plan')
+
+
+def format_text(result: dict[str, Any]) -> str:
+    lines = [f'object at {[round(v, 3) for v in result["pose"]]} ({result["belief"]})']
+    goal = result.get('goal')
+    if goal is not None:
+        how = 'chosen' if result.get('goal_chosen') else 'given'
+        lines.append(f'  goal ({how}): {[round(v, 3) for v in goal["X_WO"]]}')
+    if not result['ok']:
+        lines.append(f'  no plan: {result["reason"]}')
+    elif result.get('done'):
+        lines.append('  done: the pose already does as a goal (graspable, balanced)')
+    else:
+        p = result['push']
+        lines.append(
+            f'  push {p["travel"] * 100:.1f} cm from {[round(v, 3) for v in p["p_WF0"]]} '
+            f'along {[round(v, 2) for v in p["direction_W"]]}, towards the waypoint '
+            f'{[round(v, 3) for v in p["target"]]}: expected {p["expected_distance_m"] * 100:.1f}'
+            f' cm from it, falls with probability {p["fall_probability"]:.3f}'
+        )
+    if result.get('png'):
+        lines.append(f'picture: {result["png"]}')
+    return '\n'.join(lines)
