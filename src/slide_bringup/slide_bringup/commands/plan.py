@@ -73,17 +73,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     config = planner_config(load_workcell(), overhang_weight=args.overhang_weight)
     X = np.array(args.pose, dtype=float)
     out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
+    out['goal_chosen'] = args.goal is None
     trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
     try:
         if args.goal is None:
             goal = select_goal(belief, X, config)
             X_goal = goal.X_WO
             out['goal'] = goal.to_dict()
-            out['goal_chosen'] = True
         else:
             X_goal = np.array(args.goal, dtype=float)
             out['goal'] = {'X_WO': X_goal.tolist()}
-            out['goal_chosen'] = False
         trace['goal'] = X_goal.tolist()
         step = next_step(belief, X, X_goal, config, seed=step_seed(args.seed, args.index))
     except PlanningError as exc:
