@@ -710,6 +710,9 @@ class NetFTNode(LifecycleNode):
                     f' ({stats.received - before.received} records arrived, none usable: '
                     f'{stats.last_problem})'
                 )
+            if lost:
+                # A period is reported once: its losses must not vanish behind the dropout.
+                message += f'; in the last {dt:.2f} s: {lost} lost'
         elif client.error:
             level, message = DiagnosticStatus.ERROR, 'sensor reports an error: ' + ', '.join(bits)
         elif lost or rejected or errors or stats.resyncs > before.resyncs:
