@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
     t0 = time.perf_counter()
     # A --log-dir used before may hold an older run's belief: only this run's is reported.
-    (log_dir / 'belief.yaml').unlink(missing_ok=True)
+    belief_file = log_dir / 'belief.yaml'
+    belief_file.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
         specs = pregrasp(
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     {
                         'result_file': str(result_file),
                         'png': str(args.png.resolve()),
-                        'belief_file': str((log_dir / 'belief.yaml').resolve()),
+                        'belief_file': str(belief_file.resolve()),
                     }
                 )
         graph = Graph(specs, log_dir)
@@ -195,7 +196,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out['truth_messages'] = watcher.truth_count
         out['truth_age_s'] = round(truth_age, 2)
     out['png'] = str(args.png) if args.png.exists() else None
-    belief_file = log_dir / 'belief.yaml'
     out['belief'] = str(belief_file) if belief_file.exists() else None
     # The graph's word (the gripper holds after the lift), checked against the twin's truth.
     out['ok'] = bool(

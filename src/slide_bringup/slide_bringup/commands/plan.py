@@ -17,6 +17,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from slide_core.planning import PlannerConfig
+
 NAME = 'plan'
 HELP = 'the goal and the next push for an object pose, from a belief file'
 
@@ -45,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--overhang-weight',
         type=float,
-        default=0.0,
-        help='goal score per metre of overhang, as the planner node (default 0)',
+        default=PlannerConfig.overhang_weight,
+        help='goal score per metre of overhang, as the planner node (default %(default)s)',
     )
     parser.add_argument('--png', type=Path, help='picture of the decision')
 
@@ -55,7 +57,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from slide_core.files import check_output
-    from slide_core.geometry import rotation
     from slide_core.model import load_belief, load_workcell
     from slide_core.planning import (
         PlanningError,
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         select_goal,
         step_seed,
     )
+    from slide_core.task import push_trace
 
     if args.png is not None:
         check_output(args.png, ('.png',), '--png')
@@ -87,39 +89,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         step = next_step(belief, X, X_goal, config, seed=step_seed(args.seed, args.index))
     except PlanningError as exc:
         out.update(ok=False, reason=str(exc))
-        _draw(args.png, belief, trace, config)
-        out['png'] = None if args.png is None else str(args.png)
-        return out
-    out.update(ok=True, reason='', done=step.done, seconds=round(step.seconds, 3))
-    if not step.done:
-        assert step.push is not None and step.target is not None and step.path is not None
-        p = step.push
-        push = {
-            'p_WF0': p.p_WF0.tolist(),
-            'direction_W': (rotation(float(X[2])) @ p.primitive.d_O).tolist(),
-            'travel': p.primitive.travel,
-            'target': step.target.tolist(),
-            'path': step.path.waypoints.tolist(),
-        }
-        trace['pushes'].append(push)
-        out['push'] = {
-            **{k: v for k, v in push.items() if k != 'path'},
-            'speed_mps': p.primitive.speed,
-            'expected_distance_m': p.expected_distance,
-            'fall_probability': p.fall_probability,
-            'predicted_X_WO': p.predicted_X_WO[belief.best].tolist(),  # the likeliest model's
-        }
-    _draw(args.png, belief, trace, config)
+    else:
+        out.update(ok=True, reason='', done=step.done, seconds=round(step.seconds, 3))
+        if not step.done:
+            assert step.push is not None
+            p = step.push
+            push = push_trace(X, step)
+            trace['pushes'].append(push)
+            out['push'] = {
+                **{k: v for k, v in push.items() if k not in ('X_WO', 'path')},
+                'speed_mps': p.primitive.speed,
+                'expected_distance_m': p.expected_distance,
+                'fall_probability': p.fall_probability,
+                'predicted_X_WO': p.predicted_X_WO[belief.best].tolist(),  # the likeliest's
+            }
+    if args.png is not None:
+        from slide_core.io.plot import episode_figure
+
+        episode_figure(args.png, belief.grid, belief, trace, config, 'slide plan')
     out['png'] = None if args.png is None else str(args.png)
     return out
-
-
-def _draw(png: Path | None, belief: Any, trace: dict[str, Any], config: Any) -> None:
-    if png is None:
-        return
-    from slide_core.io.plot import episode_figure
-
-    episode_figure(png, belief.grid, belief, trace, config, 'slide plan')
 
 
 def format_text(result: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from slide_core.task.decider import (
     exploration_push,
     planning_belief,
 )
-from slide_core.task.loop import Task, TaskFailure
+from slide_core.task.loop import Task, TaskFailure, push_trace
 from slide_core.task.state import Outcome, Stage, TaskResult, TaskSettings, TaskState
 from slide_core.task.world import (
     Aborted,
@@ -55,4 +55,5 @@ __all__ = [
     'WorldError',
     'exploration_push',
     'planning_belief',
+    'push_trace',
 ]

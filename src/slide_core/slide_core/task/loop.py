@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from slide_core.errors import NoSolutionError
 from slide_core.geometry import FloatArray, rotation, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Primitive
-from slide_core.planning import PlanningError, UncertainBeliefError
+from slide_core.planning import PlanningError, Step, UncertainBeliefError
 from slide_core.task.state import (
     Outcome,
     Stage,
@@ -58,6 +59,22 @@ def at_rest(X_a: FloatArray, X_b: FloatArray) -> bool:
     d = np.asarray(X_b, dtype=float) - np.asarray(X_a, dtype=float)
     yaw = float(np.arctan2(np.sin(d[2]), np.cos(d[2])))
     return bool(np.hypot(d[0], d[1]) <= REST_TOLERANCE_M and abs(yaw) <= REST_TOLERANCE_RAD)
+
+
+def push_trace(X_WO: FloatArray, step: Step) -> dict[str, Any]:
+    """A planned push as the trace keeps it (the picture draws it, the behaviour's result
+    lists it): the pose it was planned from, the fingertip's start and direction in the
+    table frame, the travel [m], the waypoint aimed at and the path's waypoints."""
+    assert step.push is not None
+    p = step.push
+    return {
+        'X_WO': np.asarray(X_WO, dtype=float).tolist(),
+        'p_WF0': p.p_WF0.tolist(),
+        'direction_W': (rotation(float(X_WO[2])) @ p.primitive.d_O).tolist(),
+        'travel': p.primitive.travel,
+        'target': None if step.target is None else step.target.tolist(),
+        'path': None if step.path is None else step.path.waypoints.tolist(),
+    }
 
 
 class TaskFailure(Exception):  # noqa: N818 - it carries an outcome, it is not a bug
@@ -303,17 +320,7 @@ class Task:
             assert step is not None and step.push is not None and st.X_WO is not None
             t0 = self._enter(Stage.PUSH)
             p = step.push
-            d_W = rotation(float(st.X_WO[2])) @ p.primitive.d_O
-            st.trace['pushes'].append(
-                {
-                    'X_WO': st.X_WO.tolist(),
-                    'p_WF0': p.p_WF0.tolist(),
-                    'direction_W': d_W.tolist(),
-                    'travel': p.primitive.travel,
-                    'target': None if step.target is None else step.target.tolist(),
-                    'path': None if step.path is None else step.path.waypoints.tolist(),
-                }
-            )
+            st.trace['pushes'].append(push_trace(st.X_WO, step))
             self.say(
                 f'push {st.planned + 1}: {p.primitive.travel * 100:.1f} cm, expected '
                 f'{p.expected_distance * 100:.1f} cm from the waypoint'
