@@ -147,9 +147,11 @@ class Player:
             self.publishers[topic] = node.create_publisher(message_class(typ), topic, qos)
 
     def subscribed(self) -> bool:
-        """Every played topic that someone in the graph listens to is matched (call
-        before :meth:`play` to wait for late subscribers)."""
-        return all(p.get_subscription_count() > 0 for p in self.publishers.values())
+        """Every played topic, and ``/clock``, has a matched subscriber (call before
+        :meth:`play` to wait for late subscribers: a ``/clock`` matched after the start
+        misses the bag's first times)."""
+        publishers = (*self.publishers.values(), self.clock)
+        return all(p.get_subscription_count() > 0 for p in publishers)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until every reliable message sent was acknowledged by every matched

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=2.0,
         metavar='S',
-        help='wait up to S seconds for subscribers of every played topic first (default 2)',
+        help='wait up to S seconds for subscribers of every played topic and /clock first '
+        '(default 2)',
     )
     parser.add_argument(
         '--clock-hz', type=float, default=40.0, help='/clock messages per second (default 40)'
