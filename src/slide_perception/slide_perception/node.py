@@ -385,5 +385,6 @@ def main(args: list[str] | None = None) -> None:
     finally:
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        # Not ``if rclpy.ok(): rclpy.shutdown()``: rclpy shuts the context down on SIGINT from
+        # a thread of its own, which can land between the check and the call (exit 1).
+        rclpy.try_shutdown()

@@ -161,6 +161,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             truth_age = time.monotonic() - watcher.truth_at
             codes = graph.stop()
             watcher.close()
+            for name, exit_code in codes.items():
+                if exit_code != 0:  # say why here: the logs may be gone with a CI machine
+                    print(
+                        f'slide demo: node {name} exited {exit_code}; the end of its log:\n'
+                        + graph.log_tail(name, 30),
+                        file=sys.stderr,
+                    )
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
     out: dict[str, Any] = {
         'object': str(args.object),
