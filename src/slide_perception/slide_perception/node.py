@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 import re
+import sys
 import threading
 import time
 from typing import Any
@@ -32,6 +33,8 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import PointCloud2, PointField
@@ -367,24 +370,30 @@ class PerceptionNode(Node):
         super().destroy_node()
 
 
-def main(args: list[str] | None = None) -> None:
+def main(args: list[str] | None = None) -> int:
+    """Run the node until Ctrl-C; exit code 2, with one line saying why, when a parameter
+    or the extrinsics file is bad."""
     from slide_core.perception import kernels
 
     kernels.warm_up()  # numba's disk cache now, not on the first tracked frame
     rclpy.init(args=args)
-    node = None
     try:
         node = PerceptionNode()
+    except (ValueError, ParameterException, OSError) as exc:  # SlideInputError is a ValueError
+        print(f'perception_node: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
         rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
         # A SIGINT between rclpy's checks shuts the context down under a spin: no fault.
         if rclpy.ok():
             raise
     finally:
-        if node is not None:
-            node.destroy_node()
+        node.destroy_node()
         # Not ``if rclpy.ok(): rclpy.shutdown()``: rclpy shuts the context down on SIGINT from
         # a thread of its own, which can land between the check and the call (exit 1).
         rclpy.try_shutdown()
+    return 0
