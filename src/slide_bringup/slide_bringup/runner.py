@@ -4,14 +4,16 @@ Each node of the description (:mod:`slide_bringup.graph`) is started from its in
 executable (``<prefix>/lib/<package>/<executable>``, as ``ros2 run`` finds it) with its
 parameters and remappings as ``--ros-args``. Output goes to ``<log_dir>/<node>.log``.
 Ctrl-C (or :meth:`Graph.stop`) sends SIGINT to every node, waits, then terminates what is
-left: nothing is left running. A runner that is killed outright (SIGKILL, a test's timeout)
+left: nothing is left running. A node that dies on its own is reported once, with the end
+of its log (:meth:`Graph.exited`, :meth:`Graph.death_notice`), as ``ros2 launch`` reports a
+process that has died. A runner that is killed outright (SIGKILL, a test's timeout)
 takes its nodes with it: each node asks the kernel for SIGTERM when its parent dies.
 """
 
 from __future__ import annotations
 
 import atexit
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import ctypes
 from dataclasses import dataclass
 import os
@@ -85,6 +87,7 @@ class Graph:
         self.specs = list(specs)
         self.log_dir = log_dir
         self.nodes: list[Running] = []
+        self._reported: set[str] = set()
 
     def start(self) -> None:
         """Start every node. From here on SIGTERM (``timeout``, a service manager) ends the
@@ -120,17 +123,44 @@ class Graph:
         """Each node's exit code (None while it runs)."""
         return {r.spec.name: r.process.poll() for r in self.nodes}
 
-    def wait_for(self, name: str, timeout_s: float | None = None) -> int | None:
-        """Wait until node ``name`` exits; its exit code (None on timeout)."""
-        end = None if timeout_s is None else time.monotonic() + timeout_s
+    def exited(self) -> list[tuple[str, int]]:
+        """The nodes that have exited since the last call, with their exit codes; each is
+        reported once."""
+        out = []
         for r in self.nodes:
-            if r.spec.name == name:
-                while r.process.poll() is None:
-                    if end is not None and time.monotonic() > end:
-                        return None
-                    time.sleep(0.1)
-                return r.process.returncode
-        raise GraphError(f'no node {name!r} in the graph')
+            code = r.process.poll()
+            if code is not None and r.spec.name not in self._reported:
+                self._reported.add(r.spec.name)
+                out.append((r.spec.name, code))
+        return out
+
+    def death_notice(self, name: str, code: int, lines: int = 20) -> str:
+        """What to tell a user about node ``name`` that exited with ``code``."""
+        tail = self.log_tail(name, lines)
+        where = self.log_dir / f'{name}.log'
+        return f'node {name} exited with code {code}; the end of {where}:\n{tail}'
+
+    def wait_for(
+        self,
+        name: str,
+        timeout_s: float | None = None,
+        on_exit: Callable[[str, int], None] | None = None,
+    ) -> int | None:
+        """Wait until node ``name`` exits; its exit code (None on timeout). Any other node
+        that exits meanwhile is passed to ``on_exit`` (name, exit code) once."""
+        target = next((r.process for r in self.nodes if r.spec.name == name), None)
+        if target is None:
+            raise GraphError(f'no node {name!r} in the graph')
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            for other, code in self.exited():
+                if other != name and on_exit is not None:
+                    on_exit(other, code)
+            if target.poll() is not None:
+                return target.returncode
+            if end is not None and time.monotonic() > end:
+                return None
+            time.sleep(0.1)
 
     def stop(self, grace_s: float = 8.0) -> dict[str, int]:
         """SIGINT to every node, then SIGTERM and SIGKILL to what is left; exit codes.

@@ -82,3 +82,21 @@ def test_stop_ends_every_node_and_gives_its_exit_code(tmp_path: Path) -> None:
         assert graph.poll() == {'netft': None}
     assert not _alive(pid)
     assert graph.nodes[0].process.returncode is not None
+
+
+def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Path) -> None:
+    # Perception without its extrinsics file refuses to start: exit 2, one line why.
+    broken = NodeSpec('slide_perception', 'perception_node', 'perception', {})
+    seen: list[tuple[str, int]] = []
+    with Graph([NETFT, broken], tmp_path / 'logs') as graph:
+        # netft never ends by itself: each wait times out, passing on perception's exit.
+        end = time.monotonic() + 60
+        while not seen and time.monotonic() < end:
+            assert graph.wait_for('netft', 0.5, on_exit=lambda *e: seen.append(e)) is None
+        assert seen == [('perception', 2)]
+        notice = graph.death_notice('perception', 2)
+        assert 'node perception exited with code 2' in notice
+        assert 'needs the extrinsics_file parameter' in notice
+        assert graph.exited() == []  # reported once
+        assert graph.poll()['netft'] is None
+    assert graph.exited() == [('netft', 0)]  # stopped by SIGINT: a clean exit

@@ -153,21 +153,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f'logs in {log_dir}',
             file=sys.stderr,
         )
+
+        def died(name: str, exit_code: int) -> None:
+            # Said here, not only in the log: the logs may be gone with a CI machine.
+            print(f'slide demo: {graph.death_notice(name, exit_code, 30)}', file=sys.stderr)
+
         try:
-            code = graph.wait_for('behaviour', args.timeout)
+            code = graph.wait_for('behaviour', args.timeout, on_exit=died)
             time.sleep(0.5)  # the latest ground truth after the lift
         finally:
             truth, first, at_grasp = watcher.truth, watcher.first_truth, watcher.grasp_truth
             truth_age = time.monotonic() - watcher.truth_at
             codes = graph.stop()
             watcher.close()
-            for name, exit_code in codes.items():
-                if exit_code != 0:  # say why here: the logs may be gone with a CI machine
-                    print(
-                        f'slide demo: node {name} exited {exit_code}; the end of its log:\n'
-                        + graph.log_tail(name, 30),
-                        file=sys.stderr,
-                    )
+            for name, exit_code in graph.exited():
+                if exit_code != 0:  # a node that did not end cleanly when it was stopped
+                    died(name, exit_code)
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
     out: dict[str, Any] = {
         'object': str(args.object),

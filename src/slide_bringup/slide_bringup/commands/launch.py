@@ -53,16 +53,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     names = [s.name for s in specs]
     print(f'slide launch: {", ".join(names)} running; logs in {log_dir}', file=sys.stderr)
     code: int | None = None
+
+    def died(name: str, exit_code: int) -> None:
+        # As ros2 launch does: the rest keeps running (the behaviour ends the episode with
+        # a reason when a node it needs is gone), and the user sees why this one went.
+        print(f'slide launch: {graph.death_notice(name, exit_code)}', file=sys.stderr)
+
     try:
         if given.get('exit_on_done') == 'true':
-            code = graph.wait_for('behaviour')
+            code = graph.wait_for('behaviour', on_exit=died)
         else:
             while True:
+                for name, exit_code in graph.exited():
+                    died(name, exit_code)
                 time.sleep(1.0)
     except KeyboardInterrupt:
         print('slide launch: stopping every node', file=sys.stderr)
     finally:
         codes = graph.stop()
+        for name, exit_code in graph.exited():
+            if exit_code != 0:  # a node that did not end cleanly when it was stopped
+                died(name, exit_code)
     return {
         'nodes': names,
         'exit_codes': codes,
