@@ -3,7 +3,8 @@
 Starts the nodes of :func:`slide_bringup.graph.pregrasp` (the description
 ``pregrasp.launch.py`` reads too) as processes, logs in ``--log-dir``. Ctrl-C stops every
 node cleanly; with ``exit_on_done:=true`` the command ends when the episode does, its exit
-code saying the outcome (0 lifted, 3 failed).
+code saying the outcome (0 lifted, 3 failed). A node that dies on its own is reported with
+the end of its log and makes the exit code 3, episode or not.
 """
 
 from __future__ import annotations
@@ -79,5 +80,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'exit_codes': codes,
         'logs': str(log_dir),
         'episode_exit_code': code,
-        'ok': code in (None, 0),
+        # Not ok when a node died or did not end cleanly, whatever the episode did.
+        'ok': code in (None, 0) and all(c == 0 for c in codes.values()),
     }
