@@ -53,6 +53,7 @@ class EpisodeResult:
     exploration_pushes: int = 0
     pushes: int = 0
     regoals: int = 0
+    relearned: int = 0
     reached: bool = False
     stay_probability: float = 0.0
     goal_stay_probability: float = 0.0
@@ -95,6 +96,7 @@ def score(
     r.failure = '' if task.success else f'{task.stage.value}: {task.reason}'
     r.exploration_pushes, r.pushes, r.reached = task.exploration_pushes, task.pushes, task.reached
     r.regoals = st.regoals
+    r.relearned = st.relearned
     r.stages = task.stage_s
     r.identification_s = task.stage_s.get(Stage.IDENTIFY.value, 0.0)
     r.planning_s = task.stage_s.get(Stage.PLAN.value, 0.0) + task.stage_s.get(
@@ -139,13 +141,15 @@ def run_episode(
     extra_exploration: int = TaskSettings.extra_exploration,
     stall_pushes: int = TaskSettings.stall_pushes,
     regoals: int = TaskSettings.regoals,
+    relearn_every: int = TaskSettings.relearn_every,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
     ``extra_exploration``: more exploratory pushes while the belief is too uncertain for a
     goal; ``stall_pushes``: pushes in a row without progress before the loop stops and
     tries the grasp; ``regoals``: new goals from where the object is when nothing leads to
-    the goal from there (:class:`TaskSettings`)."""
+    the goal from there; ``relearn_every``: planned pushes between identifications from
+    the pushes so far (:class:`TaskSettings`)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -157,6 +161,7 @@ def run_episode(
         push_budget=push_budget,
         stall_pushes=stall_pushes,
         regoals=regoals,
+        relearn_every=relearn_every,
         interim_beliefs=exploration != 'random',
     )
     cell = workcell or load_workcell()

@@ -90,6 +90,14 @@ PARAMS = (
         low=0,
         high=10,
     ),
+    Param(
+        'relearn_every',
+        TaskSettings.relearn_every,
+        'identify again from every push so far on which the object stayed on the table, '
+        'after this many planned pushes (0: never)',
+        low=0,
+        high=25,
+    ),
     Param('identification_method', 'probabilistic', 'identification method'),
     Param('models', 8, 'models in the belief', low=1, high=64),
     Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
@@ -269,6 +277,7 @@ class BehaviourNode(SlideNode):
             push_budget=int(self.p['push_budget']),
             stall_pushes=int(self.p['stall_pushes']),
             regoals=int(self.p['regoals']),
+            relearn_every=int(self.p['relearn_every']),
             interim_beliefs=bool(self.p['interim_beliefs']),
         )
         task = Task(
@@ -380,6 +389,7 @@ class BehaviourNode(SlideNode):
             'exploration_pushes': result.exploration_pushes,
             'pushes': result.pushes,
             'regoals': st.regoals,
+            'relearned': st.relearned,
             'reached': result.reached,
             'stages': {k: round(v, 3) for k, v in result.stage_s.items()},
             'total_s': round(result.total_s, 3),

@@ -69,6 +69,13 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         help='times the closed loop chooses a new goal from where the object is when no path '
         'or safe push leads to its goal from there (0 to 10; default %(default)s)',
     )
+    parser.add_argument(
+        '--relearn-every',
+        type=int,
+        default=TaskSettings.relearn_every,
+        help='identify again from every push so far after this many planned pushes (0: '
+        'never, up to 25; default %(default)s)',
+    )
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
 
@@ -113,6 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             push_budget=args.push_budget,
             stall_pushes=args.stall_pushes,
             regoals=args.regoals,
+            relearn_every=args.relearn_every,
             png=args.png,
             progress=progress,
             exploration=args.exploration,

@@ -5,7 +5,8 @@
 (the goal stage explores once more and identifies again while the belief is too uncertain
 for any goal, up to ``TaskSettings.extra_exploration`` times; the closed loop chooses a
 goal anew from where the object is when nothing leads to its goal from there, up to
-``TaskSettings.regoals`` times)
+``TaskSettings.regoals`` times, and, with ``TaskSettings.relearn_every``, identifies again
+from the pushes so far)
 
 Each stage is a method of :class:`Task` that reads and updates its :class:`TaskState`;
 :meth:`Task.run` calls them in order, and so do the leaves of the ROS behaviour node, so
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from slide_core.errors import NoSolutionError
-from slide_core.geometry import FloatArray, rotation, se2_distance
+from slide_core.geometry import FloatArray, Grid, boundary_rings, rotation, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Primitive
 from slide_core.planning import PlanningError, Step, UncertainBeliefError
@@ -59,6 +60,19 @@ def at_rest(X_a: FloatArray, X_b: FloatArray) -> bool:
     d = np.asarray(X_b, dtype=float) - np.asarray(X_a, dtype=float)
     yaw = float(np.arctan2(np.sin(d[2]), np.cos(d[2])))
     return bool(np.hypot(d[0], d[1]) <= REST_TOLERANCE_M and abs(yaw) <= REST_TOLERANCE_RAD)
+
+
+def on_table(grid: Grid, X_WO: FloatArray) -> bool:
+    """Whether the footprint of ``grid`` lies wholly on the table (x >= 0, the free edge
+    at x = 0: :class:`slide_core.model.Table`) at every pose of ``X_WO`` (N, 3)."""
+    c_O = boundary_rings(grid).reshape(-1, 2)  # (C, 2) outline corners
+    X = np.atleast_2d(np.asarray(X_WO, dtype=float))
+    x_W = (
+        X[:, 0, None]
+        + np.cos(X[:, 2, None]) * c_O[None, :, 0]
+        - np.sin(X[:, 2, None]) * c_O[None, :, 1]
+    )  # (N, C)
+    return bool(x_W.min() >= 0.0) if x_W.size else True
 
 
 def push_trace(X_WO: FloatArray, step: Step) -> dict[str, Any]:
@@ -215,6 +229,7 @@ class Task:
             st.trace['X_start'] = X.tolist()
             try:
                 st.goal = self.decider.goal(st.belief, X)
+                st.goal_belief = st.belief_pushes
                 break
             except UncertainBeliefError as exc:
                 self._leave(Stage.GOAL, t0)
@@ -289,22 +304,29 @@ class Task:
         where the old goal is out of reach (turned at the edge, where every push towards it
         risks a fall), while from here another is not. True when there is a new goal to
         plan for; False when the budget is spent, no goal exists from here, or the goal
-        search chose the old goal again (it would be refused again)."""
+        search chose the old goal again (it would be refused again). A goal chosen under an
+        older belief (``relearn_every``) is replaced without counting against ``regoals``:
+        the belief that refuses it is not the one that chose it."""
         st = self.state
         assert st.belief is not None and st.goal is not None
-        if st.regoals >= self.settings.regoals:
-            return False
-        st.regoals += 1
-        self.say(f'no plan to the goal ({refusal}): choosing a goal from here')
+        stale = st.goal_belief != st.belief_pushes
+        if not stale:
+            if st.regoals >= self.settings.regoals:
+                return False
+            st.regoals += 1
+        older = ', chosen under an older belief' * stale
+        self.say(f'no plan to the goal ({refusal}{older}): choosing a goal from here')
         try:
             goal = self.decider.goal(st.belief, X)
         except PlanningError as exc:
             self.say(f'no goal from here: {exc}')
             return False
-        if at_rest(goal.X_WO, st.goal.X_WO):
+        if not stale and at_rest(goal.X_WO, st.goal.X_WO):
+            # The belief that refused the old goal chose it again. (A stale goal's
+            # neighbour is not: the new belief accepted it, a millimetre further in.)
             self.say('the goal from here is the same goal')
             return False
-        st.goal = goal
+        st.goal, st.goal_belief = goal, st.belief_pushes
         st.closest, st.stalled = math.inf, 0
         st.trace.setdefault('goals', [st.trace.get('goal')]).append(goal.X_WO.tolist())
         st.trace['goal'] = goal.X_WO.tolist()
@@ -339,7 +361,30 @@ class Task:
                 continue
             st.planned += 1
             self._leave(Stage.PUSH, t0)
+            every = self.settings.relearn_every
+            if every and st.planned % every == 0:
+                self.relearn()
             return
+
+    def relearn(self) -> None:
+        """The belief identified again from every push so far on which the object stayed
+        wholly on the table (``TaskSettings.relearn_every``); the old one is kept when no
+        push was added or the identification fails."""
+        st = self.state
+        assert st.grid is not None
+        usable = [s for s in st.samples if on_table(st.grid, s.X_WO)]
+        if len(usable) <= st.belief_pushes:
+            return
+        t0 = self._enter(Stage.IDENTIFY)
+        try:
+            belief = self.decider.identify(st.grid, usable)
+        except (IdentificationError, NoSolutionError) as exc:
+            self.say(f'belief kept: identifying again from {len(usable)} pushes failed ({exc})')
+        else:
+            st.belief, st.belief_pushes = belief, len(usable)
+            st.relearned += 1
+            self.say(f'identified {belief.K} model(s) again, from {len(usable)} pushes')
+        self._leave(Stage.IDENTIFY, t0)
 
     def final_grasp(self) -> None:
         t0 = self._enter(Stage.GRASP)

@@ -72,7 +72,11 @@ class TaskSettings:
     for again this often (``retry_wait_s`` apart) before the task fails; interim_beliefs:
     each exploratory push after the first is chosen under a belief identified from the
     pushes so far (paper 2's most distinctive push needs one; a random exploration does
-    not, and saves the identifications)."""
+    not, and saves the identifications); relearn_every: after every this many planned
+    pushes (0: never, up to 25), the belief is identified again from every push so far on
+    which the object stayed wholly on the table (identification knows no edge): a few
+    exploratory pushes can leave a heavy end's place open that the pushes towards the goal
+    then show."""
 
     exploration_pushes: int = 5
     extra_exploration: int = 5
@@ -83,6 +87,7 @@ class TaskSettings:
     observe_retries: int = 2
     retry_wait_s: float = 0.5
     interim_beliefs: bool = True
+    relearn_every: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.exploration_pushes <= 20:
@@ -101,6 +106,10 @@ class TaskSettings:
             )
         if not 0 <= self.regoals <= 10:
             raise SlideInputError(f'new goals must be 0 to 10, got {self.regoals}')
+        if not 0 <= self.relearn_every <= 25:
+            raise SlideInputError(
+                f'relearn every must be 0 (never) to 25 planned pushes, got {self.relearn_every}'
+            )
         if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
             raise SlideInputError('retries and waits must not be negative')
 
@@ -115,7 +124,10 @@ class TaskState:
     planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been
     to the goal, ``stalled`` the pushes since it last came nearer, and ``progress_at`` the
     planned pushes at the last look; ``regoals``: the goals chosen anew from where the
-    object was because none led to the goal from there."""
+    object was because none led to the goal from there; ``relearned``: the times the
+    belief was identified again during the closed loop (``TaskSettings.relearn_every``),
+    from ``belief_pushes`` pushes the last time; ``goal_belief``: the ``belief_pushes`` of
+    the belief the goal was chosen under."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -136,6 +148,8 @@ class TaskState:
     stalled: int = 0
     progress_at: int = 0
     regoals: int = 0
+    relearned: int = 0
+    goal_belief: int = 0
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

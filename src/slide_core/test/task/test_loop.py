@@ -4,15 +4,18 @@ pose the goal was reached at."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, se2_distance
+from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Belief
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
-from slide_core.task.loop import Task, TaskFailure, at_rest
+from slide_core.task.loop import Task, TaskFailure, at_rest, on_table
 from slide_core.task.state import Outcome
 from slide_core.task.world import GraspReport, Observation
 
@@ -292,3 +295,104 @@ def test_regoals_is_0_to_10() -> None:
     for bad in (-1, 11):
         with pytest.raises(SlideInputError, match='new goals must be 0 to 10'):
             TaskSettings(regoals=bad)
+
+
+def pushed_at(x: float) -> PushSamples:
+    """What a push measured with the object resting at x [m] (GRID is 8 cm long in x)."""
+    t = np.linspace(0.0, 1.0, 5)
+    X = np.column_stack((np.full(5, x), np.full(5, -0.1), np.zeros(5)))
+    return PushSamples(t, X, t, np.zeros((5, 2)), t, np.zeros((5, 2)), 0.0, 1.0)
+
+
+class Learner:
+    """Identification: a new belief from the pushes it is given, or a failure."""
+
+    def __init__(self) -> None:
+        self.given: list[int] = []
+        self.fail = False
+
+    def identify(self, grid: Grid, pushes: list[PushSamples]) -> Belief:
+        self.given.append(len(pushes))
+        if self.fail:
+            raise IdentificationError('the pushes do not overlap')
+        return Belief.create(grid, np.full(grid.n, 0.03), np.full(grid.n, 0.5))
+
+
+class PushingArm(Arm):
+    def __init__(self, pose: np.ndarray) -> None:
+        super().__init__(pose)
+        self.pushes = 0
+
+    def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+        self.pushes += 1
+        return pushed_at(0.1)
+
+
+def test_on_table_is_the_whole_footprint_behind_the_edge_at_every_pose() -> None:
+    assert on_table(GRID, np.array([0.05, 0.0, 0.0]))  # 1 cm behind the edge
+    assert not on_table(GRID, np.array([0.03, 0.0, 0.0]))  # 1 cm over it
+    assert not on_table(GRID, np.array([[0.1, 0.0, 0.0], [0.03, 0.0, 0.0]]))
+    # Turned a quarter, the 4 cm side faces the edge.
+    assert on_table(GRID, np.array([0.03, 0.0, np.pi / 2]))
+
+
+def test_relearning_identifies_from_the_pushes_on_the_table_and_keeps_a_failed_one() -> None:
+    learner = Learner()
+    t = Task(Arm(X_REACHED), learner, TaskSettings(relearn_every=1))  # type: ignore[arg-type]
+    st = t.state
+    first = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    st.grid, st.belief, st.belief_pushes = GRID, first, 2
+    st.samples = [pushed_at(0.1), pushed_at(0.1), pushed_at(0.03), pushed_at(0.2)]
+    t.relearn()
+    # The push with the object over the edge is left out: identification knows no edge.
+    assert learner.given == [3] and st.belief is not first
+    assert st.relearned == 1 and st.belief_pushes == 3
+    t.relearn()  # nothing new since
+    assert learner.given == [3]
+    st.samples.append(pushed_at(0.2))
+    learner.fail, kept = True, st.belief
+    t.relearn()
+    assert learner.given == [3, 4] and st.belief is kept and st.relearned == 1
+
+
+@pytest.mark.parametrize(('every', 'after'), [(0, []), (1, [1, 2, 3, 4]), (2, [2, 4])])
+def test_the_closed_loop_relearns_every_n_planned_pushes(every: int, after: list[int]) -> None:
+    learner = Learner()
+    arm = PushingArm(X_REACHED)
+    t = Task(arm, learner, TaskSettings(relearn_every=every))  # type: ignore[arg-type]
+    st = t.state
+    st.grid, st.X_WO = GRID, X_REACHED
+    st.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    primitive = SimpleNamespace(d_O=np.array([1.0, 0.0]), travel=0.03)
+    push = SimpleNamespace(p_WF0=np.zeros(2), primitive=primitive, expected_distance=0.01)
+    st.step = Step(False, None, None, push, 0.0)  # type: ignore[arg-type]
+    relearned_after = []
+    for _ in range(4):
+        t.push_once()
+        if learner.given and len(relearned_after) < len(learner.given):
+            relearned_after.append(st.planned)
+    assert arm.pushes == 4 and relearned_after == after
+    assert learner.given == list(after)  # every push so far: all were on the table
+
+
+def test_relearn_every_is_0_to_25() -> None:
+    assert TaskSettings(relearn_every=25).relearn_every == 25
+    for bad in (-1, 26):
+        with pytest.raises(SlideInputError, match='relearn every must be 0'):
+            TaskSettings(relearn_every=bad)
+
+
+def test_a_goal_chosen_under_an_older_belief_is_replaced_without_counting() -> None:
+    # Relearned since the goal was chosen: the new belief refuses it (balanced by a hair)
+    # and accepts a goal a millimetre further in, which is no 'same goal' here.
+    nearby = Goal(GOAL.X_WO + [0.001, 0.0, 0.0], 1.0, 0.02, 0.05, 0.1, GRASP)
+    planner = RefusesOneGoal(GOAL.X_WO, [nearby])
+    t = regoal_task(planner, regoals=0)
+    t.state.goal_belief, t.state.belief_pushes = 5, 6
+    assert t.plan_once() is False
+    st = t.state
+    assert st.goal is nearby and st.regoals == 0 and st.goal_belief == 6
+    # Under the belief that chose it, the goal's refusal counts again (none allowed here).
+    planner.refused = nearby.X_WO
+    assert t.plan_once() is True and st.goal is nearby
+    assert st.no_plan.startswith('every candidate push risks a fall')
