@@ -162,9 +162,12 @@ class Graph:
                 return None
             time.sleep(0.1)
 
-    def stop(self, grace_s: float = 8.0) -> dict[str, int]:
+    def stop(
+        self, grace_s: float = 8.0, on_exit: Callable[[str, int], None] | None = None
+    ) -> dict[str, int]:
         """SIGINT to every node, then SIGTERM and SIGKILL to what is left; exit codes.
-        Further SIGTERMs to this process are ignored while it cleans up."""
+        Further SIGTERMs to this process are ignored while it cleans up. A node not reported
+        before (:meth:`exited`) that did not end cleanly is passed to ``on_exit``."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for r in self.nodes:
@@ -183,6 +186,10 @@ class Graph:
             codes[r.spec.name] = r.process.wait()
             r.log.close()
         atexit.unregister(self.stop)
+        if on_exit is not None:
+            for name, code in self.exited():
+                if code != 0:
+                    on_exit(name, code)
         return codes
 
     def log_tail(self, name: str, lines: int = 20) -> str:

@@ -99,4 +99,8 @@ def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Pat
         assert 'needs the extrinsics_file parameter' in notice
         assert graph.exited() == []  # reported once
         assert graph.poll()['netft'] is None
-    assert graph.exited() == [('netft', 0)]  # stopped by SIGINT: a clean exit
+        unclean: list[tuple[str, int]] = []
+        graph.stop(on_exit=lambda *e: unclean.append(e))
+    # netft stopped by SIGINT is a clean exit, and perception was reported already.
+    assert graph.poll() == {'netft': 0, 'perception': 2} and unclean == []
+    assert graph.exited() == []

@@ -164,11 +164,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             truth, first, at_grasp = watcher.truth, watcher.first_truth, watcher.grasp_truth
             truth_age = time.monotonic() - watcher.truth_at
-            codes = graph.stop()
+            codes = graph.stop(on_exit=died)  # and one that did not end cleanly
             watcher.close()
-            for name, exit_code in graph.exited():
-                if exit_code != 0:  # a node that did not end cleanly when it was stopped
-                    died(name, exit_code)
         episode = json.loads(result_file.read_text()) if result_file.exists() else None
     out: dict[str, Any] = {
         'object': str(args.object),

@@ -71,10 +71,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     except KeyboardInterrupt:
         print('slide launch: stopping every node', file=sys.stderr)
     finally:
-        codes = graph.stop()
-        for name, exit_code in graph.exited():
-            if exit_code != 0:  # a node that did not end cleanly when it was stopped
-                died(name, exit_code)
+        codes = graph.stop(on_exit=died)  # and one that did not end cleanly
     return {
         'nodes': names,
         'exit_codes': codes,
