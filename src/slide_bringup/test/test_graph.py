@@ -37,7 +37,12 @@ from slide_core.io import (  # noqa: E402
     stamp_to_s,
 )
 from slide_core.model import APPROACH, Belief, load_workcell  # noqa: E402
-from slide_core.planning import PlanningError, UncertainBeliefError  # noqa: E402
+from slide_core.planning import (  # noqa: E402
+    PlanningError,
+    UncertainBeliefError,
+    planner_config,
+    select_goal,
+)
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Identify, Push  # noqa: E402
 from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid, TaskState  # noqa: E402
@@ -363,7 +368,11 @@ def test_the_planner_frees_a_round_objects_goal_yaw(rig: Rig) -> None:
     assert goal.yaw_free
     bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)
     uniform = Belief.create(bar, np.full(bar.n, 0.01), np.full(bar.n, 0.4))
-    assert not decider.goal(uniform, np.array([0.4, 0.0, 0.0])).yaw_free
+    bar_goal = decider.goal(uniform, np.array([0.4, 0.0, 0.0]))
+    assert not bar_goal.yaw_free
+    # The goal's hold ratio crosses the graph as the planner computed it.
+    here = select_goal(uniform, np.array([0.4, 0.0, 0.0]), planner_config(rig.cell))
+    assert bar_goal.hold == pytest.approx(here.hold) and bar_goal.hold > 0.0
 
 
 def test_a_dead_planner_ends_the_episode_with_a_reason(rig: Rig) -> None:

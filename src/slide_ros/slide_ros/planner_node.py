@@ -192,6 +192,7 @@ class PlannerNode(SlideNode):
         out.margin, out.overhang = chosen.margin, chosen.overhang
         out.grasp_pose = self._grasp_pose(chosen.grasp)
         out.yaw_free = chosen.yaw_free
+        out.hold_ratio = chosen.hold
         self.pub_goal.publish(out.goal_pose)
         markers = MarkerArray()
         stamp = out.goal_pose.header.stamp

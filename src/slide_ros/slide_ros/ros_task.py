@@ -364,6 +364,7 @@ class RosDecider:
             0.0,
             self._grasp(r.grasp_pose),
             bool(r.yaw_free),
+            float(r.hold_ratio),
         )
 
     def _grasp(self, pose: PoseStamped) -> Grasp:

@@ -21,17 +21,19 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   fingers above and below the object, pads' front end at least ``clearance`` short of the
   edge (the lower finger passes under the table top). The pads must hold at least
   ``min_grip`` metres of object along their depth (area covered / pad width) and the
-  object must fit the opening.
+  object must fit the opening. Lifted, the object hangs from the pads; its weight's moment
+  about the held part over what the pads resist is the hold ratio (:func:`hold_ratios`),
+  which a goal keeps at most 1 for 1 - epsilon of the belief.
 - Goal (:func:`select_goal`): poses along the edge at sampled yaws and overhangs; kept when
   a grasp exists, the pose is free of obstacles and the stay probability is at least
   1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief
   enjoys and minus the width of edge along which the grasp would hold (a long side
-  parallel to the edge tolerates pose errors, a corner does not). Goals whose grasp also
-  holds with the object turned by :func:`landing_turn` either way (where the closed loop's
-  shortest pushes land) come first; the others only when there is no such goal. A round
-  object's yaw is free (:func:`yaw_seen`: no turn moves its outline by more than the
-  camera's noise): the closed loop steers the goal's position and leaves the yaw it
-  tracks, which only drifts, alone (:meth:`Goal.toward`).
+  parallel to the edge tolerates pose errors, a corner does not), plus its hold ratio
+  (weighted). Goals whose grasp also holds with the object turned by :func:`landing_turn`
+  either way (where the closed loop's shortest pushes land) come first; the others only
+  when there is no such goal. A round object's yaw is free (:func:`yaw_seen`: no turn
+  moves its outline by more than the camera's noise): the closed loop steers the goal's
+  position and leaves the yaw it tracks, which only drifts, alone (:meth:`Goal.toward`).
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded
@@ -70,11 +72,12 @@ from slide_core.planning.config import (
 from slide_core.planning.goal import (
     Goal,
     goal_acceptable,
+    hold_quantile,
     landing_turn,
     select_goal,
     yaw_seen,
 )
-from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints
+from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints, hold_ratios
 from slide_core.planning.loop import (
     Step,
     final_grasp,
@@ -104,6 +107,8 @@ __all__ = [
     'goal_acceptable',
     'grasp_at',
     'grasp_waypoints',
+    'hold_quantile',
+    'hold_ratios',
     'in_workspace',
     'is_valid',
     'landing_turn',

@@ -44,6 +44,9 @@ class PlannerConfig:
         grasp_weight: ... one metre of graspable edge is worth (both capped at 5 cm).
         overhang_weight: ... one metre more overhang is worth (0: just what the grasp
             needs; large: as far out as balance allows, as the papers' goals ask).
+        hold_weight: metres of pushing effort a goal's hold ratio of 1 costs (the pads'
+            whole holding moment, :func:`slide_core.planning.grasp.hold_ratios`): of
+            goals otherwise alike, the one held nearer its centre of mass wins.
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
         seen_turn: an object whose outline no turn moves by more than this (RMS, [m];
             :func:`slide_core.geometry.turn_sweep`) is round to the task: the camera
@@ -75,6 +78,7 @@ class PlannerConfig:
     margin_weight: float = 1.0
     grasp_weight: float = 1.0
     overhang_weight: float = 0.0
+    hold_weight: float = 0.2
     goal_yaws: int = 36
     goal_y_step: float = 0.05
     seen_turn: float = 0.005
@@ -96,6 +100,7 @@ class PlannerConfig:
             'goal_yaws': self.goal_yaws >= 1,
             'goal_y_step': self.goal_y_step > 0.0,
             'overhang_weight': self.overhang_weight >= 0.0,
+            'hold_weight': self.hold_weight >= 0.0,
             'seen_turn': self.seen_turn >= 0.0,
         }
         bad = [k for k, ok in checks.items() if not ok]

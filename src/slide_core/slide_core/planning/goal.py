@@ -29,7 +29,7 @@ from slide_core.planning.balance import (
     push_leans,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
-from slide_core.planning.grasp import Grasp, grasp_at
+from slide_core.planning.grasp import Grasp, grasp_at, hold_ratios
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,9 @@ class Goal:
         margin: balance margin [m] that 1 - epsilon of the belief has; overhang: how far
         [m] the object sticks out past the edge; effort: SE(2) distance from the start [m];
         grasp: the grasp planned there; yaw_free: the camera cannot see the object turn
-        (its outline is round, :func:`yaw_seen`), so the goal's yaw is not steered to.
+        (its outline is round, :func:`yaw_seen`), so the goal's yaw is not steered to;
+        hold: the hold ratio that 1 - epsilon of the belief stays under
+        (:func:`slide_core.planning.grasp.hold_ratios`; 1: the pads at their limit).
     """
 
     X_WO: FloatArray
@@ -52,6 +54,7 @@ class Goal:
     effort: float
     grasp: Grasp
     yaw_free: bool = False
+    hold: float = 0.0
 
     def toward(self, X_WO: Any) -> FloatArray:
         """The pose (3,) the closed loop steers to from X_WO: the goal's, or, when its yaw
@@ -70,6 +73,7 @@ class Goal:
             'effort_m': self.effort,
             'grasp': self.grasp.to_dict(),
             'yaw_free': self.yaw_free,
+            'hold_ratio': self.hold,
         }
 
 
@@ -80,10 +84,20 @@ def yaw_seen(grid: Grid, config: PlannerConfig) -> bool:
 
 
 def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
-    """The grasp if X_WO would do as a goal (graspable, valid, balanced), else None."""
+    """The grasp if X_WO would do as a goal (graspable, valid, balanced, held), else None."""
     if not is_valid(belief, X_WO, config):
         return None
-    return grasp_at(belief.grid, X_WO, config.gripper, belief.com()[int(np.argmax(belief.weight))])
+    grasp = grasp_at(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
+    if grasp is None or hold_quantile(belief, X_WO, grasp, config) > 1.0:
+        return None
+    return grasp
+
+
+def hold_quantile(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
+    """The hold ratio (:func:`slide_core.planning.grasp.hold_ratios`) that 1 - epsilon of
+    the belief stays under: above 1, more than epsilon of it would turn out of the grip."""
+    ratios = hold_ratios(belief, X_WO, grasp, config.gripper)
+    return -margin_quantile(belief, -ratios, config.epsilon)
 
 
 ROBUST_YAW_OFFSETS = (0.0, 0.5, 0.25, 0.75)
@@ -172,6 +186,9 @@ def _best_goal(
             grasp = grasp_at(grid, X, g, com_best)
             if grasp is None:
                 continue
+            hold = hold_quantile(belief, X, grasp, config)
+            if hold > 1.0:
+                continue
             if turn > 0.0 and any(
                 grasp_at(grid, X + np.array([0.0, 0.0, d]), g, com_best) is None
                 for d in (-turn, turn)
@@ -187,10 +204,14 @@ def _best_goal(
                     - config.margin_weight * min(margin, 0.05)
                     - config.grasp_weight * min(grasp.width, 0.05)
                     - config.overhang_weight * o
+                    + config.hold_weight * hold
                 )
                 if best is None or score < best[0]:
                     shifted = replace(grasp, p_WE=grasp.p_WE + np.array([0.0, y]))
-                    best = (score, Goal(Xy, p_stay, margin, float(o), effort, shifted))
+                    best = (
+                        score,
+                        Goal(Xy, p_stay, margin, float(o), effort, shifted, hold=hold),
+                    )
                 break  # the nearest free y is the least effort for this yaw and overhang
     return None if best is None else best[1]
 
@@ -203,8 +224,8 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
     """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
     conditions that no pose it tries meets, in the order a person would fix them (the
     gripper's opening; sticking out far enough for the most probable model; a hold for the
-    pads where it stays; enough of the belief staying there, an UncertainBeliefError; room
-    on the table)."""
+    pads where it stays; pads that can carry its weight there; enough of the belief staying
+    and held there, an UncertainBeliefError; room on the table)."""
     X0 = check_pose(X_WO, 'X_WO')
     grid = belief.grid
     g = config.gripper
@@ -221,8 +242,9 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
     i_best = int(np.argmax(belief.weight))
     com_best = belief.com()[i_best]
     need_k = needed_margins(belief, config)
-    stays_best = held = 0
-    p_held = 0.0  # the most of the belief that stays at a pose where the pads hold
+    stays_best = held = lifted = 0
+    worst_hold = 0.0  # the smallest hold ratio of the most probable model where it is held
+    p_held = 0.0  # the most of the belief that stays and is held at one pose
     for yaw in _goal_yaws(X0, config):
         R = rotation(float(yaw))
         x = (corners @ R.T)[:, 0]
@@ -232,10 +254,16 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
             if not stays[i_best]:
                 continue
             stays_best += 1
-            if grasp_at(grid, X, g, com_best) is None:
+            grasp = grasp_at(grid, X, g, com_best)
+            if grasp is None:
                 continue
             held += 1
-            p_held = max(p_held, float(belief.weight @ stays))
+            ratios = hold_ratios(belief, X, grasp, g)
+            worst_hold = ratios[i_best] if held == 1 else min(worst_hold, ratios[i_best])
+            if ratios[i_best] > 1.0:
+                continue
+            lifted += 1
+            p_held = max(p_held, float(belief.weight @ (stays & (ratios <= 1.0))))
     if stays_best == 0:
         return PlanningError(
             f'no goal: at no yaw does the object stick out the {need * 100:.1f} cm a grasp '
@@ -252,9 +280,19 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
             f'{g.min_grip * 100:.1f} cm of it (what sticks out is too narrow: a corner or a '
             'thin part)'
         )
+    if lifted == 0:
+        weight = float(belief.mass[i_best].sum())
+        return PlanningError(
+            f'no goal: wherever the pads would hold it, the weight of {weight:.2f} kg pulls '
+            f"on them with {worst_hold:.1f} times the moment they can resist (the fingers' "
+            f'{g.force:.0f} N over the held length and the pad width): its centre of mass is '
+            'too far from any overhang it can stick out; a stronger grip or longer pads would '
+            'be needed'
+        )
     if p_held < 1.0 - config.epsilon - 1e-12:
         return UncertainBeliefError(
-            f'no goal: where the pads would hold it, at most {p_held:.2f} of the belief stays, '
+            f'no goal: where the pads would hold it, at most {p_held:.2f} of the belief stays '
+            'and is held, '
             f'not {1.0 - config.epsilon:.2f}: the belief is too uncertain (explore more)'
         )
     return PlanningError(

@@ -1,4 +1,21 @@
-"""Grasps of the overhang with a parallel gripper approaching across the edge."""
+"""Grasps of the overhang with a parallel gripper approaching across the edge, and how
+much of what the pads can hold the object's weight asks of them.
+
+Holding the weight (:func:`hold_ratios`). Lifted by its overhang, the object hangs from the
+pads: its weight W acts at the centre of mass, a horizontal lever L from the middle H of the
+held part. A parallel gripper's fingers are coupled and close with force F each, so the
+lower pad carries N_b = F + W/2 and the upper N_t = F - W/2 (N_t + N_b = 2F; W > 2F
+cannot be held). Each pad's pressure can shift anywhere in its contact, a rectangle of the
+grip g (along the approach) by the pad width w, so the pair resists at most
+(N_t + N_b) g / 2 = F g about the axis across the approach and F w about the approach:
+the hold ratio max(W |L_along| / (F g), W |L_across| / (F w)) is the part of that the
+weight uses. At 1 even rigid pads let the object turn out of the grip; compliant pads
+begin to open at a third of it (an elastic pad's pressure stays positive only while its
+centre lies in the middle third of the contact), and the object droops in them from there.
+The goal search refuses goals whose ratio exceeds 1 for more than epsilon of the belief and
+prefers the smaller ratio below that (``PlannerConfig.hold_weight``): of two overhangs that
+both balance, the one nearer the centre of mass is held more surely.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +35,8 @@ from slide_core.geometry import (
     tallest_under,
     to_world,
 )
-from slide_core.model import Gripper, Waypoint
+from slide_core.model import Belief, Gripper, Waypoint
+from slide_core.physics import GRAVITY
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,25 @@ def grasp_at(
     return Grasp(
         np.array([fronts[i], float(centres[i])]), z, 0.0, float(grips[i]), float(ok.sum() * 0.005)
     )
+
+
+def hold_ratios(belief: Belief, X_WO: Any, grasp: Grasp, gripper: Gripper) -> FloatArray:
+    """(K,) the hold ratio of each model of the belief for ``grasp`` of the object at X_WO
+    (module docstring): the weight's moment about the middle of the held part over what
+    the pads can resist, the larger of the two axes; inf when the weight exceeds twice the
+    fingers' force. The held part's middle H lies half the grip behind the pads' front end
+    along the approach."""
+    X = check_pose(X_WO, 'X_WO')
+    u = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])  # along the approach
+    v = np.array([-u[1], u[0]])
+    p_WH = np.asarray(grasp.p_WE, dtype=float) - 0.5 * grasp.grip * u
+    L_W = to_world(X, belief.com()) - p_WH  # (K, 2) levers, table frame
+    W = GRAVITY * belief.mass.sum(axis=1)  # (K,) [N]
+    F = gripper.force
+    along = W * np.abs(L_W @ u) / (F * max(grasp.grip, 1e-9))
+    across = W * np.abs(L_W @ v) / (F * gripper.finger_width)
+    ratio = np.maximum(along, across)
+    return np.asarray(np.where(W > 2.0 * F, np.inf, ratio), dtype=float)
 
 
 PRE_GRASP_BACK = 0.08

@@ -32,6 +32,7 @@ from slide_core.planning import (
     carried_area,
     goal_acceptable,
     grasp_at,
+    hold_ratios,
     in_workspace,
     is_valid,
     landing_turn,
@@ -157,6 +158,54 @@ def test_the_grasp_and_the_overhang_measure_the_real_outline() -> None:
     assert real.p_WE[0] == pytest.approx(squares.p_WE[0], abs=2e-3)
 
 
+def test_the_hold_ratio_is_the_weights_moment_over_what_the_pads_resist() -> None:
+    g = CELL.gripper
+    X = np.array([0.05, 0.0, 0.0])  # the pads from -5 to -1 cm, the centre of mass at 5 cm
+    grasp = grasp_at(BAR, X, g)
+    assert grasp is not None
+    lever = 0.05 - (grasp.p_WE[0] - grasp.grip / 2)
+    assert lever == pytest.approx(0.08, abs=2e-3)
+    ratio = hold_ratios(uniform(), X, grasp, g)
+    assert ratio == pytest.approx([M.sum() * 9.81 * lever / (g.force * grasp.grip)])
+    # Across the approach the lever meets the pads' width, not their grip: the same
+    # centre of mass 2 cm to the side of the held part.
+    side = replace(grasp, p_WE=grasp.p_WE + np.array([0.0, 0.02]))
+    across = M.sum() * 9.81 * 0.02 / (g.force * g.finger_width)
+    assert hold_ratios(uniform(), X, side, g)[0] == pytest.approx(max(ratio[0], across))
+    # One ratio per model, in proportion to its weight; too heavy for the fingers: inf.
+    tall = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.06))
+    heavy = np.full(tall.n, 2.0 * g.force / 9.81 / tall.n * 1.01)
+    both = Belief.create(tall, np.stack([M * 3, heavy]), np.stack([MU, MU]))
+    r = hold_ratios(both, X, grasp, g)
+    assert r[0] == pytest.approx(3 * ratio[0]) and r[1] == np.inf
+
+
+def test_goals_keep_the_weight_within_what_the_pads_hold() -> None:
+    # A tee: a heavy bar (16 x 4 cm) and a light stem (12 x 3 cm). Far out, the stem
+    # sticks out furthest, but its end is 11 cm from the centre of mass; the bar's end
+    # is 6 cm from it.
+    occupancy = np.zeros((16, 16))
+    occupancy[:, :4] = 1
+    occupancy[6:9, 4:] = 1
+    tee = Grid.from_occupancy(occupancy, 0.01, 0.03)
+    mass = np.where(tee.p_OC[:, 0] < -0.035, 0.025, 0.006)
+    belief = Belief.create(tee, mass, np.full(tee.n, 0.5))
+    far = planner_config(CELL, overhang_weight=5.0, hold_weight=0.0)
+    stem = select_goal(belief, [0.4, 0.0, 0.0], far)
+    held = select_goal(belief, [0.4, 0.0, 0.0], replace(far, hold_weight=2.0))
+    assert held.hold < 0.5 < stem.hold < 1.0
+    assert held.overhang < stem.overhang
+    assert stem.to_dict()['hold_ratio'] == stem.hold
+    assert goal_acceptable(belief, held.X_WO, far) is not None
+    # Twice as tall and five times as heavy (9 kg), no end is held: no goal, and the error
+    # says why.
+    tall = Grid.from_occupancy(occupancy, 0.01, 0.06)
+    heavy = Belief.create(tall, mass * 5.0, belief.friction)
+    with pytest.raises(PlanningError, match='times the moment they can resist'):
+        select_goal(heavy, [0.4, 0.0, 0.0], far)
+    assert goal_acceptable(heavy, held.X_WO, far) is None
+
+
 def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     # Two models with the mass at opposite ends: a goal must keep both on the table.
     a, b = M.copy(), M.copy()
@@ -189,7 +238,7 @@ def test_no_goal_says_which_condition_no_pose_met() -> None:
     ends[1][BAR.p_OC[:, 0] > 0.05] *= 6
     models = Belief.create(BAR, np.stack([M, *ends]), np.stack([MU] * 3), [0.5, 0.25, 0.25])
     # Only this one is a matter of more pushes.
-    with pytest.raises(UncertainBeliefError, match='at most 0.75 of the belief stays, not 0.95'):
+    with pytest.raises(UncertainBeliefError, match='0.75 of the belief stays and is held, not'):
         select_goal(models, [0.4, 0.0, 0.0], CONFIG)
     # An 8 cm square with a prong 1 cm wide and 10 cm long: it stays with the prong far out,
     # but the pads' sides miss the prong.
