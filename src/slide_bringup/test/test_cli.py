@@ -78,6 +78,7 @@ def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no
     assert result['exploration_pushes'] == 5 and result['pushes'] >= 1
     # The twin's truth: the object rose with the gripper.
     assert result['ok'] is True and result['lifted_true_m'] > 0.05
+    assert 0.0 <= result['tilt_true_deg'] < 20.0  # a light snack hangs level in the pads
     # A node that did not end cleanly on the demo's SIGINT: its log's end is on stderr.
     assert set(result['exit_codes'].values()) == {0}, (result['exit_codes'], out.stderr[-5000:])
     assert 'push 1' in out.stderr  # progress on stderr

@@ -296,6 +296,7 @@ class TwinNode(Node):
             out['stamp'] = self.get_clock().now().to_msg()  # the state's time, as the camera's
             out['X'] = self.twin.object_pose()
             out['fell'] = self.twin.fell()
+            out['tilt'] = self.twin.tilt()
             out['height'] = self.twin.object_height()
             total, n = self._contact
             self._contact = (np.zeros(3), 0)
@@ -316,6 +317,7 @@ class TwinNode(Node):
         msg.model.friction = spec.grid.to_map(spec.friction, fill=0.0).ravel().tolist()
         msg.model.loss = float('nan')
         msg.fell = bool(out['fell'])
+        msg.tilt = float(out['tilt'])
         msg.height = float(out['height'])
         c = msg.contact_force
         c.x, c.y, c.z = (float(v) for v in out['contact'])

@@ -177,6 +177,7 @@ class _Bag:
             'grid': self.grid(spec, twin.object_pose(), t),
             'model': model,
             'fell': twin.fell(),
+            'tilt': twin.tilt(),
             'height': twin.object_height(),
             'contact_force': self.T['geometry_msgs/msg/Vector3'](
                 x=float(f[0]), y=float(f[1]), z=float(f[2])

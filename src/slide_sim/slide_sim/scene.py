@@ -11,6 +11,20 @@ cell's. Against the table and the floor the cells have ``condim="1"``: MuJoCo gi
 normal force only, and the twin adds each cell's Coulomb friction itself
 (:mod:`slide_sim.friction` says why). The fingertip and the gripper's pads have a higher
 priority and their own condim, so their contacts with the object keep MuJoCo's friction.
+
+The gripper is a parallel gripper's mechanism: its two fingers are coupled (an equality
+constraint, as a Franka Hand's rack or a Robotiq's linkage couples them) and squeezed by
+force-limited servos, so a lifted object's weight rests on the mechanism and only a moment
+beyond what the pads' pressure resists opens them (the planner's hold ratio,
+:mod:`slide_core.planning.grasp`). Measured (held at its end, 4 cm in the pads, 70 N):
+a bar with 0.28 and a tee with 0.70 of that moment hang level, a bar with 0.85 droops
+7 degrees, 1.37 and 2.7 turn out of the grip. The pads' friction is ``PAD_MU``, not a
+rubber pad's 1: in MuJoCo's convex contact model a sliding contact's friction pushes the
+surfaces apart, and at 0.5 and more it pried the pads open while a held object turned
+(the tee drooped 12 degrees at 0.5, 20 with rolling friction on, and uncoupled fingers let
+a 0.47 kg book droop 6 to 12 degrees and stay put while the hand turned 40 degrees).
+Friction does not carry a hanging object's weight (the pads are horizontal; the lower
+pad's normal force does).
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ from slide_core.perception import load_extrinsics
 
 CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
+PAD_MU = 0.3  # the gripper pads' friction (module docstring)
 PUSHER_KP = 4000.0  # N/m: a stiff position-controlled arm
 PUSHER_KV = 200.0  # N s/m
 TIMESTEP = 0.002  # s
@@ -151,15 +166,15 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
       <geom type="box" size="0.01 0.04 0.05" pos="-0.01 0 0" contype="0" conaffinity="0"
             rgba="0.9 0.9 0.9 1"/>
       <!-- Fingers of 0.5 kg (weight compensated): MuJoCo scales contact stiffness by the
-           bodies' mass, and 50 g pads sank through light objects under 70 N. Pads resist
-           rolling (condim 6), as a flat pad's pressure distribution resists tipping. -->
+           bodies' mass, and 50 g pads sank through light objects under 70 N. Coupled
+           below; a flat pad's pressure resists tipping through its contact points. -->
       <body name="finger_top" gravcomp="1">
         <joint name="finger_top" type="slide" axis="0 0 1" range="0 {g.max_opening / 2}"
                damping="20"/>
         <geom name="finger_top" type="box"
               size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
-              pos="{g.finger_depth / 2} 0 0.005" mass="0.5" friction="1.0 0.02 0.02"
-              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
+              pos="{g.finger_depth / 2} 0 0.005" mass="0.5" friction="{PAD_MU} 0.02 0.02"
+              priority="3" condim="3" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>
       <body name="finger_bottom" gravcomp="1">
@@ -167,12 +182,16 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
                range="0 {g.max_opening / 2}" damping="20"/>
         <geom name="finger_bottom" type="box"
               size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
-              pos="{g.finger_depth / 2} 0 -0.005" mass="0.5" friction="1.0 0.02 0.02"
-              priority="3" condim="6" solref="0.004 1" solimp="0.95 0.99 0.001"
+              pos="{g.finger_depth / 2} 0 -0.005" mass="0.5" friction="{PAD_MU} 0.02 0.02"
+              priority="3" condim="3" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>
     </body>
   </worldbody>
+  <equality>
+    <joint name="fingers" joint1="finger_bottom" joint2="finger_top" polycoef="0 1 0 0 0"
+           solref="0.004 1"/>
+  </equality>
   <actuator>
     <position name="pusher_x" joint="pusher_x" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
               ctrlrange="-2 2"/>

@@ -27,6 +27,9 @@ from slide_core.planning import Grasp, grasp_waypoints
 from slide_sim.friction import TableFriction
 from slide_sim.scene import FINGER_KP, workcell_xml
 
+TIPPED = math.radians(20)
+"""An object not held that leans more than this [rad] has tipped over (off the edge)."""
+
 
 @dataclass
 class PushRecording:
@@ -132,8 +135,12 @@ class Twin:
         return float(math.acos(max(-1.0, min(1.0, R[2, 2]))))
 
     def fell(self) -> bool:
-        """True once the object has dropped below the table top or tipped over."""
-        return self.object_height() < -0.02 or self.tilt() > math.radians(20)
+        """True once the object has dropped below the table top, or tipped over while the
+        gripper does not hold it: tilted in the grip is held, not fallen (how far it turned
+        there is :meth:`tilt`)."""
+        if self.object_height() < -0.02:
+            return True
+        return self.tilt() > TIPPED and not self.holding()
 
     def fingertip(self) -> FloatArray:
         """Fingertip centre (3,) [m] (on its axis, at mid-length)."""
@@ -190,6 +197,7 @@ class Twin:
             'friction': self.spec.friction.tolist(),
             'X_WO': self.object_pose().tolist(),
             'fell': self.fell(),
+            'tilt': self.tilt(),
         }
 
     # -- motion -----------------------------------------------------------------------------

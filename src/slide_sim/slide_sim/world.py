@@ -57,6 +57,7 @@ class TwinWorld:
 
     def grasp(self, grasp: Grasp) -> GraspReport:
         outcome = self.twin.grasp(grasp, lift=0.1)
-        # Held but tilted in the grip is not a fall; dropped or left tipped over is.
+        # Held but tilted in the grip is not a fall (Twin.fell); dropped or left tipped
+        # over is.
         fell = outcome.fell or (not outcome.success and self.twin.fell())
         return GraspReport(outcome.success, outcome.lifted_m, fell)

@@ -197,6 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out['X_final_true'] = [round(float(v), 4) for v in X]
         out['overhang_m'] = round(overhang(grid, X), 4)
         out['lifted_true_m'] = round(float(truth.height - first.height), 4)
+        out['tilt_true_deg'] = round(math.degrees(truth.tilt), 1)  # in the grip, once held
         # The twin publishes its truth at 5 Hz: an old one would score a stale world.
         out['truth_messages'] = watcher.truth_count
         out['truth_age_s'] = round(truth_age, 2)
@@ -224,7 +225,8 @@ def format_text(result: dict[str, Any]) -> str:
     if 'lifted_true_m' in result:
         lines.append(
             f'  twin truth: lifted {result["lifted_true_m"] * 100:.1f} cm, '
-            f'{result.get("overhang_m", 0.0) * 100:.1f} cm over the table edge'
+            f'{result.get("overhang_m", 0.0) * 100:.1f} cm over the table edge, '
+            f'tilted {result.get("tilt_true_deg", 0.0):.0f} degrees at the end'
         )
     if not result.get('success'):
         lines.append(f'  why: {result.get("reason")}')
