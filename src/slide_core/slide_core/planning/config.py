@@ -47,6 +47,11 @@ class PlannerConfig:
         hold_weight: metres of pushing effort a goal's hold ratio of 1 costs (the pads'
             whole holding moment, :func:`slide_core.planning.grasp.hold_ratios`): of
             goals otherwise alike, the one held nearer its centre of mass wins.
+        hold_max: the largest hold ratio a goal (and a pose the closed loop stops at) may
+            ask of the pads for 1 - epsilon of the belief: a safety factor of 2 on the
+            rigid pads' limit. Measured in the twin: a bar hangs level at 0.46 and
+            droops 7 degrees at 0.85; a spray gun whose upper pad pressed a 2 cm step
+            turned out of the grip at 0.56.
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
         seen_turn: an object whose outline no turn moves by more than this (RMS, [m];
             :func:`slide_core.geometry.turn_sweep`) is round to the task: the camera
@@ -79,6 +84,7 @@ class PlannerConfig:
     grasp_weight: float = 1.0
     overhang_weight: float = 0.0
     hold_weight: float = 0.2
+    hold_max: float = 0.5
     goal_yaws: int = 36
     goal_y_step: float = 0.05
     seen_turn: float = 0.005
@@ -101,6 +107,7 @@ class PlannerConfig:
             'goal_y_step': self.goal_y_step > 0.0,
             'overhang_weight': self.overhang_weight >= 0.0,
             'hold_weight': self.hold_weight >= 0.0,
+            'hold_max': self.hold_max > 0.0,
             'seen_turn': self.seen_turn >= 0.0,
         }
         bad = [k for k, ok in checks.items() if not ok]

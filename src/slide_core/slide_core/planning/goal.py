@@ -44,7 +44,8 @@ class Goal:
         grasp: the grasp planned there; yaw_free: the camera cannot see the object turn
         (its outline is round, :func:`yaw_seen`), so the goal's yaw is not steered to;
         hold: the hold ratio that 1 - epsilon of the belief stays under
-        (:func:`slide_core.planning.grasp.hold_ratios`; 1: the pads at their limit).
+        (:func:`slide_core.planning.grasp.hold_ratios`; 1: the pads at their limit; at
+        most ``PlannerConfig.hold_max``).
     """
 
     X_WO: FloatArray
@@ -88,14 +89,15 @@ def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp |
     if not is_valid(belief, X_WO, config):
         return None
     grasp = grasp_at(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
-    if grasp is None or hold_quantile(belief, X_WO, grasp, config) > 1.0:
+    if grasp is None or hold_quantile(belief, X_WO, grasp, config) > config.hold_max:
         return None
     return grasp
 
 
 def hold_quantile(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
     """The hold ratio (:func:`slide_core.planning.grasp.hold_ratios`) that 1 - epsilon of
-    the belief stays under: above 1, more than epsilon of it would turn out of the grip."""
+    the belief stays under: above ``config.hold_max``, more than epsilon of it asks more
+    of the pads than they are trusted with."""
     ratios = hold_ratios(belief, X_WO, grasp, config.gripper)
     return -margin_quantile(belief, -ratios, config.epsilon)
 
@@ -187,7 +189,7 @@ def _best_goal(
             if grasp is None:
                 continue
             hold = hold_quantile(belief, X, grasp, config)
-            if hold > 1.0:
+            if hold > config.hold_max:
                 continue
             if turn > 0.0 and any(
                 grasp_at(grid, X + np.array([0.0, 0.0, d]), g, com_best) is None
@@ -260,10 +262,10 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
             held += 1
             ratios = hold_ratios(belief, X, grasp, g)
             worst_hold = ratios[i_best] if held == 1 else min(worst_hold, ratios[i_best])
-            if ratios[i_best] > 1.0:
+            if ratios[i_best] > config.hold_max:
                 continue
             lifted += 1
-            p_held = max(p_held, float(belief.weight @ (stays & (ratios <= 1.0))))
+            p_held = max(p_held, float(belief.weight @ (stays & (ratios <= config.hold_max))))
     if stays_best == 0:
         return PlanningError(
             f'no goal: at no yaw does the object stick out the {need * 100:.1f} cm a grasp '
@@ -284,10 +286,10 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
         weight = float(belief.mass[i_best].sum())
         return PlanningError(
             f'no goal: wherever the pads would hold it, the weight of {weight:.2f} kg pulls '
-            f"on them with {worst_hold:.1f} times the moment they can resist (the fingers' "
-            f'{g.force:.0f} N over the held length and the pad width): its centre of mass is '
-            'too far from any overhang it can stick out; a stronger grip or longer pads would '
-            'be needed'
+            f"on them with {worst_hold:.2f} of the moment they can resist (the fingers' "
+            f'{g.force:.0f} N over the held length and the pad width), more than the '
+            f'{config.hold_max:.2f} they are trusted with: its centre of mass is too far from '
+            'any overhang it can stick out; a stronger grip or longer pads would be needed'
         )
     if p_held < 1.0 - config.epsilon - 1e-12:
         return UncertainBeliefError(

@@ -2,19 +2,23 @@
 much of what the pads can hold the object's weight asks of them.
 
 Holding the weight (:func:`hold_ratios`). Lifted by its overhang, the object hangs from the
-pads: its weight W acts at the centre of mass, a horizontal lever L from the middle H of the
-held part. A parallel gripper's fingers are coupled and close with force F each, so the
-lower pad carries N_b = F + W/2 and the upper N_t = F - W/2 (N_t + N_b = 2F; W > 2F
-cannot be held). Each pad's pressure can shift anywhere in its contact, a rectangle of the
-grip g (along the approach) by the pad width w, so the pair resists at most
-(N_t + N_b) g / 2 = F g about the axis across the approach and F w about the approach:
-the hold ratio max(W |L_along| / (F g), W |L_across| / (F w)) is the part of that the
-weight uses. At 1 even rigid pads let the object turn out of the grip; compliant pads
-begin to open at a third of it (an elastic pad's pressure stays positive only while its
-centre lies in the middle third of the contact), and the object droops in them from there.
-The goal search refuses goals whose ratio exceeds 1 for more than epsilon of the belief and
-prefers the smaller ratio below that (``PlannerConfig.hold_weight``): of two overhangs that
-both balance, the one nearer the centre of mass is held more surely.
+pads. A parallel gripper's fingers are coupled and close with force F each, so the upper
+pad presses down with N_t = F - W/2 and the lower carries N_b = F + W/2 (N_t + N_b = 2F;
+W > 2F cannot be held). The upper pad presses only the tallest part under it (within
+``PAD_REACH``), the lower one all it covers (the object's underside is flat on the table).
+Along the approach, with the upper pad's resultant at s_t and the lower one's at s_b, the
+weight at s_w: force and moment balance give N_t (s_b - s_t) = W (s_w - s_b), which
+contact points exist for while W |L| <= F g, g the span from the outermost point the upper
+pad presses to the innermost the lower one does, L the lever from the middle H of that span
+to the centre of mass (for pads pressing all they hold, g is the grip). Across the approach
+the same holds with the pads' width for g. The hold ratio max(W |L_along| / (F g),
+W |L_across| / (F g_across)) is the part of that the weight uses: at 1 even rigid pads let
+the object turn out of the grip; compliant pads begin to open at a third of it (an elastic
+pad's pressure stays positive only while its centre lies in the middle third of the
+contact), and the object droops in them from there. The goal search refuses goals whose
+ratio exceeds ``PlannerConfig.hold_max`` (0.5: a safety factor of 2) for more than epsilon
+of the belief and prefers the smaller ratio below that (``PlannerConfig.hold_weight``): of
+two overhangs that both balance, the one nearer the centre of mass is held more surely.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     boundary_rings,
+    cells_under,
     check_pose,
     covered,
     tallest_under,
@@ -48,6 +53,12 @@ class Grasp:
         p_WE: (2,) pads' front end, table frame [m]; z: mid-height of the held part [m].
         yaw: approach direction [rad]; grip: object length between the pads [m];
         width: how wide [m] the stretch of edge is along which a grasp would hold.
+        span, span_across: the pads' levers against the weight's moment [m], along the
+            approach and across it: from the outermost point the upper pad touches (the
+            tallest part under it) to the innermost the lower pad touches, and the same
+            across the pads' width (0: the grip and the pad width, the pads touching all
+            they cover); hold_back: how far [m] behind E along the approach the middle of
+            ``span`` lies (0: half the grip). :func:`hold_ratios` reads them.
     """
 
     p_WE: FloatArray
@@ -55,6 +66,9 @@ class Grasp:
     yaw: float
     grip: float
     width: float = 0.0
+    span: float = 0.0
+    span_across: float = 0.0
+    hold_back: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,16 +77,21 @@ class Grasp:
             'yaw': self.yaw,
             'grip_m': self.grip,
             'graspable_width_m': self.width,
+            'span_m': self.span,
+            'span_across_m': self.span_across,
         }
 
 
 _LINE_STEP = 0.001  # m between samples along the pads
+PAD_REACH = 0.003
+"""How much lower [m] than the tallest part under the upper pad a part may be and still be
+pressed by it: a rubber pad's give and the camera's height noise."""
 
 
 def grasp_at(
     grid: Grid, X_WO: Any, gripper: Gripper, com_O: FloatArray | None = None
 ) -> Grasp | None:
-    """The grasp of the overhang at X_WO nearest the centre of mass, or None.
+    """The grasp of the overhang at X_WO that holds the weight most surely, or None.
 
     Bands of the pads' width across the edge are tried every 5 mm. In each, the pads
     reach as far in as the clearance to the edge allows, or less when the object sticks
@@ -80,8 +99,11 @@ def grasp_at(
     is the object length under the pads along three lines across their width (both sides
     and the middle), the shortest of the three: a corner that only the middle of a pad
     touches does not count as held. Bands holding at least ``min_grip`` qualify; of those
-    whose neighbours 1 cm either side qualify too (if any), the one nearest the centre of
-    mass is taken (the least roll torque on the pads).
+    whose neighbours 1 cm either side qualify too (if any), the one whose levers hold the
+    centre of mass ``com_O`` (object frame) best is taken: the least of the weight's
+    moment over what the pads resist along and across the approach (module docstring;
+    the weight itself does not change the order), or without ``com_O`` the one nearest
+    the footprint's middle.
     """
     X = check_pose(X_WO, 'X_WO')
     height = float(grid.heights[grid.occupancy].max())
@@ -100,7 +122,6 @@ def grasp_at(
     lines_y = centres[:, None] + offsets[None, :]  # (B, 3)
     pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
     cov: NDArray[np.bool_] = np.asarray(covered(grid, X, pts), dtype=bool)  # (B, 3, Nx)
-    com_y = float(to_world(X, com_O)[1]) if com_O is not None else float(corners[:, 1].mean())
     # Per band (all at once): the pads reach from the first covered sample along x.
     covered_x: NDArray[np.bool_] = np.any(cov, axis=1)  # (B, Nx)
     has: NDArray[np.bool_] = np.any(covered_x, axis=1)
@@ -118,11 +139,67 @@ def grasp_at(
     robust = ok & np.roll(ok, 2) & np.roll(ok, -2)
     robust[:2] = robust[-2:] = False
     pick = robust if robust.any() else ok
-    i = int(np.argmin(np.where(pick, np.abs(centres - com_y), np.inf)))
+    span, across, back = _levers(grid, X, pts, cov & pads[:, None, :], fronts, half_w)
+    if com_O is None:
+        cost = np.abs(centres - float(corners[:, 1].mean()))
+    else:
+        p_WC = to_world(X, com_O)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            cost = np.maximum(
+                np.abs(p_WC[0] - (fronts - back)) / span, np.abs(p_WC[1] - centres) / across
+            )
+    i = int(np.argmin(np.where(pick & np.isfinite(cost), cost, np.inf)))
     held = covered(grid, X, pts[i][:, pads[i]]).any(axis=0)
     z = tallest_under(grid, X, pts[i][:, pads[i]][:, held]) / 2
     return Grasp(
-        np.array([fronts[i], float(centres[i])]), z, 0.0, float(grips[i]), float(ok.sum() * 0.005)
+        np.array([fronts[i], float(centres[i])]),
+        z,
+        0.0,
+        float(grips[i]),
+        float(ok.sum() * 0.005),
+        float(span[i]),
+        float(across[i]),
+        float(back[i]),
+    )
+
+
+def _levers(
+    grid: Grid,
+    X: FloatArray,
+    pts: FloatArray,
+    held: NDArray[np.bool_],
+    fronts: FloatArray,
+    half_w: float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(span, span_across, hold_back) of :class:`Grasp`, each (B,), for B bands: ``pts``
+    (B, 3, Nx, 2) the samples along their three lines (offsets -0.9, 0, 0.9 of the half
+    width, standing for the pads' whole width), ``held`` (B, 3, Nx) those between the pads
+    on the object, ``fronts`` (B,) the pads' front ends (x). A band holding nothing gets
+    NaN."""
+    r, c, inside = cells_under(grid, X, pts)
+    on = held & inside
+    h = np.where(on, grid.heights[np.where(on, r, 0), np.where(on, c, 0)], 0.0)
+    tallest = h.max(axis=(1, 2))
+    top = on & (h >= tallest[:, None, None] - PAD_REACH)  # where the upper pad presses
+    x = pts[..., 0]
+    with np.errstate(invalid='ignore'):
+        outer = np.where(top, x, np.inf).min(axis=(1, 2))
+        inner = np.where(on, x, -np.inf).max(axis=(1, 2))
+        lines = np.array([-1.0, 0.0, 1.0]) * half_w
+        t_any, b_any = top.any(axis=2), on.any(axis=2)  # (B, 3)
+        t_hi = np.where(t_any, lines, -np.inf).max(axis=1)
+        t_lo = np.where(t_any, lines, np.inf).min(axis=1)
+        b_hi = np.where(b_any, lines, -np.inf).max(axis=1)
+        b_lo = np.where(b_any, lines, np.inf).min(axis=1)
+        span = inner - outer
+        across = np.maximum(t_hi - b_lo, b_hi - t_lo)
+        back = fronts - 0.5 * (outer + inner)
+    none = ~on.any(axis=(1, 2))
+    nan = np.full(len(fronts), np.nan)
+    return (
+        np.where(none, nan, span),
+        np.where(none, nan, across),
+        np.where(none, nan, back),
     )
 
 
@@ -135,12 +212,15 @@ def hold_ratios(belief: Belief, X_WO: Any, grasp: Grasp, gripper: Gripper) -> Fl
     X = check_pose(X_WO, 'X_WO')
     u = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])  # along the approach
     v = np.array([-u[1], u[0]])
-    p_WH = np.asarray(grasp.p_WE, dtype=float) - 0.5 * grasp.grip * u
+    span = grasp.span if grasp.span > 0.0 else grasp.grip
+    span_across = grasp.span_across if grasp.span_across > 0.0 else gripper.finger_width
+    back = grasp.hold_back if grasp.hold_back > 0.0 else 0.5 * grasp.grip
+    p_WH = np.asarray(grasp.p_WE, dtype=float) - back * u
     L_W = to_world(X, belief.com()) - p_WH  # (K, 2) levers, table frame
     W = GRAVITY * belief.mass.sum(axis=1)  # (K,) [N]
     F = gripper.force
-    along = W * np.abs(L_W @ u) / (F * max(grasp.grip, 1e-9))
-    across = W * np.abs(L_W @ v) / (F * gripper.finger_width)
+    along = W * np.abs(L_W @ u) / (F * max(span, 1e-9))
+    across = W * np.abs(L_W @ v) / (F * max(span_across, 1e-9))
     ratio = np.maximum(along, across)
     return np.asarray(np.where(W > 2.0 * F, np.inf, ratio), dtype=float)
 

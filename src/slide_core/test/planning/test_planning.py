@@ -163,10 +163,29 @@ def test_the_hold_ratio_is_the_weights_moment_over_what_the_pads_resist() -> Non
     X = np.array([0.05, 0.0, 0.0])  # the pads from -5 to -1 cm, the centre of mass at 5 cm
     grasp = grasp_at(BAR, X, g)
     assert grasp is not None
-    lever = 0.05 - (grasp.p_WE[0] - grasp.grip / 2)
+    # A flat bar: the pads press all they hold, their levers are the grip and their width.
+    assert grasp.span == pytest.approx(grasp.grip, abs=2e-3)
+    assert grasp.span_across == pytest.approx(g.finger_width)
+    lever = 0.05 - (grasp.p_WE[0] - grasp.hold_back)
     assert lever == pytest.approx(0.08, abs=2e-3)
     ratio = hold_ratios(uniform(), X, grasp, g)
-    assert ratio == pytest.approx([M.sum() * 9.81 * lever / (g.force * grasp.grip)])
+    assert ratio == pytest.approx([M.sum() * 9.81 * lever / (g.force * grasp.span)])
+    # Its outer 2 cm 1 cm lower: the upper pad presses the inner 2 cm alone, so the
+    # span halves and its middle moves 1 cm in.
+    stepped = Grid(
+        0.02, BAR.occupancy, np.where(BAR.p_OC[:, 0] < -0.08, 0.01, 0.02).reshape(3, 10)
+    )
+    step = grasp_at(stepped, X, g)
+    assert step is not None and step.grip == pytest.approx(grasp.grip)
+    assert step.span == pytest.approx(grasp.span / 2, abs=2e-3)
+    assert step.hold_back == pytest.approx(grasp.hold_back - 0.01, abs=2e-3)
+    # Lower there in its middle and upper rows only: the band nearest the centre of mass
+    # would hold 2 cm; the grasp takes the one beside it, whose pads press 4 cm.
+    low = (BAR.p_OC[:, 0] < -0.08) & (BAR.p_OC[:, 1] > -0.01)
+    half = Grid(0.02, BAR.occupancy, np.where(low, 0.01, 0.02).reshape(3, 10))
+    beside = grasp_at(half, X, g, uniform().com()[0])
+    assert beside is not None and beside.p_WE[1] < -0.005
+    assert beside.span == pytest.approx(grasp.span, abs=2e-3)
     # Across the approach the lever meets the pads' width, not their grip: the same
     # centre of mass 2 cm to the side of the held part.
     side = replace(grasp, p_WE=grasp.p_WE + np.array([0.0, 0.02]))
@@ -190,18 +209,22 @@ def test_goals_keep_the_weight_within_what_the_pads_hold() -> None:
     tee = Grid.from_occupancy(occupancy, 0.01, 0.03)
     mass = np.where(tee.p_OC[:, 0] < -0.035, 0.025, 0.006)
     belief = Belief.create(tee, mass, np.full(tee.n, 0.5))
-    far = planner_config(CELL, overhang_weight=5.0, hold_weight=0.0)
+    far = planner_config(CELL, overhang_weight=5.0, hold_weight=0.0, hold_max=1.0)
     stem = select_goal(belief, [0.4, 0.0, 0.0], far)
     held = select_goal(belief, [0.4, 0.0, 0.0], replace(far, hold_weight=2.0))
     assert held.hold < 0.5 < stem.hold < 1.0
     assert held.overhang < stem.overhang
     assert stem.to_dict()['hold_ratio'] == stem.hold
     assert goal_acceptable(belief, held.X_WO, far) is not None
+    # Trusted with half their limit (the default), the pads do not hold the stem.
+    half = replace(far, hold_max=0.5)
+    assert goal_acceptable(belief, stem.X_WO, half) is None
+    assert select_goal(belief, [0.4, 0.0, 0.0], half).hold <= 0.5
     # Twice as tall and five times as heavy (9 kg), no end is held: no goal, and the error
     # says why.
     tall = Grid.from_occupancy(occupancy, 0.01, 0.06)
     heavy = Belief.create(tall, mass * 5.0, belief.friction)
-    with pytest.raises(PlanningError, match='times the moment they can resist'):
+    with pytest.raises(PlanningError, match='more than the 1.00 they are trusted with'):
         select_goal(heavy, [0.4, 0.0, 0.0], far)
     assert goal_acceptable(heavy, held.X_WO, far) is None
 
