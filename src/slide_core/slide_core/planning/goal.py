@@ -5,6 +5,7 @@ stays balanced for 1 - epsilon of the belief, while the last push brings it ther
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+import math
 from typing import Any
 
 import numpy as np
@@ -245,7 +246,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
     com_best = belief.com()[i_best]
     need_k = needed_margins(belief, config)
     stays_best = held = lifted = 0
-    worst_hold = 0.0  # the smallest hold ratio of the most probable model where it is held
+    least_hold = math.inf  # the most probable model's smallest hold ratio where it is held
     p_held = 0.0  # the most of the belief that stays and is held at one pose
     for yaw in _goal_yaws(X0, config):
         R = rotation(float(yaw))
@@ -261,7 +262,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
                 continue
             held += 1
             ratios = hold_ratios(belief, X, grasp, g)
-            worst_hold = ratios[i_best] if held == 1 else min(worst_hold, ratios[i_best])
+            least_hold = min(least_hold, float(ratios[i_best]))
             if ratios[i_best] > config.hold_max:
                 continue
             lifted += 1
@@ -286,7 +287,7 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
         weight = float(belief.mass[i_best].sum())
         return PlanningError(
             f'no goal: wherever the pads would hold it, the weight of {weight:.2f} kg pulls '
-            f"on them with {worst_hold:.2f} of the moment they can resist (the fingers' "
+            f"on them with {least_hold:.2f} of the moment they can resist (the fingers' "
             f'{g.force:.0f} N over the held length and the pad width), more than the '
             f'{config.hold_max:.2f} they are trusted with: its centre of mass is too far from '
             'any overhang it can stick out; a stronger grip or longer pads would be needed'

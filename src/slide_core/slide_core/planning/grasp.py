@@ -195,12 +195,8 @@ def _levers(
         across = np.maximum(t_hi - b_lo, b_hi - t_lo)
         back = fronts - 0.5 * (outer + inner)
     none = ~on.any(axis=(1, 2))
-    nan = np.full(len(fronts), np.nan)
-    return (
-        np.where(none, nan, span),
-        np.where(none, nan, across),
-        np.where(none, nan, back),
-    )
+    span[none] = across[none] = back[none] = np.nan
+    return span, across, back
 
 
 def hold_ratios(belief: Belief, X_WO: Any, grasp: Grasp, gripper: Gripper) -> FloatArray:
