@@ -58,7 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='pregrasp: planning-benchmark trials per object (0: skip it)',
     )
     parser.add_argument(
-        '--jobs', type=int, default=None, help='pregrasp: parallel processes (default: cores)'
+        '--jobs',
+        type=int,
+        default=None,
+        help='pregrasp, mit-push: parallel processes (default: cores)',
     )
     parser.add_argument(
         '--overhang-weight',
@@ -209,7 +212,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
     if args.suite == 'mit-push':
         from slide_bringup.bench import mitpush
 
-        return mitpush.run(args.data, progress=bar.log)
+        return mitpush.run(args.data, progress=bar.log, workers=args.jobs)
     from ati_netft import bench as bench_ft
 
     return bench_ft.run(progress=bar.log)

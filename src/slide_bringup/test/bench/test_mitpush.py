@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -64,3 +65,77 @@ def test_a_shape_has_its_mass_from_the_urdf_and_its_thickness_from_the_mesh(tmp_
     (obj / 'sq.obj').write_text('f 1 2 3\n')
     with pytest.raises(SlideInputError, match='no vertices'):
         load_shape(tmp_path, 'sq')
+
+
+def square_data(root: Path) -> list:
+    """An 8 cm steel square in the dataset's layout and three pushes on it, their 'recorded'
+    ends made up so that the tip frictions fit differently."""
+    from slide_bringup.bench.mitpush import RealPush
+
+    obj = root / 'obj'
+    obj.mkdir()
+    np.save(
+        obj / 'sq_ext.npy', 0.04 * np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
+    )
+    (obj / 'sq.urdf').write_text('<link name="link_object"><inertia ixx="0.5" iyy="0.001"/>')
+    (obj / 'sq.obj').write_text('v 0.04 0.04 -0.006\nv -0.04 -0.04 0.006\nf 1 2 1\n')
+    t = np.arange(0.0, 1.0, 0.004)
+    pushes = []
+    for i, (offset, end) in enumerate(
+        ((0.02, (0.02, 0.004, 0.3)), (-0.01, (0.025, -0.002, -0.1)), (0.0, (0.03, 0.0, 0.0)))
+    ):
+        p_WT = np.column_stack((-0.05 + 0.04 * t, np.full_like(t, offset)))
+        X = np.zeros((len(t), 3))
+        X[-1] = end
+        pushes.append(RealPush(f'p{i}', 'sq', t, X, p_WT))
+    return pushes
+
+
+def test_the_friction_fits_stop_a_friction_that_cannot_win_and_find_the_grid_minimum(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from slide_bringup.bench.mitpush import (
+        TIP_RADIUS,
+        Fit,
+        core_object,
+        fit_core,
+        fit_limit_surface,
+        load_shape,
+        predict_core,
+    )
+    from slide_core.physics import limit_surface
+
+    train = square_data(tmp_path)
+    shape = load_shape(tmp_path, 'sq')
+    mus = (0.2, 0.6, 0.1, 0.3)
+    ls = limit_surface.LimitSurfaceObject.from_outline(shape.outline)
+    ls_err = [
+        np.mean(
+            [
+                errors(
+                    limit_surface.simulate(ls, p.X_WO[0], p.p_WT, TIP_RADIUS, mu)[-1], p.X_WO[-1]
+                )[0]
+                for p in train
+            ]
+        )
+        for mu in mus
+    ]
+    expected = (mus[int(np.argmin(ls_err))], min(ls_err))
+    assert fit_limit_surface(tmp_path, train, mus) == pytest.approx(expected)
+    with ProcessPoolExecutor(2) as pool:
+        assert fit_limit_surface(tmp_path, train, mus, pool) == pytest.approx(expected)
+
+    # Pushes whose recorded ends are the core's own replays at a tip friction of 0.1: the
+    # fit finds it, and every other friction is worse after its first push already.
+    core = core_object(shape)
+    train = [
+        replace(p, X_WO=np.vstack((p.X_WO[:-1], predict_core(core, p, np.array([0.25]), 0.1))))
+        for p in train
+    ]
+    said: list[str] = []
+    fit = fit_core(tmp_path, train, (0.1, 0.6, 0.2), (0.25,), said.append)
+    assert fit == Fit(0.25, 0.1, pytest.approx(0.0, abs=1e-9))
+    assert said[1:] == [
+        'fit: tip friction 0.600 (2/3): above the best after 1 of 3 pushes',
+        'fit: tip friction 0.200 (3/3): above the best after 1 of 3 pushes',
+    ]
