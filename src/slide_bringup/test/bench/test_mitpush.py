@@ -139,3 +139,18 @@ def test_the_friction_fits_stop_a_friction_that_cannot_win_and_find_the_grid_min
         'fit: tip friction 0.600 (2/3): above the best after 1 of 3 pushes',
         'fit: tip friction 0.200 (3/3): above the best after 1 of 3 pushes',
     ]
+
+
+def test_a_replay_moves_a_tip_start_out_of_the_object_and_no_further(tmp_path):
+    from slide_bringup.bench.mitpush import TIP_RADIUS, clear_start, core_object, load_shape
+
+    square_data(tmp_path)
+    obj = core_object(load_shape(tmp_path, 'sq'))
+    X0 = np.array([0.0, 0.0, 0.0])
+    side = -0.04 - TIP_RADIUS  # the tip's centre touching the square's left side
+    for start, moved in ((side + 0.0002, side - 1e-6), (side - 0.0003, side - 0.0003)):
+        path = np.column_stack((start + np.linspace(0.0, 0.03, 10), np.full(10, 0.01)))
+        cleared = clear_start(obj, X0, path)
+        assert cleared[0] == pytest.approx([moved, 0.01], abs=1e-9)
+        # The whole path moves with its start: the push keeps its length.
+        assert np.allclose(cleared - cleared[0], path - path[0])
