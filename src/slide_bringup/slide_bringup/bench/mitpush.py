@@ -100,13 +100,24 @@ def load_push(path: Path) -> RealPush:
     """Read one .h5 push and resample its tip and object streams onto one time base."""
     import h5py  # type: ignore[import-untyped]
 
-    with h5py.File(path, 'r') as f:
+    try:
+        f = h5py.File(path, 'r')
+    except OSError as exc:
+        raise SlideInputError(f'{path.name}: not a readable HDF5 push ({exc})') from None
+    with f:
         try:
             tip = np.asarray(f['tip_pose'], dtype=float)
             obj = np.asarray(f['object_pose'], dtype=float)
             ft = np.asarray(f['ft_wrench'], dtype=float)
         except KeyError as exc:
             raise SlideInputError(f'{path.name}: missing dataset {exc}') from None
+    # Rows of (time, x, y, yaw, ...); the wrench's time stamps bound the common span.
+    for name, a, columns in (('tip_pose', tip, 3), ('object_pose', obj, 4), ('ft_wrench', ft, 1)):
+        if a.ndim != 2 or a.shape[0] < 2 or a.shape[1] < columns:
+            raise SlideInputError(
+                f'{path.name}: {name} has shape {a.shape}; expected rows of at least '
+                f'{columns} columns (time first), two rows or more'
+            )
     t0 = max(tip[0, 0], obj[0, 0], ft[0, 0])
     t1 = min(tip[-1, 0], obj[-1, 0], ft[-1, 0])
     if not t1 > t0:

@@ -48,6 +48,19 @@ def test_a_file_without_a_stream_is_refused(tmp_path):
         load_push(path)
 
 
+def test_a_file_that_is_not_a_push_is_refused_with_its_name(tmp_path):
+    path = tmp_path / 'garbage.h5'
+    path.write_bytes(b'not hdf5')
+    with pytest.raises(SlideInputError, match='garbage.h5: not a readable HDF5 push'):
+        load_push(path)
+    path = tmp_path / 'flat.h5'
+    with h5py.File(path, 'w') as f:
+        for name in ('tip_pose', 'object_pose', 'ft_wrench'):
+            f[name] = np.arange(4.0)
+    with pytest.raises(SlideInputError, match=r'flat.h5: tip_pose has shape \(4,\)'):
+        load_push(path)
+
+
 def test_a_shape_has_its_mass_from_the_urdf_and_its_thickness_from_the_mesh(tmp_path):
     from slide_bringup.bench.mitpush import core_object, load_shape
 
