@@ -424,4 +424,5 @@ def run(
         'core_support_friction': fit.mu_support,
         'core_fit_pushes': len(subset),
         'limit_surface_tip_friction': mu_ls,
+        'processes': workers,
     }
