@@ -10,6 +10,7 @@ lifecycle manager can drive it instead (``autostart:=false``).
 from __future__ import annotations
 
 from collections.abc import Callable
+import faulthandler
 import sys
 import threading
 import time
@@ -192,6 +193,10 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
         if rclpy.ok():
             raise
     finally:
+        # A shutdown that hangs (a thread stuck in a callback, or in DDS) ends in a SIGKILL
+        # from whoever started the node; its log then says where every thread was. The
+        # watchdog runs on through the interpreter's exit, where it joins those threads.
+        faulthandler.dump_traceback_later(STOP_REPORT_S, exit=False)
         # Work in flight (an action's execute callback in the executor's threads, which the
         # interpreter joins at exit) sees ``stopping`` and ends; give it a moment.
         node.stopping.set()
@@ -205,3 +210,8 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
 
 STOP_GRACE_S = 3.0
 """How long run() waits for work in flight to stop before the node is destroyed."""
+
+STOP_REPORT_S = 4.0
+"""How long a node may take to end once run() stops spinning before it writes every
+thread's stack to stderr, its log (within the 8 s that ``slide launch`` and the 5 s that
+``ros2 launch`` give a node after SIGINT)."""
