@@ -149,7 +149,7 @@ def grasp_at(
                 np.abs(p_WC[0] - (fronts - back)) / span, np.abs(p_WC[1] - centres) / across
             )
     i = int(np.argmin(np.where(pick & np.isfinite(cost), cost, np.inf)))
-    held = covered(grid, X, pts[i][:, pads[i]]).any(axis=0)
+    held = cov[i][:, pads[i]].any(axis=0)
     z = tallest_under(grid, X, pts[i][:, pads[i]][:, held]) / 2
     return Grasp(
         np.array([fronts[i], float(centres[i])]),
