@@ -385,12 +385,12 @@ def run(
     train = load_split(root, 'train')
     test = load_split(root, 'test_butter')
     progress(f'{len(train)} train and {len(test)} test pushes; replays in {workers} processes')
-    with contextlib.ExitStack() as stack:
-        pool = None
-        if workers > 1:
-            pool = stack.enter_context(
-                ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
-            )
+    replays: contextlib.AbstractContextManager[Executor | None] = (
+        ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
+        if workers > 1
+        else contextlib.nullcontext()
+    )
+    with replays as pool:
         mu_ls, ls_train = fit_limit_surface(root, train, pool=pool)
         progress(f'limit surface: tip friction {mu_ls:.3f} (train error {ls_train * 1000:.1f} mm)')
         count = len(train) if fit_pushes is None else max(1, min(fit_pushes, len(train)))
