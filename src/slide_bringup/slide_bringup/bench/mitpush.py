@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 import contextlib
 from dataclasses import dataclass
-import os
 from pathlib import Path
 import re
 from typing import TypeVar
@@ -30,6 +29,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from slide_bringup.bench.pool import processes
 from slide_bringup.bench.warmup import warm_up
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, polygon_coverage, rotation, wrap_angle
@@ -379,12 +379,13 @@ def run(
     """
     if not (root / 'abs').is_dir():
         raise SlideInputError(f'{root}: not the mit-push data folder (no abs/ inside)')
-    workers = workers or max(1, os.cpu_count() or 1)
-    if workers < 1:
-        raise SlideInputError(f'the replays need at least 1 process, got {workers}')
+    workers = processes(workers)
     train = load_split(root, 'train')
     test = load_split(root, 'test_butter')
-    progress(f'{len(train)} train and {len(test)} test pushes; replays in {workers} processes')
+    progress(
+        f'{len(train)} train and {len(test)} test pushes; replays in '
+        f'{"1 process" if workers == 1 else f"{workers} processes"}'
+    )
     replays: contextlib.AbstractContextManager[Executor | None] = (
         ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
         if workers > 1

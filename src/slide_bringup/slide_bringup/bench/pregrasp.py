@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 import math
-import os
 import time
 from typing import Any
 
 import numpy as np
 
+from slide_bringup.bench.pool import processes
 from slide_bringup.bench.warmup import warm_up
 from slide_bringup.episode import run_episode
 from slide_core.geometry import rotation, wrap_angle
@@ -191,7 +191,7 @@ def run(
         raise ValueError(f'unknown methods {bad}; choose from {", ".join(METHODS)}')
     if seeds < 1 or planning_trials < 0:
         raise ValueError('seeds must be >= 1 and planning trials >= 0')
-    workers = workers or max(1, os.cpu_count() or 1)
+    workers = processes(workers)
     jobs = [
         (n, seed + s, m, overhang_weight, support)
         for n in names

@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--jobs',
         type=int,
         default=None,
-        help='pregrasp, mit-push: parallel processes (default: cores)',
+        help='pregrasp, mit-push: parallel processes, at least 1 (default: one per core)',
     )
     parser.add_argument(
         '--overhang-weight',
