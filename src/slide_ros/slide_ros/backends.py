@@ -65,8 +65,12 @@ class Backend(Protocol):
         poses are stamped by), or None where it does not say (then: now); stop where it
         is as soon as ``should_stop()`` is true."""
 
-    def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
-        """Open or close; the final opening [m] and whether an object is held."""
+    def gripper(
+        self, width: float, max_effort: float, should_stop: Callable[[], bool]
+    ) -> tuple[float, bool] | None:
+        """Open or close; the final opening [m] and whether an object is held, or None when
+        ``should_stop()`` came true first (the command is then cancelled where it can
+        be). RuntimeError when the gripper refuses or fails the command."""
 
     def tool_pose(self, tool: str) -> ToolPose | None:
         """The tool's latest pose, or None before the first."""
@@ -85,6 +89,8 @@ def waypoint_msgs(waypoints: list[Waypoint], frame: str) -> list[PoseStamped]:
     return out
 
 
+GRIPPER_WAIT_S = 30.0
+"""How long [s] a gripper command may take before it is a failure."""
 HANDSHAKE_WAIT_S = 2.0
 """How long [s] :meth:`TwinBackend.connect` waits for an answer before it asks again."""
 
@@ -188,12 +194,24 @@ class TwinBackend:
             return Motion(False, message=result.message or f'arm error {result.error.code}')
         return Motion(True)
 
-    def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
+    def gripper(
+        self, width: float, max_effort: float, should_stop: Callable[[], bool]
+    ) -> tuple[float, bool] | None:
         goal = GripperCommand.Goal(width=float(width), max_effort=float(max_effort))
         handle = wait_for(self._grip.send_goal_async(goal), 5.0)
-        if handle is None or not handle.accepted:
-            raise TimeoutError('the gripper refused the command')
-        result = wait_for(handle.get_result_async(), 30.0).result
+        if not handle.accepted:
+            raise RuntimeError('the gripper refused the command')
+        result_future = handle.get_result_async()
+        if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
+            if self.node.context.ok():  # else the process is ending: nothing can be sent
+                wait_for(handle.cancel_goal_async(), 5.0)
+                wait_for(result_future, 10.0)
+            return None
+        result = result_future.result().result
+        if result.error.code != ErrorCode.SUCCESS:
+            raise RuntimeError(
+                f'the gripper failed: {result.message or f"error {result.error.code}"}'
+            )
         return float(result.width), bool(result.holding)
 
     def tool_pose(self, tool: str) -> ToolPose | None:

@@ -466,7 +466,7 @@ class ExecutorNode(SlideNode):
 
         # Perception lags the camera: wait (a little) until the object poses cover the push.
         end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
-        while time.monotonic() < end:
+        while time.monotonic() < end and not self.stopping.is_set():
             with self._lock:
                 latest = self._poses[-1][0] if self._poses else -math.inf
             if latest >= t2:
@@ -551,8 +551,19 @@ class ExecutorNode(SlideNode):
         def stop() -> bool:
             return bool(handle.is_cancel_requested or self.stopping.is_set())
 
+        def grip(width: float, effort: float, what: str) -> tuple[float, bool]:
+            try:
+                gripped = backend.gripper(width, effort, stop)
+            except RuntimeError:  # refused or failed: the gripper leaves the object
+                self._retract('gripper')
+                raise
+            if gripped is None:
+                self._retract('gripper')
+                raise Failure(ErrorCode.CANCELED, f'cancelled while {what}: gripper raised')
+            return gripped
+
         phase('open')
-        backend.gripper(g.max_opening, 0.0)
+        grip(g.max_opening, 0.0, 'opening')
         phase('pre_grasp')
         motion = backend.follow('gripper', approach, lambda _i, _t: None, stop)
         if not motion.completed:
@@ -560,7 +571,7 @@ class ExecutorNode(SlideNode):
             code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
             raise Failure(code, motion.message or 'the gripper did not reach the pre-grasp')
         phase('close')
-        backend.gripper(2 * z, g.force)
+        grip(2 * z, g.force, 'closing')
         z0 = backend.tool_pose('gripper')
         phase('lift')
         motion = backend.follow('gripper', up, lambda _i, _t: None, stop)
@@ -568,7 +579,7 @@ class ExecutorNode(SlideNode):
             code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
             raise Failure(code, motion.message or 'the lift failed')
         phase('check')
-        _, holding = backend.gripper(2 * z, g.force)
+        _, holding = grip(2 * z, g.force, 'checking the hold')
         z1 = backend.tool_pose('gripper')
         lifted = float(z1.p_W[2] - z0.p_W[2]) if z0 is not None and z1 is not None else 0.0
         return holding, lifted

@@ -31,7 +31,7 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 
 from slide_core.model import Waypoint, Workcell
-from slide_ros.backends import Motion, ToolPose
+from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose
 from slide_ros.lifecycle import NotReady, wait_for
 
 MAX_TOOL_SPEED = 0.25  # m/s: what velocity scaling 1.0 means for a LIN motion (Pilz default)
@@ -120,14 +120,23 @@ class MoveItBackend:
                 time.sleep(0.01)
         return Motion(True)
 
-    def gripper(self, width: float, max_effort: float) -> tuple[float, bool]:
+    def gripper(
+        self, width: float, max_effort: float, should_stop: Callable[[], bool]
+    ) -> tuple[float, bool] | None:
         from control_msgs.action import GripperCommand  # noqa: PLC0415 - robot PC only
 
         goal = GripperCommand.Goal()
         goal.command.position = float(width) / 2
         goal.command.max_effort = float(max_effort)
         handle = wait_for(self._gripper.send_goal_async(goal), 5.0)
-        result = wait_for(handle.get_result_async(), 30.0).result
+        if not handle.accepted:
+            raise RuntimeError(f'the gripper ({self.gripper_action}) refused the command')
+        result_future = handle.get_result_async()
+        if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
+            if self.node.context.ok():  # else the process is ending: nothing can be sent
+                wait_for(handle.cancel_goal_async(), 5.0)
+            return None
+        result = result_future.result().result
         return 2.0 * float(result.position), bool(result.stalled and not result.reached_goal)
 
     def tool_pose(self, tool: str) -> ToolPose | None:

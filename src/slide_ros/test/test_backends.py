@@ -1,10 +1,13 @@
 """The twin backend over real DDS against the real twin node: connecting waits until the
-twin's answers arrive, so that no motion runs unanswered."""
+twin's answers arrive, so that no motion runs unanswered; a gripper command stops when
+asked and fails loudly."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+import contextlib
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -44,12 +47,14 @@ class LosesFirstAnswers:
         return getattr(self._handle, name)
 
 
-@pytest.fixture
-def twin() -> Iterator[TwinNode]:
+@contextlib.contextmanager
+def running_twin(**overrides: Any) -> Iterator[TwinNode]:
     context = Context()
     rclpy.init(context=context)
     node = TwinNode(
-        context=context, namespace='/backend_test', parameter_overrides=twin_parameters()
+        context=context,
+        namespace='/backend_test',
+        parameter_overrides=twin_parameters(**overrides),
     )
     executor = MultiThreadedExecutor(num_threads=3, context=context)
     executor.add_node(node)
@@ -62,6 +67,12 @@ def twin() -> Iterator[TwinNode]:
         node.destroy_node()
         context.try_shutdown()
         spin.join(timeout=5.0)
+
+
+@pytest.fixture
+def twin() -> Iterator[TwinNode]:
+    with running_twin() as node:
+        yield node
 
 
 def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -> None:
@@ -113,3 +124,21 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
 def now(peer: Peer) -> float:
     """ROS time [s] on the test's clock (the twin stamps by the same system clock)."""
     return float(peer.node.get_clock().now().nanoseconds) / 1e9
+
+
+def test_a_stopped_gripper_command_is_cancelled_and_a_failed_one_raises() -> None:
+    # A tenth of real time: the twin's fingers take 8 s to close.
+    with running_twin(real_time_factor=0.1):
+        peer = Peer('backend_test_gripper')
+        try:
+            backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+            backend.connect(30.0)
+            asked = time.monotonic()
+            stop_at = asked + 0.3
+            assert backend.gripper(0.02, 10.0, lambda: time.monotonic() > stop_at) is None
+            # It came back when the twin had ended the command on the cancel, not after 8 s.
+            assert time.monotonic() - asked < 4.0
+            with pytest.raises(RuntimeError, match='the gripper failed: width must be >= 0'):
+                backend.gripper(-1.0, 10.0, lambda: False)
+        finally:
+            peer.close()
