@@ -350,7 +350,8 @@ class ExecutorNode(SlideNode):
 
     def _retract(self, tool: str, back_W: FloatArray | None = None) -> None:
         """Pull ``tool`` back (by ``back_W``) and lift it, whatever happened before (not
-        while the node is shutting down: the arm then stays where it stopped)."""
+        while the node is shutting down, nor on once it begins to: the arm then stays where
+        it stopped)."""
         assert self.backend is not None
         if self.stopping.is_set():
             return
@@ -365,7 +366,7 @@ class ExecutorNode(SlideNode):
             waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
         up = LIFT if tool == 'fingertip' else p[2] + 0.1
         waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
-        self.backend.follow(tool, waypoints, lambda _i, _t: None, lambda: False)
+        self.backend.follow(tool, waypoints, lambda _i, _t: None, self.stopping.is_set)
 
     def _push(self, handle: Any) -> Push.Result:
         result = Push.Result()

@@ -142,3 +142,48 @@ def test_a_stopped_gripper_command_is_cancelled_and_a_failed_one_raises() -> Non
                 backend.gripper(-1.0, 10.0, lambda: False)
         finally:
             peer.close()
+
+
+class Silent:
+    """The twin's action server handle once the twin has stopped answering: it still takes
+    goals and cancels, but no answer to a cancel or a result request leaves it."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def send_cancel_response(self, header: Any, response: Any) -> None:
+        pass
+
+    def send_result_response(self, header: Any, response: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+
+def test_a_stopped_command_to_a_silent_twin_ends_when_the_process_does() -> None:
+    with running_twin(real_time_factor=0.1) as twin:
+        peer = Peer('backend_test_silent')
+        try:
+            backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+            backend.connect(30.0)
+            twin.gripper_server._handle = Silent(twin.gripper_server._handle)
+            stop_at = time.monotonic() + 0.3
+            returned: list[Any] = []
+            call = threading.Thread(
+                target=lambda: returned.append(
+                    backend.gripper(0.02, 10.0, lambda: time.monotonic() > stop_at)
+                )
+            )
+            call.start()
+            time.sleep(1.5)
+            assert call.is_alive()  # stopped, and waiting for the cancel's answer
+        finally:
+            closed = time.monotonic()
+            peer.close()
+        call.join(timeout=10.0)
+        # It gave up as the process ended, not after waiting 5 s for the cancel's answer
+        # and 10 s for the result.
+        assert not call.is_alive()
+        assert returned == [None]
+        assert time.monotonic() - closed < 3.0
