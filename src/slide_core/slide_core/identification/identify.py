@@ -79,7 +79,8 @@ def identify(
         method: one of METHODS.
         bounds: parameter bounds (default :meth:`Bounds.from_grid`).
         K: models of the probabilistic method (the others give one).
-        budget: simulations (hypothesis evaluations) allowed, for all K together.
+        budget: simulations (hypothesis evaluations) allowed, for all K together (at
+            least K for the probabilistic method).
         temperature: softmax temperature, relative to the best loss (dimensionless: a
             model whose loss exceeds the best by ``temperature`` times the best loss has
             1/e of its weight).
@@ -105,6 +106,11 @@ def identify(
         raise IdentificationError(f'K must be at least 1 model, got {K}')
     if com_directions < 0:
         raise IdentificationError(f'com_directions must be 0 or more, got {com_directions}')
+    if method == 'probabilistic' and budget < K:
+        raise IdentificationError(
+            f'a budget of {budget} simulations cannot evaluate each of the {K} models once: '
+            'give a budget of at least as many simulations as models, or fewer models'
+        )
     grid = train.grid
     n = grid.n
     bounds = bounds or Bounds.from_grid(grid)

@@ -80,6 +80,11 @@ class IdentificationSettings:
             )
         if self.K < 1 or self.budget < 1:
             raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
+        if self.method == 'probabilistic' and self.budget < self.K:
+            raise SlideInputError(
+                f'a budget of {self.budget} simulations cannot evaluate each of the {self.K} '
+                'models once: give a budget of at least as many simulations as models'
+            )
         if self.com_directions < 0:
             raise SlideInputError(f'com_directions must be 0 or more, got {self.com_directions}')
         if self.support not in SUPPORT_MODELS:

@@ -203,6 +203,10 @@ def test_bad_requests_are_refused():
         identify(train, 'gradient-descent')
     with pytest.raises(IdentificationError, match='budget'):
         identify(train, 'analytic', budget=0)
+    # K models that the budget cannot even evaluate once each are not an identification.
+    with pytest.raises(IdentificationError, match='budget of 7 simulations .* each of the 8'):
+        identify(train, 'probabilistic', K=8, budget=7)
+    assert identify(train, 'analytic', K=8, budget=7).belief.K == 1  # one model: K unused
     flat = Grid(0.02, np.ones((1, 2), bool), np.zeros((1, 2)))
     with pytest.raises(IdentificationError, match='height'):
         Bounds.from_grid(flat)
