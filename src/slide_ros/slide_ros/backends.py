@@ -89,6 +89,18 @@ def waypoint_msgs(waypoints: list[Waypoint], frame: str) -> list[PoseStamped]:
     return out
 
 
+def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
+    """Cancel an action goal of ``node``'s and wait for it to end, or for the process to end
+    first (once ``node``'s context has shut down no answer can come). TimeoutError when the
+    server does not answer in time."""
+
+    def ending() -> bool:
+        return not node.context.ok()
+
+    if wait_for(handle.cancel_goal_async(), 5.0, ending) is not None:
+        wait_for(result_future, 10.0, ending)
+
+
 GRIPPER_WAIT_S = 30.0
 """How long [s] a gripper command may take before it is a failure."""
 HANDSHAKE_WAIT_S = 2.0
@@ -186,22 +198,12 @@ class TwinBackend:
         stopped = wait_for(result_future, 600.0, should_stop) is None
         if stopped:
             if self.node.context.ok():  # else the process is ending: nothing can be sent
-                self._cancel(handle, result_future)
+                cancel_goal(self.node, handle, result_future)
             return Motion(False, True, 'stopped')
         result = result_future.result().result
         if result.error.code != ErrorCode.SUCCESS:
             return Motion(False, message=result.message or f'arm error {result.error.code}')
         return Motion(True)
-
-    def _cancel(self, handle: Any, result_future: Any) -> None:
-        """Cancel a goal and wait for it to end, or for the process to end first (a
-        shutdown that has begun ends these waits: no answer can come then)."""
-
-        def ending() -> bool:
-            return not self.node.context.ok()
-
-        if wait_for(handle.cancel_goal_async(), 5.0, ending) is not None:
-            wait_for(result_future, 10.0, ending)
 
     def gripper(
         self, width: float, max_effort: float, should_stop: Callable[[], bool]
@@ -213,7 +215,7 @@ class TwinBackend:
         result_future = handle.get_result_async()
         if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
             if self.node.context.ok():  # else the process is ending: nothing can be sent
-                self._cancel(handle, result_future)
+                cancel_goal(self.node, handle, result_future)
             return None
         result = result_future.result().result
         if result.error.code != ErrorCode.SUCCESS:

@@ -555,7 +555,7 @@ class ExecutorNode(SlideNode):
         def grip(width: float, effort: float, what: str) -> tuple[float, bool]:
             try:
                 gripped = backend.gripper(width, effort, stop)
-            except RuntimeError:  # refused or failed: the gripper leaves the object
+            except (RuntimeError, TimeoutError):  # refused, failed or silent: leave the object
                 self._retract('gripper')
                 raise
             if gripped is None:

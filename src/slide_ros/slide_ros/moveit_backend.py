@@ -31,7 +31,7 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 
 from slide_core.model import Waypoint, Workcell
-from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose
+from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, cancel_goal
 from slide_ros.lifecycle import NotReady, wait_for
 
 MAX_TOOL_SPEED = 0.25  # m/s: what velocity scaling 1.0 means for a LIN motion (Pilz default)
@@ -134,7 +134,7 @@ class MoveItBackend:
         result_future = handle.get_result_async()
         if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
             if self.node.context.ok():  # else the process is ending: nothing can be sent
-                wait_for(handle.cancel_goal_async(), 5.0)
+                cancel_goal(self.node, handle, result_future)
             return None
         result = result_future.result().result
         return 2.0 * float(result.position), bool(result.stalled and not result.reached_goal)
