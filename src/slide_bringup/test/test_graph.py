@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 import dataclasses
 import importlib.util
+import math
 from pathlib import Path
 import signal
 import time
@@ -289,6 +290,23 @@ def test_identification_honours_cancel(rig: Rig) -> None:
     assert result.status == 5 and result.result.error.code == ErrorCode.CANCELED
     print(f'identification stopped {stopped_s:.2f} s after cancel, at {progress[-1]} sims')
     assert progress[-1] < 10**6
+
+
+def test_identification_refuses_a_goal_it_cannot_meet_before_reading_data(rig: Rig) -> None:
+    # No grid and no pushes: the settings are checked first, and named.
+    for fields, reason in (
+        ({'method': 'gradient-descent'}, 'unknown identification method'),
+        ({'num_models': 8, 'budget': 7}, 'budget of 7 simulations'),
+        ({'density_max': math.inf}, 'density_max must be finite'),
+        ({'friction_max': 0.005}, 'friction_max must be finite and > 0.01'),
+    ):
+        goal = Identify.Goal()
+        for name, value in fields.items():
+            setattr(goal, name, value)
+        _, done = rig.peer.send(rig.identify, goal)
+        result = rig.peer.result(done, 30).result
+        assert result.error.code == ErrorCode.INVALID_GOAL, (fields, result.message)
+        assert reason in result.message
 
 
 def test_behaviour_abort_mid_push_retracts_and_names_the_stage(rig: Rig) -> None:

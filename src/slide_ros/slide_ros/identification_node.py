@@ -33,6 +33,7 @@ from slide_core.identification import (
     Bounds,
     IdentificationCancelledError,
     TrainingSet,
+    check_limits,
     identify,
 )
 from slide_core.io import (
@@ -45,6 +46,7 @@ from slide_core.io import (
 )
 from slide_core.model import load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
+from slide_core.task import IdentificationSettings
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
 from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
@@ -123,11 +125,29 @@ class IdentificationNode(SlideNode):
         ]
         return grid, pushes, f'{len(pushes)} pushes'
 
+    def _settings(self, goal: Any) -> tuple[str, int, int]:
+        """The goal's method, K and budget (0: the node's defaults), its bounds checked;
+        SlideInputError naming the field when they cannot make an identification (checked
+        before any data is read, so that the answer is INVALID_GOAL, not BAD_DATA)."""
+        settings = IdentificationSettings(
+            method=goal.method or 'probabilistic',
+            K=int(goal.num_models) or int(self.p['default_models']),
+            budget=int(goal.budget) or int(self.p['default_budget']),
+        )
+        check_limits(goal.density_max or DENSITY_MAX, goal.friction_max or FRICTION_BOUND)
+        return settings.method, settings.K, settings.budget
+
     def _execute(self, handle: Any) -> Identify.Result:
         goal = handle.request
         result = Identify.Result()
         if not self.active:
             result.error.code, result.message = ErrorCode.NOT_READY, 'not active'
+            handle.abort()
+            return result
+        try:
+            method, K, budget = self._settings(goal)
+        except SlideInputError as exc:
+            result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
             handle.abort()
             return result
         t0 = time.perf_counter()
@@ -154,10 +174,10 @@ class IdentificationNode(SlideNode):
             train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,
-                goal.method or 'probabilistic',
+                method,
                 bounds=bounds,
-                K=int(goal.num_models) or int(self.p['default_models']),
-                budget=int(goal.budget) or int(self.p['default_budget']),
+                K=K,
+                budget=budget,
                 temperature=float(self.get_parameter('temperature').value),
                 com_directions=int(self.get_parameter('com_directions').value),
                 seed=int(goal.seed),

@@ -68,7 +68,13 @@ its maximum and mass at (2k/K - 1) of it; each model starts at half its bounds.
 
 from __future__ import annotations
 
-from slide_core.identification.bounds import DENSITY_MAX, FRICTION_BOUND, Bounds, schedule
+from slide_core.identification.bounds import (
+    DENSITY_MAX,
+    FRICTION_BOUND,
+    Bounds,
+    check_limits,
+    schedule,
+)
 from slide_core.identification.errors import (
     IdentificationCancelledError,
     IdentificationError,
@@ -133,6 +139,7 @@ __all__ = [
     'build_push',
     'sensor_offset',
     'candidates',
+    'check_limits',
     'on_table',
     'choose',
     'com_spread',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 
 import numpy as np
 
@@ -27,9 +28,8 @@ class Bounds:
         cls, grid: Grid, density_max: float = DENSITY_MAX, friction_max: float = FRICTION_BOUND
     ) -> Bounds:
         """Each cell at most ``density_max`` times its volume (its covered part's,
-        :attr:`Grid.area`); friction up to the maximum."""
-        if not (density_max > 0 and friction_max > 0.01):
-            raise IdentificationError('density_max must be positive and friction_max > 0.01')
+        :attr:`Grid.area`); friction up to the maximum (:func:`check_limits`)."""
+        check_limits(density_max, friction_max)
         heights = grid.heights[grid.occupancy]
         if np.any(heights <= 0):
             raise IdentificationError(
@@ -56,6 +56,15 @@ class Bounds:
 
     def middle(self) -> FloatArray:
         return (self.lower() + self.upper()) / 2
+
+
+def check_limits(density_max: float, friction_max: float) -> None:
+    """IdentificationError unless the density bound [kg/m^3] is finite and positive and the
+    friction bound finite and above the friction floor (0.01)."""
+    if not (math.isfinite(density_max) and density_max > 0):
+        raise IdentificationError(f'density_max must be finite and positive, got {density_max}')
+    if not (math.isfinite(friction_max) and friction_max > 0.01):
+        raise IdentificationError(f'friction_max must be finite and > 0.01, got {friction_max}')
 
 
 def schedule(bounds: Bounds, K: int) -> list[Bounds]:

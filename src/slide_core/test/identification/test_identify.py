@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
@@ -237,3 +239,19 @@ def test_a_cell_covered_in_part_is_bounded_by_its_covered_volume():
     part = Bounds.from_grid(Grid(0.02, occ, heights, coverage))
     whole = Bounds.from_grid(Grid(0.02, occ, heights))
     np.testing.assert_allclose(part.mass_max, whole.mass_max * [0.5, 1, 1, 1, 1, 0.25])
+
+
+@pytest.mark.parametrize(
+    ('density_max', 'friction_max', 'reason'),
+    [
+        (math.inf, 1.0, 'density_max must be finite and positive, got inf'),
+        (0.0, 1.0, 'density_max must be finite and positive'),
+        (8000.0, math.nan, 'friction_max must be finite and > 0.01, got nan'),
+        (8000.0, 0.01, 'friction_max must be finite and > 0.01'),
+    ],
+)
+def test_bounds_that_bound_nothing_are_refused(density_max, friction_max, reason):
+    # An infinite density bound put every model's start at infinity: the fit then failed
+    # blaming "NaN poses or forces" in the pushes.
+    with pytest.raises(IdentificationError, match=reason):
+        Bounds.from_grid(GRID, density_max, friction_max)
