@@ -101,6 +101,29 @@ def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
         wait_for(result_future, 10.0, ending)
 
 
+def run_goal(
+    node: Node,
+    client: Any,
+    goal: Any,
+    timeout_s: float,
+    should_stop: Callable[[], bool],
+    what: str,
+) -> Any:
+    """Send ``goal`` with ``node``'s ``client`` and wait for its result (the action's Result
+    message), or None when ``should_stop()`` came true first: the goal is then cancelled
+    (:func:`cancel_goal`) unless the process is ending. RuntimeError naming ``what`` when the
+    server refuses the goal; TimeoutError when an answer does not come in time."""
+    handle = wait_for(client.send_goal_async(goal), 5.0)
+    if not handle.accepted:
+        raise RuntimeError(f'{what} refused the command')
+    result_future = handle.get_result_async()
+    if wait_for(result_future, timeout_s, should_stop) is None:
+        if node.context.ok():  # else the process is ending: nothing can be sent
+            cancel_goal(node, handle, result_future)
+        return None
+    return result_future.result().result
+
+
 GRIPPER_WAIT_S = 30.0
 """How long [s] a gripper command may take before it is a failure."""
 HANDSHAKE_WAIT_S = 2.0
@@ -209,15 +232,9 @@ class TwinBackend:
         self, width: float, max_effort: float, should_stop: Callable[[], bool]
     ) -> tuple[float, bool] | None:
         goal = GripperCommand.Goal(width=float(width), max_effort=float(max_effort))
-        handle = wait_for(self._grip.send_goal_async(goal), 5.0)
-        if not handle.accepted:
-            raise RuntimeError('the gripper refused the command')
-        result_future = handle.get_result_async()
-        if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
-            if self.node.context.ok():  # else the process is ending: nothing can be sent
-                cancel_goal(self.node, handle, result_future)
+        result = run_goal(self.node, self._grip, goal, GRIPPER_WAIT_S, should_stop, 'the gripper')
+        if result is None:
             return None
-        result = result_future.result().result
         if result.error.code != ErrorCode.SUCCESS:
             raise RuntimeError(
                 f'the gripper failed: {result.message or f"error {result.error.code}"}'

@@ -31,8 +31,8 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 
 from slide_core.model import Waypoint, Workcell
-from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, cancel_goal
-from slide_ros.lifecycle import NotReady, wait_for
+from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, run_goal
+from slide_ros.lifecycle import NotReady
 
 MAX_TOOL_SPEED = 0.25  # m/s: what velocity scaling 1.0 means for a LIN motion (Pilz default)
 
@@ -128,15 +128,10 @@ class MoveItBackend:
         goal = GripperCommand.Goal()
         goal.command.position = float(width) / 2
         goal.command.max_effort = float(max_effort)
-        handle = wait_for(self._gripper.send_goal_async(goal), 5.0)
-        if not handle.accepted:
-            raise RuntimeError(f'the gripper ({self.gripper_action}) refused the command')
-        result_future = handle.get_result_async()
-        if wait_for(result_future, GRIPPER_WAIT_S, should_stop) is None:
-            if self.node.context.ok():  # else the process is ending: nothing can be sent
-                cancel_goal(self.node, handle, result_future)
+        what = f'the gripper ({self.gripper_action})'
+        result = run_goal(self.node, self._gripper, goal, GRIPPER_WAIT_S, should_stop, what)
+        if result is None:
             return None
-        result = result_future.result().result
         return 2.0 * float(result.position), bool(result.stalled and not result.reached_goal)
 
     def tool_pose(self, tool: str) -> ToolPose | None:
