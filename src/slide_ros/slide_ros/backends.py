@@ -108,12 +108,14 @@ def run_goal(
     timeout_s: float,
     should_stop: Callable[[], bool],
     what: str,
+    feedback: Callable[[Any], None] | None = None,
 ) -> Any:
-    """Send ``goal`` with ``node``'s ``client`` and wait for its result (the action's Result
-    message), or None when ``should_stop()`` came true first: the goal is then cancelled
-    (:func:`cancel_goal`) unless the process is ending. RuntimeError naming ``what`` when the
-    server refuses the goal; TimeoutError when an answer does not come in time."""
-    handle = wait_for(client.send_goal_async(goal), 5.0)
+    """Send ``goal`` with ``node``'s ``client`` (its feedback to ``feedback``) and wait for
+    its result (the action's Result message), or None when ``should_stop()`` came true
+    first: the goal is then cancelled (:func:`cancel_goal`) unless the process is ending.
+    RuntimeError naming ``what`` when the server refuses the goal; TimeoutError when an
+    answer does not come in time."""
+    handle = wait_for(client.send_goal_async(goal, feedback_callback=feedback), 5.0)
     if not handle.accepted:
         raise RuntimeError(f'{what} refused the command')
     result_future = handle.get_result_async()
@@ -214,16 +216,14 @@ class TwinBackend:
                 seen[0] = i
                 on_waypoint(i, stamp if stamp > 0.0 else None)
 
-        handle = wait_for(self._follow.send_goal_async(goal, feedback_callback=feedback), 5.0)
-        if handle is None or not handle.accepted:
+        try:
+            result = run_goal(
+                self.node, self._follow, goal, 600.0, should_stop, 'the arm', feedback
+            )
+        except RuntimeError:
             return Motion(False, message='the arm refused the path')
-        result_future = handle.get_result_async()
-        stopped = wait_for(result_future, 600.0, should_stop) is None
-        if stopped:
-            if self.node.context.ok():  # else the process is ending: nothing can be sent
-                cancel_goal(self.node, handle, result_future)
+        if result is None:
             return Motion(False, True, 'stopped')
-        result = result_future.result().result
         if result.error.code != ErrorCode.SUCCESS:
             return Motion(False, message=result.message or f'arm error {result.error.code}')
         return Motion(True)

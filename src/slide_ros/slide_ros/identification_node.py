@@ -125,17 +125,20 @@ class IdentificationNode(SlideNode):
         ]
         return grid, pushes, f'{len(pushes)} pushes'
 
-    def _settings(self, goal: Any) -> tuple[str, int, int]:
-        """The goal's method, K and budget (0: the node's defaults), its bounds checked;
-        SlideInputError naming the field when they cannot make an identification (checked
-        before any data is read, so that the answer is INVALID_GOAL, not BAD_DATA)."""
+    def _settings(self, goal: Any) -> tuple[IdentificationSettings, float, float]:
+        """The goal's method, K and budget, and its density and friction bounds (0: the
+        defaults); SlideInputError naming the field when they cannot make an identification
+        (checked before any data is read, so that the answer is INVALID_GOAL, not
+        BAD_DATA)."""
         settings = IdentificationSettings(
             method=goal.method or 'probabilistic',
             K=int(goal.num_models) or int(self.p['default_models']),
             budget=int(goal.budget) or int(self.p['default_budget']),
         )
-        check_limits(goal.density_max or DENSITY_MAX, goal.friction_max or FRICTION_BOUND)
-        return settings.method, settings.K, settings.budget
+        density_max = float(goal.density_max) or DENSITY_MAX
+        friction_max = float(goal.friction_max) or FRICTION_BOUND
+        check_limits(density_max, friction_max)
+        return settings, density_max, friction_max
 
     def _execute(self, handle: Any) -> Identify.Result:
         goal = handle.request
@@ -145,7 +148,7 @@ class IdentificationNode(SlideNode):
             handle.abort()
             return result
         try:
-            method, K, budget = self._settings(goal)
+            settings, density_max, friction_max = self._settings(goal)
         except SlideInputError as exc:
             result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
             handle.abort()
@@ -164,20 +167,16 @@ class IdentificationNode(SlideNode):
 
         try:
             grid, pushes, what = self._pushes(goal)
-            bounds = Bounds.from_grid(
-                grid,
-                density_max=goal.density_max or DENSITY_MAX,
-                friction_max=goal.friction_max or FRICTION_BOUND,
-            )
+            bounds = Bounds.from_grid(grid, density_max, friction_max)
             tips = bool(self.get_parameter('push_moment').value)
             height = self.cell.fingertip.push_heights(grid, tips)
             train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
             found = identify(
                 train,
-                method,
+                settings.method,
                 bounds=bounds,
-                K=K,
-                budget=budget,
+                K=settings.K,
+                budget=settings.budget,
                 temperature=float(self.get_parameter('temperature').value),
                 com_directions=int(self.get_parameter('com_directions').value),
                 seed=int(goal.seed),
