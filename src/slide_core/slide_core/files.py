@@ -18,12 +18,17 @@ import yaml
 from slide_core.errors import SlideInputError
 
 
-def check_output(path: str | Path, suffixes: tuple[str, ...], what: str) -> Path:
-    """Return ``path`` if a file with one of ``suffixes`` can be written there, else raise
-    SlideInputError saying why (wrong suffix, a folder in the way, no writable parent)."""
+def check_output(
+    path: str | Path, suffixes: tuple[str, ...], what: str, directory: bool = False
+) -> Path:
+    """Return ``path`` if a file with one of ``suffixes`` (a new folder, with
+    ``directory``) can be written there, else raise SlideInputError saying why (wrong
+    suffix, a folder or file in the way, no writable parent)."""
     p = Path(path)
     if suffixes and p.suffix.lower() not in suffixes:
         raise SlideInputError(f'{what} must name a {" or ".join(suffixes)} file, got {p}')
+    if directory and (p.exists() or p.is_symlink()):
+        raise SlideInputError(f'{what} {p} exists: give a new path')
     if p.is_dir():
         raise SlideInputError(f'{what} {p} is a folder; give a file name')
     parent = p.parent if str(p.parent) else Path('.')
@@ -35,36 +40,68 @@ def check_output(path: str | Path, suffixes: tuple[str, ...], what: str) -> Path
     return p
 
 
+def _umask() -> int:
+    """The process's file-creation mask, read without changing it (other threads may be
+    creating files)."""
+    try:
+        for line in Path('/proc/self/status').read_text().splitlines():
+            if line.startswith('Umask:'):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, directory: bool = False) -> Iterator[Path]:
     """A temporary path beside ``path``; on success it is renamed onto ``path``, on any
-    error (or KeyboardInterrupt) it is removed and ``path`` is left untouched.
+    error (or KeyboardInterrupt) it is removed and ``path`` is left untouched, and so are
+    the parent folders this made.
 
-    With ``directory`` the temporary path does not exist yet (a bag writer creates it) and
-    ``path`` must not exist either (folders are not replaced)."""
+    A file gets the permissions a plain write would give it (the umask's), or those of the
+    file it replaces. With ``directory`` the temporary path does not exist yet (a bag
+    writer creates it) and ``path`` must not exist either (folders are not replaced); the
+    temporary path has ``path``'s own name, inside a hidden folder beside it, so that files
+    a writer names after its folder (a bag's ``NAME.mcap``) are named as in ``path``."""
     target = Path(path)
+    made: list[Path] = []
+    parent = target.parent
+    while not parent.exists():
+        made.append(parent)
+        parent = parent.parent
     target.parent.mkdir(parents=True, exist_ok=True)
-    if directory:
-        if target.exists():
-            raise SlideInputError(f'{target} exists: give a new path')
-        tmp = Path(tempfile.mkdtemp(prefix=f'.{target.name}.', dir=target.parent))
-        tmp.rmdir()
-    else:
-        fd, name = tempfile.mkstemp(prefix=f'.{target.name}.', dir=target.parent)
-        os.close(fd)
-        tmp = Path(name)
+    holder: Path | None = None
+    written: Path | None = None
     try:
+        if directory:
+            if target.exists():
+                raise SlideInputError(f'{target} exists: give a new path')
+            holder = Path(tempfile.mkdtemp(prefix=f'.{target.name}.', dir=target.parent))
+            tmp = holder / target.name
+        else:
+            fd, name = tempfile.mkstemp(prefix=f'.{target.name}.', dir=target.parent)
+            os.close(fd)
+            tmp = written = Path(name)
+            mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
+            tmp.chmod(mode)
         yield tmp
         if directory:
             tmp.rename(target)
         else:
             os.replace(tmp, target)
     except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+        if holder is not None:
+            shutil.rmtree(holder, ignore_errors=True)
+        elif written is not None:
+            written.unlink(missing_ok=True)
+        for folder in made:  # innermost first; one that gained other files stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         raise
+    if holder is not None:
+        holder.rmdir()
 
 
 def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:

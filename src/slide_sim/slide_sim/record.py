@@ -45,7 +45,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys.store import Typestore
 
 from slide_core.errors import SlideInputError
-from slide_core.files import atomic_path
+from slide_core.files import atomic_path, check_output
 from slide_core.identification import random_push
 from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
@@ -79,6 +79,10 @@ def typestore() -> Typestore:
     return store
 
 
+MAX_SIGMA_M = 0.01
+MAX_SIGMA_RAD = math.radians(10.0)
+
+
 @dataclass(frozen=True)
 class Tracking:
     """How the bag's object poses are measured: ``hz`` poses a second, each off the truth by
@@ -93,9 +97,18 @@ class Tracking:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.hz) and 0.0 < self.hz <= 100.0):
             raise SlideInputError(f'the pose rate must be in (0, 100] Hz, got {self.hz}')
-        for name, v in (('sigma_m', self.sigma_m), ('sigma_rad', self.sigma_rad)):
-            if not (math.isfinite(v) and v >= 0.0):
-                raise SlideInputError(f'{name} must be finite and >= 0, got {v}')
+        # A tracker off by more than these has lost the object (perception refuses frames
+        # whose registration is worse than 4 mm); noise beyond them is no tracking.
+        if not (math.isfinite(self.sigma_m) and 0.0 <= self.sigma_m <= MAX_SIGMA_M):
+            raise SlideInputError(
+                f'the pose noise in x and y must be 0 to {MAX_SIGMA_M * 1e3:g} mm, got '
+                f'{self.sigma_m * 1e3:g} mm'
+            )
+        if not (math.isfinite(self.sigma_rad) and 0.0 <= self.sigma_rad <= MAX_SIGMA_RAD):
+            raise SlideInputError(
+                f'the pose noise in yaw must be 0 to {math.degrees(MAX_SIGMA_RAD):g} degrees, '
+                f'got {math.degrees(self.sigma_rad):g} degrees'
+            )
 
 
 class _Bag:
@@ -295,9 +308,7 @@ def record(
         raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
     if not (math.isfinite(cloud_hz) and 0.0 <= cloud_hz <= 60.0):
         raise SlideInputError(f'cloud_hz must be 0 (no clouds) to 60 Hz, got {cloud_hz}')
-    out = Path(out)
-    if out.exists():
-        raise SlideInputError(f'{out} exists: give a new path for the bag')
+    out = check_output(out, (), 'the bag folder', directory=True)
     store = typestore()
     rng = np.random.default_rng(seed)
     twin = Twin(spec, cell, X_WO)

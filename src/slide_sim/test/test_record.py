@@ -72,6 +72,10 @@ def test_bad_requests(tmp_path: Path, workcell) -> None:
     (tmp_path / 'exists').mkdir()
     with pytest.raises(SlideInputError, match='exists'):
         record(spec, workcell, 1, seed=0, out=tmp_path / 'exists')
+    # Refused before the twin runs, not with an OSError from the bag writer.
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(SlideInputError, match='cannot write in'):
+        record(spec, workcell, 1, seed=0, out=tmp_path / 'file' / 'bag')
 
 
 def test_an_interrupted_recording_leaves_no_bag_behind(tmp_path: Path, workcell) -> None:
@@ -82,9 +86,15 @@ def test_an_interrupted_recording_leaves_no_bag_behind(tmp_path: Path, workcell)
 
     with pytest.raises(KeyboardInterrupt):
         record(spec, workcell, 3, seed=0, out=tmp_path / 'bag', progress=interrupt)
+    # Nor the folders made for it.
+    with pytest.raises(KeyboardInterrupt):
+        record(spec, workcell, 3, seed=0, out=tmp_path / 'a' / 'b' / 'bag', progress=interrupt)
     assert list(tmp_path.iterdir()) == []
-    # ... and the same path records cleanly afterwards.
+    # ... and the same path records cleanly afterwards, its data named after the bag (a
+    # hidden temporary name was dropped by `cp bag/* elsewhere/`).
     assert record(spec, workcell, 1, seed=0, out=tmp_path / 'bag')['pushes'] == 1
+    assert sorted(p.name for p in (tmp_path / 'bag').iterdir()) == ['bag.mcap', 'metadata.yaml']
+    assert [p.name for p in tmp_path.iterdir()] == ['bag']
 
 
 def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path, workcell):
@@ -93,8 +103,13 @@ def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path,
     record(spec, workcell, 1, seed=4, out=tmp_path / 'seen', tracking=Tracking(30.0, 1e-3, 1e-2))
     with pytest.raises(SlideInputError, match='pose rate'):
         Tracking(0.0)
-    with pytest.raises(SlideInputError, match='sigma_m'):
+    with pytest.raises(SlideInputError, match='noise in x and y must be 0 to 10 mm, got -1 mm'):
         Tracking(30.0, -1e-3)
+    # Noise no tracker has (1e300 m was taken) is refused in the units the CLI asks for.
+    with pytest.raises(SlideInputError, match='0 to 10 mm, got 1e\\+303 mm'):
+        Tracking(30.0, 1e300)
+    with pytest.raises(SlideInputError, match='noise in yaw must be 0 to 10 degrees'):
+        Tracking(30.0, 0.0, 1.0)
 
     def poses(bag: Path) -> np.ndarray:
         with AnyReader([bag]) as reader:

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from slide_core.files import check_output
 from slide_core.geometry import cell_positions
 from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
 from slide_core.io import read_ground_truth, read_pushes
@@ -85,6 +86,8 @@ def run(
     refine_budget: int = 0,
 ) -> dict[str, Any]:
     names = list(objects or library_names())
+    if png is not None:
+        check_output(png, ('.png',), '--png')  # before minutes of work, not after
     support = check_support(support or DEFAULT_SUPPORT)
     if refine_budget < 0:
         raise ValueError(f'the refinement budget must be >= 0, got {refine_budget}')

@@ -23,16 +23,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from slide_core.files import check_output
     from slide_core.model import library_dir, library_names, load_object
 
     if args.action == 'list':
         objects = [load_object(name).summary() for name in library_names()]
         return {'library': str(library_dir()), 'objects': objects}
+    if args.png is not None:
+        check_output(args.png, ('.png',), '--png')
     spec = load_object(args.object)
     result: dict[str, Any] = {'object': spec.summary()}
     if args.png is not None:
-        if args.png.suffix.lower() != '.png':
-            raise ValueError(f'--png must name a .png file, got {args.png}')
         from slide_core.io.plot import object_figure
 
         title = f'{spec.name}: {spec.grid.n} cells, {spec.total_mass:.3f} kg'

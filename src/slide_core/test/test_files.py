@@ -1,0 +1,67 @@
+"""Outputs are written whole or not at all, with the permissions a plain write gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import stat
+
+import pytest
+
+from slide_core.errors import SlideInputError
+from slide_core.files import atomic_path, check_output, write_text_atomic
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_file_gets_the_mode_of_a_plain_write(tmp_path: Path) -> None:
+    plain = tmp_path / 'plain.yaml'
+    plain.write_text('a: 1\n')
+    written = write_text_atomic(tmp_path / 'atomic.yaml', 'a: 1\n')
+    # mkstemp's 0600 made beliefs and pictures unreadable to the group and the others.
+    assert mode(written) == mode(plain)
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / 'belief.yaml'
+    target.write_text('old\n')
+    target.chmod(0o640)
+    write_text_atomic(target, 'new\n')
+    assert target.read_text() == 'new\n' and mode(target) == 0o640
+
+
+def test_a_failed_write_leaves_nothing_not_even_the_folders_it_made(tmp_path: Path) -> None:
+    (tmp_path / 'keep').mkdir()
+    with pytest.raises(RuntimeError), atomic_path(tmp_path / 'keep' / 'a' / 'b' / 'x.png') as tmp:
+        tmp.write_bytes(b'half')
+        raise RuntimeError('drawing failed')
+    assert [p.name for p in tmp_path.iterdir()] == ['keep']
+    assert list((tmp_path / 'keep').iterdir()) == []
+
+
+def test_a_folder_is_written_under_its_own_name_and_moved_in_whole(tmp_path: Path) -> None:
+    target = tmp_path / 'bag'
+    with atomic_path(target, directory=True) as tmp:
+        assert tmp.name == 'bag' and tmp.parent.name.startswith('.bag.')
+        assert not target.exists()
+        tmp.mkdir()
+        (tmp / 'bag.mcap').write_bytes(b'data')
+    assert [p.name for p in tmp_path.iterdir()] == ['bag']
+    assert (target / 'bag.mcap').read_bytes() == b'data'
+    with pytest.raises(SlideInputError, match='exists'), atomic_path(target, directory=True):
+        pass
+
+
+def test_outputs_are_checked_before_any_work(tmp_path: Path) -> None:
+    (tmp_path / 'file').write_text('')
+    (tmp_path / 'dir').mkdir()
+    with pytest.raises(SlideInputError, match='cannot write in'):
+        check_output(tmp_path / 'file' / 'bag', (), '--out', directory=True)
+    with pytest.raises(SlideInputError, match='exists'):
+        check_output(tmp_path / 'dir', (), '--out', directory=True)
+    with pytest.raises(SlideInputError, match='is a folder'):
+        check_output(tmp_path / 'dir', (), '--png')
+    with pytest.raises(SlideInputError, match='must name a .png file'):
+        check_output(tmp_path / 'x.jpg', ('.png',), '--png')
+    assert check_output(tmp_path / 'new' / 'deeper' / 'bag', (), '--out', directory=True)
