@@ -51,7 +51,13 @@ from slide_core.geometry.footprint import (
     tallest_under,
     turn_sweep,
 )
-from slide_core.geometry.grid import Grid, cell_positions
+from slide_core.geometry.grid import (
+    CELL_SIZE_RANGE,
+    MAX_EXTENT,
+    Grid,
+    cell_positions,
+    check_object_grid,
+)
 from slide_core.geometry.outline import check_outline, signed_area, simplify, trace_outline
 from slide_core.geometry.se2 import (
     FloatArray,
@@ -68,6 +74,8 @@ from slide_core.geometry.se2 import (
 
 __all__ = [
     'FloatArray',
+    'CELL_SIZE_RANGE',
+    'MAX_EXTENT',
     'Grid',
     'GridError',
     'boundary_distance',
@@ -75,6 +83,7 @@ __all__ = [
     'boundary_segments',
     'cell_corners',
     'cell_positions',
+    'check_object_grid',
     'cells_under',
     'check_outline',
     'check_pose',

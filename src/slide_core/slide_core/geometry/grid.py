@@ -24,6 +24,27 @@ from scipy import ndimage
 from slide_core.geometry.outline import check_outline
 from slide_core.geometry.se2 import FloatArray, GridError, check_pose, rotation
 
+CELL_SIZE_RANGE = (0.001, 0.1)
+"""Cell edges slide accepts for an object's grid [m] (object files, belief files,
+perception)."""
+MAX_EXTENT = 1.0
+"""Longest side [m] of an object's grid (the table is 0.8 m deep)."""
+
+
+def check_object_grid(grid: Grid) -> None:
+    """GridError unless ``grid``'s cells are within :data:`CELL_SIZE_RANGE` and its sides
+    within :data:`MAX_EXTENT` (what an object on the table can be)."""
+    lo, hi = CELL_SIZE_RANGE
+    if not lo <= grid.cell_size <= hi:
+        raise GridError(f'cell_size: {grid.cell_size} m is outside [{lo}, {hi}] m')
+    longest = max(grid.occupancy.shape) * grid.cell_size
+    if longest > MAX_EXTENT:
+        rows, cols = grid.occupancy.shape
+        raise GridError(
+            f'{rows} x {cols} cells of {grid.cell_size} m make an object {longest:.3g} m '
+            f'long; at most {MAX_EXTENT} m fits the workcell'
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class Grid:

@@ -20,7 +20,7 @@ import yaml
 
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
-from slide_core.geometry import FloatArray, Grid, GridError, grid_radius
+from slide_core.geometry import FloatArray, Grid, GridError, check_object_grid, grid_radius
 from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
 from slide_core.model.workcell import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
@@ -235,6 +235,7 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
             None if coverage is None else np.asarray(coverage, dtype=float),
             None if outline is None else np.asarray(outline, dtype=float),
         )
+        check_object_grid(grid)
         models = doc['models']
         if not isinstance(models, list) or not models:
             raise BeliefError(f'{source}: models must be a non-empty list')
@@ -252,7 +253,7 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         loss = np.asarray([float(m.get('loss', np.nan)) for m in models])
     except BeliefError:
         raise
-    except (KeyError, TypeError, ValueError, GridError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError, GridError) as exc:
         raise BeliefError(f'{source}: malformed belief ({exc})') from None
     if abs(weight.sum() - 1.0) > 1e-6:
         raise BeliefError(f'{source}: the weights sum to {weight.sum():.6g}, not 1')

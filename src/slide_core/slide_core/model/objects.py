@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-import math
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,21 @@ import yaml
 
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
-from slide_core.geometry import FloatArray, Grid, GridError, check_outline, polygon_coverage
+from slide_core.geometry import (
+    CELL_SIZE_RANGE,
+    MAX_EXTENT,
+    FloatArray,
+    Grid,
+    GridError,
+    check_outline,
+    polygon_coverage,
+)
+from slide_core.model.values import finite_number, shown
 
 FRICTION_MAX = 2.0
 """Largest Coulomb coefficient slide accepts for a cell against the table [-]."""
 MAX_DENSITY = 22_600.0
 """Densest material (osmium) [kg/m^3]: no cell weighs more than its volume of it."""
-CELL_SIZE_RANGE = (0.001, 0.1)
-"""Cell edges slide accepts [m]."""
-MAX_EXTENT = 1.0
-"""Longest side [m] of an object's grid (the table is 0.8 m deep)."""
 MAX_HEIGHT = 0.5
 """Tallest cell [m]."""
 MAX_CELLS = 2500
@@ -135,8 +139,11 @@ def _matrix(doc: dict[str, Any], key: str) -> FloatArray:
     for r, row in enumerate(value):
         for c, v in enumerate(row):
             if isinstance(v, bool) or not isinstance(v, int | float):
-                raise SpecError(f'{key}: row {r}, column {c} is {v!r}, not a number')
-    a = np.array(value, dtype=float)
+                raise SpecError(f'{key}: row {r}, column {c} is {shown(v)}, not a number')
+    try:
+        a = np.array(value, dtype=float)
+    except OverflowError:  # an integer past any float
+        a = np.array([np.inf])
     if not np.all(np.isfinite(a)):
         raise SpecError(f'{key}: values must be finite numbers')
     return a
@@ -144,8 +151,8 @@ def _matrix(doc: dict[str, Any], key: str) -> FloatArray:
 
 def _positive(doc: dict[str, Any], key: str) -> float:
     value = doc[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SpecError(f'{key}: must be a number, got {value!r}')
+    if not finite_number(value):
+        raise SpecError(f'{key}: must be a finite number, got {shown(value)}')
     if value <= 0:
         raise SpecError(f'{key}: must be positive, got {value}')
     return float(value)

@@ -21,6 +21,7 @@ import numpy as np
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml
 from slide_core.geometry import FloatArray, Grid
+from slide_core.model.values import finite_number, shown
 
 WORKCELL_FILE = 'workcell.yaml'
 
@@ -161,8 +162,8 @@ def _number(section: dict[str, Any], key: str, where: str, positive: bool = True
     if key not in section:
         raise WorkcellError(f'{where}.{key}: missing')
     value = section[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise WorkcellError(f'{where}.{key}: must be a number, got {value!r}')
+    if not finite_number(value):
+        raise WorkcellError(f'{where}.{key}: must be a finite number, got {shown(value)}')
     if positive and value <= 0:
         raise WorkcellError(f'{where}.{key}: must be positive, got {value}')
     if not positive and value < 0:
@@ -181,9 +182,9 @@ def _pair(value: Any, where: str) -> tuple[float, float]:
     if (
         not isinstance(value, list | tuple)
         or len(value) != 2
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        or not all(finite_number(v) for v in value)
     ):
-        raise WorkcellError(f'{where}: must be two numbers [x, y], got {value!r}')
+        raise WorkcellError(f'{where}: must be two finite numbers [x, y], got {shown(value)}')
     return (float(value[0]), float(value[1]))
 
 
@@ -247,6 +248,9 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
     planner = doc.get('planner') or {}
     if not isinstance(planner, dict):
         raise WorkcellError('planner: must be a mapping of planner settings')
+    named = [k for k in planner if not isinstance(k, str)]
+    if named:
+        raise WorkcellError(f'planner: setting names are words, got {shown(named[0])}')
     return Workcell(
         table,
         fingertip,

@@ -15,7 +15,7 @@ import transforms3d  # type: ignore[import-untyped]
 import yaml
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray
+from slide_core.geometry import CELL_SIZE_RANGE, FloatArray
 
 
 class PerceptionStatus(enum.Enum):
@@ -106,6 +106,11 @@ class PerceptionConfig:
         lo, hi = np.asarray(self.workspace_min), np.asarray(self.workspace_max)
         if lo.shape != (3,) or hi.shape != (3,) or not np.all(lo < hi):
             raise SlideInputError('workspace_min must be below workspace_max on every axis')
+        smallest, largest = CELL_SIZE_RANGE  # as object and belief files have them
+        if not smallest <= self.cell_size <= largest:
+            raise SlideInputError(
+                f'perception cell_size must be {smallest} to {largest} m, got {self.cell_size}'
+            )
         if self.voxel_size > self.cell_size / 2:
             raise SlideInputError('voxel_size must be at most half the cell size')
 

@@ -128,7 +128,7 @@ def planner_config(workcell: Workcell, **overrides: Any) -> PlannerConfig:
         'fingertip',
         'obstacles',
     }
-    unknown = sorted(set(settings) - known)
+    unknown = sorted(set(settings) - known, key=str)  # a YAML key may be a number
     if unknown:
         raise PlannerSettingsError(
             f'unknown planner setting {unknown[0]!r} (known: {", ".join(sorted(known))})'
@@ -144,5 +144,5 @@ def planner_config(workcell: Workcell, **overrides: Any) -> PlannerConfig:
             obstacles=workcell.obstacles,
             **settings,
         )
-    except TypeError as exc:
+    except (TypeError, OverflowError) as exc:
         raise PlannerSettingsError(f'bad planner setting: {exc}') from None

@@ -160,3 +160,23 @@ def test_a_beliefs_file_keeps_the_grids_outline(tmp_path):
     squares = save_belief(Belief.create(Grid(0.02, occ, grid.heights), b.mass, b.friction),
                           tmp_path / 'squares.yaml')  # fmt: skip
     assert 'outline' not in yaml.safe_load(squares.read_text())
+
+
+@pytest.mark.parametrize(
+    ('cell_size', 'message'),
+    [
+        (1.0e6, r'cell_size: 1000000.0 m is outside \[0.001, 0.1\] m'),
+        (0.5, r'cell_size: 0.5 m is outside'),  # planning with it ran for minutes
+        (10**400, 'malformed belief'),
+    ],
+)
+def test_a_belief_file_of_an_object_no_table_holds_is_refused(
+    hammer, tmp_path, cell_size, message
+):
+    # A 1e6 m cell was loaded, and planning asked for 283 GiB.
+    path = save_belief(_belief(hammer), tmp_path / 'b.yaml')
+    doc = yaml.safe_load(path.read_text())
+    doc['cell_size'] = cell_size
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(BeliefError, match=message):
+        load_belief(path)

@@ -45,12 +45,25 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
     ('path', 'value', 'message'),
     [
         (('table', 'depth'), -1.0, r'^table\.depth: must be positive'),
-        (('table', 'width'), '1.2', r'^table\.width: must be a number'),
-        (('fingertip', 'radius'), True, r'^fingertip\.radius: must be a number'),
+        (('table', 'width'), '1.2', r'^table\.width: must be a finite number'),
+        (('table', 'width'), 10**400, r'^table\.width: must be a finite number, got 1000'),
+        (('fingertip', 'radius'), True, r'^fingertip\.radius: must be a finite number'),
         (('fingertip', 'height'), 0.001, r'^fingertip\.height: .* into the table'),
         (('gripper', 'min_grip'), 0.5, r'^gripper\.min_grip: .* longer than the pads'),
         (('camera', 'extrinsics'), '', r'^camera\.extrinsics: must name'),
         (('obstacles',), [{'centre': [0.1], 'half_size': [0.1, 0.1]}], r'^obstacles\[0\]'),
+        # Planned around as if it were nowhere, or everywhere (the planner took both).
+        (
+            ('obstacles',),
+            [{'centre': [float('nan'), 0.0], 'half_size': [0.1, 0.1]}],
+            r'^obstacles\[0\]\.centre: must be two finite numbers',
+        ),
+        (
+            ('obstacles',),
+            [{'centre': [0.3, 0.0], 'half_size': [float('inf'), 0.05]}],
+            r'^obstacles\[0\]\.half_size: must be two finite numbers',
+        ),
+        (('planner',), {1: 2, 'zz': 3}, r'^planner: setting names are words, got 1$'),
     ],
 )
 def test_bad_fields_are_named(path, value, message):
