@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+import argparse
+
 from slide_core.errors import SlideInputError
+
+SEED_MAX = 2**63 - 1
+"""Largest seed: a ROS integer parameter is 64-bit (the graph's nodes take the seed)."""
+
+
+def seed(text: str) -> int:
+    """The argparse type of ``--seed``: a whole number from 0 to :data:`SEED_MAX` (numpy's
+    generators take no negative seed, and said only 'expected non-negative integer')."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number') from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f'a seed is from 0 to 2^63 - 1, got {value}')
+    return value
+
+
+MAX_PUSHES = 10_000
+"""Most pushes a range may name: about 14 hours of 5 s pushes, more than any session's bag
+(a range is a list in memory; '0-10000000000' would fill it)."""
 
 
 def parse_range(text: str) -> list[int]:
-    """'0-4' or '0,2,5-7' -> push indices, in order; a repeated index is refused."""
+    """'0-4' or '0,2,5-7' -> push indices, in order; a repeated index is refused, and so
+    is a range of more than :data:`MAX_PUSHES` pushes."""
     out: list[int] = []
+    too_many = False
     try:
         for part in text.split(','):
             part = part.strip()
@@ -15,6 +39,9 @@ def parse_range(text: str) -> list[int]:
                 a, b = (int(v) for v in part.split('-', 1))
                 if a < 0 or b < a:
                     raise ValueError
+                if b - a + 1 + len(out) > MAX_PUSHES:
+                    too_many = True  # said below: not a list of ten billion first
+                    break
                 out.extend(range(a, b + 1))
             else:
                 v = int(part)
@@ -23,6 +50,8 @@ def parse_range(text: str) -> list[int]:
                 out.append(v)
     except ValueError:
         raise SlideInputError(f'push range {text!r} is not like 0-4 or 0,2,5-7') from None
+    if too_many or len(out) > MAX_PUSHES:
+        raise SlideInputError(f'push range {text!r} names more than {MAX_PUSHES} pushes')
     seen: set[int] = set()
     repeated = sorted({i for i in out if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
     if repeated:

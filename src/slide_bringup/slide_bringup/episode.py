@@ -142,6 +142,7 @@ def run_episode(
     stall_pushes: int = TaskSettings.stall_pushes,
     regoals: int = TaskSettings.regoals,
     relearn_every: int = TaskSettings.relearn_every,
+    before_start: Callable[[], None] | None = None,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
@@ -149,7 +150,9 @@ def run_episode(
     goal; ``stall_pushes``: pushes in a row without progress before the loop stops and
     tries the grasp; ``regoals``: new goals from where the object is when nothing leads to
     the goal from there; ``relearn_every``: planned pushes between identifications from
-    the pushes so far (:class:`TaskSettings`)."""
+    the pushes so far (:class:`TaskSettings`); ``before_start`` is called once every
+    setting was accepted, before the task (the command line loads the compiled kernels
+    there, so that a bad setting is said at once)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -177,6 +180,8 @@ def run_episode(
         seed=seed,
         exhaustive=exhaustive,
     )
+    if before_start is not None:
+        before_start()
     say = progress or (lambda _m: None)
     say(f'{spec.name} seed {seed} {method}: {exploration_pushes} exploratory pushes')
     task = Task(TwinWorld(twin), decider, settings, events=lambda stage, m: say(m))

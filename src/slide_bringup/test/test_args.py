@@ -36,3 +36,23 @@ def test_any_text_parses_or_is_refused_with_a_reason(text):
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=10, unique=True))
 def test_a_list_of_distinct_indices_reads_back(indices):
     assert parse_range(','.join(map(str, indices))) == indices
+
+
+def test_a_range_past_any_bag_is_refused_before_it_is_listed():
+    # '0-10000000000' was a list of ten billion indices: a MemoryError, exit 1.
+    with pytest.raises(SlideInputError, match='names more than 10000 pushes'):
+        parse_range('0-10000000000')
+    with pytest.raises(SlideInputError, match='names more than'):
+        parse_range('0-5000,6000-11000')
+    assert len(parse_range('0-9999')) == 10_000
+
+
+def test_a_seed_is_a_whole_number_numpy_and_ros_take():
+    import argparse
+
+    from slide_bringup.args import seed
+
+    assert seed('0') == 0 and seed(str(2**63 - 1)) == 2**63 - 1
+    for bad, message in (('-1', 'got -1'), (str(2**63), r'from 0 to 2\^63 - 1'), ('x', 'whole')):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            seed(bad)

@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any
 
+from slide_bringup.args import seed
+
 NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
 
@@ -38,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
     )
-    parser.add_argument('--seed', type=int, default=0, help='random seed')
+    parser.add_argument('--seed', type=seed, default=0, help='random seed')
     parser.add_argument(
         '--pushes', type=int, default=6, help='executor: pushes to send (default 6)'
     )

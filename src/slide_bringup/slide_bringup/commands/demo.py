@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from slide_bringup.args import seed
+
 NAME = 'demo'
 LIFTED_M = 0.05
 """The object rose at least this much [m] (the grasp lifts 0.1 m): it was really lifted."""
@@ -35,7 +37,7 @@ HELP = 'one whole pre-grasp episode by the ROS graph on the twin, with a picture
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--object', default='hammer', help='library name or .yaml file')
-    parser.add_argument('--seed', type=int, default=0, help='episode seed (start pose, pushes)')
+    parser.add_argument('--seed', type=seed, default=0, help='episode seed (start pose, pushes)')
     parser.add_argument('--png', type=Path, default=Path('out/demo.png'), help='the picture')
     parser.add_argument(
         '--timeout', type=float, default=1200.0, help='give up after this many seconds'

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from slide_bringup.args import seed
 from slide_core.task import EXPLORATION, MODEL_SOURCES, TaskSettings
 
 NAME = 'episode'
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | None) -> None:
     """The options ``slide episode`` and ``slide demo`` share."""
     parser.add_argument('--object', default='hammer', help='library name or .yaml file')
-    parser.add_argument('--seed', type=int, default=0, help='random seed (initial pose, pushes)')
+    parser.add_argument('--seed', type=seed, default=0, help='random seed (initial pose, pushes)')
     parser.add_argument(
         '--method',
         choices=MODEL_SOURCES,
@@ -109,8 +110,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 bar.set_postfix_str(message[:60], refresh=False)
                 bar.update(1)
 
-        progress('loading the compiled kernels')
-        warm_up()
+        def load_kernels() -> None:
+            progress('loading the compiled kernels')
+            warm_up()
+
         result = run_episode(
             spec,
             args.seed,
@@ -124,6 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             png=args.png,
             progress=progress,
             exploration=args.exploration,
+            before_start=load_kernels,
         )
     out = result.to_dict()
     out['png'] = str(args.png) if args.png is not None and args.png.exists() else None

@@ -8,6 +8,8 @@ from pathlib import Path
 import sys
 from typing import Any
 
+from slide_bringup.args import seed
+
 NAME = 'record'
 HELP = 'run random exploratory pushes in the twin and record them as a rosbag2 (MCAP)'
 
@@ -15,7 +17,7 @@ HELP = 'run random exploratory pushes in the twin and record them as a rosbag2 (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--object', required=True, help='library name or object .yaml file')
     parser.add_argument('--pushes', type=int, default=10, help='number of pushes (default 10)')
-    parser.add_argument('--seed', type=int, default=0, help='random seed (same seed, same bag)')
+    parser.add_argument('--seed', type=seed, default=0, help='random seed (same seed, same bag)')
     parser.add_argument('--out', type=Path, required=True, help='bag folder to create')
     parser.add_argument(
         '--pose-rate',

@@ -240,7 +240,9 @@ def read_pushes(
         wanted = list(indices)
     beyond = [i for i in wanted if i not in position]
     if beyond and not lost:
-        raise SlideInputError(f'{name}: has pushes {_ranges(numbers)}, asked for {beyond}')
+        raise SlideInputError(
+            f'{name}: has pushes {_ranges(numbers)}, asked for {_ranges(beyond)}'
+        )
     ends = (
         sorted(zip(end_times, (int(r) for r in end_marks.rows), strict=True))
         if end_marks is not None
@@ -308,12 +310,21 @@ def read_pushes(
     )
 
 
-def _ranges(numbers: list[int]) -> str:
-    """'0-4' for consecutive push indices, else the list."""
-    ordered = sorted(numbers)
-    if ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f'{ordered[0]}-{ordered[-1]}'
-    return str(ordered)
+def _ranges(numbers: list[int], most: int = 8) -> str:
+    """Push indices as runs ('0-4, 7, 9-12'), the first ``most`` runs of them and how many
+    there are in all (a message stays one short line)."""
+    ordered = sorted(set(numbers))
+    runs: list[str] = []
+    start = prev = ordered[0]
+    for n in [*ordered[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        runs.append(f'{start}-{prev}' if prev > start else str(start))
+        if n is not None:
+            start = prev = n
+    shown = ', '.join(runs[:most])
+    return shown if len(runs) <= most else f'{shown}, ... ({len(ordered)} pushes)'
 
 
 def _unfinished(t0: float, t_next: float, end_of_data: float) -> str:
