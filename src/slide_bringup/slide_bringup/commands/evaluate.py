@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from slide_core.identification import PushData
 
 NAME = 'evaluate'
 HELP = 'replay held-out pushes of a bag with an identified belief; print the errors'
@@ -29,15 +32,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     belief = load_belief(args.model)
     test = parse_range(args.test)
-    provenance = load_provenance(args.model)
-    same_bag = Path(str(provenance.get('bag', ''))).name == args.bag.name
-    overlap = sorted(set(test) & set(provenance.get('train_pushes', []))) if same_bag else []
+    grid, pushes = read_pushes(args.bag, test)
+    trained = _trained(load_provenance(args.model), args.model, args.bag, pushes)
+    overlap = sorted(pd.index for pd in pushes if pd.index in trained)
     if overlap and not args.allow_training_pushes:
         raise ValueError(
             f'pushes {overlap} of {args.bag} trained {args.model}: they are not held out '
             '(choose others, or pass --allow-training-pushes)'
         )
-    grid, pushes = read_pushes(args.bag, test)
     if (
         grid.occupancy.shape != belief.grid.occupancy.shape
         or not (grid.occupancy == belief.grid.occupancy).all()
@@ -58,6 +60,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'com_error_m': ev.com_error_m,
         'truth_in_support': ev.truth_in_support,
     }
+
+
+def _trained(
+    provenance: dict[str, Any], model: Path, bag: Path, pushes: list[PushData]
+) -> set[int]:
+    """Indices of ``pushes`` the belief was identified from, by what was recorded of them
+    (:func:`push_fingerprint`: a copy of the bag, another path to it, its .mcap given
+    directly are all the same bag; another bag of the same name is not). Belief files
+    written before the fingerprints say only the bag's name and the pushes' indices."""
+    from slide_core.identification import push_fingerprint
+
+    def listed(key: str, kind: type) -> list[Any] | None:
+        value = provenance.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in value
+        ):
+            raise ValueError(f'{model}: provenance {key} must be a list of {kind.__name__}')
+        return value
+
+    prints = listed('train_fingerprints', str)
+    if prints is not None:
+        return {pd.index for pd in pushes if push_fingerprint(pd) in set(prints)}
+    indices = listed('train_pushes', int) or []
+    named = provenance.get('bag')
+    if not isinstance(named, str) or not named:
+        return set()
+    return set(indices) if Path(named).resolve().name == _bag_name(bag) else set()
+
+
+def _bag_name(bag: Path) -> str:
+    """The bag folder's name, also for its .mcap or '.' given."""
+    p = bag.resolve()
+    return p.parent.name if p.is_file() else p.name
 
 
 def format_text(result: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 import sys
 from typing import Any
 
+from slide_bringup.args import seed
+
 NAME = 'identify'
 HELP = 'identify mass and friction maps from the pushes of a bag; write the belief as YAML'
 
@@ -44,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
     )
-    parser.add_argument('--seed', type=int, default=0, help='seed of randomised methods')
+    parser.add_argument('--seed', type=seed, default=0, help='seed of randomised methods')
     parser.add_argument(
         '--push-moment',
         action=argparse.BooleanOptionalAction,
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.args import parse_range
     from slide_bringup.cli import CliError
     from slide_core.files import atomic_path, check_output
-    from slide_core.identification import TrainingSet, identify
+    from slide_core.identification import TrainingSet, identify, push_fingerprint
     from slide_core.io import read_pushes
     from slide_core.io.plot import belief_figure
     from slide_core.model import load_workcell, save_belief
@@ -101,8 +103,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_output(args.out, ('.yaml', '.yml'), '--out')
     if args.png is not None:
         check_output(args.png, ('.png',), '--png')
+    if args.extrinsics is not None:
+        if args.poses == 'topic':
+            raise CliError('--extrinsics is for poses from the camera clouds (--poses cloud)')
+        if not args.extrinsics.is_file():
+            raise CliError(f'--extrinsics {args.extrinsics}: no such file')
     train_pushes = None if args.train.strip() == 'all' else parse_range(args.train)
     read = read_pushes(args.bag, train_pushes, poses=args.poses, extrinsics=args.extrinsics)
+    warnings = list(read.warnings)
+    if args.extrinsics is not None and read.poses_from == '/object/pose':
+        warnings.append(
+            f'--extrinsics {args.extrinsics} was not used: the bag has /object/pose, so the '
+            'poses came from it (--poses cloud takes them from the camera clouds)'
+        )
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     for line in read.report():  # said now, before the long part, and in the result
         print(f'slide identify: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes
@@ -143,6 +157,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     provenance = {
         'bag': str(args.bag),
         'train_pushes': [pd.index for pd in pushes],
+        'train_fingerprints': [push_fingerprint(pd) for pd in pushes],
         'skipped_pushes': [s.index for s in read.skipped],
         'poses_from': read.poses_from,
         'wrench_from': read.wrench_from,
@@ -159,7 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'method': args.method,
         'train': [pd.index for pd in pushes],
         'skipped': [{'push': s.index, 'reason': s.reason} for s in read.skipped],
-        'warnings': list(read.warnings),
+        'warnings': warnings,
         'poses_from': read.poses_from,
         'wrench_from': read.wrench_from,
         'steps_used': train.steps,

@@ -17,6 +17,7 @@ force must stand out from to count as a touch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import hashlib
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -107,6 +108,20 @@ class PushData:
     X_obs: FloatArray
     p_WF: FloatArray
     X_steps: FloatArray
+
+
+FINGERPRINT_RESOLUTION_M = 1e-4
+"""Positions [m] (and yaws [rad]) are rounded to this in :func:`push_fingerprint`."""
+
+
+def push_fingerprint(pd: PushData) -> str:
+    """A short digest of what was recorded of a push: the object's first pose and the
+    fingertip's path, rounded to :data:`FINGERPRINT_RESOLUTION_M`. The same push read from
+    any copy of its bag, or by another path to it, has the same one; another push has
+    another. (Held-out checks compare these: a bag's name says nothing about its pushes.)"""
+    values = np.concatenate((pd.X_WO0.ravel(), pd.p_WF.ravel()))
+    rounded = np.round(values / FINGERPRINT_RESOLUTION_M).astype(np.int64)
+    return hashlib.sha256(rounded.tobytes()).hexdigest()[:16]
 
 
 def push_from_samples(
