@@ -2,10 +2,13 @@
 
 Conventions every subcommand follows:
 
-- ``--json`` prints exactly one JSON object on stdout; logs and progress go to stderr.
+- ``--json`` prints exactly one JSON object on stdout; logs and progress go to stderr. A
+  command that ends in an error prints one too: ``{"ok": false, "exit": CODE, "error":
+  REASON}`` (the reason also on stderr).
 - Exit codes: 0 success; 2 bad input (a one-line reason on stderr, ``slide CMD: error:
   ...``); 3 ran, but failed (an episode that did not lift the object, no goal or plan, no
-  model: the JSON or text says why); 130 interrupted; 1 anything unexpected.
+  model: the JSON or text says why); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM,
+  which cleans up as Ctrl-C does: no half-written output); 1 anything unexpected.
 - Long work shows a progress bar on stderr (only when stderr is a terminal).
 
 A subcommand is a module in :mod:`slide_bringup.commands` with ``NAME``, ``HELP``,
@@ -20,7 +23,9 @@ from collections.abc import Sequence
 import importlib
 import json
 import logging
+import signal
 import sys
+import threading
 from typing import Any, NoReturn
 
 from slide_bringup import __version__
@@ -43,6 +48,8 @@ COMMAND_MODULES = (
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 3
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 EPILOG = (
     'exit codes: 0 success, 2 bad input, 3 ran but failed (episode failed, no goal, plan or '
     'model), 130 interrupted'
@@ -53,11 +60,29 @@ class CliError(Exception):
     """Bad input or a failed precondition; the message is the one-line reason shown."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it cleans up as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(f'signal {signum}')
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line, as all slide errors are."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+        line = f'{message} (see {self.prog} --help)'
+        sys.stderr.write(f'{self.prog}: error: {line}\n')
+        raise _BadArguments(line)
+
+
+class _BadArguments(SystemExit):
+    """A command line argparse refused; ``reason`` is the one-line message shown."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(EXIT_BAD_INPUT)
+        self.reason = reason
 
 
 def add_json_flag(parser: argparse.ArgumentParser, nested: bool = False) -> None:
@@ -97,8 +122,43 @@ def _default_text(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    as_json = '--json' in words
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    try:
+        return _main(words, as_json)
+    except KeyboardInterrupt as exc:  # while the subcommands load, before one ran
+        return _interrupted('slide', exc, as_json)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _interrupted(prog: str, exc: KeyboardInterrupt, as_json: bool) -> int:
+    if isinstance(exc, Terminated):
+        return _fail(prog, EXIT_TERMINATED, 'terminated', as_json, None)
+    return _fail(prog, EXIT_INTERRUPTED, 'interrupted', as_json, None)
+
+
+def _fail(prog: str, code: int, reason: str, as_json: bool, kind: str | None = 'error') -> int:
+    """Say why on stderr (one line, ``prog: kind: reason``) and, with --json, as the one
+    JSON object on stdout; return the exit code."""
+    print(f'{prog}: {kind}: {reason}' if kind else f'{prog}: {reason}', file=sys.stderr)
+    if as_json:
+        sys.stdout.write(json.dumps({'ok': False, 'exit': code, 'error': reason}) + '\n')
+    return code
+
+
+def _main(words: list[str], as_json: bool) -> int:
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(words)
+    except _BadArguments as exc:  # already on stderr
+        if as_json:
+            error = {'ok': False, 'exit': EXIT_BAD_INPUT, 'error': exc.reason}
+            sys.stdout.write(json.dumps(error) + '\n')
+        return EXIT_BAD_INPUT
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
@@ -112,19 +172,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger('matplotlib').setLevel(logging.WARNING)
     module = modules[args.command]
     prog = f'slide {args.command}'
+    as_json = bool(getattr(args, 'json', False))
     try:
         result = module.run(args)
     except (CliError, ValueError, FileNotFoundError) as exc:
         # Core functions raise ValueError with a message that says what was wrong.
-        print(f'{prog}: error: {_reason(exc)}', file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(prog, EXIT_BAD_INPUT, _reason(exc), as_json)
+    except MemoryError:
+        reason = 'not enough memory for this request: ask for less (models, budget, pushes)'
+        return _fail(prog, EXIT_BAD_INPUT, reason, as_json)
     except NoSolutionError as exc:
-        print(f'{prog}: failed: {_reason(exc)}', file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print(f'{prog}: interrupted', file=sys.stderr)
-        return 130
-    if args.json:
+        return _fail(prog, EXIT_FAILED, _reason(exc), as_json, 'failed')
+    except KeyboardInterrupt as exc:
+        return _interrupted(prog, exc, as_json)
+    if as_json:
         sys.stdout.write(json.dumps(result, sort_keys=False) + '\n')
     else:
         fmt = getattr(module, 'format_text', _default_text)

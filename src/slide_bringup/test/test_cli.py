@@ -84,6 +84,42 @@ def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no
     assert 'push 1' in out.stderr  # progress on stderr
 
 
+def test_errors_are_one_json_object_too_with_json() -> None:
+    out = _run('record', '--object', 'book', '--pushes', '0', '--out', '/tmp/never', '--json')
+    assert out.returncode == 2
+    assert json.loads(out.stdout) == {
+        'ok': False, 'exit': 2, 'error': '--pushes must be at least 1, got 0'
+    }  # fmt: skip
+    out = _run('identify', '--json')  # argparse's own refusal
+    assert out.returncode == 2 and out.stdout.count('\n') == 1
+    assert 'required' in json.loads(out.stdout)['error']
+    out = _run('record', '--object', 'book', '--seed', '-1', '--out', '/tmp/never', '--json')
+    assert out.returncode == 2 and 'a seed is from 0' in json.loads(out.stdout)['error']
+
+
+def test_a_terminated_recording_leaves_nothing_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+
+    assert SLIDE is not None
+    bag = tmp_path / 'new' / 'bag'
+    proc = subprocess.Popen(
+        [SLIDE, 'record', '--object', 'book', '--pushes', '30', '--out', str(bag)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the bag is open and a push is written
+        if 'push 1/30' in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[1]
+    # SIGTERM (a service manager, `timeout`) left the half-written bag: it now cleans up
+    # as Ctrl-C does, folders made for it included.
+    assert proc.returncode == 143, rest
+    assert 'slide record: terminated' in rest
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_arguments_give_one_line_reasons() -> None:
     out = _run('demo', '--png', 'picture.jpg')
     assert out.returncode == 2 and out.stdout == ''
@@ -112,6 +148,10 @@ def test_objects_list_and_show_with_a_picture(tmp_path) -> None:  # type: ignore
     assert png.read_bytes()[:4] == b'\x89PNG'
     out = _run('objects', 'show', 'anvil')
     assert out.returncode == 2 and 'no library object' in out.stderr
+    # The picture's path is checked before it is drawn (a folder there was a traceback).
+    (tmp_path / 'd.png').mkdir()
+    out = _run('objects', 'show', 'hammer', '--png', str(tmp_path / 'd.png'))
+    assert out.returncode == 2 and 'is a folder' in out.stderr
 
 
 def test_record_writes_a_bag_and_reports_progress(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -185,6 +225,23 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     assert ev['test'] == [3]
     assert 0 <= ev['add_error_m'] < 0.05 and 0 <= ev['uniform_add_error_m'] < 0.05
     assert ev['com_error_m'] is not None and isinstance(ev['truth_in_support'], bool)
+    # Training pushes are not held out in any copy of the bag or by any path to it (the
+    # check compared the folders' names: all three passed as held out).
+    copy = tmp_path / 'elsewhere' / 'renamed'
+    shutil.copytree(bag, copy)
+    mcap = next(bag.glob('*.mcap'))
+    for where in (copy, mcap):
+        out = _run('evaluate', str(model), str(where), '--test', '1')
+        assert out.returncode == 2 and 'not held out' in out.stderr, (where, out.stderr)
+    out = _run('evaluate', str(model), str(copy), '--test', '1', '--allow-training-pushes',
+               '--json')  # fmt: skip
+    assert out.returncode == 0 and json.loads(out.stdout)['held_out'] is False
+    # ... and another bag's pushes are, whatever its name.
+    other_bag = tmp_path / 'other' / 'bag'
+    assert _run('record', '--object', 'box', '--pushes', '2', '--seed', '3', '--out',
+                str(other_bag)).returncode == 0  # fmt: skip
+    out = _run('evaluate', str(model), str(other_bag), '--test', '1', '--json')
+    assert out.returncode == 0 and json.loads(out.stdout)['held_out'] is True, out.stderr
     bad = _run('identify', str(bag), '--train', '7-9', '--out', str(model))
     assert bad.returncode == 2 and 'asked for' in bad.stderr
     other = _run('evaluate', str(png), str(bag))
@@ -227,8 +284,17 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     X = goal.X_WO
     code, result = plan('--goal', *map(str, goal.X_WO))
     assert code == 0 and result['done'] and not result['goal_chosen']
-    # A goal off the table is no plan: exit 3, with the planner's reason.
+    # A goal the planner cannot take (the centre of mass 5 mm from the edge, inside the
+    # balance margin) is no plan: exit 3, with the planner's reason.
     X = np.array([0.4, 0.05, 0.3])
+    code, result = plan('--goal', '0.005', '0.0', '0.0')
+    assert code == 3 and not result['ok'] and 'not a valid pose' in result['reason']
+    # A pose or goal where no object can rest is bad input (it was planned from, exit 0),
+    # and --json still prints one object saying why.
     code, result = plan('--goal', '-0.5', '0.0', '0.0')
-    assert code == 3 and not result['ok'] and result['reason']
+    assert code == 2 and result['ok'] is False and result['exit'] == 2
+    assert result['error'].startswith("--goal [-0.5, 0.0, 0.0] puts the object's centre")
+    X = np.array([5.0, 5.0, 0.0])
+    code, result = plan()
+    assert code == 2 and 'off the table' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2

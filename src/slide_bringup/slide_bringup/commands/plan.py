@@ -3,8 +3,8 @@
 The planner's own decisions (:func:`slide_core.planning.select_goal` and
 :func:`slide_core.planning.next_step`) for a belief file (``slide identify``'s, or the one
 ``slide demo`` keeps with its logs) and an object pose: without ``--goal``, the goal the
-planner chooses from that pose; then the step towards it: done (the pose already does as a
-goal), or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
+planner chooses from that pose (both must put the object's centre of mass over the table:
+else bad input, exit 2); then the step towards it: done (the pose already does as a goal), or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
 ``--index`` (the planned push's), the path is drawn from the stream the graph's planner
 used for that push, so a logged decision (a ``slide demo`` result's ``planned`` pushes) can
 be made again and looked at. No plan or no goal is a failure (exit 3) whose reason is the
@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from slide_bringup.args import seed
 from slide_core.planning import PlannerConfig
+
+if TYPE_CHECKING:
+    from slide_core.model import Belief, Table
 
 NAME = 'plan'
 HELP = 'the goal and the next push for an object pose, from a belief file'
@@ -40,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=('X', 'Y', 'YAW'),
         help='the goal pose (default: the one the planner chooses from --pose)',
     )
-    parser.add_argument('--seed', type=int, default=0, help="the episode's seed (default 0)")
+    parser.add_argument('--seed', type=seed, default=0, help="the episode's seed (default 0)")
     parser.add_argument(
         '--index', type=int, default=0, help='the planned push the decision is for (default 0)'
     )
@@ -69,11 +73,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.png is not None:
         check_output(args.png, ('.png',), '--png')
-    if args.index < 0 or args.seed < 0:
-        raise ValueError(f'--seed and --index must not be negative, got {args.seed}, {args.index}')
+    if args.index < 0:
+        raise ValueError(f'--index must not be negative, got {args.index}')
     belief = load_belief(args.belief)
-    config = planner_config(load_workcell(), overhang_weight=args.overhang_weight)
+    workcell = load_workcell()
+    config = planner_config(workcell, overhang_weight=args.overhang_weight)
     X = np.array(args.pose, dtype=float)
+    for flag, pose in (('--pose', args.pose), ('--goal', args.goal)):
+        if pose is not None:
+            _check_on_table(flag, np.array(pose, dtype=float), belief, workcell.table)
     out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
     out['goal_chosen'] = args.goal is None
     trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
@@ -109,6 +117,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         episode_figure(args.png, belief.grid, belief, trace, config, 'slide plan')
     out['png'] = None if args.png is None else str(args.png)
     return out
+
+
+def _check_on_table(flag: str, X_WO: Any, belief: Belief, table: Table) -> None:
+    """ValueError unless the pose X_WO (3,) puts the belief's most probable centre of mass
+    over the table top (an object resting there, or balanced at its edge)."""
+    import numpy as np
+
+    from slide_core.geometry import check_pose, rotation
+
+    X = check_pose(X_WO, flag)
+    p_WCom = X[:2] + rotation(X[2]) @ belief.com()[belief.best]
+    x, y = (float(v) for v in p_WCom)
+    if not (0.0 <= x <= table.depth and abs(y) <= table.width / 2):
+        raise ValueError(
+            f"{flag} {np.round(X, 4).tolist()} puts the object's centre of mass at "
+            f'({x:.3f}, {y:.3f}) m, off the table (x 0 to {table.depth} m, |y| up to '
+            f'{table.width / 2} m): no object rests there'
+        )
 
 
 def format_text(result: dict[str, Any]) -> str:
