@@ -52,7 +52,7 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
 EPILOG = (
     'exit codes: 0 success, 2 bad input, 3 ran but failed (episode failed, no goal, plan or '
-    'model), 130 interrupted'
+    'model), 130 interrupted, 143 terminated'
 )
 
 

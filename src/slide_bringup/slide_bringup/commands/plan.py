@@ -4,7 +4,8 @@ The planner's own decisions (:func:`slide_core.planning.select_goal` and
 :func:`slide_core.planning.next_step`) for a belief file (``slide identify``'s, or the one
 ``slide demo`` keeps with its logs) and an object pose: without ``--goal``, the goal the
 planner chooses from that pose (both must put the object's centre of mass over the table:
-else bad input, exit 2); then the step towards it: done (the pose already does as a goal), or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
+else bad input, exit 2); then the step towards it: done (the pose already does as a goal),
+or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
 ``--index`` (the planned push's), the path is drawn from the stream the graph's planner
 used for that push, so a logged decision (a ``slide demo`` result's ``planned`` pushes) can
 be made again and looked at. No plan or no goal is a failure (exit 3) whose reason is the
