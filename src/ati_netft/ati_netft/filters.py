@@ -28,8 +28,13 @@ class LowPass:
 
 
 def quaternion_matrix(q_xyzw: ArrayLike) -> NDArray[np.float64]:
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = np.asarray(q_xyzw, dtype=float) / np.linalg.norm(q_xyzw)
+    """Rotation matrix of a quaternion (x, y, z, w), normalised; ValueError for one of
+    (near) zero or non-finite norm, which is no rotation."""
+    q = np.asarray(q_xyzw, dtype=float)
+    norm = float(np.linalg.norm(q))
+    if q.shape != (4,) or not (np.isfinite(norm) and norm > 1e-6):
+        raise ValueError(f'a rotation quaternion x y z w has a non-zero norm, got {q.tolist()}')
+    x, y, z, w = q / norm
     return np.array(
         [
             [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
@@ -75,7 +80,7 @@ class LimitMonitor:
         w = np.asarray(wrench, dtype=float)
         force = float(np.linalg.norm(w[:3]))
         torque = float(np.linalg.norm(w[3:]))
-        return bool(
-            (self.max_force > 0 and force > self.max_force)
-            or (self.max_torque > 0 and torque > self.max_torque)
+        return bool(  # "not within": a NaN wrench is over the limit
+            (self.max_force > 0 and not force <= self.max_force)
+            or (self.max_torque > 0 and not torque <= self.max_torque)
         )

@@ -135,6 +135,10 @@ def _check(name: str, value: object) -> str | None:
     return None
 
 
+class BadParameterError(ValueError):
+    """A parameter configure cannot work with: retrying with the same value cannot help."""
+
+
 class NetFTNode(LifecycleNode):
     def __init__(self, **kwargs: object) -> None:
         super().__init__('netft', **kwargs)  # type: ignore[arg-type]
@@ -320,6 +324,7 @@ class NetFTNode(LifecycleNode):
         self._retry_timer: object = None
         self._retries_left = 0
         self._backoff = 1.0
+        self._bad_parameter = False
         self._lock = threading.Lock()
         self._limits = (0.0, 0.0)
         self._store_limits(self.get_parameter('force_limit_n').value, None)
@@ -358,7 +363,7 @@ class NetFTNode(LifecycleNode):
             self.trigger_activate()
         if self.state == 'active' or self.state == 'finalized':
             return
-        if self._retries_left == 0:
+        if self._retries_left == 0 or self._bad_parameter:
             self.gave_up = True
             return
         if self._retries_left > 0:
@@ -383,16 +388,24 @@ class NetFTNode(LifecycleNode):
             self._configure()
         except Exception as exc:  # noqa: BLE001 - one line, and the transition can be retried
             self.on_cleanup(state)  # nothing half-made is left for the next try
+            # A bad parameter stays bad: autostart gives up at once instead of retrying it
+            # (with configure_retries -1, for ever, while the executor waits for wrenches).
+            self._bad_parameter = isinstance(exc, BadParameterError)
             return self._fail('configure', exc)
         self.last_error = ''
+        self._bad_parameter = False
         return TransitionCallbackReturn.SUCCESS
 
     def _configure(self) -> None:
         param = {name: self.get_parameter(name).value for name in CONFIGURE_PARAMETERS}
-        for name, value in param.items():
+        # sensor_orientation may change while streaming (checked on set), but its start-up
+        # value is read here: a zero quaternion made every wrench NaN, and NaN passes any
+        # force limit.
+        live = {'sensor_orientation': self.get_parameter('sensor_orientation').value}
+        for name, value in {**param, **live}.items():
             problem = _check(name, value)
             if problem:
-                raise ValueError(problem)
+                raise BadParameterError(problem)
         address, source = param['address'], param['calibration_source']
         if source == 'http':
             calibration = fetch_calibration_http(address, param['http_port'])
@@ -407,7 +420,7 @@ class NetFTNode(LifecycleNode):
                     param['torque_units'],
                 )
             except ProtocolError as exc:
-                raise ValueError(f'{exc}; fix force_units or torque_units') from None
+                raise BadParameterError(f'{exc}; fix force_units or torque_units') from None
         rate = param['rdt_rate_hz'] or calibration.rdt_rate_hz or ASSUMED_RATE_HZ
         plausibility = Plausibility.of(
             calibration, param['plausible_force_n'], param['plausible_torque_nm']
@@ -571,9 +584,10 @@ class NetFTNode(LifecycleNode):
             w = (w[0] - g[0], w[1] - g[1], w[2] - g[2], w[3] - g[3], w[4] - g[4], w[5] - g[5])
         f_max, t_max = self._limits
         if f_max > 0 or t_max > 0:
-            exceeded = (f_max > 0 and w[0] * w[0] + w[1] * w[1] + w[2] * w[2] > f_max * f_max) or (
-                t_max > 0 and w[3] * w[3] + w[4] * w[4] + w[5] * w[5] > t_max * t_max
-            )
+            # Written as "not within" so that a NaN wrench counts as over the limit.
+            exceeded = (
+                f_max > 0 and not w[0] * w[0] + w[1] * w[1] + w[2] * w[2] <= f_max * f_max
+            ) or (t_max > 0 and not w[3] * w[3] + w[4] * w[4] + w[5] * w[5] <= t_max * t_max)
             if exceeded and not self._limit_active:
                 self.pub_limit.publish(
                     self._fill(self._message_template(self._msg.header.frame_id), w)

@@ -195,7 +195,25 @@ def test_startup_failures_are_one_line_errors_without_a_traceback() -> None:
     # Reported: no sensor, a bad calibration source and a bad host name were tracebacks.
     cases = {
         'no-such-host.invalid': ['-p', 'address:=no-such-host.invalid'],
-        'calibration_source': ['-p', 'address:=127.0.0.1', '-p', 'calibration_source:=ftp'],
+        # A bad parameter is not retried, even when start-up retries for ever (the driver
+        # never exited, and the executor waited for wrenches).
+        'calibration_source': [
+            '-p',
+            'address:=127.0.0.1',
+            '-p',
+            'calibration_source:=ftp',
+            '-p',
+            'configure_retries:=-1',
+        ],
+        # A zero quaternion at start-up made every wrench NaN, which passed the force limit.
+        'non-zero norm': [
+            '-p',
+            'address:=127.0.0.1',
+            '-p',
+            'sensor_orientation:=[0.0, 0.0, 0.0, 0.0]',
+            '-p',
+            'configure_retries:=-1',
+        ],
         'could not read the calibration': [
             '-p',
             'address:=127.0.0.1',
