@@ -68,7 +68,14 @@ from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
 from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitive
 from slide_ros.backends import Backend, Motion, TwinBackend
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run, wait_for
+from slide_ros.lifecycle import (
+    LIFECYCLE_PARAMS,
+    NotReady,
+    SlideNode,
+    end_stopped,
+    run,
+    wait_for,
+)
 from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR
 
@@ -376,7 +383,7 @@ class ExecutorNode(SlideNode):
             except Failure as f:
                 result.error.code, result.message = f.code, str(f)
                 if f.code == ErrorCode.CANCELED:
-                    handle.canceled()
+                    end_stopped(handle)
                 else:
                     handle.abort()
                 self.get_logger().info(f'push {handle.request.index}: {f}')
@@ -505,7 +512,7 @@ class ExecutorNode(SlideNode):
             except Failure as f:
                 result.error.code, result.message = f.code, str(f)
                 if f.code == ErrorCode.CANCELED:
-                    handle.canceled()
+                    end_stopped(handle)
                 else:
                     handle.abort()
                 return result

@@ -49,7 +49,7 @@ from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_core.task import IdentificationSettings
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, end_stopped, run
 from slide_ros.markers import belief_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED, RELIABLE
@@ -184,7 +184,7 @@ class IdentificationNode(SlideNode):
                 should_stop=lambda: bool(handle.is_cancel_requested or self.stopping.is_set()),
             )
         except IdentificationCancelledError as exc:
-            handle.canceled()
+            end_stopped(handle)
             result.error.code, result.message = ErrorCode.CANCELED, str(exc)
             return result
         except (MessageError, SlideInputError) as exc:

@@ -22,7 +22,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.task import Future
 
-from slide_core.errors import SlideError
+from slide_core.errors import SlideError, SlideInputError
 from slide_ros.params import Param, ParameterError
 
 LIFECYCLE_PARAMS = (
@@ -54,6 +54,7 @@ class SlideNode(LifecycleNode):
         self._backoff = 1.0
         self._backoff_max = 30.0
         self._retry_timer: Any = None
+        self._bad_input = False  # the last configure failed on something a retry cannot fix
 
     def start_up(self, values: dict[str, Any]) -> None:
         """Begin the autostart (call at the end of the subclass's constructor)."""
@@ -68,6 +69,10 @@ class SlideNode(LifecycleNode):
         self.destroy_timer(self._retry_timer)
         if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
             self.trigger_activate()
+            return
+        if self._bad_input:
+            self.get_logger().error('start-up failed on bad input: not retried')
+            self.exit_code = 2
             return
         if self._retries_left == 0:
             self.gave_up = True
@@ -94,10 +99,23 @@ class SlideNode(LifecycleNode):
 
     # -- lifecycle --------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Configure; any failure is one logged line (rclpy turned an exception it was not
+        given into ERROR and logged nothing, and autostart retried it without a reason).
+        Bad input (a SlideInputError, a bad parameter, a backend that is not installed) is
+        not retried by autostart: the same input fails the same way."""
+        self._bad_input = False
         try:
             self.configure()
         except (NotReady, SlideError, OSError, TimeoutError) as exc:
+            self._bad_input = isinstance(exc, SlideInputError)
             self.get_logger().error(f'configure failed: {exc}')
+            return TransitionCallbackReturn.FAILURE
+        except (ParameterError, ImportError) as exc:
+            self._bad_input = True
+            self.get_logger().error(f'configure failed: {exc}')
+            return TransitionCallbackReturn.FAILURE
+        except Exception as exc:  # noqa: BLE001 - said in one line, and a retry may help
+            self.get_logger().error(f'configure failed: {type(exc).__name__}: {exc}')
             return TransitionCallbackReturn.FAILURE
         return TransitionCallbackReturn.SUCCESS
 
@@ -119,6 +137,17 @@ class SlideNode(LifecycleNode):
         self.active = False
         self.deactivate()
         return TransitionCallbackReturn.SUCCESS
+
+
+def end_stopped(handle: Any) -> None:
+    """End a goal that stopped because its client cancelled it or because the node is
+    shutting down: CANCELED in the first case, ABORTED in the second. rclpy allows
+    ``canceled()`` only after a cancel request; called during shutdown it raised, and the
+    goal ended aborted with an empty result (error code 0, read as success)."""
+    if handle.is_cancel_requested:
+        handle.canceled()
+    else:
+        handle.abort()
 
 
 def remote_state(node: Any, name: str, timeout_s: float = 1.0) -> str | None:
@@ -167,7 +196,7 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
     rclpy.init(args=sys.argv)
     try:
         node = make()
-    except (ParameterError, SlideError, OSError) as exc:
+    except (ParameterError, SlideError, OSError, ValueError) as exc:
         print(f'{name}: {exc}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2

@@ -50,7 +50,7 @@ from slide_core.planning import (
 from slide_core.task import EXPLORATION, exploration_push
 from slide_interfaces.action import ChooseExploration, PlanStep, SelectGoal
 from slide_interfaces.msg import ErrorCode
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, end_stopped, run
 from slide_ros.markers import arrow, clear, footprint
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED
@@ -120,7 +120,7 @@ class PlannerNode(SlideNode):
                 execute(handle, out)
             except Cancelled:
                 out.error.code, out.message = ErrorCode.CANCELED, 'cancelled'
-                handle.canceled()
+                end_stopped(handle)
                 return out
             except (MessageError, SlideInputError) as exc:
                 out.error.code, out.message = ErrorCode.INVALID_GOAL, str(exc)

@@ -303,8 +303,9 @@ def _executor() -> Any:
 
 
 def main() -> int:
-    """``recorder_node``: exit code 2 on a bad parameter, 1 when start-up failed for good
-    (as :func:`slide_ros.lifecycle.run`)."""
+    """``recorder_node``: exit code 2 on a bad parameter or bad input at start-up (a bag
+    folder that exists), 1 when start-up failed for good (as
+    :func:`slide_ros.lifecycle.run`)."""
     rclpy.init(args=sys.argv)
     try:
         node = RecorderNode()
@@ -315,13 +316,15 @@ def main() -> int:
     executor = _executor()
     executor.add_node(node)
     try:
-        while rclpy.ok() and not node.gave_up:
+        while rclpy.ok() and not node.gave_up and node.exit_code is None:
             executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+    if node.exit_code is not None:
+        return int(node.exit_code)
     return 1 if node.gave_up else 0
 
 

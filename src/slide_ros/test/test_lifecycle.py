@@ -1,10 +1,13 @@
-"""run(): what a node's log says when its shutdown hangs."""
+"""run() and the lifecycle: what a node's log says when its start-up fails or its shutdown
+hangs, and how a goal stopped by the shutdown ends."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 NODE = textwrap.dedent(
     """
@@ -52,3 +55,90 @@ def test_a_prompt_shutdown_writes_nothing() -> None:
     out = _run(0.0)
     assert out.returncode == 0, out.stderr
     assert 'most recent call first' not in out.stderr
+
+
+FAILING = textwrap.dedent(
+    """
+    from slide_core.errors import SlideInputError
+    from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+    from slide_ros.params import declare
+
+    class Failing(SlideNode):
+        def __init__(self):
+            super().__init__('failing')
+            self.start_up(declare(self, LIFECYCLE_PARAMS))
+
+        def configure(self):
+            raise {error}
+
+    raise SystemExit(run(Failing, 'failing'))
+    """
+)
+
+
+def _failing(error: str, *ros_args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, '-c', FAILING.format(error=error), '--ros-args', *ros_args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_any_configure_failure_is_said_in_one_line() -> None:
+    # rclpy turned an exception configure was not written for into ERROR, logged nothing,
+    # and autostart retried it: the node failed for ever without a reason.
+    out = _failing("KeyError('fingertip_offset')", '-p', 'configure_retries:=1')
+    assert out.returncode == 1, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if 'configure failed' in ln]
+    assert len(lines) == 2 and "KeyError: 'fingertip_offset'" in lines[0], out.stderr
+    assert 'Traceback' not in out.stderr
+
+
+def test_bad_input_at_configure_is_not_retried() -> None:
+    # The recorder's existing bag folder was tried 10 times, minutes, then exit 1.
+    out = _failing("SlideInputError('/tmp/bag exists')", '-p', 'configure_retries:=-1')
+    assert out.returncode == 2, out.stderr
+    assert 'configure failed: /tmp/bag exists' in out.stderr
+    assert 'start-up failed on bad input: not retried' in out.stderr
+    assert 'retrying' not in out.stderr
+
+
+@pytest.mark.ros
+def test_a_goal_stopped_by_the_nodes_shutdown_is_aborted_with_its_result() -> None:
+    import threading
+
+    from rclpy.action import ActionServer
+    from rclpy.action.client import GoalStatus
+
+    from slide_interfaces.action import ChooseExploration
+    from slide_interfaces.msg import ErrorCode
+    from slide_ros.action_client import SafeActionClient
+    from slide_ros.lifecycle import end_stopped
+    from slide_ros.testing import Peer
+
+    server_side, client_side = Peer('stopping_server'), Peer('client')
+    stopping, running = threading.Event(), threading.Event()
+
+    def execute(handle):  # type: ignore[no-untyped-def]
+        running.set()
+        stopping.wait(30.0)  # the node's shutdown, not a cancel
+        end_stopped(handle)  # handle.canceled() raised here: no cancel was asked for
+        result = ChooseExploration.Result()
+        result.error.code, result.message = ErrorCode.CANCELED, 'the node is shutting down'
+        return result
+
+    server = ActionServer(server_side.node, ChooseExploration, '/test/stopping', execute)
+    try:
+        client = SafeActionClient(client_side.node, ChooseExploration, '/test/stopping')
+        _handle, future = client_side.send(client, ChooseExploration.Goal(), 30.0)
+        client_side.wait(running.is_set, 10.0, 'the goal to run')
+        stopping.set()
+        answer = client_side.result(future, 10.0)
+        assert answer.status == GoalStatus.STATUS_ABORTED
+        assert answer.result.error.code == ErrorCode.CANCELED  # not the empty result's 0
+        assert answer.result.message == 'the node is shutting down'
+    finally:
+        server.destroy()
+        client_side.close()
+        server_side.close()
