@@ -297,8 +297,9 @@ def test_identification_refuses_a_goal_it_cannot_meet_before_reading_data(rig: R
     for fields, reason in (
         ({'method': 'gradient-descent'}, 'unknown identification method'),
         ({'num_models': 8, 'budget': 7}, 'budget of 7 simulations'),
-        ({'density_max': math.inf}, 'density_max must be finite'),
-        ({'friction_max': 0.005}, 'friction_max must be finite and > 0.01'),
+        ({'density_max': math.inf}, 'density_max must be above 0'),
+        ({'friction_max': 0.005}, 'friction_max must be above 0.01'),
+        ({'friction_max': 5.0}, 'friction_max must be above 0.01 and at most 2'),
     ):
         goal = Identify.Goal()
         for name, value in fields.items():

@@ -9,6 +9,7 @@ import numpy as np
 
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification.errors import IdentificationError
+from slide_core.model import FRICTION_MAX, MAX_DENSITY
 
 DENSITY_MAX = 8000.0  # kg/m^3: steel; no cell is heavier than its volume of it
 FRICTION_BOUND = 1.0  # the largest friction coefficient identification tries
@@ -59,12 +60,19 @@ class Bounds:
 
 
 def check_limits(density_max: float, friction_max: float) -> None:
-    """IdentificationError unless the density bound [kg/m^3] is finite and positive and the
-    friction bound finite and above the friction floor (0.01)."""
-    if not (math.isfinite(density_max) and density_max > 0):
-        raise IdentificationError(f'density_max must be finite and positive, got {density_max}')
-    if not (math.isfinite(friction_max) and friction_max > 0.01):
-        raise IdentificationError(f'friction_max must be finite and > 0.01, got {friction_max}')
+    """IdentificationError unless the density bound [kg/m^3] is positive and at most the
+    densest material a belief may hold (:data:`slide_core.model.MAX_DENSITY`), and the
+    friction bound above the friction floor (0.01) and at most a belief's largest
+    coefficient (:data:`slide_core.model.FRICTION_MAX`): models beyond them were fitted for
+    the whole budget, then refused as a belief."""
+    if not (math.isfinite(density_max) and 0 < density_max <= MAX_DENSITY):
+        raise IdentificationError(
+            f'density_max must be above 0 and at most {MAX_DENSITY:g} kg/m^3, got {density_max}'
+        )
+    if not (math.isfinite(friction_max) and 0.01 < friction_max <= FRICTION_MAX):
+        raise IdentificationError(
+            f'friction_max must be above 0.01 and at most {FRICTION_MAX:g}, got {friction_max}'
+        )
 
 
 def schedule(bounds: Bounds, K: int) -> list[Bounds]:

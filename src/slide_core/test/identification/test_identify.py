@@ -244,10 +244,13 @@ def test_a_cell_covered_in_part_is_bounded_by_its_covered_volume():
 @pytest.mark.parametrize(
     ('density_max', 'friction_max', 'reason'),
     [
-        (math.inf, 1.0, 'density_max must be finite and positive, got inf'),
-        (0.0, 1.0, 'density_max must be finite and positive'),
-        (8000.0, math.nan, 'friction_max must be finite and > 0.01, got nan'),
-        (8000.0, 0.01, 'friction_max must be finite and > 0.01'),
+        (math.inf, 1.0, 'density_max must be above 0 and at most 22600 kg/m.3, got inf'),
+        (0.0, 1.0, 'density_max must be above 0'),
+        (8000.0, math.nan, 'friction_max must be above 0.01 and at most 2, got nan'),
+        (8000.0, 0.01, 'friction_max must be above 0.01'),
+        # Past what a belief holds: the whole budget was spent, then the belief refused.
+        (60000.0, 1.0, 'density_max must be above 0 and at most 22600 kg/m.3, got 60000'),
+        (8000.0, 5.0, 'friction_max must be above 0.01 and at most 2, got 5'),
     ],
 )
 def test_bounds_that_bound_nothing_are_refused(density_max, friction_max, reason):
