@@ -56,8 +56,16 @@ def test_a_grasp_goal_lifts_an_overhanging_book(tmp_path: Path) -> None:
             peer.wait(lambda: bool(truths), 30, 'ground truth')
             h0 = truths[-1].height
             goal = Grasp.Goal(lift_height=0.1)
-            goal.grasp_pose.header.frame_id = cell.table.frame_id
             set_planar_pose(goal.grasp_pose.pose, np.array([*grasp.p_WE, grasp.yaw]), grasp.z)
+            # A pose in another frame was used as if it were in the table's.
+            goal.grasp_pose.header.frame_id = 'base_link'
+            _, done = peer.send(client, goal)
+            refused = peer.result(done, 30).result
+            assert refused.error.code == ErrorCode.INVALID_GOAL
+            assert (
+                refused.message == f"the grasp pose is in 'base_link', not {cell.table.frame_id}"
+            )
+            goal.grasp_pose.header.frame_id = cell.table.frame_id
             phases: list[str] = []
             _, done = peer.send(client, goal, feedback=lambda m: phases.append(m.feedback.phase))
             result = peer.result(done, 120).result

@@ -324,11 +324,7 @@ class ExecutorNode(SlideNode):
             X = pose_to_planar(goal.object_pose.pose)
         except MessageError as exc:
             raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
-        if goal.object_pose.header.frame_id not in ('', self.frame):
-            raise Failure(
-                ErrorCode.INVALID_GOAL,
-                f'the object pose is in {goal.object_pose.header.frame_id!r}, not {self.frame}',
-            )
+        self._check_frame('the object pose', goal.object_pose.header.frame_id)
         # The latched grid reaches each subscriber in its own time: a behaviour that already
         # has it may ask before this node does.
         end = time.monotonic() + GRID_WAIT_S
@@ -529,6 +525,11 @@ class ExecutorNode(SlideNode):
         handle.succeed()
         return result
 
+    def _check_frame(self, what: str, frame_id: str) -> None:
+        """INVALID_GOAL unless a goal's pose is in the table frame (or names none)."""
+        if frame_id not in ('', self.frame):
+            raise Failure(ErrorCode.INVALID_GOAL, f'{what} is in {frame_id!r}, not {self.frame}')
+
     def _execute_grasp(self, handle: Any) -> tuple[bool, float]:
         if not self.active or self.backend is None:
             raise Failure(ErrorCode.NOT_READY, 'the executor is not active')
@@ -537,6 +538,8 @@ class ExecutorNode(SlideNode):
             X = pose_to_planar(goal.grasp_pose.pose)
         except MessageError as exc:
             raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
+        # As for a push: a pose in another frame was used as if it were in the table's.
+        self._check_frame('the grasp pose', goal.grasp_pose.header.frame_id)
         z = float(goal.grasp_pose.pose.position.z)
         lift = float(goal.lift_height)
         if not (math.isfinite(z) and 0 < z < 0.3 and 0 < lift <= 0.5):
