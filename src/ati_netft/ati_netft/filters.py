@@ -67,6 +67,10 @@ class GravityCompensation:
         return np.asarray(wrench, dtype=float) - self.tool_wrench(R_WS)
 
 
+FORCE_LIMIT_MAX_N = 10000.0
+"""The largest force limit the driver takes [N] (its ``force_limit_n`` parameter)."""
+
+
 class LimitMonitor:
     """Flags wrenches whose force or torque magnitude exceeds a limit (0 disables one)."""
 

@@ -69,7 +69,12 @@ from ati_netft.client import (
     fetch_calibration_http,
     fetch_calibration_tcp,
 )
-from ati_netft.filters import GravityCompensation, LowPass, quaternion_matrix
+from ati_netft.filters import (
+    FORCE_LIMIT_MAX_N,
+    GravityCompensation,
+    LowPass,
+    quaternion_matrix,
+)
 from ati_netft.protocol import Calibration, Plausibility, ProtocolError, decode_status
 
 WRENCH_QOS = qos_profile_sensor_data
@@ -244,7 +249,7 @@ class NetFTNode(LifecycleNode):
             0.0,
             d(
                 description='|F| above this raises ~/limit_exceeded; 0 = off',
-                floating_point_range=_floats(0.0, 10000.0),
+                floating_point_range=_floats(0.0, FORCE_LIMIT_MAX_N),
             ),
         )
         p(

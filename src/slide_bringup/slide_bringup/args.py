@@ -5,20 +5,19 @@ from __future__ import annotations
 import argparse
 
 from slide_core.errors import SlideInputError
-
-SEED_MAX = 2**63 - 1
-"""Largest seed: a ROS integer parameter is 64-bit (the graph's nodes take the seed)."""
+from slide_core.task import SEED_MAX
 
 
 def seed(text: str) -> int:
-    """The argparse type of ``--seed``: a whole number from 0 to :data:`SEED_MAX` (numpy's
-    generators take no negative seed, and said only 'expected non-negative integer')."""
+    """The argparse type of ``--seed``: a whole number from 0 to
+    :data:`slide_core.task.SEED_MAX`, as the graph's nodes take it (numpy's generators take
+    no negative seed, and said only 'expected non-negative integer')."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f'{text!r} is not a whole number') from None
     if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f'a seed is from 0 to 2^63 - 1, got {value}')
+        raise argparse.ArgumentTypeError(f'a seed is from 0 to {SEED_MAX}, got {value}')
     return value
 
 

@@ -18,6 +18,10 @@ from pathlib import Path
 import socket
 from typing import Any
 
+from ati_netft.filters import FORCE_LIMIT_MAX_N
+
+from slide_core.task import SEED_MAX
+
 ARGUMENTS: dict[str, tuple[str, str]] = {
     'backend': ('twin', 'twin, fr3 or lbr'),
     'object': ('hammer', 'twin: library object name or object .yaml file'),
@@ -129,22 +133,27 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     if out['support'] not in ('rigid', 'cell-mass'):
         raise GraphError(f'support must be rigid or cell-mass, got {out["support"]!r}')
     try:
-        int(out['seed'])
+        seed = int(out['seed'])
     except ValueError:
         raise GraphError(f'seed must be an integer, got {out["seed"]!r}') from None
+    if not 0 <= seed <= SEED_MAX:  # the nodes refuse it later, one by one
+        raise GraphError(f'seed must be 0 to {SEED_MAX}, got {seed}')
     ft_offset(out['ft_offset'])
     force_limit(out['force_limit'])
     return out
 
 
 def force_limit(text: str) -> float:
-    """The ``force_limit`` argument [N]; GraphError unless a finite number >= 0."""
+    """The ``force_limit`` argument [N]; GraphError unless 0 (off) to the F/T driver's
+    largest limit."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise GraphError(f'force_limit must be newtons >= 0 (0: off), got {text!r}')
+    if not (math.isfinite(value) and 0 <= value <= FORCE_LIMIT_MAX_N):
+        raise GraphError(
+            f'force_limit must be newtons from 0 (off) to {FORCE_LIMIT_MAX_N:g}, got {text!r}'
+        )
     return value
 
 

@@ -481,6 +481,17 @@ def test_the_force_limit_argument_reaches_the_f_t_driver_and_a_bad_one_is_refuse
     assert {s.name: s for s in pregrasp({})}['netft'].parameters['force_limit_n'] == 25.0
     netft = {s.name: s for s in pregrasp({'force_limit': '0'})}['netft']
     assert netft.parameters['force_limit_n'] == 0.0  # off
-    for bad in ('-1', 'strong', 'inf'):
-        with pytest.raises(GraphError, match='force_limit must be newtons'):
+    # 20000 N passed here, and the driver refused it later (its limit is 10000 N).
+    for bad in ('-1', 'strong', 'inf', '20000'):
+        with pytest.raises(GraphError, match='force_limit must be newtons from 0 .off. to 10000'):
             pregrasp({'force_limit': bad})
+
+
+def test_a_seed_the_nodes_cannot_take_is_refused_as_an_argument() -> None:
+    # seed:=-1 passed; the behaviour and the twin then refused it, each in its own log.
+    assert {s.name: s for s in pregrasp({'seed': '2147483647'})}['behaviour'].parameters[
+        'seed'
+    ] == 2**31 - 1
+    for bad in ('-1', '2147483648'):
+        with pytest.raises(GraphError, match=f'seed must be 0 to 2147483647, got {bad}'):
+            pregrasp({'seed': bad})

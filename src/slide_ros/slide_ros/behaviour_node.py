@@ -40,6 +40,7 @@ from slide_core.files import write_text_atomic
 from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
+    SEED_MAX,
     Aborted,
     Outcome,
     Stage,
@@ -57,7 +58,7 @@ from slide_ros.ros_task import Caller, RosDecider, RosWorld
 
 PARAMS = (
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
-    Param('seed', 0, 'the episode seed (exploration draws, paths)', low=0, high=2**31 - 1),
+    Param('seed', 0, 'the episode seed (exploration draws, paths)', low=0, high=SEED_MAX),
     Param('exploration_pushes', 5, 'exploratory pushes', low=1, high=20),
     Param(
         'extra_exploration',

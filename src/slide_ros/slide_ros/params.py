@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import json
 from typing import Any
 
 from rcl_interfaces.msg import (
@@ -126,5 +127,8 @@ def _literal(value: Value) -> str:
     if isinstance(value, list):
         return '[' + ','.join(_literal(v) for v in value) + ']'
     if isinstance(value, str):
-        return value if value else "''"
+        # Quoted: ROS reads a -p value as YAML, so a bare 123, true, on or a path with a
+        # '#' was another type or cut short (record:=123 became an integer bag name and
+        # killed the recorder). A JSON string is a YAML double-quoted one.
+        return json.dumps(value)
     return repr(value)

@@ -45,6 +45,7 @@ from slide_core.errors import SlideError
 from slide_core.geometry import quaternion_of_yaw, yaw_of_quaternion
 from slide_core.io import grid_to_msg, xyz_to_cloud
 from slide_core.model import Waypoint, load_object, load_workcell
+from slide_core.task import SEED_MAX
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode, GroundTruth
 from slide_ros.params import Param, ParameterError, declare
@@ -63,7 +64,7 @@ PARAMS = (
         0,
         'seed of the random start pose (as slide episode draws it)',
         low=0,
-        high=2**31 - 1,
+        high=SEED_MAX,
     ),
     Param('camera_rate_hz', 10.0, 'camera frames per second', low=0.5, high=60.0),
     Param('camera_seed', 0, 'seed of the depth noise', low=0, high=2**31 - 1),

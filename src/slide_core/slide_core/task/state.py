@@ -58,6 +58,12 @@ class Outcome(enum.Enum):
     the reason says which."""
 
 
+SEED_MAX = 2**31 - 1
+"""An episode's seed is 0 to this: the nodes take it as a ROS integer parameter, and the
+twin and the draws it seeds as a 31-bit one (the command line, the launch arguments and
+the nodes all refuse larger)."""
+
+
 @dataclass(frozen=True)
 class TaskSettings:
     """exploration_pushes: 1 to 20; extra_exploration: 0 to 20 more exploratory pushes,
