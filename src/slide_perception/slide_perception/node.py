@@ -88,7 +88,12 @@ def _range(lo: float, hi: float) -> list[FloatingPointRange]:
 class PerceptionNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('perception', **kwargs)
-        p = self.declare_parameter
+
+        def p(name: str, default: Any, descriptor: ParameterDescriptor) -> Any:
+            # Read once, here: a change while running would report success and do nothing.
+            descriptor.read_only = True
+            return self.declare_parameter(name, default, descriptor)
+
         extrinsics = p(
             'extrinsics_file',
             '',

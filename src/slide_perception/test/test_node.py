@@ -150,6 +150,15 @@ def test_grid_latched_pose_tracked_and_bad_frames_reported(harness: Harness):
     assert len(h.poses) == n
 
 
+def test_parameters_read_at_start_up_cannot_be_changed_to_no_effect(harness: Harness):
+    # Set on the running node, these reported success and changed nothing.
+    for name, value in (('min_fitness', 0.9), ('cell_size', 0.03), ('rate_hz', 5.0)):
+        refused = harness.node.set_parameters([Parameter(name, value=value)])[0]
+        assert not refused.successful, name
+        assert 'read-only' in refused.reason, refused.reason
+    assert harness.node.get_parameter('min_fitness').value == 0.6
+
+
 def test_missing_extrinsics_is_a_clear_error():
     context = Context()
     rclpy.init(context=context)
