@@ -138,6 +138,13 @@ class Player:
         self.play_types, self.left_out = plan(self.bag, topics)
         self.rate = rate
         self.start_ns = (self.bag.first_ns or 0) + int(start_offset * 1e9)
+        if self.bag.last_ns is not None and self.start_ns > self.bag.last_ns:
+            # Nothing would be played, the latched grid and ground truth neither.
+            length = (self.bag.last_ns - (self.bag.first_ns or 0)) * 1e-9
+            raise SlideInputError(
+                f'--start-offset {start_offset:g} s is past the end of {path} '
+                f'({length:.2f} s long)'
+            )
         self.clock_period = 1.0 / clock_hz if clock_hz > 0 else math.inf
         self._Clock = Clock
         self.clock = node.create_publisher(Clock, CLOCK_TOPIC, 10)

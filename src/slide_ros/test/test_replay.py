@@ -203,6 +203,8 @@ def test_replay_refuses_what_it_cannot_play_in_one_line(
         ([str(tmp_path / 'absent')], 'no such bag'),
         ([str(twin_bag), '--rate', '0'], '--rate must be in'),
         ([str(twin_bag), '--start-offset', '-1'], '--start-offset must be'),
+        # Past the end: it played nothing, the latched topics neither, and said ok.
+        ([str(twin_bag), '--start-offset', '1e6'], '--start-offset 1e+06 s is past the end'),
     ):
         assert main(['replay', *args]) == 2
         err = capsys.readouterr().err
