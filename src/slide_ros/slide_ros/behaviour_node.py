@@ -36,12 +36,14 @@ import py_trees
 from py_trees.common import Status
 from std_srvs.srv import Trigger
 
-from slide_core.files import write_text_atomic
+from slide_core.files import check_output, write_text_atomic
+from slide_core.identification import METHODS
 from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
     SEED_MAX,
     Aborted,
+    IdentificationSettings,
     Outcome,
     Stage,
     Task,
@@ -99,7 +101,7 @@ PARAMS = (
         low=0,
         high=25,
     ),
-    Param('identification_method', 'probabilistic', 'identification method'),
+    Param('identification_method', 'probabilistic', 'identification method', choices=METHODS),
     Param('models', 8, 'models in the belief', low=1, high=64),
     Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
     Param(
@@ -125,6 +127,12 @@ PARAMS = (
 )
 HISTORY = 100
 EXIT_FAILED = 3
+OUTPUTS: dict[str, tuple[str, ...]] = {
+    'result_file': (),
+    'belief_file': ('.yaml', '.yml'),
+    'png': ('.png',),
+}
+"""The files an episode leaves, and the suffixes each must have."""
 
 
 class StageLeaf(py_trees.behaviour.Behaviour):
@@ -181,6 +189,16 @@ class BehaviourNode(SlideNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('behaviour', **kwargs)
         self.p = declare(self, PARAMS)
+        # Refused now, not at the first identification after the exploratory pushes, nor
+        # (a file that cannot be written) as a warning when the episode has ended.
+        IdentificationSettings(
+            method=str(self.p['identification_method']),
+            K=int(self.p['models']),
+            budget=int(self.p['budget']),
+        )
+        for key, suffixes in OUTPUTS.items():
+            if self.p[key]:
+                check_output(self.p[key], suffixes, key)
         self.cell = load_workcell(self.p['workcell_file'] or None)
         self.config = planner_config(self.cell)
         self.pub_state = self.create_publisher(TaskState, '/behaviour/state', LATCHED)
@@ -339,6 +357,24 @@ class BehaviourNode(SlideNode):
         self.save(result)
         if self.p['exit_on_done']:
             self.exit_code = 0 if result.success else EXIT_FAILED  # ends the node's run
+
+    def destroy_node(self) -> None:
+        self._save_unfinished()
+        super().destroy_node()
+
+    def _save_unfinished(self) -> None:
+        """An episode the node's end stops (Ctrl-C, SIGTERM, the demo's timeout) keeps
+        what it had: its result, aborted, and its last belief (they were written only when
+        the tree finished, so an interrupted episode left no file)."""
+        if self.task is None or self.result is not None:
+            return
+        self._abort_flag.set()
+        try:
+            result = self.task.result(Aborted('the behaviour node was stopped mid-episode'))
+            self.result = result
+            self.save(result)
+        except Exception as exc:  # noqa: BLE001 - the node is going: say it and go on
+            self.get_logger().warning(f'the stopped episode left no files: {exc}')
 
     def save(self, result: TaskResult) -> None:
         """Write what the episode left to the files the parameters name: the result

@@ -78,12 +78,12 @@ def test_an_ended_episode_leaves_its_result_and_its_last_belief(tmp_path: Path) 
 
 
 def test_a_file_that_cannot_be_written_leaves_the_others(tmp_path: Path) -> None:
-    (tmp_path / 'a_file').write_text('')
     files = {
         'result_file': str(tmp_path / 'r.json'),
-        'belief_file': str(tmp_path / 'a_file' / 'b.yaml'),  # under a file: cannot be made
+        'belief_file': str(tmp_path / 'a_file' / 'b.yaml'),
     }
     node, context = node_writing(files)
+    (tmp_path / 'a_file').write_text('')  # since start-up: the belief's folder cannot be made
     try:
         node.save(ended_episode())
     finally:
@@ -91,3 +91,50 @@ def test_a_file_that_cannot_be_written_leaves_the_others(tmp_path: Path) -> None
         context.try_shutdown()
     assert json.loads((tmp_path / 'r.json').read_text())['outcome'] == 'no_grasp'
     assert not (tmp_path / 'a_file' / 'b.yaml').exists()
+
+
+def test_an_episode_stopped_with_the_node_leaves_what_it_had(tmp_path: Path) -> None:
+    # Ctrl-C, SIGTERM or the demo's timeout: the files were written only when the tree
+    # finished, so an interrupted episode left none, though it had a belief.
+    from slide_core.task import Task, TaskSettings
+
+    files = {'result_file': str(tmp_path / 'r.json'), 'belief_file': str(tmp_path / 'b.yaml')}
+    node, context = node_writing(files)
+    try:
+        node.task = Task(node.world, node.decider, TaskSettings())  # begun, not finished
+        node.task.state = ended_episode().state
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    written = json.loads((tmp_path / 'r.json').read_text())
+    assert written['outcome'] == 'aborted'
+    assert 'stopped mid-episode' in written['reason']
+    assert load_belief(tmp_path / 'b.yaml').K == 2
+
+
+@pytest.mark.parametrize(
+    ('override', 'reason'),
+    [
+        ({'identification_method': 'bogus'}, 'identification_method must be one of'),
+        ({'models': 8, 'budget': 7}, 'budget of 7 simulations cannot evaluate each of the 8'),
+        ({'belief_file': '/dev/null/belief.yaml'}, 'cannot write in /dev/null'),
+        ({'png': 'episode.jpg'}, 'png must name a .png file'),
+    ],
+)
+def test_settings_an_episode_would_fail_on_are_refused_at_start_up(
+    override: dict[str, object], reason: str
+) -> None:
+    # They were accepted, and failed at the first identification after the exploratory
+    # pushes, or (the files) were a warning once the episode had ended.
+    context = Context()
+    rclpy.init(context=context)
+    params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
+    params |= override
+    try:
+        with pytest.raises(ValueError, match=reason):
+            BehaviourNode(
+                context=context,
+                parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+            )
+    finally:
+        context.try_shutdown()
