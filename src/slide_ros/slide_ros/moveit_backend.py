@@ -9,8 +9,9 @@ machines (no MoveIt there); everything around it is tested with the twin backend
   of the planning group to the pose of ``end_effector_link`` that puts the tool (the
   fingertip's centre, ``fingertip_offset`` in that link; or the gripper's pads' front end,
   the link itself) at the waypoint, with the velocity scaled to the waypoint's speed, then
-  executed. Cancel stops the controllers (``moveit.stop``... through the trajectory
-  execution manager) between segments.
+  executed in a worker thread while this one watches the stop (a cancel, the F/T limit,
+  shutdown): when it comes mid-segment, the trajectory execution manager's
+  ``stop_execution()`` halts the controllers there, not at the segment's end.
 - Gripper: a ``control_msgs/GripperCommand`` action (``gripper_action``): position = half
   the opening, max_effort; held when the gripper stalled on an object.
 - Tool poses: forward kinematics of the current state.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
+import threading
 import time
 from typing import Any
 
@@ -35,6 +37,7 @@ from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, run_goal
 from slide_ros.lifecycle import NotReady
 
 MAX_TOOL_SPEED = 0.25  # m/s: what velocity scaling 1.0 means for a LIN motion (Pilz default)
+STOP_WAIT_S = 2.0  # s: how long a stopped segment's execute call is given to return
 
 
 class MoveItBackend:
@@ -112,13 +115,39 @@ class MoveItBackend:
             plan = self.arm.plan(single_plan_parameters=request)
             if not plan:
                 return Motion(False, message=f'no straight-line plan to waypoint {i}')
-            self.moveit.execute(plan.trajectory, controllers=[])
+            if not self._execute(plan.trajectory, should_stop):
+                return Motion(False, True, 'stopped')
             end = time.monotonic() + wp.dwell_s
             while time.monotonic() < end:
                 if should_stop():
                     return Motion(False, True, 'stopped')
                 time.sleep(0.01)
         return Motion(True)
+
+    def _execute(self, trajectory: Any, should_stop: Callable[[], bool]) -> bool:
+        """Execute one segment, watching ``should_stop`` while it runs; False when it was
+        stopped (the controllers halted where the arm was). ``moveit.execute`` blocks for
+        the whole segment: a cancel or an F/T limit mid-stroke waited for its end."""
+        done = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.moveit.execute(trajectory, controllers=[])
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+                failed.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name='moveit-execute', daemon=True).start()
+        while not done.wait(0.01):
+            if should_stop():
+                self.moveit.get_trajactory_execution_manager().stop_execution()  # sic: its name
+                done.wait(STOP_WAIT_S)
+                return False
+        if failed:
+            raise failed[0]
+        return True
 
     def gripper(
         self, width: float, max_effort: float, should_stop: Callable[[], bool]
