@@ -187,3 +187,32 @@ def test_a_stopped_command_to_a_silent_twin_ends_when_the_process_does() -> None
         assert not call.is_alive()
         assert returned == [None]
         assert time.monotonic() - closed < 3.0
+
+
+def test_a_path_with_a_nan_yaw_is_refused_and_the_twin_goes_on(twin: TwinNode) -> None:
+    # The NaN yaw reached the physics thread, which died on it; the goal and every one
+    # after it 'succeeded' without the arm moving.
+    peer = Peer('backend_test_nan_yaw')
+    try:
+        backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+        peer.wait(lambda: backend.tool_pose('fingertip') is not None, 10, 'a fingertip pose')
+        start = backend.tool_pose('fingertip')
+        assert start is not None
+        target = start.p_W + np.array([0.0, 0.0, 0.02])
+        bad = backend.follow(
+            'fingertip',
+            [Waypoint(target, 0.1, 0.0, 'up', float('nan'))],
+            lambda i, t: None,
+            lambda: False,
+        )
+        assert not bad.completed
+        assert twin._sim.is_alive()
+        good = backend.follow(
+            'fingertip', [Waypoint(target, 0.1, 0.0, 'up')], lambda i, t: None, lambda: False
+        )
+        assert good.completed, good.message
+        pose = backend.tool_pose('fingertip')
+        assert pose is not None
+        np.testing.assert_allclose(pose.p_W, target, atol=0.005)
+    finally:
+        peer.close()

@@ -102,7 +102,7 @@ class TwinNode(Node):
         cell = load_workcell(p['workcell_file'] or None)
         spec = load_object(p['object'])
         start = [float(v) for v in p['start_pose']]
-        if len(start) == 1:
+        if start == [0.0]:  # the default: a random start
             start = list(random_start(spec, cell, int(p['seed'])))
         if len(start) != 3 or not all(math.isfinite(v) for v in start):
             raise ParameterError(f'start_pose must be [x, y, yaw], got {start}')
@@ -196,7 +196,10 @@ class TwinNode(Node):
         next_snapshot = 0.0
         while not self._stop.is_set():
             while not self._commands.empty():
-                self._commands.get_nowait()()
+                try:
+                    self._commands.get_nowait()()
+                except Exception as exc:  # noqa: BLE001 - one bad command must not stop physics
+                    self.get_logger().error(f'twin command failed: {exc}')
             twin.step()
             w = twin.wrench()
             with self._ft_lock:
@@ -346,9 +349,14 @@ class TwinNode(Node):
                 moving, index = self._status[tool]
             if not moving:
                 break
+            if self._stop.is_set() or not self._sim.is_alive():  # shutting down: it never ends
+                handle.abort()
+                result.error.code, result.message = ErrorCode.INTERNAL, 'the twin stopped'
+                return result
             if handle.is_cancel_requested:
                 self._submit(lambda: self.twin.stop(tool))
-                while self._status[tool][0]:
+                deadline = time.monotonic() + 2.0
+                while self._status[tool][0] and time.monotonic() < deadline:
                     time.sleep(0.002)
                 handle.canceled()
                 result.error.code, result.message = ErrorCode.CANCELED, 'stopped where it was'
@@ -377,6 +385,10 @@ class TwinNode(Node):
                 raise ValueError(f'waypoint {i} is in {pose.header.frame_id!r}, not {self.frame}')
             p = pose.pose.position
             q = pose.pose.orientation
+            if not all(math.isfinite(v) for v in (q.x, q.y, q.z, q.w)):
+                # A NaN yaw made start_path raise in the physics thread, which died, and
+                # every goal after it 'succeeded' without a move.
+                raise ValueError(f'waypoint {i}: the orientation must be finite')
             yaw = yaw_of_quaternion(q.x, q.y, q.z, q.w) if q.w or q.z else 0.0
             xyz = np.array([p.x, p.y, p.z], dtype=float)
             if not (np.isfinite(xyz).all() and 0 < speed <= 1.0 and 0 <= dwell <= 10.0):
