@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import importlib
 import json
 import logging
+import math
 import signal
 import sys
 import threading
@@ -186,11 +187,23 @@ def _main(words: list[str], as_json: bool) -> int:
     except KeyboardInterrupt as exc:
         return _interrupted(prog, exc, as_json)
     if as_json:
-        sys.stdout.write(json.dumps(result, sort_keys=False) + '\n')
+        sys.stdout.write(json.dumps(finite_json(result), sort_keys=False, allow_nan=False) + '\n')
     else:
         fmt = getattr(module, 'format_text', _default_text)
         print(fmt(result))
     return EXIT_FAILED if result.get('ok') is False else 0
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None: JSON has no NaN, and a bench's
+    mean over no episodes printed a bare NaN, which JSON parsers refuse."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def _reason(exc: BaseException) -> str:

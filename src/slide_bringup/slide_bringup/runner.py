@@ -49,6 +49,19 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f'signal {signum}')
 
 
+def check_log_dir(path: Path) -> Path:
+    """``path`` if the node logs can go to that folder (made when missing), else GraphError
+    saying why (a file there or above it, no write permission)."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == path and not path.is_dir():
+        raise GraphError(f'--log-dir {path} is a file: give a folder for the node logs')
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise GraphError(f'--log-dir {path}: cannot write in {existing}')
+    return path
+
+
 def executable(spec: NodeSpec) -> Path:
     """The installed executable of a node (GraphError when the package is not built)."""
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
@@ -85,7 +98,7 @@ class Graph:
                 'pregrasp.launch.py there'
             )
         self.specs = list(specs)
-        self.log_dir = log_dir
+        self.log_dir = check_log_dir(log_dir)
         self.nodes: list[Running] = []
         self._reported: set[str] = set()
 

@@ -97,6 +97,50 @@ def test_errors_are_one_json_object_too_with_json() -> None:
     assert out.returncode == 2 and 'a seed is from 0' in json.loads(out.stdout)['error']
 
 
+def test_json_output_holds_no_nan() -> None:
+    from slide_bringup.cli import finite_json
+
+    # A bench's mean over no episodes printed a bare NaN, which JSON parsers refuse.
+    out = finite_json({'pushes_mean': float('nan'), 'rows': [1.5, float('inf')], 'n': 3})
+    assert json.loads(json.dumps(out, allow_nan=False)) == {
+        'pushes_mean': None, 'rows': [1.5, None], 'n': 3
+    }  # fmt: skip
+
+
+def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / 'a_file').write_text('')
+    old = tmp_path / 'old_run'
+    old.mkdir()
+    (old / 'belief.yaml').write_text('kept: true\n')
+    for args, reason in (
+        # The log folder a file: a FileExistsError traceback, exit 1.
+        (('launch', 'pregrasp', '--log-dir', str(tmp_path / 'a_file')), 'is a file'),
+        (('demo', '--log-dir', str(tmp_path / 'a_file')), 'is a file'),
+        (('demo', '--timeout', '-1'), '--timeout must be a positive number'),
+        # Refused after the earlier run's belief was deleted.
+        (
+            ('demo', '--log-dir', str(old), '--ft-offset', 'nan', '0', '0', '0', '0', '0'),
+            'ft_offset must be six numbers',
+        ),
+        # Counted as an episode's error in a result, exit 0.
+        (
+            ('bench', 'pregrasp', '--objects', 'nosuch', '--planning-trials', '0', '--seeds', '1'),
+            'no library object',
+        ),
+        (('bench', 'pregrasp', '--objects', 'box', '--overhang-weight', '-1'), 'overhang'),
+        # Refused only after the other objects' scenes, or a recorded bag.
+        (('bench', 'perception', '--objects', 'box', 'nosuch'), 'no library object'),
+        (
+            ('bench', 'identification', '--objects', 'box', '--methods', 'nosuch'),
+            'unknown methods',
+        ),
+    ):
+        out = _run(*args, '--json', timeout=60)
+        assert out.returncode == 2, (args, out.stderr[-2000:])
+        assert reason in json.loads(out.stdout)['error'], (args, out.stdout)
+    assert (old / 'belief.yaml').read_text() == 'kept: true\n'
+
+
 def test_a_terminated_recording_leaves_nothing_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import signal
 

@@ -92,6 +92,11 @@ def run(
     if refine_budget < 0:
         raise ValueError(f'the refinement budget must be >= 0, got {refine_budget}')
     methods = list(methods or METHODS)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:  # before a bag is recorded and the methods before it run
+        raise ValueError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}')
+    for name in names:
+        load_object(name)
     rows: dict[str, dict[str, list[float]]] = {
         m: {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
         for m in methods

@@ -158,6 +158,8 @@ def run(
     names = list(objects or library_names())
     if poses < 1:
         raise SlideInputError(f'poses must be at least 1, got {poses}')
+    for name in names:  # an unknown one is refused before the others' scenes run
+        load_object(name)
     config = PerceptionConfig()
     cell = load_workcell()
     rng = np.random.default_rng(seed)

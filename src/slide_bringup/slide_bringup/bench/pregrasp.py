@@ -191,6 +191,10 @@ def run(
         raise ValueError(f'unknown methods {bad}; choose from {", ".join(METHODS)}')
     if seeds < 1 or planning_trials < 0:
         raise ValueError('seeds must be >= 1 and planning trials >= 0')
+    # Refused now: an episode's own error was counted in the result, exit 0.
+    for name in names:
+        load_object(name)
+    planner_config(load_workcell(), overhang_weight=overhang_weight)
     workers = processes(workers)
     jobs = [
         (n, seed + s, m, overhang_weight, support)

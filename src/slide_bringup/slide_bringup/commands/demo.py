@@ -115,29 +115,32 @@ class Watcher:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.graph import pregrasp
-    from slide_bringup.runner import Graph
+    from slide_bringup.runner import Graph, check_log_dir
     from slide_core.files import check_output
     from slide_core.geometry import overhang
     from slide_core.io import grid_from_msg
     from slide_core.model import load_object
 
     check_output(args.png, ('.png',), '--png')
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ValueError(f'--timeout must be a positive number of seconds, got {args.timeout}')
     load_object(args.object)  # a bad object is bad input, before anything starts
     log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
+    check_log_dir(log_dir)
     t0 = time.perf_counter()
+    specs = pregrasp(
+        {
+            'object': str(args.object),
+            'seed': str(args.seed),
+            'exit_on_done': 'true',
+            'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
+        }
+    )  # the arguments are checked before anything of an earlier run is touched
     # A --log-dir used before may hold an older run's belief: only this run's is reported.
     belief_file = log_dir / 'belief.yaml'
     belief_file.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
-        specs = pregrasp(
-            {
-                'object': str(args.object),
-                'seed': str(args.seed),
-                'exit_on_done': 'true',
-                'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
-            }
-        )
         for spec in specs:
             if spec.name == 'behaviour':
                 spec.parameters.update(

@@ -33,6 +33,7 @@ fixed time step (:func:`slide_core.identification.build_push`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 import math
@@ -238,6 +239,9 @@ def read_pushes(
             wanted = sorted({*wanted, *range(known)})
     else:
         wanted = list(indices)
+        twice = sorted(i for i, n in Counter(wanted).items() if n > 1)
+        if twice:  # one push twice in a training set weighs it double, silently
+            raise SlideInputError(f'{name}: push {_ranges(twice)} asked for more than once')
     beyond = [i for i in wanted if i not in position]
     if beyond and not lost:
         raise SlideInputError(

@@ -46,6 +46,16 @@ def test_ground_truth_is_read_separately(bag: Path) -> None:
 def test_bad_bags_give_clear_errors(bag: Path, tmp_path: Path) -> None:
     with pytest.raises(SlideInputError, match='has pushes 0-2'):
         read_pushes(bag, [7])
+    # A short line however many are missing (one range of 2 million was a 17 MB 'line').
+    with pytest.raises(SlideInputError, match=r'has pushes 0-2, asked for 3-1999$'):
+        read_pushes(bag, list(range(3, 2000)))
+    with pytest.raises(
+        SlideInputError, match=r'asked for 3, 5, 7, 9, 11, 13, 15, 17, \.\.\. \(20'
+    ):
+        read_pushes(bag, list(range(3, 42, 2)))
+    # The identification node's bag goals took a push twice, weighing it double.
+    with pytest.raises(SlideInputError, match='push 0 asked for more than once'):
+        read_pushes(bag, [0, 0])
     with pytest.raises(SlideInputError, match='no such bag'):
         read_pushes(tmp_path / 'absent')
 
