@@ -90,11 +90,13 @@ class Rig:
         self.peer.wait(lambda: len(self.poses) >= n + 2, 30, 'fresh object poses')
         return self.poses[-1]
 
-    def push_goal(self, speed: float = 0.03) -> Push.Goal:
+    def push_goal(self, speed: float = 0.03, min_travel: float = 0.0) -> Push.Goal:
         grid, _ = grid_from_msg(self.grids[-1])
         pose = self.fresh_pose()
         X_WO = pose_to_planar(pose.pose)
         primitive = exploration_push(grid, X_WO, None, self.index, 'random', 7, self.cell, speed)
+        if primitive.travel < min_travel:
+            primitive = dataclasses.replace(primitive, travel=min_travel)
         goal = Push.Goal()
         primitive_to_msg(primitive, self.cell.fingertip, goal.primitive)
         goal.object_pose, goal.index = pose, self.index
@@ -155,8 +157,12 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
 def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     phases: list[str] = []
+    # Long enough for the force comparison below (0.7 s of contact at least): the random
+    # push's travel depends on the perceived grid, and 2 cm of it left 0.66 s once.
     handle, done = rig.peer.send(
-        rig.push, rig.push_goal(), feedback=lambda m: phases.append(m.feedback.phase)
+        rig.push,
+        rig.push_goal(min_travel=0.035),
+        feedback=lambda m: phases.append(m.feedback.phase),
     )
     result = rig.peer.result(done, 120).result
     assert result.error.code == ErrorCode.SUCCESS, result.message + rig.logs('executor')
