@@ -147,8 +147,13 @@ def _fail(prog: str, code: int, reason: str, as_json: bool, kind: str | None = '
     JSON object on stdout; return the exit code."""
     print(f'{prog}: {kind}: {reason}' if kind else f'{prog}: {reason}', file=sys.stderr)
     if as_json:
-        sys.stdout.write(json.dumps({'ok': False, 'exit': code, 'error': reason}) + '\n')
+        _json_error(code, reason)
     return code
+
+
+def _json_error(code: int, reason: str) -> None:
+    """The one JSON object of a command that ended in an error, on stdout."""
+    sys.stdout.write(json.dumps({'ok': False, 'exit': code, 'error': reason}) + '\n')
 
 
 def _main(words: list[str], as_json: bool) -> int:
@@ -157,8 +162,7 @@ def _main(words: list[str], as_json: bool) -> int:
         args = parser.parse_args(words)
     except _BadArguments as exc:  # already on stderr
         if as_json:
-            error = {'ok': False, 'exit': EXIT_BAD_INPUT, 'error': exc.reason}
-            sys.stdout.write(json.dumps(error) + '\n')
+            _json_error(EXIT_BAD_INPUT, exc.reason)
         return EXIT_BAD_INPUT
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -83,7 +83,8 @@ def _trained(
 
     prints = listed('train_fingerprints', str)
     if prints is not None:
-        return {pd.index for pd in pushes if push_fingerprint(pd) in set(prints)}
+        trained = set(prints)
+        return {pd.index for pd in pushes if push_fingerprint(pd) in trained}
     indices = listed('train_pushes', int) or []
     named = provenance.get('bag')
     if not isinstance(named, str) or not named:
