@@ -25,6 +25,7 @@ import time
 from typing import IO
 
 from slide_bringup.graph import GraphError, NodeSpec
+from slide_core.files import check_folder
 
 
 @dataclass
@@ -47,19 +48,6 @@ def _die_with_parent() -> None:
 
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f'signal {signum}')
-
-
-def check_log_dir(path: Path) -> Path:
-    """``path`` if the node logs can go to that folder (made when missing), else GraphError
-    saying why (a file there or above it, no write permission)."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing == path and not path.is_dir():
-        raise GraphError(f'--log-dir {path} is a file: give a folder for the node logs')
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise GraphError(f'--log-dir {path}: cannot write in {existing}')
-    return path
 
 
 def executable(spec: NodeSpec) -> Path:
@@ -98,7 +86,7 @@ class Graph:
                 'pregrasp.launch.py there'
             )
         self.specs = list(specs)
-        self.log_dir = check_log_dir(log_dir)
+        self.log_dir = check_folder(log_dir, '--log-dir')
         self.nodes: list[Running] = []
         self._reported: set[str] = set()
 

@@ -31,13 +31,28 @@ def check_output(
         raise SlideInputError(f'{what} {p} exists: give a new path')
     if p.is_dir():
         raise SlideInputError(f'{what} {p} is a folder; give a file name')
-    parent = p.parent if str(p.parent) else Path('.')
-    existing = parent
-    while not existing.exists():
+    _check_writable(p.parent if str(p.parent) else Path('.'), p, what)
+    return p
+
+
+def check_folder(path: str | Path, what: str) -> Path:
+    """Return ``path`` if files can be written in that folder (made when missing), else
+    raise SlideInputError saying why (a file there or above it, no writable parent)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise SlideInputError(f'{what} {p} is a file: give a folder')
+    _check_writable(p, p, what)
+    return p
+
+
+def _check_writable(folder: Path, path: Path, what: str) -> None:
+    """SlideInputError unless ``folder``, or the nearest of its parents that exists, is a
+    folder this process may write in (``path``, ``what``: for the message)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise SlideInputError(f'{what} {p}: cannot write in {existing}')
-    return p
+        raise SlideInputError(f'{what} {path}: cannot write in {existing}')
 
 
 def _umask() -> int:

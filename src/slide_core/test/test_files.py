@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from slide_core.errors import SlideInputError
-from slide_core.files import atomic_path, check_output, write_text_atomic
+from slide_core.files import atomic_path, check_folder, check_output, write_text_atomic
 
 
 def mode(path: Path) -> int:
@@ -65,3 +65,13 @@ def test_outputs_are_checked_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(SlideInputError, match='must name a .png file'):
         check_output(tmp_path / 'x.jpg', ('.png',), '--png')
     assert check_output(tmp_path / 'new' / 'deeper' / 'bag', (), '--out', directory=True)
+
+
+def test_a_folder_for_logs_is_checked_as_outputs_are(tmp_path: Path) -> None:
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(SlideInputError, match='is a file: give a folder'):
+        check_folder(tmp_path / 'file', '--log-dir')
+    with pytest.raises(SlideInputError, match='cannot write in'):
+        check_folder(tmp_path / 'file' / 'logs', '--log-dir')
+    assert check_folder(tmp_path, '--log-dir') == tmp_path  # an existing folder is fine
+    assert check_folder(tmp_path / 'new' / 'logs', '--log-dir')

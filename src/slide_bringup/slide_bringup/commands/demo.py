@@ -115,8 +115,8 @@ class Watcher:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.graph import pregrasp
-    from slide_bringup.runner import Graph, check_log_dir
-    from slide_core.files import check_output
+    from slide_bringup.runner import Graph
+    from slide_core.files import check_folder, check_output
     from slide_core.geometry import overhang
     from slide_core.io import grid_from_msg
     from slide_core.model import load_object
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f'--timeout must be a positive number of seconds, got {args.timeout}')
     load_object(args.object)  # a bad object is bad input, before anything starts
     log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
-    check_log_dir(log_dir)
+    check_folder(log_dir, '--log-dir')
     t0 = time.perf_counter()
     specs = pregrasp(
         {
