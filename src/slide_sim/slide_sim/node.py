@@ -10,7 +10,8 @@ It offers what the robot cell offers, under the same interfaces:
   ``ft_offset`` added, as an untared sensor reads);
 - arm and gripper: ``~/follow_path`` (slide_interfaces/FollowPath: a tool through Cartesian
   waypoints at speeds; cancel stops it where it is) and ``~/gripper``
-  (slide_interfaces/GripperCommand), and the tools' poses on ``~/fingertip_pose`` and
+  (slide_interfaces/GripperCommand), one goal per tool at a time (another for a tool that
+  is still moving is refused), and the tools' poses on ``~/fingertip_pose`` and
   ``~/gripper_pose`` (as a robot driver publishes its state);
 - ground truth on ``/ground_truth`` (slide_interfaces/GroundTruth), for scoring only.
 
@@ -127,6 +128,8 @@ class TwinNode(Node):
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
         self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
+        # The tools (and the gripper's fingers) a goal holds from its acceptance to its end.
+        self._busy: set[str] = set()
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
         self._gripper = (0.0, False)
         self.emulator = NetFTEmulator(
@@ -151,7 +154,7 @@ class TwinNode(Node):
             FollowPath,
             '~/follow_path',
             execute_callback=self._follow,
-            goal_callback=lambda _g: GoalResponse.ACCEPT,
+            goal_callback=lambda g: self._reserve(g.tool),
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=group,
         )
@@ -160,6 +163,7 @@ class TwinNode(Node):
             GripperCommand,
             '~/gripper',
             execute_callback=self._grip,
+            goal_callback=lambda _g: self._reserve('fingers'),
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=group,
         )
@@ -328,7 +332,31 @@ class TwinNode(Node):
         self.pub_truth.publish(msg)
 
     # -- actions ----------------------------------------------------------------------------
+    def _reserve(self, tool: str) -> GoalResponse:
+        """One goal per tool at a time, as the executor takes one motion at a time: a second
+        path for a tool that is moving is refused, not run over the first (both goals then
+        followed the second path and 'succeeded'). A goal naming no tool is accepted, to be
+        refused with its reason in the execute callback."""
+        if tool not in self._status and tool != 'fingers':
+            return GoalResponse.ACCEPT
+        with self._lock:
+            if tool in self._busy:
+                self.get_logger().warning(f'refused a goal for the {tool}: it is still moving')
+                return GoalResponse.REJECT
+            self._busy.add(tool)
+        return GoalResponse.ACCEPT
+
+    def _release(self, tool: str) -> None:
+        with self._lock:
+            self._busy.discard(tool)
+
     def _follow(self, handle: Any) -> FollowPath.Result:
+        try:
+            return self._follow_path(handle)
+        finally:
+            self._release(handle.request.tool)
+
+    def _follow_path(self, handle: Any) -> FollowPath.Result:
         goal = handle.request
         result = FollowPath.Result()
         try:
@@ -399,6 +427,12 @@ class TwinNode(Node):
         return out
 
     def _grip(self, handle: Any) -> GripperCommand.Result:
+        try:
+            return self._command_gripper(handle)
+        finally:
+            self._release('fingers')
+
+    def _command_gripper(self, handle: Any) -> GripperCommand.Result:
         goal = handle.request
         result = GripperCommand.Result()
         if not (math.isfinite(goal.width) and goal.width >= 0 and math.isfinite(goal.max_effort)):
