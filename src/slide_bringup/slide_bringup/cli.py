@@ -159,7 +159,13 @@ def _json_error(code: int, reason: str) -> None:
 def _main(words: list[str], as_json: bool) -> int:
     parser, modules = build_parser()
     try:
-        args = parser.parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        # A command may take words argparse left over: `slide launch pregrasp --log-dir D
+        # object:=book` has its name:=value after an option, as ros2 launch allows.
+        take = getattr(modules.get(args.command), 'take_extra', None)
+        left = take(args, extra) if take is not None and extra else extra
+        if left:
+            parser.error(f'unrecognized arguments: {" ".join(left)}')
     except _BadArguments as exc:  # already on stderr
         if as_json:
             _json_error(EXIT_BAD_INPUT, exc.reason)

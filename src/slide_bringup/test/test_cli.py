@@ -116,6 +116,8 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
         # The log folder a file: a FileExistsError traceback, exit 1.
         (('launch', 'pregrasp', '--log-dir', str(tmp_path / 'a_file')), 'is a file'),
         (('demo', '--log-dir', str(tmp_path / 'a_file')), 'is a file'),
+        # A name:=value after an option reaches the graph's check (it was 'unrecognized').
+        (('launch', 'pregrasp', '--log-dir', str(tmp_path / 'logs'), 'seed:=-1'), 'seed must'),
         (('demo', '--timeout', '-1'), '--timeout must be a positive number'),
         # Refused after the earlier run's belief was deleted.
         (

@@ -30,6 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--list', action='store_true', help='list the launch arguments and exit')
 
 
+def take_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """Take the name:=value words that came after an option into ``args.assignments``
+    (argparse takes positionals only before the first option); return the rest."""
+    taken = [w for w in extra if ':=' in w and not w.startswith('-')]
+    args.assignments = [*args.assignments, *taken]
+    return [w for w in extra if w not in taken]
+
+
 def parse_assignments(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
