@@ -30,6 +30,7 @@ import threading
 from typing import Any, NoReturn
 
 from slide_bringup import __version__
+from slide_bringup.signals import Terminated, raise_terminated
 from slide_core.errors import NoSolutionError
 
 # Subcommand modules, in the order --help lists them.
@@ -59,14 +60,6 @@ EPILOG = (
 
 class CliError(Exception):
     """Bad input or a failed precondition; the message is the one-line reason shown."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that it cleans up as on Ctrl-C."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated(f'signal {signum}')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     as_json = '--json' in words
     main_thread = threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    before = signal.signal(signal.SIGTERM, raise_terminated) if main_thread else None
     try:
         return _main(words, as_json)
     except KeyboardInterrupt as exc:  # while the subcommands load, before one ran

@@ -25,6 +25,7 @@ import time
 from typing import IO
 
 from slide_bringup.graph import GraphError, NodeSpec
+from slide_bringup.signals import raise_terminated
 from slide_core.files import check_folder
 
 
@@ -44,10 +45,6 @@ def _die_with_parent() -> None:
     (only a libc call here: the child of a threaded parent must not take locks)."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f'signal {signum}')
 
 
 def executable(spec: NodeSpec) -> Path:
@@ -95,7 +92,7 @@ class Graph:
         caller as Ctrl-C does, so its ``finally`` stops the nodes, and at exit whatever is
         still running is stopped: nothing is left behind."""
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _terminate)
+            signal.signal(signal.SIGTERM, raise_terminated)
         atexit.register(self.stop)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs

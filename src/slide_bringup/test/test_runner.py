@@ -104,3 +104,44 @@ def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Pat
     # netft stopped by SIGINT is a clean exit, and perception was reported already.
     assert graph.poll() == {'netft': 0, 'perception': 2} and unclean == []
     assert graph.exited() == []
+
+
+TERMINATED = """
+import sys, time
+from pathlib import Path
+from slide_bringup.graph import NodeSpec
+from slide_bringup.runner import Graph
+graph = Graph([NodeSpec(**eval(sys.argv[1]))], Path(sys.argv[2]))
+graph.start()
+try:
+    print(graph.nodes[0].process.pid, flush=True)
+    time.sleep(600)
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, flush=True)
+finally:
+    graph.stop()
+"""
+
+
+def test_sigterm_stops_the_graph_and_says_it_was_a_termination(tmp_path: Path) -> None:
+    # The runner raised a plain KeyboardInterrupt on SIGTERM: `slide demo` then exited 130
+    # and `slide launch` 0, where the CLI's contract says 143.
+    spec = {k: getattr(NETFT, k) for k in ('package', 'executable', 'name', 'parameters')}
+    child = subprocess.Popen(
+        [sys.executable, '-c', TERMINATED, repr(spec), str(tmp_path / 'logs')],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    node = 0
+    try:
+        assert child.stdout is not None
+        node = int(child.stdout.readline())
+        child.send_signal(signal.SIGTERM)
+        assert child.stdout.readline().strip() == 'Terminated'
+        child.wait(20)
+        assert _gone(node, 10), f'node {node} outlived the stopped graph'
+    finally:
+        child.kill()
+        child.wait()
+        if node and _alive(node):
+            os.kill(node, signal.SIGKILL)

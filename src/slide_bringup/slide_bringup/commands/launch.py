@@ -51,6 +51,7 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.graph import ARGUMENTS, pregrasp
     from slide_bringup.runner import Graph
+    from slide_bringup.signals import Terminated
 
     if args.list:
         return {name: {'default': d, 'help': h} for name, (d, h) in ARGUMENTS.items()}
@@ -76,8 +77,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for name, exit_code in graph.exited():
                     died(name, exit_code)
                 time.sleep(1.0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print('slide launch: stopping every node', file=sys.stderr)
+        if isinstance(exc, Terminated):  # a service manager's stop: 143 once all stopped
+            raise
     finally:
         codes = graph.stop(on_exit=died)  # and one that did not end cleanly
     return {
