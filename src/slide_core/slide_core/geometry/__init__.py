@@ -56,6 +56,7 @@ from slide_core.geometry.grid import (
     MAX_EXTENT,
     Grid,
     cell_positions,
+    check_object_cells,
     check_object_grid,
 )
 from slide_core.geometry.outline import check_outline, signed_area, simplify, trace_outline
@@ -83,6 +84,7 @@ __all__ = [
     'boundary_segments',
     'cell_corners',
     'cell_positions',
+    'check_object_cells',
     'check_object_grid',
     'cells_under',
     'check_outline',

@@ -34,14 +34,20 @@ MAX_EXTENT = 1.0
 def check_object_grid(grid: Grid) -> None:
     """GridError unless ``grid``'s cells are within :data:`CELL_SIZE_RANGE` and its sides
     within :data:`MAX_EXTENT` (what an object on the table can be)."""
+    rows, cols = grid.occupancy.shape
+    check_object_cells(grid.cell_size, rows, cols)
+
+
+def check_object_cells(cell_size: float, rows: int, cols: int) -> None:
+    """:func:`check_object_grid` for ``rows`` x ``cols`` cells of ``cell_size`` [m], before
+    a grid is made of them (object files)."""
     lo, hi = CELL_SIZE_RANGE
-    if not lo <= grid.cell_size <= hi:
-        raise GridError(f'cell_size: {grid.cell_size} m is outside [{lo}, {hi}] m')
-    longest = max(grid.occupancy.shape) * grid.cell_size
+    if not lo <= cell_size <= hi:
+        raise GridError(f'cell_size: {cell_size} m is outside [{lo}, {hi}] m')
+    longest = max(rows, cols) * cell_size
     if longest > MAX_EXTENT:
-        rows, cols = grid.occupancy.shape
         raise GridError(
-            f'{rows} x {cols} cells of {grid.cell_size} m make an object {longest:.3g} m '
+            f'{rows} x {cols} cells of {cell_size} m make an object {longest:.3g} m '
             f'long; at most {MAX_EXTENT} m fits the workcell'
         )
 

@@ -38,11 +38,10 @@ import yaml
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import (
-    CELL_SIZE_RANGE,
-    MAX_EXTENT,
     FloatArray,
     Grid,
     GridError,
+    check_object_cells,
     check_outline,
     polygon_coverage,
 )
@@ -173,17 +172,12 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
     if not isinstance(name, str) or not name.strip():
         raise SpecError('name: must be a non-empty string')
     cell_size = _positive(doc, 'cell_size')
-    lo, hi = CELL_SIZE_RANGE
-    if not lo <= cell_size <= hi:
-        raise SpecError(f'cell_size: {cell_size} m is outside [{lo}, {hi}] m')
     mass = _matrix(doc, 'mass')
+    try:  # as belief files and perception's grids are checked
+        check_object_cells(cell_size, *mass.shape)
+    except GridError as exc:
+        raise SpecError(str(exc)) from None
     friction = _matrix(doc, 'friction')
-    longest = max(mass.shape) * cell_size
-    if longest > MAX_EXTENT:
-        raise SpecError(
-            f'mass: {mass.shape[0]} x {mass.shape[1]} cells of {cell_size} m make an object '
-            f'{longest:.3g} m long; at most {MAX_EXTENT} m fits the workcell'
-        )
     if friction.shape != mass.shape:
         raise SpecError(f'friction: shape {friction.shape} differs from mass {mass.shape}')
     if np.any(mass < 0):
