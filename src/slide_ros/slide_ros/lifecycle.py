@@ -18,11 +18,12 @@ from typing import Any
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.task import Future
 
 from slide_core.errors import SlideError, SlideInputError
+from slide_ros.executors import TolerantMultiThreadedExecutor
 from slide_ros.params import Param, ParameterError
 
 LIFECYCLE_PARAMS = (
@@ -200,7 +201,7 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
         print(f'{name}: {exc}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=threads)
+    executor = TolerantMultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
     code = 0
     try:

@@ -38,7 +38,7 @@ import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, PointCloud2, PointField
 
@@ -49,6 +49,7 @@ from slide_core.model import Waypoint, load_object, load_workcell
 from slide_core.task import SEED_MAX
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode, GroundTruth
+from slide_ros.executors import TolerantMultiThreadedExecutor
 from slide_ros.params import Param, ParameterError, declare
 from slide_ros.qos import LATCHED, SENSOR
 from slide_sim.camera import RgbdCamera, point_cloud
@@ -471,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'twin_node: {exc}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = TolerantMultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
     try:
         executor.spin()
