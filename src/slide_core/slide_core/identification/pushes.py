@@ -24,8 +24,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_smoothing_spline
 from scipy.stats import median_abs_deviation
 
-from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, distance_to_footprint, rotation
+from slide_core.identification.errors import IdentificationError
 from slide_core.model import APPROACH
 from slide_core.physics import RigidModel, WrenchPush, contact_cell
 
@@ -143,8 +143,15 @@ def push_from_samples(
     """
     tt = np.asarray(t, dtype=float)
     X, p, f = (np.asarray(a, dtype=float) for a in (X_WO, p_WF, f_W))
-    if tt.ndim != 1 or X.shape != (len(tt), 3) or p.shape[0] != len(tt) or f.shape[0] != len(tt):
-        raise SlideInputError('t (N,), X_WO (N, 3), p_WF and f_W (N, 2+) must agree in length')
+    if (
+        tt.ndim != 1
+        or X.shape != (len(tt), 3)
+        or any(a.ndim != 2 or a.shape[0] != len(tt) or a.shape[1] < 2 for a in (p, f))
+    ):
+        raise IdentificationError(
+            f't (N,), X_WO (N, 3), p_WF and f_W (N, 2+) must agree in length; got '
+            f'{tt.shape}, {X.shape}, {p.shape} and {f.shape}'
+        )
     return build_push(
         grid,
         index,
@@ -173,17 +180,37 @@ def build_push(
     centres (M, 3) rows (t, x, y), forces on the object (L, 3) rows (t, fx, fy) in the
     table frame; the push is the window [t_start, t_next). ``source`` names the data in
     errors. Forces are averaged per step of ``dt``; each is applied at the point of the
-    object's cells closest to the fingertip's centre at that instant."""
+    object's cells closest to the fingertip's centre at that instant. Each series is taken
+    in time order, whatever order its rows come in (series merged from several sources).
+    Raises IdentificationError when the push cannot be used: too short, series that do not
+    overlap in time, or values that are not finite."""
+    if not (np.isfinite(dt) and dt > 0):
+        raise IdentificationError(f'{source}: the time step must be positive, got {dt} s')
+    if not (np.isfinite(t_start) and t_next > t_start):
+        raise IdentificationError(
+            f'{source}: push {index} runs from {t_start} to {t_next} s: not a time window'
+        )
+    series = []
+    for name, a in (('object poses', poses), ('fingertip poses', tips), ('forces', wrench)):
+        a = np.asarray(a, dtype=float)
+        if not np.isfinite(a).all():
+            row = int(np.argwhere(~np.isfinite(a))[0, 0])
+            raise IdentificationError(
+                f'{source}: push {index}: the {name} hold a value that is not finite (row '
+                f'{row} of {len(a)}): drop such samples before identifying'
+            )
+        series.append(a[np.argsort(a[:, 0], kind='stable')])
+    poses, tips, wrench = series
     sel = (poses[:, 0] >= t_start - 1e-9) & (poses[:, 0] < t_next)
     P = poses[sel]
     if len(P) < 3:
-        raise SlideInputError(
+        raise IdentificationError(
             f'{source}: push {index} has {len(P)} object poses: not a complete push'
         )
     tip_sel = (tips[:, 0] >= P[0, 0] - 0.05) & (tips[:, 0] <= P[-1, 0] + 0.05)
     W = wrench[(wrench[:, 0] >= P[0, 0]) & (wrench[:, 0] < P[-1, 0])]
     if tip_sel.sum() < 2 or len(W) == 0:
-        raise SlideInputError(
+        raise IdentificationError(
             f'{source}: push {index}: pusher poses or wrenches do not overlap the object '
             'poses in time'
         )
@@ -196,7 +223,7 @@ def build_push(
     touch = sensor.touch_n
     steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
     if steps < 2:
-        raise SlideInputError(f'{source}: push {index} lasts less than two steps')
+        raise IdentificationError(f'{source}: push {index} lasts less than two steps')
     t = P[0, 0] + dt * np.arange(steps + 1)
     yaw = np.unwrap(P[:, 3])
     touching = W[np.hypot(W[:, 1], W[:, 2]) >= touch, 0]

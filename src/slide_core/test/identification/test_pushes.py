@@ -134,3 +134,28 @@ def test_an_untared_sensor_gives_the_push_a_tared_one_gives() -> None:
     pushing = (steps >= t_touch + 0.01) & (steps + 0.01 <= 0.8)
     assert np.abs(untared.push.f_W[pushing] - tared.push.f_W[pushing]).max() < 0.05
     np.testing.assert_allclose(tared.push.f_W[pushing], [[1.5, 0.0]] * int(pushing.sum()))
+
+
+def test_series_in_any_order_give_the_same_push_and_bad_values_are_named() -> None:
+    from slide_core.identification import IdentificationError
+
+    grid = Grid.from_occupancy(np.ones((3, 5)), 0.02, 0.02)
+    t = np.linspace(0.0, 1.0, 101)
+    X = np.column_stack((0.3 + np.clip(t - 0.4, 0, None) * 0.05, 0 * t, 0 * t))
+    p = np.column_stack((0.222 + 0.05 * t, 0 * t))
+    f = np.column_stack((np.where(t > 0.4, 1.0, 0.0), 0 * t))
+    ordered = push_from_samples(grid, 0, t, X, p, f, 0.0, 0.7)
+    # Shuffled rows (series merged from two sources) kept 12 of 99 steps and lost every
+    # newton; reversed ones were said not to overlap in time.
+    for k in (np.random.default_rng(0).permutation(len(t)), np.arange(len(t))[::-1]):
+        pd = push_from_samples(grid, 0, t[k], X[k], p[k], f[k], 0.0, 0.7)
+        assert pd.push.steps == ordered.push.steps
+        np.testing.assert_allclose(pd.push.f_W, ordered.push.f_W)
+        np.testing.assert_allclose(pd.X_steps, ordered.X_steps)
+    X[50, 0] = np.nan  # was blamed on the contact point's shape
+    with pytest.raises(IdentificationError, match='object poses hold a value that is not'):
+        push_from_samples(grid, 0, t, X, p, f, 0.0, 0.7)
+    with pytest.raises(IdentificationError, match='time step must be positive'):
+        push_from_samples(grid, 0, t, X, p, f, 0.0, 0.7, dt=0.0)
+    with pytest.raises(IdentificationError, match='must agree'):
+        push_from_samples(grid, 0, t, X, p, f[:, 0], 0.0, 0.7)

@@ -396,3 +396,33 @@ def test_a_goal_chosen_under_an_older_belief_is_replaced_without_counting() -> N
     planner.refused = nearby.X_WO
     assert t.plan_once() is True and st.goal is nearby
     assert st.no_plan.startswith('every candidate push risks a fall')
+
+
+def test_a_push_the_camera_saw_too_little_of_ends_the_task_with_a_reason() -> None:
+    # Two object poses in a stroke: build_push raised a SlideInputError the loop did not
+    # catch, and Task.run, which returns a result for a failed task, raised.
+    from slide_core.identification import PushSamples
+    from slide_core.model import load_object, load_workcell
+    from slide_core.planning import planner_config
+    from slide_core.task import LocalDecider, Observation, Outcome, Task, TaskSettings
+
+    grid = load_object('box').grid
+    X = np.array([0.3, 0.0, 0.0])
+
+    class FlakyCamera:
+        def observe(self) -> Observation:
+            return Observation(grid, X.copy(), 0.0)
+
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            t = np.array([0.0, 0.5])
+            zero = np.zeros((2, 2))
+            return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+
+        def grasp(self, grasp: object) -> object:
+            raise AssertionError('no grasp after a failed push')
+
+    workcell = load_workcell()
+    decider = LocalDecider(planner_config(workcell), workcell)
+    result = Task(FlakyCamera(), decider, TaskSettings(exploration_pushes=1)).run()
+    assert result.outcome == Outcome.PUSH_FAILED
+    assert 'unusable push' in result.reason and '2 object poses' in result.reason
