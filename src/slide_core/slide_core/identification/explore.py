@@ -193,12 +193,19 @@ def random_push(
     """An exploratory push as the robot pokes an unknown object: a random point on the
     outline, along the inward normal turned by up to 30 degrees, 3 to 7 cm at 3 to 6 cm/s.
     Safe: a candidate whose fingertip would come down on the object, or that would carry
-    the object out of the middle of the table, is drawn again (50 tries)."""
+    the object out of the middle of the table, is drawn again (50 tries). When no draw
+    keeps the object in the middle (it lies near an edge), the one that ends nearest the
+    middle is taken, which pushes it back towards it; NoSolutionError when no draw's
+    approach is clear. ``X_WO``: (3,) the object's pose [m, m, rad]."""
+    X_WO = np.asarray(X_WO, dtype=float)
+    if X_WO.shape != (3,) or not np.isfinite(X_WO).all():
+        raise SlideInputError(f'X_WO must be a finite pose [x, y, yaw], got {X_WO}')
     margin = reach(grid) + EXPLORATION_MARGIN
     lo = np.array([margin, -table.width / 2 + margin])
     hi = np.array([table.depth - margin, table.width / 2 - margin])
     R = rotation(float(X_WO[2]))
     sides = push_sides(grid)
+    best: tuple[float, FloatArray, FloatArray, float] | None = None
     for _ in range(50):
         contact, normal_in = outline_point(grid, rng, sides)
         a = rng.uniform(-math.radians(30), math.radians(30))
@@ -207,6 +214,16 @@ def random_push(
         if not approach_clear(grid, contact, direction, fingertip):
             continue
         moved = X_WO[:2] + travel * (R @ direction)
-        if np.all(moved >= lo) and np.all(moved <= hi):
+        # How far the push would carry the object out of the middle [m] (0: it stays in).
+        outside = float(np.linalg.norm(np.maximum(lo - moved, 0) + np.maximum(moved - hi, 0)))
+        if best is None or outside < best[0]:
+            best = (outside, contact, direction, travel)
+        if outside == 0.0:
             break
+    if best is None:
+        raise NoSolutionError(
+            'no exploratory push found whose fingertip comes down clear of the object '
+            '(50 random draws on its outline)'
+        )
+    _, contact, direction, travel = best
     return Primitive.create(contact, direction, travel, rng.uniform(0.03, 0.06))

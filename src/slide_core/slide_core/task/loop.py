@@ -188,7 +188,10 @@ class Task:
             except (IdentificationError, NoSolutionError) as exc:
                 st.belief = None
                 self.say(f'no interim belief ({exc}); this push is drawn at random')
-        primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
+        try:
+            primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
+        except NoSolutionError as exc:
+            raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
         self.say(f'exploratory push {len(st.explored) + 1}: {primitive.travel * 100:.1f} cm')
         assert st.grid is not None
         try:

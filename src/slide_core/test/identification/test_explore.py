@@ -106,6 +106,31 @@ def test_random_exploratory_pushes_start_clear_of_the_object_and_stay_on_the_tab
         assert distance_to_cells(spec.grid, start_O) >= workcell.fingertip.radius
 
 
+def test_a_random_push_from_near_the_edge_carries_the_object_back_towards_the_middle(
+    workcell: Workcell,
+) -> None:
+    # When no draw kept the object in the middle, the 50th (rejected) draw was returned:
+    # from 6 cm off the free edge, pushes towards the edge came back.
+    from slide_core.geometry import rotation
+
+    spec = load_object('box')
+    X = np.array([0.06, 0.0, 0.0])
+    for seed in range(20):
+        p = random_push(
+            spec.grid, X, workcell.table, workcell.fingertip, np.random.default_rng(seed)
+        )
+        moved = X[:2] + p.travel * (rotation(X[2]) @ p.d_O)
+        assert moved[0] > X[0] + 0.02, (seed, moved)
+    with pytest.raises(SlideInputError, match='finite pose'):
+        random_push(
+            spec.grid,
+            np.array([np.nan, 0.0, 0.0]),
+            workcell.table,
+            workcell.fingertip,
+            np.random.default_rng(0),
+        )
+
+
 @pytest.mark.parametrize('name', ['hammer', 'crimp', 'spray_gun'])
 def test_candidates_of_concave_outlines_start_clear_and_simulate(
     name: str, workcell: Workcell
