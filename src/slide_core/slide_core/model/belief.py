@@ -86,9 +86,9 @@ class Belief:
     ) -> Belief:
         """Validate and build a belief; (n,) maps make one model. Weights are normalised
         (uniform when omitted). Raises BeliefError saying what is wrong."""
-        try:
-            m = np.atleast_2d(np.asarray(mass, dtype=float))
-            mu = np.atleast_2d(np.asarray(friction, dtype=float))
+        try:  # copies: a caller's buffer reused later must not change a validated belief
+            m = np.atleast_2d(np.array(mass, dtype=float))
+            mu = np.atleast_2d(np.array(friction, dtype=float))
         except (TypeError, ValueError):
             raise BeliefError('mass and friction must be arrays of numbers') from None
         if m.ndim != 2 or m.shape != mu.shape or m.shape[1] != grid.n or m.shape[0] < 1:
@@ -112,7 +112,7 @@ class Belief:
         w = np.full(K, 1.0 / K) if weight is None else np.asarray(weight, dtype=float)
         if w.shape != (K,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
             raise BeliefError(f'weights must be ({K},) finite, >= 0 and not all 0')
-        lo = np.full(K, np.nan) if loss is None else np.asarray(loss, dtype=float)
+        lo = np.full(K, np.nan) if loss is None else np.array(loss, dtype=float)
         if lo.shape != (K,):
             raise BeliefError(f'losses must be ({K},), got {lo.shape}')
         if support not in SUPPORT_MODELS:
@@ -190,7 +190,9 @@ def belief_to_dict(
     g = belief.grid
 
     def rows(values: FloatArray) -> list[list[float]]:
-        return [[float(round(v, 7)) for v in row] for row in g.to_map(values, fill=0.0)]
+        # Nine significant digits, not seven decimals: a 5 mm cell of a thin object weighs
+        # under 1e-7 kg, which rounded to 0 (a file its own reader refused) or 16% off.
+        return [[float(f'{v:.9g}') for v in row] for row in g.to_map(values, fill=0.0)]
 
     doc: dict[str, Any] = {
         'kind': BELIEF_KIND,

@@ -57,7 +57,7 @@ class Primitive:
     @classmethod
     def create(cls, p_OA: ArrayLike, d_O: ArrayLike, travel: float, speed: float) -> Primitive:
         """Validate and build (the direction is normalised); raises PrimitiveError."""
-        p = np.asarray(p_OA, dtype=float)
+        p = np.array(p_OA, dtype=float)  # a copy: the caller's buffer may be reused
         d = np.asarray(d_O, dtype=float)
         if (
             p.shape != (2,)
