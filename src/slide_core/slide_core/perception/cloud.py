@@ -180,18 +180,39 @@ def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
     return np.asarray(transforms3d.quaternions.quat2mat([w, x, y, z])), p
 
 
+def as_points(points: ArrayLike, what: str = 'points') -> FloatArray:
+    """``points`` as an (N, 3) float array; SlideInputError for any other shape. (An
+    (N, 4) x, y, z, intensity cloud was reshaped to (4N/3, 3) rows of mixed values.)"""
+    p = np.asarray(points, dtype=float)
+    if p.size == 0:
+        return p.reshape(0, 3)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise SlideInputError(
+            f'{what} must be an (N, 3) array of x, y, z [m], got shape {p.shape} (keep only '
+            'the x, y, z columns of a cloud with more fields)'
+        )
+    return p
+
+
 def to_table_frame(points_K: ArrayLike, R_WK: ArrayLike, p_WK: ArrayLike) -> FloatArray:
-    """Finite, non-zero points p_K (N, 3) of the optical frame mapped to p_W (M, 3) (one
-    compiled pass, :func:`slide_core.perception.kernels.to_table_frame`)."""
+    """Finite, non-zero points p_K (N, 3) of the optical frame mapped to p_W (M, 3) with the
+    camera's rotation R_WK (3, 3) and position p_WK (3,) [m] (one compiled pass,
+    :func:`slide_core.perception.kernels.to_table_frame`)."""
     from slide_core.perception import kernels
 
-    p = np.ascontiguousarray(np.asarray(points_K, dtype=np.float64).reshape(-1, 3))
+    p = np.ascontiguousarray(as_points(points_K, 'points_K'))
+    R = np.asarray(R_WK, dtype=np.float64)
+    t = np.asarray(p_WK, dtype=np.float64)
+    # (the compiled pass reads R's nine entries unchecked: a 2 x 2 one read past its end)
+    if R.shape != (3, 3) or t.shape != (3,) or not (np.isfinite(R).all() and np.isfinite(t).all()):
+        raise SlideInputError(
+            f'R_WK must be a finite (3, 3) rotation and p_WK a finite (3,) position, got '
+            f'shapes {R.shape} and {t.shape}'
+        )
+    if not np.allclose(R @ R.T, np.eye(3), atol=1e-4):
+        raise SlideInputError('R_WK is not a rotation (R R^T != I): check the extrinsics')
     return np.asarray(
-        kernels.to_table_frame(
-            p,
-            np.ascontiguousarray(R_WK, dtype=np.float64),
-            np.ascontiguousarray(p_WK, dtype=np.float64).reshape(3),
-        ),
+        kernels.to_table_frame(p, np.ascontiguousarray(R), np.ascontiguousarray(t)),
         dtype=float,
     )
 
@@ -270,7 +291,7 @@ def segment(
     Raises PerceptionError: EMPTY_CLOUD, NO_TABLE, NO_OBJECT, SEVERAL_OBJECTS or
     PARTIAL_VIEW (the object touches the edge of the view or of the workspace box).
     """
-    points_W = np.asarray(points_W, dtype=float).reshape(-1, 3)
+    points_W = as_points(points_W, 'points_W')
     points_W = points_W[np.isfinite(points_W).all(axis=1)]
     if points_W.shape[0] == 0:
         raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')

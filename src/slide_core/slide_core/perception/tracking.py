@@ -18,6 +18,7 @@ from slide_core.perception.cloud import (
     PerceptionConfig,
     PerceptionError,
     PerceptionStatus,
+    as_points,
 )
 from slide_core.perception.shape import ObjectEstimate, footprint_image, sample_spacing
 
@@ -100,7 +101,7 @@ class PoseTracker:
         """Register one table-frame cloud p_W (N, 3); return the new pose and its scores
         (fitness: share of outline points within the fine tolerance icp_distance / 4)."""
         cfg = self.config
-        p = np.asarray(points_W, dtype=float).reshape(-1, 3)
+        p = as_points(points_W, 'points_W')
         if p.shape[0] == 0:
             raise PerceptionError(PerceptionStatus.EMPTY_CLOUD, 'the cloud has no valid point')
         reach = self._radius + cfg.max_motion

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
@@ -62,3 +63,18 @@ def test_registration_residuals_interpolate_the_field_as_map_coordinates() -> No
     idx = ((outline - X[:2]) @ rotation(0.3) - lo) / pitch - 0.5
     expected = ndimage.map_coordinates(field, [idx[:, 1], idx[:, 0]], order=1, mode='nearest')
     np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_table_frame_refuses_a_transform_or_cloud_of_the_wrong_shape() -> None:
+    from slide_core.errors import SlideInputError
+
+    p_K = np.array([[0.1, 0.2, 0.5]])
+    # A 2 x 2 rotation was read past its end (z came out 1.96e73); a 4 x 4 transform had
+    # its translation ignored; x, y, z, intensity rows were regrouped in threes.
+    for R, t in ((np.eye(2), np.zeros(3)), (np.eye(4), np.zeros(3)), (np.eye(3), np.zeros(2))):
+        with pytest.raises(SlideInputError, match='R_WK must be'):
+            to_table_frame(p_K, R, t)
+    with pytest.raises(SlideInputError, match='not a rotation'):
+        to_table_frame(p_K, 2 * np.eye(3), np.zeros(3))
+    with pytest.raises(SlideInputError, match=r'\(N, 3\)'):
+        to_table_frame(np.ones((4, 4)), np.eye(3), np.zeros(3))

@@ -54,6 +54,13 @@ def scene(*objects: np.ndarray, noise=0.0005, seed=0) -> np.ndarray:
     return cloud + rng.normal(0.0, noise, cloud.shape)
 
 
+def test_a_cloud_with_more_fields_than_x_y_z_is_refused_by_name():
+    # (N, 4) x, y, z, intensity rows were regrouped in threes: 'several objects' came back.
+    cloud = scene(box_top((0.4, 0.1, 0.3)))
+    with pytest.raises(SlideInputError, match=r'\(N, 3\).*\(.*, 4\)'):
+        acquire(np.column_stack((cloud, np.ones(len(cloud)))), CFG)
+
+
 def test_box_grid_pose_and_heights():
     X = (0.4, 0.1, 0.3)
     est = acquire(scene(box_top(X)), CFG)
