@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.spatial import Delaunay, QhullError
+from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.identification.errors import IdentificationError
@@ -78,9 +78,19 @@ def replay(
 def in_hull(points: FloatArray, p: FloatArray, tol: float = 1e-3) -> bool:
     """Whether p (2,) lies in the convex hull of points (K, 2), within tol [m]."""
     try:
-        return bool(Delaunay(points).find_simplex(p[None])[0] >= 0)
+        hull = ConvexHull(points)
     except QhullError:
         pass  # fewer than 3 points or all on a line: the segment they span
+    else:
+        if float(np.max(hull.equations[:, :2] @ p + hull.equations[:, 2])) <= 0.0:
+            return True
+        # Outside: its distance to the nearest edge (the tolerance was applied only to
+        # the degenerate hulls below).
+        corners = points[hull.vertices]
+        a, b = corners, np.roll(corners, -1, axis=0)
+        d = b - a
+        t = np.clip(np.einsum('ij,ij->i', p - a, d) / np.einsum('ij,ij->i', d, d), 0.0, 1.0)
+        return bool(np.min(np.linalg.norm(a + t[:, None] * d - p, axis=1)) <= tol)
     start = points[0]
     far = points[int(np.argmax(np.linalg.norm(points - start, axis=1)))]
     d = far - start

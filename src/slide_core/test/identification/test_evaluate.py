@@ -25,6 +25,11 @@ def test_in_hull_including_degenerate_hulls():
     assert not in_hull(line, np.array([0.25, 0.3]))
     point = np.array([[0.1, 0.1]])
     assert in_hull(point, np.array([0.1, 0.1005])) and not in_hull(point, np.array([0.2, 0.1]))
+    # The tolerance holds for a whole hull too (it held only for the degenerate ones).
+    cm = square / 100
+    assert in_hull(cm, np.array([0.0105, 0.005]))
+    assert not in_hull(cm, np.array([0.0108, 0.0108]))  # 1.13 mm off the corner
+    assert in_hull(cm, np.array([0.0108, 0.0108]), tol=0.002)
 
 
 def test_uniform_maps_keep_total_mass_and_friction_force():
