@@ -65,8 +65,10 @@ def yaw_of_quaternion(x: float, y: float, z: float, w: float) -> float:
     """Yaw [rad] of a rotation quaternion: the angle of the rotated x axis in the xy plane.
 
     Exact for a rotation about z; for a tilted one it is the heading of its x axis (the
-    convention of ROS' tf2 ``getYaw``). The one formula every message decoder uses."""
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    convention of ROS' tf2 ``getYaw``). The one formula every message decoder uses. The
+    quaternion's length does not matter, as for tf2 (a (0, 0, 0.5, 0.5) came out 0.785 rad,
+    not pi/2); the zero quaternion, no rotation at all, gives 0."""
+    return math.atan2(2.0 * (w * z + x * y), w * w + x * x - y * y - z * z)
 
 
 def quaternion_of_yaw(yaw: float) -> tuple[float, float, float, float]:

@@ -60,8 +60,11 @@ def set_stamp(stamp: Any, seconds: float) -> Any:
 
 
 def pose_to_planar(pose: Any) -> FloatArray:
-    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN)."""
+    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN, and on the zero
+    quaternion, which is no rotation)."""
     q = pose.orientation
+    if float(q.x) ** 2 + float(q.y) ** 2 + float(q.z) ** 2 + float(q.w) ** 2 < 1e-12:
+        raise MessageError('the pose orientation is the zero quaternion: not a rotation')
     X = np.array(
         [
             float(pose.position.x),

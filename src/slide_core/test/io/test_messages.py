@@ -215,3 +215,20 @@ def test_a_log_time_converts_as_its_stamp_does():
         msg = PushMarker()
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(t_ns), 10**9)
         assert ns_to_s(int(t_ns)) == stamp_to_s(msg.header.stamp)
+
+
+def test_a_pose_yaw_does_not_depend_on_the_quaternions_length() -> None:
+    from geometry_msgs.msg import Pose
+
+    from slide_core.geometry import yaw_of_quaternion
+    from slide_core.io import MessageError, pose_to_planar
+
+    # (0, 0, 0.5, 0.5) is a quarter turn, as tf2 reads it: it came out 0.785 rad.
+    assert yaw_of_quaternion(0.0, 0.0, 0.5, 0.5) == pytest.approx(math.pi / 2)
+    for yaw in (-3.0, -1.0, 0.0, 0.4, 2.5):
+        q = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+        assert yaw_of_quaternion(*(3.0 * np.array(q))) == pytest.approx(yaw)
+    pose = Pose()
+    pose.orientation.w = 0.0  # the zero quaternion is no rotation: it read as yaw 0
+    with pytest.raises(MessageError, match='zero quaternion'):
+        pose_to_planar(pose)
