@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+import math
+from numbers import Integral
 from typing import Any
 
 from slide_core.errors import NoSolutionError, SlideInputError
@@ -111,6 +113,12 @@ class PlannerConfig:
             'seen_turn': self.seen_turn >= 0.0,
         }
         bad = [k for k, ok in checks.items() if not ok]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == 'int' and (isinstance(value, bool) or not isinstance(value, Integral)):
+                bad.append(f'{f.name} (a whole number)')  # 12.5 yaws failed deep in planning
+            elif f.type == 'float' and not math.isfinite(value):
+                bad.append(f'{f.name} (finite)')
         if bad:
             raise PlannerSettingsError(
                 f'planner settings out of range: {", ".join(bad)} (see PlannerConfig)'

@@ -383,6 +383,12 @@ def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
         planner_config(CELL, no_such_setting=1)
     with pytest.raises(PlannerSettingsError, match='epsilon'):
         planner_config(CELL, epsilon='0.1')
+    # 12.5 yaws was a TypeError deep in goal selection; an infinite speed was taken.
+    with pytest.raises(PlannerSettingsError, match=r'goal_yaws \(a whole number\)'):
+        planner_config(CELL, goal_yaws=12.5)
+    with pytest.raises(PlannerSettingsError, match=r'push_speed \(finite\)'):
+        planner_config(CELL, push_speed=float('inf'))
+    assert planner_config(CELL, goal_yaws=np.int64(12)).goal_yaws == 12
     with pytest.raises(SlideInputError, match='weights must be'):
         Belief.create(BAR, M, MU, [0.5, 0.5])
 
