@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 import math
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 from slide_core.errors import NoSolutionError, SlideInputError
@@ -142,7 +142,7 @@ def planner_config(workcell: Workcell, **overrides: Any) -> PlannerConfig:
             f'unknown planner setting {unknown[0]!r} (known: {", ".join(sorted(known))})'
         )
     for key, value in settings.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, Real):  # numpy's numbers too
             raise PlannerSettingsError(f'planner setting {key}: must be a number, got {value!r}')
     try:
         return PlannerConfig(
