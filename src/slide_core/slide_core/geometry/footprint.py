@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError
 
-from slide_core.geometry.grid import Grid
+from slide_core.geometry.grid import Grid, check_object_cells
 from slide_core.geometry.outline import check_outline, signed_area
 from slide_core.geometry.se2 import (
     FloatArray,
@@ -336,8 +336,10 @@ def outline_grid(outline: ArrayLike, cell_size: float, height: float = 0.0) -> G
     v = np.asarray(outline, dtype=float)
     if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or not np.all(np.isfinite(v)):
         raise GridError(f'an outline needs (k>=3, 2) finite vertices, got {v.shape}')
+    check_object_cells(cell_size, 1, 1)  # 0 overflowed; 1e-5 m ran for minutes
     lo, hi = v.min(axis=0), v.max(axis=0)
     cols, rows = (max(1, int(c)) for c in np.ceil((hi - lo) / cell_size - 1e-9))
+    check_object_cells(cell_size, rows, cols)
     full = Grid.from_occupancy(np.ones((rows, cols)), cell_size, height)
     ring = v - (lo + hi) / 2
     cover = full.to_map(polygon_coverage(full, ring), fill=0.0)

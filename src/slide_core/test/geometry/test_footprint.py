@@ -47,6 +47,16 @@ def test_a_rectangle_outline_is_pushed_where_its_cells_sides_are() -> None:
     assert rounded(p_mid, p_n) == rounded(mid, n_out) and np.allclose(p_half, W / 2)
 
 
+def test_an_outline_grid_of_cells_no_object_has_is_refused() -> None:
+    triangle = [[0, 0], [0.1, 0], [0.1, 0.05]]
+    # 0 m cells overflowed; 1e-5 m cells made 50 million of them, for minutes.
+    for cell in (0.0, 1e-5, float('nan')):
+        with pytest.raises(GridError, match='cell_size'):
+            outline_grid(triangle, cell)
+    with pytest.raises(GridError, match='fits the workcell'):
+        outline_grid([[0, 0], [3.0, 0], [3.0, 0.05]], 0.01)
+
+
 def test_a_curved_rim_is_pushed_along_its_own_normals_as_well() -> None:
     r = 0.05
     g = disc(r)
