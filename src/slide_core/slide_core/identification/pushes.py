@@ -181,9 +181,10 @@ def build_push(
     table frame; the push is the window [t_start, t_next). ``source`` names the data in
     errors. Forces are averaged per step of ``dt``; each is applied at the point of the
     object's cells closest to the fingertip's centre at that instant. Each series is taken
-    in time order, whatever order its rows come in (series merged from several sources).
-    Raises IdentificationError when the push cannot be used: too short, series that do not
-    overlap in time, or values that are not finite."""
+    in time order, whatever order its rows come in (series merged from several sources),
+    without its rows that hold a value that is not finite (a sensor's glitch anywhere in a
+    long recording must not cost every push). Raises IdentificationError when the push
+    cannot be used: too short, or series that do not overlap in time."""
     if not (np.isfinite(dt) and dt > 0):
         raise IdentificationError(f'{source}: the time step must be positive, got {dt} s')
     if not (np.isfinite(t_start) and t_next > t_start):
@@ -191,14 +192,9 @@ def build_push(
             f'{source}: push {index} runs from {t_start} to {t_next} s: not a time window'
         )
     series = []
-    for name, a in (('object poses', poses), ('fingertip poses', tips), ('forces', wrench)):
+    for a in (poses, tips, wrench):
         a = np.asarray(a, dtype=float)
-        if not np.isfinite(a).all():
-            row = int(np.argwhere(~np.isfinite(a))[0, 0])
-            raise IdentificationError(
-                f'{source}: push {index}: the {name} hold a value that is not finite (row '
-                f'{row} of {len(a)}): drop such samples before identifying'
-            )
+        a = a[np.isfinite(a).all(axis=1)]
         series.append(a[np.argsort(a[:, 0], kind='stable')])
     poses, tips, wrench = series
     sel = (poses[:, 0] >= t_start - 1e-9) & (poses[:, 0] < t_next)
