@@ -53,7 +53,7 @@ def generate_launch_description() -> Any:
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
-    from slide_bringup.graph import ARGUMENTS, ARMS, arguments, config_dir
+    from slide_bringup.graph import ARGUMENTS, ARMS, arguments, camera_extrinsics, config_dir
     from slide_ros.topics import EPISODE_TOPICS
 
     def setup(context: Any) -> list[Any]:
@@ -71,8 +71,7 @@ def generate_launch_description() -> Any:
                     PythonLaunchDescriptionSource(f'{share}/launch/{arm["moveit_launch"]}')
                 )
             )
-        extrinsics = cfg / ('twin_camera.yaml' if a['backend'] == 'twin' else 'camera.yaml')
-        actions.append(_camera_tf(Node, extrinsics))
+        actions.append(_camera_tf(Node, camera_extrinsics(cfg)))
         if a['rviz'] == 'true':
             actions.append(
                 Node(

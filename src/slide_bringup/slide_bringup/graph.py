@@ -205,13 +205,23 @@ def ft_ports(value: str) -> tuple[int, int, int]:
     return rdt, tcp, http
 
 
+def camera_extrinsics(cfg: Path) -> Path:
+    """The camera's extrinsics file (X_WK): the one ``cfg/workcell.yaml`` names under
+    ``camera: extrinsics:``, for the twin and the robot alike. (The robot backends read a
+    ``camera.yaml`` that nothing documented or shipped, while the workcell file, which the
+    twin's camera and offline identification read, says where the hand-eye result is.)"""
+    from slide_core.model import load_workcell
+
+    return load_workcell(cfg / 'workcell.yaml').camera_extrinsics
+
+
 def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     """The nodes of the pre-grasp graph for these launch arguments."""
     a = arguments(given)
     rdt, tcp, http = ft_ports(a['ft_ports']) if a['backend'] == 'twin' else (0, 0, 0)
     cfg = config_dir(a['config_dir'])
     workcell = str(cfg / 'workcell.yaml')
-    extrinsics = str(cfg / ('twin_camera.yaml' if a['backend'] == 'twin' else 'camera.yaml'))
+    extrinsics = str(camera_extrinsics(cfg))
     seed = int(a['seed'])
     twin = a['backend'] == 'twin'
     nodes: list[NodeSpec] = []

@@ -474,6 +474,24 @@ def test_the_support_argument_reaches_identification_and_a_bad_one_is_refused() 
         pregrasp({'support': 'springs'})
 
 
+def test_every_backend_reads_the_extrinsics_the_workcell_file_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The robot backends read config/camera.yaml, which nothing documented or shipped,
+    # while workcell.yaml names the hand-eye result.
+    import shutil
+
+    config = ROOT / 'config'
+    shutil.copy(config / 'twin_camera.yaml', tmp_path / 'hand_eye.yaml')
+    text = (config / 'workcell.yaml').read_text()
+    assert 'extrinsics: twin_camera.yaml' in text
+    (tmp_path / 'workcell.yaml').write_text(
+        text.replace('extrinsics: twin_camera.yaml', 'extrinsics: hand_eye.yaml')
+    )
+    for backend in ('twin', 'fr3', 'lbr'):
+        specs = {s.name: s for s in pregrasp({'backend': backend, 'config_dir': str(tmp_path)})}
+        path = specs['perception'].parameters['extrinsics_file']
+        assert path == str(tmp_path / 'hand_eye.yaml'), backend
+
+
 def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:
     twin = {s.name: s for s in pregrasp({'ft_offset': '1,-0.6,0.5,0,0,0.01'})}['twin']
     assert twin.parameters['ft_offset'] == [1.0, -0.6, 0.5, 0.0, 0.0, 0.01]
