@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from slide_core.files import check_output
+from slide_core.files import check_output, write_atomic
 from slide_core.geometry import cell_positions
 from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
 from slide_core.io import read_ground_truth, read_pushes
@@ -330,7 +330,8 @@ def draw_losses(path: Path, curves: dict[str, list[tuple[list[int], list[float],
     ax.set_title('identification: loss against simulations')
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:  # as every other picture: nothing half-written, no folder left on failure
+        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, format='png'))
+    finally:
+        plt.close(fig)
     return path

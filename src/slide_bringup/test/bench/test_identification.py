@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 import warnings
 
+import pytest
+
 from slide_bringup.bench.identification import draw_losses
 
 
@@ -19,3 +21,18 @@ def test_the_figure_draws_runs_that_start_after_the_first_simulations(tmp_path: 
         warnings.simplefilter('error')
         path = draw_losses(tmp_path / 'loss.png', curves)
     assert path.stat().st_size > 1000
+
+
+def test_a_loss_picture_that_fails_half_way_leaves_nothing(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # It was drawn straight onto its path, after making the folders for it.
+    from matplotlib.figure import Figure
+
+    def fails(self, fname, **kwargs):  # type: ignore[no-untyped-def]
+        Path(fname).write_bytes(b'\x89PNG half')
+        raise OSError('disk full')
+
+    monkeypatch.setattr(Figure, 'savefig', fails)
+    curves = {'analytic': [([1, 10], [2.0, 1.0], 1.0)]}
+    with pytest.raises(OSError, match='disk full'):
+        draw_losses(tmp_path / 'new' / 'losses.png', curves)
+    assert list(tmp_path.iterdir()) == []
