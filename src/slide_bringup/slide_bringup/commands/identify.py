@@ -42,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--method', default='probabilistic', choices=METHODS, help='identification method'
     )
-    parser.add_argument('--models', type=int, default=8, help='K models (probabilistic)')
+    parser.add_argument(
+        '--models',
+        type=int,
+        default=8,
+        help='K fitted models (probabilistic; --com-directions adds its spread models)',
+    )
     parser.add_argument(
         '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
     )
