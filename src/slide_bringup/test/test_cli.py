@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import shutil
 import subprocess
 
@@ -82,6 +83,10 @@ def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no
     # A node that did not end cleanly on the demo's SIGINT: its log's end is on stderr.
     assert set(result['exit_codes'].values()) == {0}, (result['exit_codes'], out.stderr[-5000:])
     assert 'push 1' in out.stderr  # progress on stderr
+    # Each planned push names the belief it was decided under, kept beside the last one.
+    folder = Path(result['belief']).parent
+    for push in result['planned']:
+        assert (folder / f'belief.{push["belief_pushes"]}.yaml').is_file(), push
 
 
 def test_errors_are_one_json_object_too_with_json() -> None:

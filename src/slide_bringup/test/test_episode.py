@@ -142,3 +142,33 @@ def test_extra_exploration_ends_in_no_goal_when_spent() -> None:
     assert failure.value.outcome is Outcome.NO_GOAL
     assert 'too uncertain' in failure.value.reason and 'after 1 more' in failure.value.reason
     assert len(task.state.explored) == 3
+
+
+def test_every_planned_push_can_be_decided_again_from_what_the_task_kept(tmp_path: Path) -> None:
+    # Only the last belief was kept, and a push's trace held neither its goal nor the
+    # belief it was decided under: slide plan could not repeat the episode's decisions.
+    from slide_core.model import load_belief, save_belief
+    from slide_core.planning import next_step, step_seed
+    from slide_core.task import push_trace
+
+    spec, cell = load_object('box'), load_workcell()
+    twin = Twin(spec, cell, random_start(spec, cell, 2))
+    config = planner_config(cell)
+    decider = LocalDecider(config, cell, seed=7)
+    settings = TaskSettings(exploration_pushes=3, push_budget=3, relearn_every=1)
+    result = Task(TwinWorld(twin), decider, settings).run()
+    st = result.state
+    assert st.trace['pushes'], result.reason
+    assert len(st.beliefs) >= 2  # identified again after the first planned push
+    for k, push in enumerate(st.trace['pushes']):
+        path = save_belief(st.beliefs[push['belief_pushes']], tmp_path / f'{k}.yaml')
+        step = next_step(
+            load_belief(path),
+            np.array(push['X_WO']),
+            np.array(push['goal']),
+            config,
+            seed=step_seed(7, push['index']),
+        )
+        again = push_trace(push['X_WO'], step)
+        np.testing.assert_allclose(again['p_WF0'], push['p_WF0'], atol=1e-6)
+        np.testing.assert_allclose(again['direction_W'], push['direction_W'], atol=1e-6)

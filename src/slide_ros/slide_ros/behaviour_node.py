@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+from pathlib import Path
 import threading
 import traceback
 from typing import Any
@@ -181,6 +182,14 @@ class StageLeaf(py_trees.behaviour.Behaviour):
             self.initialise()
             return Status.RUNNING
         return Status.SUCCESS
+
+
+def decision_belief_file(belief_file: str | Path, pushes: int) -> Path:
+    """Where the behaviour keeps the belief identified from ``pushes`` pushes, beside the
+    last one (``belief.yaml`` -> ``belief.5.yaml``): with a planned push's ``goal``,
+    ``index`` and the episode's seed, ``slide plan`` makes its decision again."""
+    path = Path(belief_file)
+    return path.with_name(f'{path.stem}.{pushes}{path.suffix}')
 
 
 class BehaviourNode(SlideNode):
@@ -378,28 +387,33 @@ class BehaviourNode(SlideNode):
 
     def save(self, result: TaskResult) -> None:
         """Write what the episode left to the files the parameters name: the result
-        (``result_file``), the last belief (``belief_file``) and the picture (``png``).
-        A file that cannot be written is a warning; the episode's outcome stands."""
+        (``result_file``), the last belief (``belief_file``) and beside it every belief a
+        planned push was decided under (:func:`decision_belief_file`; the result's planned
+        pushes name theirs by ``belief_pushes``), and the picture (``png``). A file that
+        cannot be written is a warning; the episode's outcome stands."""
         status = 'succeeded' if result.success else result.outcome.value
         if self.p['result_file']:
             try:
                 write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
             except OSError as exc:
                 self.get_logger().warning(f'no result file: {exc}')
-        if self.p['belief_file'] and result.state.belief is not None:
+        provenance = {
+            'source': 'behaviour node episode',
+            'outcome': result.outcome.value,
+            'exploration_pushes': result.exploration_pushes,
+            'pushes': result.pushes,
+        }
+        beliefs = {self.p['belief_file']: result.state.belief} if self.p['belief_file'] else {}
+        if self.p['belief_file']:
+            for n, belief in result.state.beliefs.items():
+                beliefs[str(decision_belief_file(self.p['belief_file'], n))] = belief
+        for path, belief in beliefs.items():
+            if belief is None:
+                continue
             try:
-                save_belief(
-                    result.state.belief,
-                    self.p['belief_file'],
-                    provenance={
-                        'source': 'behaviour node episode',
-                        'outcome': result.outcome.value,
-                        'exploration_pushes': result.exploration_pushes,
-                        'pushes': result.pushes,
-                    },
-                )
+                save_belief(belief, path, provenance=provenance)
             except OSError as exc:
-                self.get_logger().warning(f'no belief file: {exc}')
+                self.get_logger().warning(f'no belief file {path}: {exc}')
         if self.p['png'] and result.state.belief is not None and result.state.grid is not None:
             from slide_core.io.plot import episode_figure
 

@@ -33,9 +33,13 @@ def ended_episode() -> TaskResult:
         np.stack([np.full(grid.n, 0.4), np.full(grid.n, 0.3)]),
         [0.7, 0.3],
     )
-    state = TaskState(grid=grid, belief=belief, planned=1)
+    state = TaskState(grid=grid, belief=belief, planned=1, belief_pushes=6)
+    # The push was decided under the belief of 5 pushes; the last one is of 6.
+    earlier = Belief.create(grid, np.full(grid.n, 0.025), np.full(grid.n, 0.35))
+    state.beliefs = {5: earlier}
     push = {'X_WO': [0.3, 0.1, 0.2], 'p_WF0': [0.35, 0.1], 'direction_W': [-1.0, 0.0]}
     push |= {'travel': 0.04, 'target': [0.1, 0.1, 0.0], 'path': [[0.3, 0.1, 0.2]] * 40}
+    push |= {'goal': [0.05, 0.1, 0.0], 'index': 0, 'belief_pushes': 5}
     state.trace['pushes'].append(push)
     reason = 'no grasp at the final pose (every candidate push risks a fall)'
     return TaskResult(Outcome.NO_GRASP, Stage.GRASP, reason, 5, 1, False, {}, 60.0, state)
@@ -75,6 +79,11 @@ def test_an_ended_episode_leaves_its_result_and_its_last_belief(tmp_path: Path) 
     np.testing.assert_allclose(belief.weight, result.state.belief.weight, rtol=1e-5)
     provenance = load_provenance(tmp_path / 'b.yaml')
     assert provenance['outcome'] == 'no_grasp' and provenance['pushes'] == 1
+    # The belief the planned push was decided under, beside the last one: only the last
+    # was kept, so no planned push could be decided again offline.
+    assert written['planned'][0]['belief_pushes'] == 5
+    decided = load_belief(tmp_path / 'b.5.yaml')
+    np.testing.assert_allclose(decided.mass, result.state.beliefs[5].mass, rtol=1e-8)
 
 
 def test_a_file_that_cannot_be_written_leaves_the_others(tmp_path: Path) -> None:

@@ -136,9 +136,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
         }
     )  # the arguments are checked before anything of an earlier run is touched
-    # A --log-dir used before may hold an older run's belief: only this run's is reported.
+    # A --log-dir used before may hold an older run's beliefs: only this run's are kept
+    # (the last, and those its planned pushes were decided under, belief.N.yaml).
     belief_file = log_dir / 'belief.yaml'
-    belief_file.unlink(missing_ok=True)
+    for old in (belief_file, *log_dir.glob('belief.*.yaml')):
+        old.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
         for spec in specs:

@@ -75,10 +75,18 @@ def on_table(grid: Grid, X_WO: FloatArray) -> bool:
     return bool(x_W.min() >= 0.0) if x_W.size else True
 
 
-def push_trace(X_WO: FloatArray, step: Step) -> dict[str, Any]:
+def push_trace(
+    X_WO: FloatArray,
+    step: Step,
+    goal: FloatArray | None = None,
+    index: int | None = None,
+    belief_pushes: int | None = None,
+) -> dict[str, Any]:
     """A planned push as the trace keeps it (the picture draws it, the behaviour's result
     lists it): the pose it was planned from, the fingertip's start and direction in the
-    table frame, the travel [m], the waypoint aimed at and the path's waypoints."""
+    table frame, the travel [m], the waypoint aimed at and the path's waypoints; and what
+    it was decided with: the goal steered to, the index its random stream is drawn for and
+    the ``belief_pushes`` of the belief (``TaskState.beliefs``)."""
     assert step.push is not None
     p = step.push
     return {
@@ -88,6 +96,9 @@ def push_trace(X_WO: FloatArray, step: Step) -> dict[str, Any]:
         'travel': p.primitive.travel,
         'target': None if step.target is None else step.target.tolist(),
         'path': None if step.path is None else step.path.waypoints.tolist(),
+        'goal': None if goal is None else np.asarray(goal, dtype=float).tolist(),
+        'index': index,
+        'belief_pushes': belief_pushes,
     }
 
 
@@ -266,6 +277,8 @@ class Task:
             goal = replace(st.goal, X_WO=st.goal.toward(X))
             try:
                 st.step = self.decider.step(st.belief, X, goal, st.planned)
+                st.decided = (goal.X_WO, st.planned, st.belief_pushes)
+                st.beliefs.setdefault(st.belief_pushes, st.belief)
                 break
             except PlanningError as exc:
                 if self._new_goal(X, exc):
@@ -345,7 +358,7 @@ class Task:
             assert step is not None and step.push is not None and st.X_WO is not None
             t0 = self._enter(Stage.PUSH)
             p = step.push
-            st.trace['pushes'].append(push_trace(st.X_WO, step))
+            st.trace['pushes'].append(push_trace(st.X_WO, step, *st.decided))
             self.say(
                 f'push {st.planned + 1}: {p.primitive.travel * 100:.1f} cm, expected '
                 f'{p.expected_distance * 100:.1f} cm from the waypoint'

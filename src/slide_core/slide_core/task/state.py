@@ -133,7 +133,9 @@ class TaskState:
     object was because none led to the goal from there; ``relearned``: the times the
     belief was identified again during the closed loop (``TaskSettings.relearn_every``),
     from ``belief_pushes`` pushes the last time; ``goal_belief``: the ``belief_pushes`` of
-    the belief the goal was chosen under."""
+    the belief the goal was chosen under; ``beliefs``: every belief a planned push was
+    decided under, by its ``belief_pushes`` (each trace entry of a push names its own, with
+    the goal and the index it was planned for, so the decision can be made again)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -156,6 +158,9 @@ class TaskState:
     regoals: int = 0
     relearned: int = 0
     goal_belief: int = 0
+    beliefs: dict[int, Belief] = field(default_factory=dict)
+    decided: tuple[FloatArray | None, int | None, int | None] = (None, None, None)
+    """The goal, index and ``belief_pushes`` the last step was planned with."""
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)
