@@ -67,8 +67,15 @@ def yaw_of_quaternion(x: float, y: float, z: float, w: float) -> float:
     Exact for a rotation about z; for a tilted one it is the heading of its x axis (the
     convention of ROS' tf2 ``getYaw``). The one formula every message decoder uses. The
     quaternion's length does not matter, as for tf2 (a (0, 0, 0.5, 0.5) came out 0.785 rad,
-    not pi/2); the zero quaternion, no rotation at all, gives 0."""
-    return math.atan2(2.0 * (w * z + x * y), w * w + x * x - y * y - z * z)
+    not pi/2); the zero quaternion, no rotation at all, gives 0. A unit one is taken as it
+    is, so that recorded poses decode to the same bits as they always did."""
+    norm2 = x * x + y * y + z * z + w * w
+    if norm2 == 0.0:
+        return 0.0
+    if abs(norm2 - 1.0) > 1e-9:
+        k = 1.0 / math.sqrt(norm2)
+        x, y, z, w = x * k, y * k, z * k, w * k
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def quaternion_of_yaw(yaw: float) -> tuple[float, float, float, float]:
