@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 import os
 from pathlib import Path
 import signal
@@ -29,8 +31,13 @@ from slide_bringup.graph import NodeSpec
 from slide_bringup.runner import Graph
 graph = Graph([NodeSpec(**eval(sys.argv[1]))], Path(sys.argv[2]))
 graph.start()
-print(graph.nodes[0].process.pid, flush=True)
-time.sleep(600)
+try:
+    print(graph.nodes[0].process.pid, flush=True)
+    time.sleep(600)
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, flush=True)
+finally:
+    graph.stop()
 """
 
 
@@ -52,8 +59,9 @@ def _gone(pid: int, timeout_s: float) -> bool:
     return True
 
 
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='PR_SET_PDEATHSIG is Linux')
-def test_a_killed_runner_takes_its_nodes_with_it(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def runner_child(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A process running the graph of NETFT (CHILD), and its node's pid; both killed after."""
     spec = {k: getattr(NETFT, k) for k in ('package', 'executable', 'name', 'parameters')}
     child = subprocess.Popen(
         [sys.executable, '-c', CHILD, repr(spec), str(tmp_path / 'logs')],
@@ -64,15 +72,21 @@ def test_a_killed_runner_takes_its_nodes_with_it(tmp_path: Path) -> None:
     try:
         assert child.stdout is not None
         node = int(child.stdout.readline())
-        assert _alive(node)
-        os.kill(child.pid, signal.SIGKILL)  # no finally, no atexit: only the kernel is left
-        child.wait(10)
-        assert _gone(node, 10), f'node {node} outlived its killed runner'
+        yield child, node
     finally:
         child.kill()
         child.wait()
         if node and _alive(node):
             os.kill(node, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='PR_SET_PDEATHSIG is Linux')
+def test_a_killed_runner_takes_its_nodes_with_it(tmp_path: Path) -> None:
+    with runner_child(tmp_path) as (child, node):
+        assert _alive(node)
+        os.kill(child.pid, signal.SIGKILL)  # no finally, no atexit: only the kernel is left
+        child.wait(10)
+        assert _gone(node, 10), f'node {node} outlived its killed runner'
 
 
 def test_stop_ends_every_node_and_gives_its_exit_code(tmp_path: Path) -> None:
@@ -106,42 +120,12 @@ def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Pat
     assert graph.exited() == []
 
 
-TERMINATED = """
-import sys, time
-from pathlib import Path
-from slide_bringup.graph import NodeSpec
-from slide_bringup.runner import Graph
-graph = Graph([NodeSpec(**eval(sys.argv[1]))], Path(sys.argv[2]))
-graph.start()
-try:
-    print(graph.nodes[0].process.pid, flush=True)
-    time.sleep(600)
-except KeyboardInterrupt as exc:
-    print(type(exc).__name__, flush=True)
-finally:
-    graph.stop()
-"""
-
-
 def test_sigterm_stops_the_graph_and_says_it_was_a_termination(tmp_path: Path) -> None:
     # The runner raised a plain KeyboardInterrupt on SIGTERM: `slide demo` then exited 130
     # and `slide launch` 0, where the CLI's contract says 143.
-    spec = {k: getattr(NETFT, k) for k in ('package', 'executable', 'name', 'parameters')}
-    child = subprocess.Popen(
-        [sys.executable, '-c', TERMINATED, repr(spec), str(tmp_path / 'logs')],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    node = 0
-    try:
+    with runner_child(tmp_path) as (child, node):
         assert child.stdout is not None
-        node = int(child.stdout.readline())
         child.send_signal(signal.SIGTERM)
         assert child.stdout.readline().strip() == 'Terminated'
         child.wait(20)
         assert _gone(node, 10), f'node {node} outlived the stopped graph'
-    finally:
-        child.kill()
-        child.wait()
-        if node and _alive(node):
-            os.kill(node, signal.SIGKILL)

@@ -189,15 +189,25 @@ def test_a_stopped_command_to_a_silent_twin_ends_when_the_process_does() -> None
         assert time.monotonic() - closed < 3.0
 
 
-def test_a_path_with_a_nan_yaw_is_refused_and_the_twin_goes_on(twin: TwinNode) -> None:
-    # The NaN yaw reached the physics thread, which died on it; the goal and every one
-    # after it 'succeeded' without the arm moving.
-    peer = Peer('backend_test_nan_yaw')
+@contextlib.contextmanager
+def twin_backend(name: str) -> Iterator[tuple[Peer, TwinBackend, ToolPose]]:
+    """A peer node with a backend of the ``twin`` fixture's node, once the fingertip's
+    pose has arrived, and that pose."""
+    peer = Peer(name)
     try:
         backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
         peer.wait(lambda: backend.tool_pose('fingertip') is not None, 10, 'a fingertip pose')
         start = backend.tool_pose('fingertip')
         assert start is not None
+        yield peer, backend, start
+    finally:
+        peer.close()
+
+
+def test_a_path_with_a_nan_yaw_is_refused_and_the_twin_goes_on(twin: TwinNode) -> None:
+    # The NaN yaw reached the physics thread, which died on it; the goal and every one
+    # after it 'succeeded' without the arm moving.
+    with twin_backend('backend_test_nan_yaw') as (peer, backend, start):
         target = start.p_W + np.array([0.0, 0.0, 0.02])
         bad = backend.follow(
             'fingertip',
@@ -219,19 +229,12 @@ def test_a_path_with_a_nan_yaw_is_refused_and_the_twin_goes_on(twin: TwinNode) -
             return pose is not None and bool(np.allclose(pose.p_W, target, atol=0.005))
 
         peer.wait(there, 2.0, 'the fingertip at the target')
-    finally:
-        peer.close()
 
 
 def test_a_second_path_for_a_moving_tool_is_refused(twin: TwinNode) -> None:
     # Both goals used to be accepted: the second path replaced the first in the physics,
     # and both goals 'succeeded' at the second one's end.
-    peer = Peer('backend_test_busy')
-    try:
-        backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
-        peer.wait(lambda: backend.tool_pose('fingertip') is not None, 10, 'a fingertip pose')
-        start = backend.tool_pose('fingertip')
-        assert start is not None
+    with twin_backend('backend_test_busy') as (peer, backend, start):
         up = [Waypoint(start.p_W + np.array([0.0, 0.0, 0.02]), 0.1, 3.0, 'up')]
         stop = threading.Event()
         first: list[Any] = []
@@ -262,5 +265,3 @@ def test_a_second_path_for_a_moving_tool_is_refused(twin: TwinNode) -> None:
             lambda: False,
         )
         assert again.completed, again.message
-    finally:
-        peer.close()
