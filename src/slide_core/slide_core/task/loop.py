@@ -277,8 +277,6 @@ class Task:
             goal = replace(st.goal, X_WO=st.goal.toward(X))
             try:
                 st.step = self.decider.step(st.belief, X, goal, st.planned)
-                st.decided = (goal.X_WO, st.planned, st.belief_pushes)
-                st.beliefs.setdefault(st.belief_pushes, st.belief)
                 break
             except PlanningError as exc:
                 if self._new_goal(X, exc):
@@ -358,7 +356,13 @@ class Task:
             assert step is not None and step.push is not None and st.X_WO is not None
             t0 = self._enter(Stage.PUSH)
             p = step.push
-            st.trace['pushes'].append(push_trace(st.X_WO, step, *st.decided))
+            # What plan_once decided it with: the goal steered to from this pose, this
+            # index's random stream and this belief (kept, by its pushes).
+            if st.belief is not None:
+                st.beliefs.setdefault(st.belief_pushes, st.belief)
+            goal = None if st.goal is None else st.goal.toward(st.X_WO)
+            trace = push_trace(st.X_WO, step, goal, st.planned, st.belief_pushes)
+            st.trace['pushes'].append(trace)
             self.say(
                 f'push {st.planned + 1}: {p.primitive.travel * 100:.1f} cm, expected '
                 f'{p.expected_distance * 100:.1f} cm from the waypoint'

@@ -159,8 +159,6 @@ class TaskState:
     relearned: int = 0
     goal_belief: int = 0
     beliefs: dict[int, Belief] = field(default_factory=dict)
-    decided: tuple[FloatArray | None, int | None, int | None] = (None, None, None)
-    """The goal, index and ``belief_pushes`` the last step was planned with."""
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)
