@@ -403,11 +403,13 @@ class BehaviourNode(SlideNode):
             'exploration_pushes': result.exploration_pushes,
             'pushes': result.pushes,
         }
-        beliefs = {self.p['belief_file']: result.state.belief} if self.p['belief_file'] else {}
-        if self.p['belief_file']:
-            for n, belief in result.state.beliefs.items():
-                beliefs[str(decision_belief_file(self.p['belief_file'], n))] = belief
-        for path, belief in beliefs.items():
+        last = self.p['belief_file']
+        beliefs = [(last, result.state.belief)] if last else []
+        if last:
+            beliefs += [
+                (decision_belief_file(last, n), b) for n, b in result.state.beliefs.items()
+            ]
+        for path, belief in beliefs:
             if belief is None:
                 continue
             try:
