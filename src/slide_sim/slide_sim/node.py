@@ -69,7 +69,7 @@ PARAMS = (
         high=SEED_MAX,
     ),
     Param('camera_rate_hz', 10.0, 'camera frames per second', low=0.5, high=60.0),
-    Param('camera_seed', 0, 'seed of the depth noise', low=0, high=2**31 - 1),
+    Param('camera_seed', 0, 'seed of the depth noise', low=0, high=SEED_MAX),
     Param('camera_decimation', 2, 'keep every n-th pixel of every n-th row', low=1, high=8),
     Param('tool_rate_hz', 50.0, 'tool pose messages per second', low=1.0, high=500.0),
     Param('truth_rate_hz', 5.0, 'ground truth messages per second', low=0.1, high=100.0),
