@@ -1,6 +1,6 @@
 """The pre-grasp graph on the twin, over real DDS: every action honours cancel, the executor
-stops on an F/T limit, the behaviour aborts cleanly and survives a dead node; and the
-launch file starts the nodes the runner starts, with the same parameters.
+stops on an F/T limit or a silent F/T stream, the behaviour aborts cleanly and survives a
+dead node; and the launch file starts the nodes the runner starts, with the same parameters.
 
 One graph serves the module (starting it takes a minute on a loaded machine); the tests run
 in file order and each leaves the arm retracted and the object at rest.
@@ -23,7 +23,9 @@ import yaml
 
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('mujoco')
-from geometry_msgs.msg import PoseStamped  # noqa: E402
+from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -49,7 +51,7 @@ from slide_interfaces.action import Identify, Push  # noqa: E402
 from slide_interfaces.msg import ErrorCode, GroundTruth, ObjectGrid, TaskState  # noqa: E402
 from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.lifecycle import remote_state  # noqa: E402
-from slide_ros.qos import LATCHED, RELIABLE  # noqa: E402
+from slide_ros.qos import LATCHED, RELIABLE, SENSOR  # noqa: E402
 from slide_ros.ros_task import Caller, RosDecider  # noqa: E402
 from slide_ros.testing import Peer  # noqa: E402
 
@@ -272,6 +274,45 @@ def test_an_f_t_limit_stops_the_push_and_retracts(rig: Rig) -> None:
         rig.set_force_limit(float(ARGUMENTS['force_limit'][0]))  # the graph's own again
     assert result.error.code == ErrorCode.FT_LIMIT, result.message
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
+
+
+def change_state(rig: Rig, node: str, transition: int) -> None:
+    client = rig.peer.node.create_client(ChangeState, f'/{node}/change_state')
+    try:
+        rig.peer.wait(client.service_is_ready, 30, f'/{node}/change_state')
+        request = ChangeState.Request()
+        request.transition.id = transition
+        assert rig.peer.result(client.call_async(request), 30).success
+    finally:
+        rig.peer.node.destroy_client(client)
+
+
+def test_an_f_t_stream_that_falls_silent_stops_the_push_and_retracts(rig: Rig) -> None:
+    phases: list[str] = []
+    handle, done = rig.peer.send(
+        rig.push,
+        rig.push_goal(speed=0.02, min_travel=0.03),
+        feedback=lambda m: phases.append(m.feedback.phase),
+    )
+    rig.peer.wait(lambda: 'stroke' in phases, 60, 'the stroke')
+    arrived = [0]
+    listen = rig.peer.node.create_subscription(
+        WrenchStamped, '/ft/wrench', lambda _m: arrived.__setitem__(0, arrived[0] + 1), SENSOR
+    )
+    try:
+        change_state(rig, 'netft', Transition.TRANSITION_DEACTIVATE)  # the stream stops
+        try:
+            result = rig.peer.result(done, 60).result
+        finally:
+            change_state(rig, 'netft', Transition.TRANSITION_ACTIVATE)
+        assert result.error.code == ErrorCode.TIMEOUT, result.message
+        assert 'fell silent' in result.message and 'retracted' in result.message
+        rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
+        # The stream back, the next push may start (the tests after this one push).
+        seen = arrived[0]
+        rig.peer.wait(lambda: arrived[0] > seen + 100, 30, 'the wrench stream again')
+    finally:
+        rig.peer.node.destroy_subscription(listen)
 
 
 def test_identification_honours_cancel(rig: Rig) -> None:

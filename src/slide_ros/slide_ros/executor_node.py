@@ -22,8 +22,10 @@ alone.
 Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
 cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
-(``ft_limit`` topic: the same), a tare the driver refused or did not answer (the push does
-not start), a failed motion. Every failure leaves the tool retracted.
+(``ft_limit`` topic: the same), an F/T wrench stream that falls silent before or during the
+push (``max_wrench_gap_s``: the driver's force limit and the push's record both need it; the
+push does not start, or stops, as on a limit), a tare the driver refused or did not answer
+(the push does not start), a failed motion. Every failure leaves the tool retracted.
 """
 
 from __future__ import annotations
@@ -105,6 +107,16 @@ PARAMS = (
         'read the push alone',
         read_only=False,
     ),
+    Param(
+        'max_wrench_gap_s',
+        0.5,
+        'the longest the F/T wrench stream may fall silent before or during a push [s]: '
+        'a push then does not start, or stops and retracts (no force limit acts on a '
+        'silent sensor, and its record would lack the forces)',
+        read_only=False,
+        low=0.01,
+        high=10.0,
+    ),
     Param('connect_timeout_s', 10.0, 'configure: wait this long for the arm', low=0.1, high=600.0),
     Param(
         'measurement_wait_s',
@@ -174,6 +186,7 @@ class ExecutorNode(SlideNode):
         self._tips: deque[tuple[float, FloatArray]] = deque(maxlen=5000)
         self._wrenches: deque[tuple[float, FloatArray]] = deque(maxlen=20000)
         self._limit = threading.Event()
+        self._wrench_seen = -math.inf  # time.monotonic() of the last usable wrench
         self.bad_messages = 0
         self.pub_pusher = self.create_publisher(PoseStamped, '/pusher/pose', RELIABLE)
         self.pub_gripper = self.create_publisher(PoseStamped, '/gripper/pose', RELIABLE)
@@ -282,6 +295,7 @@ class ExecutorNode(SlideNode):
         stamp = stamp_to_s(msg.header.stamp)
         with self._lock:
             self._wrenches.append((stamp, f_W[:2].copy()))
+            self._wrench_seen = time.monotonic()
         out = WrenchStamped()
         out.header.stamp = msg.header.stamp
         out.header.frame_id = self.frame
@@ -400,7 +414,15 @@ class ExecutorNode(SlideNode):
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
         if self.get_parameter('tare').value:
             self._tare()
+        silent = self._wrench_silence()
+        if silent is not None:
+            raise Failure(
+                ErrorCode.TIMEOUT,
+                f'no wrench from the F/T driver on {self._wrench_topic} for {silent:.2f} s: '
+                'the push does not start (is the driver streaming?)',
+            )
         self._limit.clear()
+        went_silent: list[float] = []
         times: dict[str, float] = {}
         feedback = Push.Feedback()
         index = int(goal.index)
@@ -422,9 +444,12 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def should_stop() -> bool:
-            return bool(
-                handle.is_cancel_requested or self._limit.is_set() or self.stopping.is_set()
-            )
+            if handle.is_cancel_requested or self._limit.is_set() or self.stopping.is_set():
+                return True
+            silent = self._wrench_silence()
+            if silent is not None:
+                went_silent.append(silent)
+            return bool(went_silent)
 
         motion: Motion = self.backend.follow('fingertip', waypoints, on_waypoint, should_stop)
         if not motion.completed and self.stopping.is_set():
@@ -435,6 +460,13 @@ class ExecutorNode(SlideNode):
             self._retract('fingertip', back if 'start' in times else None)
             if self._limit.is_set():
                 raise Failure(ErrorCode.FT_LIMIT, 'the F/T driver reported a limit: retracted')
+            if went_silent:
+                raise Failure(
+                    ErrorCode.TIMEOUT,
+                    f'the F/T wrench on {self._wrench_topic} fell silent for '
+                    f'{went_silent[0]:.2f} s during the push: stopped and retracted (no '
+                    'force limit acts on a silent sensor); the push is not recorded',
+                )
             if handle.is_cancel_requested:
                 raise Failure(ErrorCode.CANCELED, 'cancelled: stopped and retracted')
             raise Failure(ErrorCode.MOTION_FAILED, motion.message)
@@ -443,6 +475,18 @@ class ExecutorNode(SlideNode):
         t0, t1 = times['start'], times['end']
         t2 = times.get('rest', self._now())
         return self._record(index, primitive, t0, t1, t2)
+
+    @property
+    def _wrench_topic(self) -> str:
+        return self.resolve_topic_name('ft_wrench')
+
+    def _wrench_silence(self) -> float | None:
+        """Seconds since the last usable wrench arrived when that is longer than
+        ``max_wrench_gap_s``, else None."""
+        with self._lock:
+            seen = self._wrench_seen
+        silent = time.monotonic() - seen
+        return silent if silent > float(self.get_parameter('max_wrench_gap_s').value) else None
 
     def _tare(self) -> None:
         """Zero the F/T sensor where the fingertip is now: retracted and lifted, in free
