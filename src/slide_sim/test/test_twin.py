@@ -23,7 +23,7 @@ from slide_core.model import (
     parse_spec,
 )
 from slide_core.physics import Support
-from slide_core.planning import Grasp, grasp_at, hold_ratios, push_leans
+from slide_core.planning import Grasp, grasp_at, hold_ratios, planner_config, push_leans
 from slide_sim.twin import Twin
 
 UNIFORM_BOX = parse_spec(
@@ -180,6 +180,39 @@ def test_the_pads_hold_what_the_planners_hold_ratio_allows(
     belief = Belief.create(bar.grid, bar.mass, bar.friction)
     assert hold_ratios(belief, X, grasp, workcell.gripper)[0] == pytest.approx(ratio, abs=0.03)
     result = Twin(bar, workcell, tuple(X)).grasp(grasp)
+    if held:
+        assert result.success and result.tilt < math.radians(1)
+    else:
+        assert not result.success and result.tilt > math.radians(15)
+
+
+@pytest.mark.parametrize(('side', 'held'), [(0.0, True), (0.034, False)])
+def test_moments_along_and_across_the_pads_add_up_in_the_hold_ratio(
+    side: float, held: bool, workcell
+) -> None:
+    # A 2 kg block 14 x 10 x 5 cm, 5.5 cm past the edge, held by its overhang in the
+    # middle and 3.4 cm to the side: 0.35 of the pads' limit along the approach and 0.48
+    # across. Each below the 0.5 a goal may ask, the larger of the two let a pre-grasp
+    # drop the block; their sum says what the twin's pads do.
+    occupancy = np.ones((5, 7))
+    block = parse_spec(
+        {
+            'name': 'block',
+            'cell_size': 0.02,
+            'height': 0.05,
+            'mass': (occupancy * 2.0 / occupancy.size).tolist(),
+            'friction': (occupancy * 0.3).tolist(),
+        }
+    )
+    X = np.array([0.015, 0.0, 0.0])
+    grasp = Grasp(np.array([-0.015, side]), 0.025, 0.0, 0.04)
+    belief = Belief.create(block.grid, block.mass, block.friction)
+    along = 2.0 * 9.81 * 0.05 / (workcell.gripper.force * 0.04)
+    across = 2.0 * 9.81 * side / (workcell.gripper.force * workcell.gripper.finger_width)
+    ratio = hold_ratios(belief, X, grasp, workcell.gripper)[0]
+    assert ratio == pytest.approx(along + across)
+    assert bool(ratio <= planner_config(workcell).hold_max) is held
+    result = Twin(block, workcell, tuple(X)).grasp(grasp)
     if held:
         assert result.success and result.tilt < math.radians(1)
     else:

@@ -22,9 +22,9 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   edge (the lower finger passes under the table top). The pads must hold at least
   ``min_grip`` metres of object along their depth (area covered / pad width) and the
   object must fit the opening. Lifted, the object hangs from the pads; its weight's moment
-  about the held part over what the pads resist is the hold ratio (:func:`hold_ratios`),
-  which a goal keeps at most ``hold_max`` (0.5, half the pads' limit) for 1 - epsilon of
-  the belief.
+  about the held part over what the pads resist, along the approach and across it summed,
+  is the hold ratio (:func:`hold_ratios`), which a goal keeps at most ``hold_max`` (0.5,
+  half the pads' limit) for 1 - epsilon of the belief.
 - Goal (:func:`select_goal`): poses along the edge at sampled yaws and overhangs; kept when
   a grasp exists, the pose is free of obstacles and the stay probability is at least
   1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief

@@ -53,7 +53,8 @@ class PlannerConfig:
             ask of the pads for 1 - epsilon of the belief: a safety factor of 2 on the
             rigid pads' limit. Measured in the twin: a bar hangs level at 0.46 and
             droops 7 degrees at 0.85; a spray gun whose upper pad pressed a 2 cm step
-            turned out of the grip at 0.56.
+            turned out of the grip at 0.56; a 2 kg block held 3.4 cm to the side turned
+            out of it at 0.83 (0.35 along the approach and 0.48 across, which add).
         goal_yaws: yaws tried per goal search; goal_y_step: spacing along the edge [m].
         seen_turn: an object whose outline no turn moves by more than this (RMS, [m];
             :func:`slide_core.geometry.turn_sweep`) is round to the task: the camera
