@@ -72,10 +72,17 @@ from ati_netft.client import (
 from ati_netft.filters import (
     FORCE_LIMIT_MAX_N,
     GravityCompensation,
+    LimitMonitor,
     LowPass,
     quaternion_matrix,
 )
-from ati_netft.protocol import Calibration, Plausibility, ProtocolError, decode_status
+from ati_netft.protocol import (
+    NO_BOUND,
+    Calibration,
+    Plausibility,
+    ProtocolError,
+    decode_status,
+)
 
 WRENCH_QOS = qos_profile_sensor_data
 EVENT_QOS = QoSProfile(depth=10)
@@ -331,9 +338,9 @@ class NetFTNode(LifecycleNode):
         self._backoff = 1.0
         self._bad_parameter = False
         self._lock = threading.Lock()
-        self._limits = (0.0, 0.0)
-        self._store_limits(self.get_parameter('force_limit_n').value, None)
-        self._store_limits(None, self.get_parameter('torque_limit_nm').value)
+        self._monitor = LimitMonitor(
+            self.get_parameter('force_limit_n').value, self.get_parameter('torque_limit_nm').value
+        )
         self._gravity: GravityCompensation | None = None
         self._tool = (0.0,) * 6  # the tool's weight on the sensor, in the sensor frame
         self._R_WS = quaternion_matrix([0.0, 0.0, 0.0, 1.0])
@@ -466,11 +473,7 @@ class NetFTNode(LifecycleNode):
             f'{calibration.force_unit}, {calibration.torque_unit}, '
             f'{calibration.counts_per_force:g} counts/force unit; {rate:g} Hz'
             + (f', published as means of {self.block}' if self.block > 1 else '')
-            + (
-                '; no plausibility bound on counts'
-                if min(bound) == max(bound) == 2**31 - 1
-                else ''
-            )
+            + ('; no plausibility bound on counts' if min(bound) == NO_BOUND else '')
             + ')'
         )
 
@@ -558,10 +561,9 @@ class NetFTNode(LifecycleNode):
                 self._set_orientation(quaternion_matrix(param.value))
 
     def _store_limits(self, force: float | None, torque: float | None) -> None:
-        f, t = self._limits
-        self._limits = (
-            f if force is None else float(force),
-            t if torque is None else float(torque),
+        m = self._monitor  # replaced whole: the reader thread sees one or the other
+        self._monitor = LimitMonitor(
+            m.max_force if force is None else force, m.max_torque if torque is None else torque
         )
 
     # -- orientation ------------------------------------------------------------------------
@@ -587,12 +589,9 @@ class NetFTNode(LifecycleNode):
         if self._gravity is not None:
             g = self._tool
             w = (w[0] - g[0], w[1] - g[1], w[2] - g[2], w[3] - g[3], w[4] - g[4], w[5] - g[5])
-        f_max, t_max = self._limits
-        if f_max > 0 or t_max > 0:
-            # Written as "not within" so that a NaN wrench counts as over the limit.
-            exceeded = (
-                f_max > 0 and not w[0] * w[0] + w[1] * w[1] + w[2] * w[2] <= f_max * f_max
-            ) or (t_max > 0 and not w[3] * w[3] + w[4] * w[4] + w[5] * w[5] <= t_max * t_max)
+        monitor = self._monitor
+        if monitor.active:
+            exceeded = monitor.exceeded(w)
             if exceeded and not self._limit_active:
                 self.pub_limit.publish(
                     self._fill(self._message_template(self._msg.header.frame_id), w)
