@@ -17,6 +17,7 @@ from slide_core.geometry import (
     check_pose,
     rotation,
     se2_distance,
+    to_world,
     turn_sweep,
     wrap_angle,
 )
@@ -121,8 +122,11 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
 
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
-    failed is that too little of the belief stays."""
+    failed is that too little of the belief stays; PlanningError too when X_WO puts no
+    cell of the object over the table (no object rests there: a pose in another frame, or
+    of something else)."""
     X0 = check_pose(X_WO, 'X_WO')
+    _check_on_table(belief.grid, X0, config)
     turn = landing_turn(belief, config)
     step = 2.0 * np.pi / config.goal_yaws
     # The yaws at which such a grasp holds can lie between the sampled ones (a window
@@ -137,6 +141,21 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     if goal is None:
         raise _no_goal(belief, X0, config)
     return replace(goal, yaw_free=free)
+
+
+def _check_on_table(grid: Grid, X_WO: FloatArray, config: PlannerConfig) -> None:
+    """PlanningError unless some cell centre of ``grid`` at X_WO lies over the table top.
+    Not its centre of mass: the closed loop asks from wherever the object is, and a model
+    of the belief may put that past the edge."""
+    t = config.table
+    p_WC = to_world(X_WO, grid.p_OC)
+    over = (p_WC[:, 0] >= 0.0) & (p_WC[:, 0] <= t.depth) & (np.abs(p_WC[:, 1]) <= t.width / 2)
+    if not over.any():
+        raise PlanningError(
+            f'no goal: the object pose {np.round(X_WO, 4).tolist()} puts no part of the '
+            f'object over the table (x 0 to {t.depth} m, |y| up to {t.width / 2} m, table '
+            'frame): no object rests there (is the pose in the table frame?)'
+        )
 
 
 def landing_turn(belief: Belief, config: PlannerConfig) -> float:

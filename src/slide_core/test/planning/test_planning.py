@@ -247,6 +247,17 @@ def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     assert not reached(models, [0.4, 0.1, 1.0], CONFIG)
 
 
+def test_no_goal_is_chosen_for_an_object_that_is_not_on_the_table() -> None:
+    # A pose 5 m away (another frame's, or a typo) got a goal at the edge.
+    belief = Belief.create(BAR, M, MU)
+    for X in ([5.0, 0.0, 0.0], [0.4, 0.75, 0.0], [-0.15, 0.0, 0.0]):
+        with pytest.raises(PlanningError, match='no part of the object over the table') as e:
+            select_goal(belief, X, CONFIG)
+        assert not isinstance(e.value, UncertainBeliefError)  # no push could help
+    # Overhanging the free edge (7 cm of its 20) is on the table.
+    assert select_goal(belief, [0.03, 0.0, 0.0], CONFIG) is not None
+
+
 def test_no_goal_says_which_condition_no_pose_met() -> None:
     thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
     with pytest.raises(PlanningError, match='7.5 cm tall and the gripper takes 7.0 cm'):
