@@ -45,12 +45,14 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import rotation
 from slide_core.io import cloud_to_xyz, grid_to_msg, set_planar_pose, xyz_to_cloud
 from slide_core.perception import (
+    CameraView,
     KeepOut,
     ObjectEstimate,
     PerceptionConfig,
     PerceptionError,
     PoseTracker,
     acquire,
+    camera_frame,
     load_extrinsics,
     to_table_frame,
 )
@@ -171,6 +173,8 @@ class PerceptionNode(Node):
         if not extrinsics:
             raise SlideInputError('perception needs the extrinsics_file parameter (X_WK)')
         self.R_WK, self.p_WK = load_extrinsics(extrinsics)
+        self.extrinsics = extrinsics
+        self.camera_frame = camera_frame(extrinsics)
         self.config = PerceptionConfig(
             cell_size=cell_size,
             workspace_min=tuple(ws_min),
@@ -216,6 +220,17 @@ class PerceptionNode(Node):
         self.get_logger().warning(f'{status}: {reason}', throttle_duration_sec=5.0)
 
     def _on_cloud(self, msg: PointCloud2) -> None:
+        frame = msg.header.frame_id
+        if frame and self.camera_frame and frame != self.camera_frame:
+            # (a D435's depth/color/points is in its depth frame unless aligned to colour:
+            # 15 mm off, and every pose with it)
+            self._bad(
+                'wrong_frame',
+                f'a cloud in {frame!r} is ignored: the extrinsics ({self.extrinsics}) are '
+                f'those of {self.camera_frame!r}; publish the cloud in that frame or give the '
+                'extrinsics of this one',
+            )
+            return
         try:
             p_K = cloud_to_xyz(msg)
         except (ValueError, TypeError, OverflowError, MemoryError) as exc:
@@ -290,10 +305,11 @@ class PerceptionNode(Node):
         stamp, p_K = cloud
         t0 = time.perf_counter()
         p_W = to_table_frame(p_K, self.R_WK, self.p_WK)
+        view = CameraView.of(p_K, self.R_WK, self.p_WK)
         keep_out = self._keep_out(_seconds(stamp))
         try:
             if self.tracker is None:
-                estimate = acquire(p_W, self.config, keep_out)
+                estimate = acquire(p_W, self.config, keep_out, view)
                 self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
                 X_WO = estimate.X_WO
                 model = estimate.model_O
@@ -303,7 +319,7 @@ class PerceptionNode(Node):
                 self._publish_grid(estimate, stamp)
                 detail = {'cells': str(estimate.grid.n)}
             else:
-                result = self.tracker.update(p_W, keep_out)
+                result = self.tracker.update(p_W, keep_out, view)
                 X_WO, segmented = result.X_WO, result.points_W
                 detail = {
                     'fitness': f'{result.fitness:.3f}',

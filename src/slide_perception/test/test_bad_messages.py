@@ -92,6 +92,10 @@ def bad_clouds() -> list[tuple[str, PointCloud2]]:
     short.data = bytes(short.data)[:100]
     no_z = cloud(good)
     no_z.fields = no_z.fields[:2]
+    # A D435's depth/color/points in its depth frame, 15 mm from the colour frame the
+    # extrinsics are for: every pose would be off by that, with status ok.
+    depth_frame = cloud(good)
+    depth_frame.header.frame_id = 'camera_depth_optical_frame'
     # A cloud perception itself cannot make sense of: 2000 copies of one point in view
     # (open3d's plane fit raises RuntimeError on it).
     same = cloud(np.tile([[0.0, 0.0, 0.9]], (2000, 1)))
@@ -100,6 +104,7 @@ def bad_clouds() -> list[tuple[str, PointCloud2]]:
         ('unknown datatype', unknown),
         ('short buffer', short),
         ('no z field', no_z),
+        ('another frame than the extrinsics', depth_frame),
         ('one point 2000 times', same),
     ]
 
@@ -122,6 +127,7 @@ def test_every_bad_cloud_is_reported_counted_and_survived(harness: Harness) -> N
     assert h.spin_until(lambda: h.node.bad_messages == len(bad) + 1)
     assert h.spin_until(lambda: ('bad_pose', str(len(bad) + 1)) in h.statuses)
     assert ('bad_cloud', str(len(bad))) in h.statuses
+    assert ('wrong_frame', str(len(bad) - 1)) in h.statuses
 
     # The next good frame is acquired and tracked as if nothing had happened.
     twin = Twin(load_object('box'), load_workcell(), (0.4, -0.1, 0.4))

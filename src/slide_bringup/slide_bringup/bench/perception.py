@@ -32,6 +32,7 @@ from slide_core.geometry import (
 from slide_core.identification import outline_point
 from slide_core.model import Primitive, library_names, load_object, load_workcell
 from slide_core.perception import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
@@ -136,8 +137,9 @@ class _Watcher:
         self.frames += 1
         t = time.perf_counter()
         p_W = to_table_frame(p_K, shot.R_WK, shot.p_WK)
+        view = CameraView.of(p_K, shot.R_WK, shot.p_WK)
         try:
-            res = self.tracker.update(p_W, keep_out)
+            res = self.tracker.update(p_W, keep_out, view)
         except PerceptionError:
             self.poor += 1
             return
@@ -181,7 +183,9 @@ def run(
             with RgbdCamera(twin.model, seed=int(rng.integers(1 << 31))) as camera:
                 shot = camera.capture(twin.data)
                 t = time.perf_counter()
-                est = acquire(point_cloud(shot), config)
+                p_K = point_cloud(shot, world=False)
+                view = CameraView.of(p_K, shot.R_WK, shot.p_WK)
+                est = acquire(to_table_frame(p_K, shot.R_WK, shot.p_WK), config, view=view)
                 acquire_ms.append((time.perf_counter() - t) * 1000)
                 X_true0 = twin.object_pose()
                 obj_iou.append(footprint_iou(spec.grid, X_true0, est.grid, est.X_WO))

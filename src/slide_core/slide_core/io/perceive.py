@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.perception import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
     PoseTracker,
     acquire,
+    camera_frame,
     load_extrinsics,
     to_table_frame,
 )
@@ -87,15 +88,6 @@ def keep_out_from(
     return at
 
 
-def camera_frame(extrinsics: str | Path) -> str:
-    """The optical frame the extrinsics file describes (``child_frame``; '' if unnamed)."""
-    try:
-        doc = yaml.safe_load(Path(extrinsics).read_text())
-    except (OSError, yaml.YAMLError):
-        return ''
-    return str(doc.get('child_frame', '')) if isinstance(doc, dict) else ''
-
-
 Cloud = Callable[[], tuple[float, str, FloatArray]]
 """A cloud not yet decoded: called, it gives (stamp [s], frame, points p_K (N, 3) in the
 camera's optical frame), or raises SlideInputError when the message is malformed."""
@@ -143,15 +135,16 @@ def track_clouds(
             continue
         frames += 1
         p_W = to_table_frame(p_K, R_WK, p_WK)
+        view = CameraView.of(p_K, R_WK, p_WK)
         bodies = keep_out(stamp)
         try:
             if tracker is None:
-                estimate = acquire(p_W, cfg, bodies)
+                estimate = acquire(p_W, cfg, bodies, view)
                 tracker = PoseTracker(estimate, cfg)
                 grid, acquired_at = estimate.grid, log
                 X = np.array(estimate.X_WO, dtype=float)
             else:
-                X = tracker.update(p_W, bodies).X_WO
+                X = tracker.update(p_W, bodies, view).X_WO
         except PerceptionError as exc:
             refused[exc.status.value] = refused.get(exc.status.value, 0) + 1
             continue

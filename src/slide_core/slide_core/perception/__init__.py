@@ -12,7 +12,8 @@ Pipeline, one frame at a time:
    table is reported, not silently used.
 3. :func:`segment` keeps points above the plane inside the workspace box, removes the known
    pusher and gripper (:class:`KeepOut`, vertical cylinders around their poses), clusters the
-   rest (DBSCAN) and demands exactly one object cluster that lies wholly in the view.
+   rest (DBSCAN) and demands exactly one object cluster that lies wholly in the view (the
+   camera's :class:`CameraView`, the pyramid its image spans, when the caller has it).
 4. :func:`build_grid` rasterises the footprint (the top surface projected down, as the papers
    presume) into square cells laid along the footprint's minimum-area rectangle: the object
    frame has its origin at the centre of the grid and its x axis along the footprint's major
@@ -20,7 +21,8 @@ Pipeline, one frame at a time:
 5. :class:`PoseTracker` registers each new frame's footprint outline to the acquired one
    (a chamfer distance field and robust least squares over x, y and yaw, warm-started from
    the last pose; point-to-point ICP stalled along long handles) and reports the fit; a
-   poor registration is a status, never a pose.
+   poor registration is a status, never a pose; so is a pose at which the object would
+   reach out of the camera's image.
 
 Failures raise :class:`PerceptionError` with a :class:`PerceptionStatus` a node can publish.
 """
@@ -28,12 +30,14 @@ Failures raise :class:`PerceptionError` with a :class:`PerceptionStatus` a node 
 from __future__ import annotations
 
 from slide_core.perception.cloud import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
     PerceptionStatus,
     Segmentation,
     TablePlane,
+    camera_frame,
     fit_table,
     load_extrinsics,
     segment,
@@ -43,6 +47,7 @@ from slide_core.perception.shape import ObjectEstimate, acquire, build_grid
 from slide_core.perception.tracking import PoseTracker, TrackResult
 
 __all__ = [
+    'CameraView',
     'KeepOut',
     'ObjectEstimate',
     'PerceptionConfig',
@@ -54,6 +59,7 @@ __all__ = [
     'TrackResult',
     'acquire',
     'build_grid',
+    'camera_frame',
     'fit_table',
     'load_extrinsics',
     'segment',

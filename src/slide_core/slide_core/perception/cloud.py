@@ -180,6 +180,61 @@ def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
     return np.asarray(transforms3d.quaternions.quat2mat([w, x, y, z])), p
 
 
+def camera_frame(extrinsics: str | Path) -> str:
+    """The optical frame the extrinsics file describes (``child_frame``; '' if unnamed or
+    unreadable): a cloud in another frame is not one these extrinsics map."""
+    try:
+        doc = yaml.safe_load(Path(extrinsics).read_text())
+    except (OSError, yaml.YAMLError):
+        return ''
+    return str(doc.get('child_frame', '')) if isinstance(doc, dict) else ''
+
+
+@dataclass(frozen=True, eq=False)
+class CameraView:
+    """What the camera sees: its pose (R_WK (3, 3), p_WK (3,) [m]) and its image's bounds
+    in normalised coordinates (x / z and y / z of the optical frame K), as far as one frame's
+    valid points reach (a camera over a table sees something at every pixel: the table, the
+    floor past its edge). Needs no intrinsics.
+
+    Why: a part of the object past the image's edge is simply missing from the cloud, and
+    what is left is a smaller object. The convex hull of the cloud in the table plane (the
+    fallback without a view) reaches as far as the floor below is seen, past where the
+    object's top leaves the image; and the tracker's fit to the part left scores well while
+    its pose slides towards the view."""
+
+    R_WK: FloatArray
+    p_WK: FloatArray
+    lo: FloatArray  # (2,) least x / z, y / z of the image
+    hi: FloatArray  # (2,) largest
+
+    @classmethod
+    def of(cls, points_K: ArrayLike, R_WK: ArrayLike, p_WK: ArrayLike) -> CameraView | None:
+        """The view of one frame's optical-frame points p_K (N, 3) (NaN and zero-depth
+        points ignored); None when no point is valid."""
+        from slide_core.perception import kernels
+
+        p = np.ascontiguousarray(as_points(points_K, 'points_K'), dtype=np.float64)
+        bounds = np.asarray(kernels.image_bounds(p), dtype=float)  # one compiled pass
+        if not np.isfinite(bounds).all():
+            return None
+        return cls(
+            np.asarray(R_WK, dtype=float), np.asarray(p_WK, dtype=float), bounds[:2], bounds[2:]
+        )
+
+    def margins(self, points_W: ArrayLike) -> FloatArray:
+        """(N,) distance [m] of each table-frame point p_W (N, 3) inside the nearest side
+        of the view's pyramid (negative outside it, or behind the camera)."""
+        p_K = (as_points(points_W, 'points_W') - self.p_WK) @ self.R_WK
+        x, y, z = p_K[:, 0], p_K[:, 1], p_K[:, 2]
+        sides = []
+        for coord, lo, hi in ((x, self.lo[0], self.hi[0]), (y, self.lo[1], self.hi[1])):
+            sides.append((coord - lo * z) / math.hypot(1.0, lo))
+            sides.append((hi * z - coord) / math.hypot(1.0, hi))
+        out = np.min(np.stack(sides), axis=0)
+        return np.asarray(np.where(z > 0.0, out, -np.inf), dtype=float)
+
+
 def as_points(points: ArrayLike, what: str = 'points') -> FloatArray:
     """``points`` as an (N, 3) float array; SlideInputError for any other shape. (An
     (N, 4) x, y, z, intensity cloud was reshaped to (4N/3, 3) rows of mixed values.)"""
@@ -285,8 +340,11 @@ def segment(
     config: PerceptionConfig,
     keep_out: tuple[KeepOut, ...] = (),
     table: TablePlane | None = None,
+    view: CameraView | None = None,
 ) -> Segmentation:
-    """The object's points in a table-frame cloud p_W (N, 3).
+    """The object's points in a table-frame cloud p_W (N, 3); ``view``: the camera's
+    (:class:`CameraView`), else the edge of the view is the cloud's convex hull in the
+    table plane, which the floor past the table's edge widens.
 
     Raises PerceptionError: EMPTY_CLOUD, NO_TABLE, NO_OBJECT, SEVERAL_OBJECTS or
     PARTIAL_VIEW (the object touches the edge of the view or of the workspace box).
@@ -333,17 +391,22 @@ def segment(
 
     near = cKDTree(kept).query(flat, distance_upper_bound=config.voxel_size * 1.5)[0]
     obj = above[np.isfinite(near)]
-    _check_in_view(obj, points_W, config)
+    _check_in_view(obj, points_W, config, view)
     return Segmentation(obj, plane.height(obj), plane, int(objects.size))
 
 
-def _check_in_view(obj: FloatArray, points_W: FloatArray, config: PerceptionConfig) -> None:
+def _check_in_view(
+    obj: FloatArray, points_W: FloatArray, config: PerceptionConfig, view: CameraView | None
+) -> None:
     lo = np.asarray(config.workspace_min)[:2] + config.view_margin
     hi = np.asarray(config.workspace_max)[:2] - config.view_margin
     if not np.all((obj[:, :2] >= lo) & (obj[:, :2] <= hi)):
         raise PerceptionError(
             PerceptionStatus.PARTIAL_VIEW, 'the object reaches past the workspace box'
         )
+    if view is not None:
+        check_in_image(obj, view, config)
+        return
     hull = _view_hull(points_W)
     if hull is None:
         raise PerceptionError(PerceptionStatus.PARTIAL_VIEW, 'the view has no area')
@@ -352,6 +415,19 @@ def _check_in_view(obj: FloatArray, points_W: FloatArray, config: PerceptionConf
         raise PerceptionError(
             PerceptionStatus.PARTIAL_VIEW,
             'the object touches the edge of the camera view; move the camera or the object',
+        )
+
+
+def check_in_image(points_W: FloatArray, view: CameraView, config: PerceptionConfig) -> None:
+    """PerceptionError(PARTIAL_VIEW) when an object point p_W (N, 3) lies within
+    ``view_margin`` of the edge of the camera's image (or past it)."""
+    margin = float(view.margins(points_W).min()) if len(points_W) else math.inf
+    if margin < config.view_margin:
+        raise PerceptionError(
+            PerceptionStatus.PARTIAL_VIEW,
+            f'the object reaches {max(-margin, 0.0) * 1000:.0f} mm past the edge of the '
+            f'camera image (or within {config.view_margin * 1000:.0f} mm of it): part of it '
+            'is not seen; move the camera or the object',
         )
 
 

@@ -12,6 +12,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 from slide_core.geometry import FloatArray, Grid, GridError, rotation, trace_outline
 from slide_core.perception.cloud import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
@@ -272,9 +273,12 @@ def acquire(
     points_W: ArrayLike,
     config: PerceptionConfig,
     keep_out: tuple[KeepOut, ...] = (),
+    view: CameraView | None = None,
 ) -> ObjectEstimate:
-    """Segment a table-frame cloud p_W (N, 3) and build the object's grid and pose."""
-    return build_grid(segment(np.asarray(points_W, dtype=float), config, keep_out), config)
+    """Segment a table-frame cloud p_W (N, 3) and build the object's grid and pose
+    (``view``: the camera's, :func:`segment`)."""
+    cloud = np.asarray(points_W, dtype=float)
+    return build_grid(segment(cloud, config, keep_out, view=view), config)
 
 
 # -- tracking -------------------------------------------------------------------------------

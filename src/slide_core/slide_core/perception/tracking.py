@@ -14,11 +14,13 @@ from scipy.optimize import least_squares
 from slide_core.geometry import FloatArray, rotation
 from slide_core.perception import kernels
 from slide_core.perception.cloud import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
     PerceptionStatus,
     as_points,
+    check_in_image,
 )
 from slide_core.perception.shape import ObjectEstimate, footprint_image, sample_spacing
 
@@ -97,9 +99,20 @@ class PoseTracker:
         )
         self._field_lo = lo
 
-    def update(self, points_W: ArrayLike, keep_out: tuple[KeepOut, ...] = ()) -> TrackResult:
+    def update(
+        self,
+        points_W: ArrayLike,
+        keep_out: tuple[KeepOut, ...] = (),
+        view: CameraView | None = None,
+    ) -> TrackResult:
         """Register one table-frame cloud p_W (N, 3); return the new pose and its scores
-        (fitness: share of outline points within the fine tolerance icp_distance / 4)."""
+        (fitness: share of outline points within the fine tolerance icp_distance / 4).
+
+        With the camera's ``view``, a pose at which the acquired object would reach within
+        ``view_margin`` of the edge of the image is PerceptionError(PARTIAL_VIEW), not a
+        pose: the fit is then to the part still in view, and it scores well while the pose
+        slides towards the view (measured: 6.5 to 91 mm off, fitness 0.77 to 0.96, as a box
+        left the image at the table's edge)."""
         cfg = self.config
         p = as_points(points_W, 'points_W')
         if p.shape[0] == 0:
@@ -169,6 +182,10 @@ class PoseTracker:
                 f'{rmse * 1000:.1f} mm (max {cfg.max_rmse * 1000:.1f}), jump '
                 f'{moved * 1000:.0f} mm (max {cfg.max_motion * 1000:.0f})',
             )
+        if view is not None:
+            model = self.estimate.model_O
+            at_X = np.column_stack((X[:2] + model[:, :2] @ rotation(float(X[2])).T, model[:, 2]))
+            check_in_image(at_X, view, cfg)
         self.X_WO = X
         return TrackResult(X, fitness, rmse, p)
 

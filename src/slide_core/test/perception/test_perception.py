@@ -10,6 +10,7 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.geometry import boundary_distance, polygon_coverage, rotation, signed_area
 from slide_core.perception import (
+    CameraView,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
@@ -255,3 +256,82 @@ def test_config_is_checked():
         PerceptionConfig(cell_size=0.0)
     with pytest.raises(SlideInputError, match='workspace'):
         PerceptionConfig(workspace_min=(1.0, 0.0, 0.0), workspace_max=(0.0, 1.0, 1.0))
+
+
+# -- what the camera sees ------------------------------------------------------------------
+# A D435-like camera (615 px focal length, 640 x 480, every second pixel) 0.9 m over the
+# table, looking down, its image's rows along the table's depth: at the table top it sees
+# x from 0.0 to 0.70 m, at a 3 cm top from 0.011 m (the floor past the table's edge,
+# 0.75 m lower, from -0.29 m).
+R_WK = np.array([[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+P_WK = np.array([0.35, 0.0, 0.9])
+
+
+def camera_cloud(X_box, size=(0.16, 0.08), height=0.03, noise=0.0005, seed=0) -> np.ndarray:
+    """Optical-frame points p_K of the table (x >= 0), the floor 0.75 m below past its edge,
+    and the top of a box at X_box, ray cast (a box's sides are not seen from above)."""
+    u, v = np.meshgrid(np.arange(0, 640, 2) - 319.5, np.arange(0, 480, 2) - 239.5)
+    d_K = np.column_stack((u.ravel() / 615.0, v.ravel() / 615.0, np.ones(u.size)))
+    d_W = d_K @ R_WK.T
+    depth = P_WK[2] / -d_W[:, 2]  # the table plane's
+    hit = P_WK + depth[:, None] * d_W
+    floor = hit[:, 0] < 0.0
+    depth[floor] = (P_WK[2] + 0.75) / -d_W[floor, 2]
+    top = (P_WK[2] - height) / -d_W[:, 2]
+    p = (P_WK + top[:, None] * d_W)[:, :2] - np.asarray(X_box[:2])
+    p_O = p @ rotation(X_box[2])
+    on_box = np.all(np.abs(p_O) <= np.asarray(size) / 2, axis=1)
+    depth[on_box] = top[on_box]
+    rng = np.random.default_rng(seed)
+    depth = depth + rng.normal(0.0, noise, depth.shape)
+    return d_K * depth[:, None]  # z of d_K is 1: depth is the optical z
+
+
+def seen(X_box, **kwargs):
+    p_K = camera_cloud(X_box, **kwargs)
+    return to_table_frame(p_K, R_WK, P_WK), CameraView.of(p_K, R_WK, P_WK)
+
+
+def test_an_object_past_the_edge_of_the_image_is_partly_out_of_view():
+    # Wholly in view: acquired. Its end over the table's edge, past the image's (the floor
+    # below is seen further out, so the cloud's outline in the table plane reaches past
+    # the image's edge there): partly out of view, not a smaller object.
+    p_W, view = seen((0.11, 0.0, 0.0))
+    est = acquire(p_W, CFG, view=view)
+    assert est.grid.n == 32 and abs(est.X_WO[0] - 0.11) < 0.002
+    p_W, view = seen((0.05, 0.0, 0.0))
+    with pytest.raises(PerceptionError) as err:
+        acquire(p_W, CFG, view=view)
+    assert err.value.status is PerceptionStatus.PARTIAL_VIEW
+    assert 'edge of the camera image' in str(err.value)
+
+
+def test_tracking_stops_where_the_object_leaves_the_image():
+    # Pushed towards the table's edge a centimetre a frame: tracked while wholly in view,
+    # then a status, not a pose fitted to the part still in view (it slid 6 to 91 mm off).
+    p_W, view = seen((0.16, 0.05, 0.0))
+    tracker = PoseTracker(acquire(p_W, CFG, view=view), CFG)
+    offset = tracker.X_WO - [0.16, 0.05, 0.0]
+    for k, x in enumerate((0.15, 0.14, 0.13, 0.12, 0.11)):  # its end 3 cm in at most
+        p_W, view = seen((x, 0.05, 0.0), seed=k + 1)
+        res = tracker.update(p_W, (), view)
+        assert np.allclose(res.X_WO - offset, [x, 0.05, 0.0], atol=0.002)
+    p_W, view = seen((0.10, 0.05, 0.0), seed=9)  # its end 9 mm from the edge of view
+    with pytest.raises(PerceptionError) as err:
+        tracker.update(p_W, (), view)
+    assert err.value.status is PerceptionStatus.PARTIAL_VIEW
+    assert tracker.X_WO[0] - offset[0] == pytest.approx(0.11, abs=0.002)  # the last good
+
+
+def test_the_view_is_the_images_pyramid():
+    p_K = camera_cloud((0.3, 0.0, 0.0), noise=0.0)
+    view = CameraView.of(np.vstack((p_K, [[np.nan, 0, 1], [0, 0, 0]])), R_WK, P_WK)
+    assert view is not None
+    np.testing.assert_allclose(view.lo, [-319.5 / 615, -239.5 / 615])
+    np.testing.assert_allclose(view.hi, [318.5 / 615, 238.5 / 615])
+    # On the table below the camera: the nearest side of the pyramid is the rows' first,
+    # which sees the table's depth from x = 0 (the image's y along -x of the table).
+    m = view.margins(np.array([[0.35, 0.0, 0.0], [-0.05, 0.0, 0.0], [0.35, 0.0, 1.0]]))
+    assert m[0] == pytest.approx(0.9 * 238.5 / 615 / math.hypot(1, 238.5 / 615), rel=1e-3)
+    assert m[1] < 0.0 and m[2] == -np.inf  # past the edge; behind the camera
+    assert CameraView.of(np.full((3, 3), np.nan), R_WK, P_WK) is None
