@@ -3,9 +3,10 @@
 A 640x480 frame is 300 000 points: mapping them to the table frame, finding the image's
 bounds, cropping them to the tracked object's neighbourhood and measuring its sampling
 step were most of a tracked frame's time in numpy (whole-array temporaries, BLAS threads
-on a loaded machine, a k-d tree; the bounds 27 ms of 33). Each is one pass here, single-threaded, with the same results; the registration's
-residuals (the distance field interpolated as ``scipy.ndimage.map_coordinates(order=1,
-mode='nearest')`` does) are one pass over the outline points.
+on a loaded machine, a k-d tree; the bounds 27 ms of 33). Each is one pass here,
+single-threaded, with the same results; the registration's residuals (the distance field
+interpolated as ``scipy.ndimage.map_coordinates(order=1, mode='nearest')`` does) are one
+pass over the outline points.
 """
 
 from __future__ import annotations
