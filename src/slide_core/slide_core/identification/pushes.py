@@ -43,6 +43,15 @@ MIN_FREE_AIR_SAMPLES = 5
 """Fewer force samples than this in free air give no offset (the sensor taken as tared)."""
 NOISE_SIGMAS = 5.0
 """A touch is a force this many standard deviations of the free-air noise from zero."""
+MAX_WRENCH_GAP_S = 0.25
+"""The longest a push's forces may be missing [s] (a 1 kHz stream; about 1 cm of stroke at
+5 cm/s), its edges included: the steps of a gap would be taken as motion without force. (The
+executor stops a live push at 0.5 s of silence, ``max_wrench_gap_s``: there the arm is at
+stake, here the data.)"""
+MAX_POSE_GAP_S = 1.0
+"""The longest a push's object poses may be missing [s], its window's ends included: the
+smoothing would draw the motion of a gap as a straight line, or the push would end early
+(a camera at 10 Hz that loses a few frames to a loaded machine stays well within it)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +193,8 @@ def build_push(
     in time order, whatever order its rows come in (series merged from several sources),
     without its rows that hold a value that is not finite (a sensor's glitch anywhere in a
     long recording must not cost every push). Raises IdentificationError when the push
-    cannot be used: too short, or series that do not overlap in time."""
+    cannot be used: too short, series that do not overlap in time, or a gap longer than
+    MAX_POSE_GAP_S in its poses or MAX_WRENCH_GAP_S in its forces."""
     if not (np.isfinite(dt) and dt > 0):
         raise IdentificationError(f'{source}: the time step must be positive, got {dt} s')
     if not (np.isfinite(t_start) and t_next > t_start):
@@ -211,6 +221,18 @@ def build_push(
             'poses in time'
         )
     Tp = tips[tip_sel]
+    for what, times, limit in (
+        ('object pose', np.concatenate(([t_start], P[:, 0], [t_next])), MAX_POSE_GAP_S),
+        ('wrench', np.concatenate(([P[0, 0]], W[:, 0], [P[-1, 0]])), MAX_WRENCH_GAP_S),
+    ):
+        gaps = np.diff(times)
+        k = int(np.argmax(gaps))
+        if gaps[k] > limit:
+            raise IdentificationError(
+                f'{source}: push {index}: no {what} for {gaps[k]:.2f} s from '
+                f'{times[k] - t_start:.2f} s after its start (at most {limit:g} s): the '
+                'push is not read across a gap'
+            )
     # (the whole series up to the push's end: the free air starts before its first pose)
     sensor = sensor_offset(
         wrench[wrench[:, 0] < P[-1, 0]], tips[tips[:, 0] <= P[-1, 0]], grid, P[0, 1:4], t_start

@@ -164,3 +164,36 @@ def test_series_in_any_order_give_the_same_push_and_bad_samples_are_left_out() -
         push_from_samples(grid, 0, t, X, p, f, 0.0, 0.7, dt=0.0)
     with pytest.raises(IdentificationError, match='must agree'):
         push_from_samples(grid, 0, t, X, p, f[:, 0], 0.0, 0.7)
+
+
+@pytest.mark.parametrize(
+    ('series', 'lost', 'kept'),
+    [
+        ('wrench', (0.45, 0.75), (0.5, 0.7)),  # silent mid-stroke: read as no force
+        ('object pose', (0.05, 1.2), (0.2, 1.2)),  # the camera lost the whole stroke
+    ],
+)
+def test_a_push_is_not_read_across_a_gap_in_its_forces_or_poses(
+    series: str, lost: tuple[float, float], kept: tuple[float, float]
+) -> None:
+    from slide_core.identification import IdentificationError, build_push
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    poses = np.column_stack((t, X))
+    tips = np.column_stack((t, p_WF))
+    wrench = np.column_stack((t, f_W))
+
+    def without(a: np.ndarray, gap: tuple[float, float]) -> np.ndarray:
+        return a[(a[:, 0] < gap[0]) | (a[:, 0] >= gap[1])]
+
+    def build(gap: tuple[float, float]) -> object:
+        cut = (
+            (without(poses, gap), tips, wrench)
+            if series == 'object pose'
+            else (poses, tips, without(wrench, gap))
+        )
+        return build_push(grid, 3, 0.0, 1.1, *cut, '<test>', 0.01)
+
+    with pytest.raises(IdentificationError, match=f'push 3: no {series} for '):
+        build(lost)
+    build(kept)  # shorter gaps: within what a loaded machine's streams show
