@@ -223,7 +223,8 @@ def read_pushes(
     order = np.argsort(mark_times, kind='stable')
     starts = [mark_times[k] for k in order]
     numbers = [int(marks.rows[k]) for k in order]
-    if len(set(numbers)) != len(numbers):
+    renumbered = len(set(numbers)) != len(numbers)
+    if renumbered:
         warnings.append(
             f'/push/start repeats push indices ({numbers}): pushes are numbered by their '
             'order in the bag'
@@ -253,6 +254,13 @@ def read_pushes(
         else []
     )
     end_of_data = (bag.last_ns or 0) * 1e-9
+    if not renumbered:
+        orphans = sorted({n for _, n in ends} - set(numbers))
+        if orphans:
+            warnings.append(
+                f'/push/end for push {_ranges(orphans)} but no /push/start: a lost start '
+                'marker; the stroke is not read'
+            )
 
     skipped: list[Skipped] = []
     built: list[PushData] = []
@@ -264,11 +272,21 @@ def read_pushes(
             continue
         k = position[i]
         t0, t_next = bounds[k], bounds[k + 1]
-        after = [t for t, n in ends if t0 <= t < t_next and n == i] or [
-            t for t, _ in ends if t0 <= t < t_next
-        ]
+        inside = [(t, n) for t, n in ends if t0 <= t < t_next]
+        # Its own end marker; any in its window only where the indices were renumbered
+        # (else a lost end and a lost start made two strokes one push).
+        after = [t for t, n in inside if n == i or renumbered]
         if not after:
-            skipped.append(Skipped(i, _unfinished(t0, t_next, end_of_data)))
+            others = sorted({n for _, n in inside})
+            skipped.append(
+                Skipped(
+                    i,
+                    f'no /push/end of its own (the end of push {_ranges(others)} lies before the '
+                    'next push: its /push/start lost?)'
+                    if others
+                    else _unfinished(t0, t_next, end_of_data),
+                )
+            )
             continue
         stop = min(after[0] + SETTLE_S, t_next, max(end_of_data, after[0]))
         reason = clock_jump(series, jumps, t0, stop)

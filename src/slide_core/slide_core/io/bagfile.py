@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
+import re
 from typing import Any
 
 import yaml
@@ -135,7 +136,13 @@ def open_bag(path: str | Path) -> Bag:
 
 def _layout(folder: Path, warnings: list[str]) -> tuple[dict[str, Any] | None, list[Path]]:
     """The folder's metadata (None when absent or unreadable) and its data files."""
-    present = sorted(p for p in folder.iterdir() if p.suffix in DATA_SUFFIXES and p.is_file())
+    # In the recorder's order: split files are numbered (name_2 before name_10).
+    present = sorted(
+        (p for p in folder.iterdir() if p.suffix in DATA_SUFFIXES and p.is_file()),
+        key=lambda p: [
+            int(part) if part.isdigit() else part for part in re.split(r'(\d+)', p.name)
+        ],
+    )
     meta_path = folder / 'metadata.yaml'
     if not meta_path.exists():
         if not present:

@@ -18,7 +18,7 @@ import yaml
 
 from slide_core.errors import SlideInputError
 from slide_core.identification import STEP_S
-from slide_core.io import interfaces_typestore, read_pushes
+from slide_core.io import interfaces_typestore, open_bag, read_pushes
 from slide_core.model import load_object
 
 pytest.importorskip('mujoco')
@@ -157,6 +157,26 @@ def test_without_metadata_or_as_a_bare_mcap_file(bag: Path, tmp_path: Path):
     assert [p.index for p in read_pushes(mcap_of(bare)).pushes] == [0, 1, 2]
 
 
+def test_an_unclosed_split_bag_is_read_in_the_order_it_was_written(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # Sorted by name, split_10 came before split_2: a replay went back in time once and
+    # published the files between in one late burst.
+    with AnyReader([bag]) as reader:
+        edges = np.linspace(reader.start_time, reader.end_time + 1, 12)
+    folder = tmp_path / 'split'
+    folder.mkdir()
+    for k in range(11):
+
+        def part(topic: str, t: int, msg: Any, k: int = k) -> list[tuple[str, int, Any]]:
+            return [(topic, t, msg)] if edges[k] <= t < edges[k + 1] else []
+
+        written = rewrite(bag, tmp_path / f'part{k}', store, part)
+        mcap_of(written).rename(folder / f'split_{k}.mcap')
+    assert [f.name for f in open_bag(folder).files] == [f'split_{k}.mcap' for k in range(11)]
+    assert [p.index for p in read_pushes(folder).pushes] == [0, 1, 2]
+
+
 def test_metadata_that_disagrees_with_its_data_is_reported_and_the_data_read(
     bag: Path, tmp_path: Path
 ):
@@ -240,6 +260,27 @@ def test_no_complete_push(bag: Path, tmp_path: Path, store: Any):
     read = read_pushes(rewrite(bag, tmp_path / 'one', store, second_aborted))
     assert [p.index for p in read.pushes] == [0, 2]
     assert read.skipped[0].index == 1 and 'no /push/end' in read.skipped[0].reason
+
+
+def test_a_lost_end_and_a_lost_start_do_not_make_two_strokes_one_push(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # Push 0's end and push 1's start lost: push 0 ran on to push 1's end, its stroke and
+    # the next one's motion read as one push, and push 1 was never said to be missing.
+    def lost(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        gone = (topic == '/push/end' and msg.index == 0) or (
+            topic == '/push/start' and msg.index == 1
+        )
+        return [] if gone else [(topic, t, msg)]
+
+    whole = read_pushes(bag)
+    read = read_pushes(rewrite(bag, tmp_path / 'lost', store, lost))
+    assert [p.index for p in read.pushes] == [2]
+    assert read.pushes[0].push.steps == whole.pushes[2].push.steps
+    (skipped,) = read.skipped
+    assert skipped.index == 0 and 'no /push/end of its own' in skipped.reason
+    assert 'end of push 1' in skipped.reason
+    assert any('/push/end for push 1 but no /push/start' in w for w in read.warnings)
 
 
 def test_unknown_message_types(bag: Path, tmp_path: Path, store: Any):
