@@ -54,6 +54,7 @@ from slide_core.io.series import (
     marker_times,
     planar_rows,
     read_series,
+    stamp_offset,
     usable,
     wrench_rows,
 )
@@ -253,7 +254,10 @@ def read_pushes(
         if end_marks is not None
         else []
     )
-    end_of_data = (bag.last_ns or 0) * 1e-9
+    # Windows are on the stamps' clock (the markers'); the bag's end, its grids and the
+    # clocks' jumps on the recorder's: a sim-time bag's are 1.8e9 s apart.
+    offset = stamp_offset(series['/pusher/pose'])
+    end_of_data = (bag.last_ns or 0) * 1e-9 + offset
     if not renumbered:
         orphans = sorted({n for _, n in ends} - set(numbers))
         if orphans:
@@ -289,11 +293,11 @@ def read_pushes(
             )
             continue
         stop = min(after[0] + SETTLE_S, t_next, max(end_of_data, after[0]))
-        reason = clock_jump(series, jumps, t0, stop)
+        reason = clock_jump(series, jumps, t0 - offset, stop - offset)
         if reason:
             skipped.append(Skipped(i, reason))
             continue
-        grid = _grid_at(grids, t0)
+        grid = _grid_at(grids, t0 - offset)
         if chosen is None:
             chosen = grid
         elif not _same_grid(grid, chosen):

@@ -77,6 +77,17 @@ class Series:
         return np.abs(dev) <= JUMP_S, dev
 
 
+def stamp_offset(data: Series) -> float:
+    """The usual offset [s] of ``data``'s header stamps from when its messages were
+    recorded (median of stamp - log time, to the microsecond; 0 without messages): about 0
+    on a wall clock, the wall clock's distance from the simulation's under sim time. A push's
+    window is read on the stamps' clock; what the bag knows only by log time (the grid in
+    force, a clock's jump, where the recording stops) is put on that clock by this."""
+    if not data.log:
+        return 0.0
+    return round(float(np.median(np.asarray(data.stamp) - np.asarray(data.log))), 6)
+
+
 def marker_times(s: Series, data: Series) -> tuple[list[float], str]:
     """When each push marker of ``s`` was sent [s], on the clock of ``data`` (the fingertip
     poses, which the executor stamps as it stamps the markers), and what could not be
@@ -87,9 +98,7 @@ def marker_times(s: Series, data: Series) -> tuple[list[float], str]:
     JUMP_S away from the data's clock (another clock, or one that jumped), is placed by when
     it was recorded, on the data's usual offset (to the microsecond)."""
     stamp, log = np.asarray(s.stamp, dtype=float), np.asarray(s.log, dtype=float)
-    offset = 0.0
-    if data.log:
-        offset = round(float(np.median(np.asarray(data.stamp) - np.asarray(data.log))), 6)
+    offset = stamp_offset(data)
     stamped = np.isfinite(stamp)
     apart = stamped & (np.abs(np.where(stamped, stamp, 0.0) - log - offset) > JUMP_S)
     times = np.where(stamped & ~apart, stamp, log + offset)

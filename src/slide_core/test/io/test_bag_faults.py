@@ -336,14 +336,32 @@ def test_undecodable_messages_are_counted_and_skipped(bag: Path, tmp_path: Path,
     assert any(w.startswith('/pusher/pose: ') and 'do not decode' in w for w in read.warnings)
 
 
-def test_a_clock_that_jumps_skips_the_pushes_it_spoils(bag: Path, tmp_path: Path, store: Any):
+SIM_S = 1_700_000_000
+"""How far a wall clock's stamps lie after a simulation's that started at 0 [s]."""
+
+
+def on_sim_time(msg: Any) -> Any:
+    """The message as a graph under sim time stamps it (its log time stays the wall's)."""
+    if hasattr(msg, 'header'):
+        msg.header.stamp.sec -= SIM_S
+    elif hasattr(msg, 'stamp'):  # a push marker
+        msg.stamp.sec -= SIM_S
+    return msg
+
+
+@pytest.mark.parametrize('sim_time', [False, True])
+def test_a_clock_that_jumps_skips_the_pushes_it_spoils(
+    bag: Path, tmp_path: Path, store: Any, sim_time: bool
+):
+    # Under sim time the windows (stamps) were compared with the recorder's log times: a
+    # jump was never inside one, and the spoilt push was built.
     with AnyReader([bag]) as reader:
         starts = sorted(t for c, t, _ in reader.messages() if c.topic == '/push/start')
 
     def jump(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
         if topic == '/ft/wrench' and starts[1] <= t < starts[2]:
             msg.header.stamp.sec += 10
-        return [(topic, t, msg)]
+        return [(topic, t, on_sim_time(msg) if sim_time else msg)]
 
     out = rewrite(bag, tmp_path / 'jump', store, jump)
     read = read_pushes(out)
@@ -354,6 +372,34 @@ def test_a_clock_that_jumps_skips_the_pushes_it_spoils(bag: Path, tmp_path: Path
         and 'clock of /ft/wrench jumps' in skip.reason
         and '+10.00 s' in skip.reason
     )
+
+
+@pytest.mark.parametrize('sim_time', [False, True])
+def test_pushes_after_the_object_was_acquired_anew_are_not_read_on_the_first_grid(
+    bag: Path, tmp_path: Path, store: Any, sim_time: bool
+):
+    # Under sim time the grid in force was looked up by a stamp among log times: always
+    # the first grid, and another object's pushes were fitted on it.
+    import copy as copying
+
+    with AnyReader([bag]) as reader:
+        starts = sorted(t for c, t, _ in reader.messages() if c.topic == '/push/start')
+    sent = []
+
+    def reacquired(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        out = [(topic, t, on_sim_time(msg) if sim_time else msg)]
+        if topic == '/object/grid' and not sent:
+            other = copying.deepcopy(msg)
+            other.heights = np.asarray(other.heights, dtype=np.float32) + np.float32(0.01)
+            other.header.stamp.sec += int((starts[2] - t) // 10**9) - 1
+            out.append((topic, starts[2] - 10**9, other))
+            sent.append(True)
+        return out
+
+    read = read_pushes(rewrite(bag, tmp_path / 'again', store, reacquired))
+    assert [p.index for p in read.pushes] == [0, 1]
+    (skip,) = read.skipped
+    assert skip.index == 2 and 'acquired anew' in skip.reason
 
 
 def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
