@@ -94,7 +94,11 @@ def plan(bag: Bag, topics: Sequence[str] | None) -> tuple[dict[str, str], dict[s
     left_out: dict[str, str] = {}
     for topic in chosen:
         info = bag.topics[topic]
-        if topic in bag.unknown:
+        if topic == CLOCK_TOPIC:
+            # A bag recorded under sim time (ros2 bag record -a) holds the graph's clock:
+            # played beside the player's own, two clocks went back and forth by 1.8e9 s.
+            left_out[topic] = 'the player publishes the time of the bag on it'
+        elif topic in bag.unknown:
             left_out[topic] = bag.unknown[topic]
         elif info.count == 0:
             left_out[topic] = 'no messages'

@@ -213,6 +213,34 @@ def test_replay_refuses_what_it_cannot_play_in_one_line(
         assert reason in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_recorded_clock_is_left_out_for_the_players_own(twin_bag: Path, tmp_path: Path) -> None:
+    # ros2 bag record -a under sim time holds /clock: played beside the player's, two
+    # clocks 1.8e9 s apart took turns.
+    from slide_core.io import open_bag
+    from slide_ros.replay import plan
+
+    out = tmp_path / 'with_clock'
+    store = interfaces_typestore()
+    with (
+        AnyReader([twin_bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+        }
+        clock = writer.add_connection('/clock', 'rosgraph_msgs/msg/Clock', typestore=store)
+        Time = store.types['builtin_interfaces/msg/Time']
+        ClockMsg = store.types['rosgraph_msgs/msg/Clock']
+        for conn, t_ns, raw in reader.messages():
+            writer.write(conns[conn.topic], t_ns, raw)
+            sim = ClockMsg(clock=Time(sec=t_ns // 10**9 - 1_700_000_000, nanosec=t_ns % 10**9))
+            writer.write(clock, t_ns, store.serialize_cdr(sim, 'rosgraph_msgs/msg/Clock'))
+    play, left_out = plan(open_bag(out), None)
+    assert '/clock' not in play and 'publishes the time of the bag' in left_out['/clock']
+    assert '/push/start' in play
+
+
 # -- an episode of the graph ----------------------------------------------------------------
 def free_port(kind: socket.SocketKind) -> int:
     with socket.socket(socket.AF_INET, kind) as s:
