@@ -225,6 +225,17 @@ def read_pushes(
     starts = [mark_times[k] for k in order]
     numbers = [int(marks.rows[k]) for k in order]
     renumbered = len(set(numbers)) != len(numbers)
+    if renumbered and all(a <= b for a, b in zip(numbers, numbers[1:], strict=False)):
+        # A push tried again: the executor numbers an attempt by the pushes it returned,
+        # so a failed attempt's index comes again. Its last start is the push.
+        last = sorted({n: k for k, n in enumerate(numbers)}.values())
+        again = sorted(n for n, c in Counter(numbers).items() if c > 1)
+        warnings.append(
+            f'push {_ranges(again)} started more than once (tried again after a failed '
+            'attempt, or a marker sent twice): the last start is read'
+        )
+        starts, numbers = [starts[k] for k in last], [numbers[k] for k in last]
+        renumbered = False
     if renumbered:
         warnings.append(
             f'/push/start repeats push indices ({numbers}): pushes are numbered by their '

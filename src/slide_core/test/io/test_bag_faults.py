@@ -283,6 +283,31 @@ def test_a_lost_end_and_a_lost_start_do_not_make_two_strokes_one_push(
     assert any('/push/end for push 1 but no /push/start' in w for w in read.warnings)
 
 
+def test_a_push_tried_again_keeps_its_index_and_the_others_theirs(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # The graph tries a failed push again under the same index: every push was numbered
+    # by its order in the bag, so push 1 became 2 and --train picked other pushes.
+    def tried_twice(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        out = [(topic, t, msg)]
+        if topic == '/push/start' and msg.index == 1:
+            import copy as copying
+
+            attempt = copying.deepcopy(msg)  # an attempt 0.2 s before, aborted
+            stamp = attempt.header.stamp
+            ns = stamp.sec * 10**9 + stamp.nanosec - 200_000_000
+            stamp.sec, stamp.nanosec = divmod(ns, 10**9)
+            out.insert(0, (topic, t - 200_000_000, attempt))
+        return out
+
+    whole = read_pushes(bag)
+    read = read_pushes(rewrite(bag, tmp_path / 'again', store, tried_twice))
+    assert [p.index for p in read.pushes] == [0, 1, 2] and not read.skipped
+    for a, b in zip(read.pushes, whole.pushes, strict=True):
+        assert a.push.steps == b.push.steps
+    assert any('push 1 started more than once' in w for w in read.warnings)
+
+
 def test_unknown_message_types(bag: Path, tmp_path: Path, store: Any):
     # A wrench topic of a type the reader cannot decode, defined nowhere: named, refused.
     out = tmp_path / 'unknown'
