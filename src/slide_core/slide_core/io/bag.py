@@ -217,6 +217,9 @@ def read_pushes(
         warnings.append(f'/push/start: {why}')
     end_marks = series.get('/push/end')
     end_times: list[float] = []
+    why_end = usable(bag, '/push/end')
+    if why_end:  # every push would be said to have been aborted
+        warnings.append(f'/push/end {why_end}: no push can be read to its end')
     if end_marks is not None:
         end_times, why = marker_times(end_marks, series['/pusher/pose'])
         if why:
@@ -293,15 +296,16 @@ def read_pushes(
         after = [t for t, n in inside if n == i or renumbered]
         if not after:
             others = sorted({n for _, n in inside})
-            skipped.append(
-                Skipped(
-                    i,
-                    f'no /push/end of its own (the end of push {_ranges(others)} lies before the '
-                    'next push: its /push/start lost?)'
-                    if others
-                    else _unfinished(t0, t_next, end_of_data),
+            if others:
+                why = (
+                    f'no /push/end of its own (the end of push {_ranges(others)} lies before '
+                    'the next push: its /push/start lost?)'
                 )
-            )
+            else:
+                why = _unfinished(t0, t_next, end_of_data)
+                if why_end:
+                    why += f"; the bag's /push/end {why_end}"
+            skipped.append(Skipped(i, why))
             continue
         stop = min(after[0] + SETTLE_S, t_next, max(end_of_data, after[0]))
         reason = clock_jump(series, jumps, t0 - offset, stop - offset)

@@ -343,6 +343,21 @@ def test_unknown_message_types(bag: Path, tmp_path: Path, store: Any):
         read_pushes(other)
 
 
+def test_an_end_marker_of_another_type_is_named_not_taken_for_aborted_pushes(
+    bag: Path, tmp_path: Path, store: Any
+):
+    # /push/end as a plain integer: every push was said to have been aborted.
+    def as_int(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic != '/push/end':
+            return [(topic, t, msg)]
+        return [(topic, t, store.types['std_msgs/msg/Int32'](data=msg.index))]
+
+    other = rewrite(bag, tmp_path / 'int', store, as_int, {'/push/end': 'std_msgs/msg/Int32'})
+    with pytest.raises(SlideInputError) as exc:
+        read_pushes(other)
+    assert "the bag's /push/end its type is std_msgs/msg/Int32" in str(exc.value)
+
+
 def test_undecodable_messages_are_counted_and_skipped(bag: Path, tmp_path: Path, store: Any):
     out = tmp_path / 'torn'
     with (
