@@ -135,6 +135,16 @@ class PerceptionNode(Node):
                 floating_point_range=_range(0.05, 1.0),
             ),
         ).value
+        min_height = p(
+            'min_height',
+            PerceptionConfig.min_height,
+            ParameterDescriptor(
+                description='points at least this high above the table are the object [m] '
+                '(objects whose top stands within the depth noise of it are refused: lower '
+                'it on a quieter camera)',
+                floating_point_range=_range(0.001, 0.05),
+            ),
+        ).value
         rate = p(
             'rate_hz',
             30.0,
@@ -180,6 +190,7 @@ class PerceptionNode(Node):
             workspace_min=tuple(ws_min),
             workspace_max=tuple(ws_max),
             min_fitness=min_fitness,
+            min_height=min_height,
         )
         self.estimate: ObjectEstimate | None = None
         self.tracker: PoseTracker | None = None

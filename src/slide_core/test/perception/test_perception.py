@@ -335,3 +335,20 @@ def test_the_view_is_the_images_pyramid():
     assert m[0] == pytest.approx(0.9 * 238.5 / 615 / math.hypot(1, 238.5 / 615), rel=1e-3)
     assert m[1] < 0.0 and m[2] == -np.inf  # past the edge; behind the camera
     assert CameraView.of(np.full((3, 3), np.nan), R_WK, P_WK) is None
+
+
+@pytest.mark.parametrize(('height', 'seen'), [(0.0055, False), (0.006, False), (0.0075, True)])
+def test_an_object_the_height_threshold_cuts_into_noise_is_no_object(height, seen):
+    # 6 mm threshold, 0.5 mm noise: a 5.5 mm box's points above it are the noise's tail;
+    # they made a grid 0.7 to 1.1 mm too high (a careful user's D435 ray cast: 27 of 32
+    # cells, and 50% too high at 1.5 mm noise).
+    cloud = scene(box_top((0.4, 0.0, 0.3), height=height), noise=0.0005)
+    if seen:
+        est = acquire(cloud, CFG)
+        assert est.grid.n == 32
+        assert np.abs(est.grid.heights[est.grid.occupancy] - height).max() < 0.002
+        return
+    with pytest.raises(PerceptionError) as err:
+        acquire(cloud, CFG)
+    assert err.value.status is PerceptionStatus.NO_OBJECT
+    assert 'height threshold' in str(err.value)
