@@ -11,7 +11,7 @@ import numpy as np
 
 from slide_core.geometry import FloatArray, check_pose, se2_distance
 from slide_core.model import Belief
-from slide_core.planning.config import PlannerConfig
+from slide_core.planning.config import PlannerConfig, PlanningError
 from slide_core.planning.goal import goal_acceptable
 from slide_core.planning.grasp import Grasp, grasp_at
 from slide_core.planning.path import SE2Path, plan_path
@@ -76,12 +76,23 @@ def next_step(
     """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal
     (pose X_goal), else plan a path from it (RRT*, seeded with ``seed``), aim at the next
     waypoint and choose the push. ``on_stage`` is told 'path' and 'push' as they begin (a
-    node publishes feedback, or raises to stop between them)."""
+    node publishes feedback, or raises to stop between them).
+
+    PlanningError when X_goal itself would not do as a goal under ``belief`` (a goal chosen
+    under an older belief: the pushes since moved it past what the pads hold, or the
+    balance): arriving there would not end the loop, which circled such a goal until its
+    stall stop (a plate's goal, held at 0.46 of the pads when chosen, at 0.52 after)."""
     t0 = time.perf_counter()
     X = check_pose(X_WO, 'X_WO')
     say = on_stage or (lambda _s: None)
     if reached(belief, X, config):
         return Step(True, None, None, None, time.perf_counter() - t0)
+    G = check_pose(X_goal, 'X_goal')
+    if goal_acceptable(belief, G, config) is None:
+        raise PlanningError(
+            f'the goal {np.round(G, 4).tolist()} would not do as a goal under this belief '
+            '(graspable, balanced and held there for 1 - epsilon of it)'
+        )
     say('path')
     path = plan_path(belief, X, X_goal, config, seed=seed)
     target = next_waypoint(path.waypoints, X, config.lookahead, belief.radius())

@@ -232,6 +232,22 @@ def test_goals_keep_the_weight_within_what_the_pads_hold() -> None:
     assert goal_acceptable(heavy, held.X_WO, far) is None
 
 
+def test_no_push_is_planned_towards_a_goal_the_belief_no_longer_accepts() -> None:
+    # Chosen under one belief; identified again, the object is heavier, and the pads would
+    # no longer hold it there: reaching it would never end the loop (a plate's goal was
+    # circled for 8 pushes). A new goal is to be chosen from where the object is.
+    light = Belief.create(BAR, M, MU)
+    X = np.array([0.4, 0.1, 1.0])
+    goal = select_goal(light, X, CONFIG)
+    assert next_step(light, X, goal.X_WO, CONFIG).push is not None
+    heavy = Belief.create(BAR, M * 8.0, MU)  # 2.4 kg
+    assert goal_acceptable(light, goal.X_WO, CONFIG) is not None
+    assert goal_acceptable(heavy, goal.X_WO, CONFIG) is None
+    with pytest.raises(PlanningError, match='would not do as a goal under this belief') as e:
+        next_step(heavy, X, goal.X_WO, CONFIG)
+    assert not isinstance(e.value, UncertainBeliefError)
+
+
 def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
     # Two models with the mass at opposite ends: a goal must keep both on the table.
     a, b = M.copy(), M.copy()
