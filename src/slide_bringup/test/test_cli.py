@@ -339,7 +339,7 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     # balance margin) is no plan: exit 3, with the planner's reason.
     X = np.array([0.4, 0.05, 0.3])
     code, result = plan('--goal', '0.005', '0.0', '0.0')
-    assert code == 3 and not result['ok'] and 'not a valid pose' in result['reason']
+    assert code == 3 and not result['ok'] and 'would not do as a goal' in result['reason']
     # A pose or goal where no object can rest is bad input (it was planned from, exit 0),
     # and --json still prints one object saying why.
     code, result = plan('--goal', '-0.5', '0.0', '0.0')
