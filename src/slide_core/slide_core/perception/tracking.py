@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from scipy import ndimage
 from scipy.optimize import least_squares
 
-from slide_core.geometry import FloatArray, rotation
+from slide_core.geometry import FloatArray, rotation, to_world
 from slide_core.perception import kernels
 from slide_core.perception.cloud import (
     CameraView,
@@ -184,7 +184,7 @@ class PoseTracker:
             )
         if view is not None:
             model = self.estimate.model_O
-            at_X = np.column_stack((X[:2] + model[:, :2] @ rotation(float(X[2])).T, model[:, 2]))
+            at_X = np.column_stack((to_world(X, model[:, :2]), model[:, 2]))
             check_in_image(at_X, view, cfg)
         self.X_WO = X
         return TrackResult(X, fitness, rmse, p)
