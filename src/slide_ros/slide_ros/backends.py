@@ -89,16 +89,48 @@ def waypoint_msgs(waypoints: list[Waypoint], frame: str) -> list[PoseStamped]:
     return out
 
 
+CANCEL_RETRY_S = 1.0
+"""How long [s] :func:`cancel_goal` waits for a cancel's answer before it asks again."""
+CANCEL_WAIT_S = 15.0
+"""How long [s] :func:`cancel_goal` waits for a cancelled goal to end."""
+
+
 def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
     """Cancel an action goal of ``node``'s and wait for it to end, or for the process to end
-    first (once ``node``'s context has shut down no answer can come). TimeoutError when the
-    server does not answer in time."""
+    first (once ``node``'s context has shut down no answer can come).
+
+    A cancel request, or its answer, can be lost on the way (a DDS sample dropped, a server
+    that has not yet matched this client's reader), and the goal then goes on: the motion
+    runs to its end, and the tool refuses the next command (the retract) while it moves. So
+    the request is sent again every :data:`CANCEL_RETRY_S` until the server has accepted
+    it or the goal has ended (cancelling is idempotent). TimeoutError when the goal has not
+    ended within :data:`CANCEL_WAIT_S`."""
 
     def ending() -> bool:
         return not node.context.ok()
 
-    if wait_for(handle.cancel_goal_async(), 5.0, ending) is not None:
-        wait_for(result_future, 10.0, ending)
+    end = time.monotonic() + CANCEL_WAIT_S
+    accepted = False
+    while True:
+        answer = handle.cancel_goal_async() if not accepted else None
+        ask_again = min(time.monotonic() + CANCEL_RETRY_S, end)
+        while not result_future.done():
+            if ending():
+                return
+            now = time.monotonic()
+            if now > end:
+                raise TimeoutError(
+                    f'the goal did not end within {CANCEL_WAIT_S:g} s of being cancelled'
+                    + ('' if accepted else ' (no cancel request was accepted)')
+                )
+            if answer is not None and answer.done():
+                accepted = bool(answer.result().goals_canceling)
+                answer = None
+            if now > ask_again and not accepted:
+                break
+            time.sleep(0.002)
+        else:
+            return
 
 
 def run_goal(

@@ -265,3 +265,44 @@ def test_a_second_path_for_a_moving_tool_is_refused(twin: TwinNode) -> None:
             lambda: False,
         )
         assert again.completed, again.message
+
+
+class LosesFirstCancels:
+    """The twin's action server handle, losing its first ``n`` cancel requests on the way
+    (a dropped sample): the goal goes on."""
+
+    def __init__(self, handle: Any, n: int) -> None:
+        self._handle, self.left, self.lost = handle, n, 0
+
+    def take_cancel_request(self, *args: Any) -> Any:
+        taken = self._handle.take_cancel_request(*args)
+        if self.left > 0 and all(taken):
+            self.left -= 1
+            self.lost += 1
+            return None, None
+        return taken
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+
+def test_a_lost_cancel_is_asked_again_and_the_tool_is_free_for_the_retract() -> None:
+    # The executor waited 5 s for the lost cancel's answer and then raised, while the
+    # fingertip went on along its path, and the twin refused the retract as 'still moving'.
+    with running_twin(real_time_factor=0.1) as twin:  # the path takes 20 s of wall time
+        follow = LosesFirstCancels(twin.follow_server._handle, 1)
+        twin.follow_server._handle = follow
+        with twin_backend('backend_test_lost_cancel') as (peer, backend, start):
+            up = [Waypoint(start.p_W + np.array([0.0, 0.0, 0.02]), 0.01, 0.0, 'up')]
+            stop_at = time.monotonic() + 0.5
+            motion = backend.follow(
+                'fingertip', up, lambda i, t: None, lambda: time.monotonic() > stop_at
+            )
+            stopped = time.monotonic()
+            assert motion.stopped, motion.message
+            assert (follow.lost, follow.left) == (1, 0)
+            # Asked again after a second, and stopped by the twin within its 2 s.
+            assert stopped - stop_at < 4.0
+            back = [Waypoint(start.p_W, 0.1, 0.0, 'back')]
+            retract = backend.follow('fingertip', back, lambda i, t: None, lambda: False)
+            assert retract.completed, retract.message
