@@ -4,7 +4,10 @@ Subscribes to ``points`` (sensor_msgs/PointCloud2; remap it to realsense2_camera
 ``/camera/camera/depth/color/points``), or captures from a RealSense through pyrealsense2
 (``source:=pyrealsense2``). The cloud is expected in the camera's optical frame; the
 extrinsics file gives the optical frame in the table frame. ``pusher/pose`` and
-``gripper/pose`` (geometry_msgs/PoseStamped in the table frame) are cut out of the cloud.
+``gripper/pose`` (geometry_msgs/PoseStamped in the table frame) are cut out of the cloud,
+each with the stack of vertical cylinders around it that ``pusher_keep_out`` and
+``gripper_keep_out`` describe (on a real arm: the fingertip, then the wider wrist and
+sensor above it, which would otherwise be merged into the object below them).
 
 Publishes ``object/grid`` (slide_interfaces/ObjectGrid, latched), ``object/pose``
 (PoseStamped), ``object/cloud`` (the segmented points), ``object/markers`` (MarkerArray)
@@ -88,6 +91,34 @@ def _range(lo: float, hi: float) -> list[FloatingPointRange]:
     return [FloatingPointRange(from_value=lo, to_value=hi)]
 
 
+KEEP_OUT_DESCRIPTION = (
+    'what of the {tool} and the arm above it to cut out of the cloud: vertical cylinders '
+    'about the {tool} pose, as radius, bottom, top [m] (bottom and top relative to the '
+    "pose's height), three numbers per cylinder; e.g. the fingertip, then the wrist and "
+    'the F/T sensor above it, wider'
+)
+
+
+def keep_out_stack(name: str, values: Any) -> tuple[tuple[float, float, float], ...]:
+    """The (radius, bottom, top) triples [m] of a keep-out parameter's flat list.
+    SlideInputError when it is not whole triples of finite numbers with radius >= 0 and
+    bottom < top."""
+    flat = [float(v) for v in values]
+    if len(flat) % 3:
+        raise SlideInputError(
+            f'{name} takes radius, bottom, top per cylinder: {len(flat)} numbers are not '
+            'whole triples'
+        )
+    stack = tuple((flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3))
+    for k, (radius, bottom, top) in enumerate(stack):
+        if not (np.isfinite([radius, bottom, top]).all() and radius >= 0 and bottom < top):
+            raise SlideInputError(
+                f'{name}: cylinder {k} ({radius:g}, {bottom:g}, {top:g}) needs a finite '
+                'radius >= 0 and a bottom below its top [m]'
+            )
+    return stack
+
+
 class PerceptionNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('perception', **kwargs)
@@ -153,22 +184,22 @@ class PerceptionNode(Node):
                 floating_point_range=_range(0.5, 120.0),
             ),
         ).value
-        self.pusher_radius = p(
-            'pusher_keep_out_radius',
-            0.014,
-            ParameterDescriptor(
-                description='radius cut out around the pusher pose [m]',
-                floating_point_range=_range(0.0, 0.2),
-            ),
-        ).value
-        self.gripper_radius = p(
-            'gripper_keep_out_radius',
-            0.07,
-            ParameterDescriptor(
-                description='radius cut out around the gripper pose [m]',
-                floating_point_range=_range(0.0, 0.5),
-            ),
-        ).value
+        self.pusher_keep_out = keep_out_stack(
+            'pusher_keep_out',
+            p(
+                'pusher_keep_out',
+                [0.014, -0.05, 0.05],
+                ParameterDescriptor(description=KEEP_OUT_DESCRIPTION.format(tool='pusher')),
+            ).value,
+        )
+        self.gripper_keep_out = keep_out_stack(
+            'gripper_keep_out',
+            p(
+                'gripper_keep_out',
+                [0.07, -0.1, 0.1],
+                ParameterDescriptor(description=KEEP_OUT_DESCRIPTION.format(tool='gripper')),
+            ).value,
+        )
         decimation = p(
             'decimation',
             2,
@@ -290,15 +321,16 @@ class PerceptionNode(Node):
         """The tools to cut out of a frame stamped ``stamp`` [s], each at the pose it had
         then (interpolated between the poses around it; the nearest beyond them)."""
         bodies = []
-        for history, radius, half_height in (
-            (self._pusher, self.pusher_radius, 0.05),
-            (self._gripper, self.gripper_radius, 0.1),
+        for history, stack in (
+            (self._pusher, self.pusher_keep_out),
+            (self._gripper, self.gripper_keep_out),
         ):
             p = _at(list(history), stamp)
-            if p is not None and radius > 0:
-                bodies.append(
-                    KeepOut((float(p[0]), float(p[1]), float(p[2])), radius, half_height)
-                )
+            if p is None:
+                continue
+            for radius, bottom, top in stack:
+                z = float(p[2]) + 0.5 * (bottom + top)
+                bodies.append(KeepOut((float(p[0]), float(p[1]), z), radius, 0.5 * (top - bottom)))
         return tuple(bodies)
 
     def _step(self) -> None:

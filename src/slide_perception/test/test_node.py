@@ -20,6 +20,7 @@ from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 from slide_perception.node import PerceptionNode  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from slide_core.geometry import rotation  # noqa: E402
 from slide_core.io import (  # noqa: E402
     cloud_to_xyz,
     grid_from_msg,
@@ -27,6 +28,7 @@ from slide_core.io import (  # noqa: E402
     xyz_to_cloud,
 )
 from slide_core.model import load_object, load_workcell  # noqa: E402
+from slide_core.perception import load_extrinsics  # noqa: E402
 from slide_interfaces.msg import ObjectGrid  # noqa: E402
 from slide_sim.camera import RgbdCamera, point_cloud  # noqa: E402
 from slide_sim.twin import Twin  # noqa: E402
@@ -35,12 +37,12 @@ EXTRINSICS = Path(__file__).resolve().parents[3] / 'config' / 'twin_camera.yaml'
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, *parameters: Parameter) -> None:
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = PerceptionNode(
             context=self.context,
-            parameter_overrides=[Parameter('extrinsics_file', value=str(EXTRINSICS))],
+            parameter_overrides=[Parameter('extrinsics_file', value=str(EXTRINSICS)), *parameters],
         )
         self.probe = rclpy.create_node('probe', context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -157,6 +159,64 @@ def test_parameters_read_at_start_up_cannot_be_changed_to_no_effect(harness: Har
         assert not refused.successful, name
         assert 'read-only' in refused.reason, refused.reason
     assert harness.node.get_parameter('min_fitness').value == 0.6
+
+
+def test_the_arm_above_the_pusher_is_cut_out_with_its_cylinders():
+    # A real arm's wrist and F/T sensor stand above the fingertip, wider than it, over the
+    # object being pushed; one fingertip-sized cylinder left them in the cloud, merged into
+    # the object below them.
+    spec = load_object('box')
+    X_WB = np.array([0.4, -0.1, 0.4])
+    twin = Twin(spec, load_workcell(), tuple(X_WB))
+    half = spec.grid.p_OC[:, 0].max() + 0.5 * spec.grid.cell_size  # along the box's x
+    tip_W = X_WB[:2] + rotation(X_WB[2]) @ [-(half + 0.012), 0.0]
+    u, v = np.meshgrid(np.linspace(-0.05, 0.05, 35), np.linspace(-0.05, 0.05, 35))
+    disc = np.hypot(u, v).ravel() <= 0.05
+    wrist_W = np.column_stack((tip_W[0] + u.ravel(), tip_W[1] + v.ravel(), np.full(u.size, 0.11)))
+    R_WK, p_WK = load_extrinsics(EXTRINSICS)
+    wrist_K = (wrist_W[disc] - p_WK) @ R_WK  # R_WK^T (p_W - p_WK), row-wise
+    with RgbdCamera(twin.model) as camera:
+        cloud_K = np.vstack((point_cloud(camera.capture(twin.data), world=False), wrist_K))
+    stack = [0.014, -0.05, 0.05, 0.06, 0.05, 0.4]  # the fingertip, then the wrist above it
+    h = Harness(Parameter('pusher_keep_out', value=stack))
+    try:
+        pose = PoseStamped()
+        pose.header.frame_id = 'table'
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = *tip_W, 0.017
+        pusher = h.probe.create_publisher(PoseStamped, '/pusher/pose', 10)
+        grids: list[ObjectGrid] = []
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        h.probe.create_subscription(ObjectGrid, '/object/grid', grids.append, latched)
+        assert h.spin_until(lambda: pusher.get_subscription_count() > 0)
+        assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
+        pusher.publish(pose)
+        h.spin_until(lambda: False, 0.3)
+        h.send(cloud_K)
+        assert h.spin_until(lambda: bool(grids) or 'ok' not in statuses(h) and h.diagnostics)
+        assert grids, statuses(h)
+        grid, _ = grid_from_msg(grids[0])
+        # The box alone: its cells, its 5 cm top (the wrist stands 11 cm above the table).
+        assert grid.n == spec.grid.n
+        assert grid.heights.max() == pytest.approx(0.05, abs=0.005)
+    finally:
+        h.close()
+
+
+def test_a_keep_out_that_is_not_whole_cylinders_is_refused():
+    for value, match in (([0.014, -0.05], 'whole triples'), ([0.05, 0.1, 0.0], 'cylinder 0')):
+        context = Context()
+        rclpy.init(context=context)
+        try:
+            with pytest.raises(ValueError, match=match):
+                PerceptionNode(
+                    context=context,
+                    parameter_overrides=[
+                        Parameter('extrinsics_file', value=str(EXTRINSICS)),
+                        Parameter('gripper_keep_out', value=value),
+                    ],
+                )
+        finally:
+            rclpy.shutdown(context=context)
 
 
 def test_missing_extrinsics_is_a_clear_error():
