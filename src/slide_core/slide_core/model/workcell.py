@@ -171,10 +171,39 @@ def _number(section: dict[str, Any], key: str, where: str, positive: bool = True
     return float(value)
 
 
+SECTIONS: dict[str, tuple[str, ...]] = {
+    'table': ('frame_id', 'depth', 'width', 'thickness', 'height'),
+    'fingertip': ('radius', 'length', 'mu', 'height'),
+    'gripper': (
+        'max_opening',
+        'finger_depth',
+        'finger_width',
+        'clearance_under_table',
+        'min_grip',
+        'height_margin',
+        'force',
+    ),
+    'camera': ('extrinsics',),
+}
+"""The keys of each section of a workcell file; ``obstacles`` and ``planner`` besides."""
+OBSTACLE_KEYS = ('centre', 'half_size')
+
+
+def _known(keys: Any, known: tuple[str, ...], where: str) -> None:
+    """WorkcellError naming a key that is not one of ``known`` (a misspelt key was silently
+    left out: ``obstacle:`` for ``obstacles:`` meant no obstacles)."""
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise WorkcellError(
+            f'{where}unknown key {shown(unknown[0])}: the keys are {", ".join(known)}'
+        )
+
+
 def _section(doc: dict[str, Any], key: str) -> dict[str, Any]:
     value = doc.get(key)
     if not isinstance(value, dict):
         raise WorkcellError(f'{key}: missing section (a mapping)')
+    _known(value, SECTIONS[key], f'{key}: ')
     return value
 
 
@@ -192,6 +221,7 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
     """Validate a parsed workcell document (raises WorkcellError naming the field)."""
     if not isinstance(doc, dict):
         raise WorkcellError(f'{source}: a workcell file is a YAML mapping')
+    _known(doc, (*SECTIONS, 'obstacles', 'planner'), f'{source}: ')
     t = _section(doc, 'table')
     frame_id = t.get('frame_id', 'table')
     if not isinstance(frame_id, str) or not frame_id:
@@ -237,6 +267,7 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
     for i, o in enumerate(raw):
         if not isinstance(o, dict):
             raise WorkcellError(f'obstacles[{i}]: must be a mapping with centre and half_size')
+        _known(o, OBSTACLE_KEYS, f'obstacles[{i}]: ')
         half = _pair(o.get('half_size'), f'obstacles[{i}].half_size')
         if min(half) <= 0:
             raise WorkcellError(f'obstacles[{i}].half_size: must be positive, got {half}')

@@ -76,6 +76,34 @@ def test_bad_fields_are_named(path, value, message):
         parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
 
 
+@pytest.mark.parametrize(
+    ('path', 'message'),
+    [
+        # Read as no obstacles at all, and the table's other keys as nothing.
+        (('obstacle',), r"workcell\.yaml: unknown key 'obstacle': the keys are table, "),
+        (('table', 'yaw'), r"^table: unknown key 'yaw': the keys are frame_id, depth, "),
+        (('gripper', 'finger_lenght'), r"^gripper: unknown key 'finger_lenght'"),
+        (('fingertip', 'mu_table'), r"^fingertip: unknown key 'mu_table'"),
+        (('camera', 'intrinsics'), r"^camera: unknown key 'intrinsics'"),
+    ],
+)
+def test_a_misspelt_key_is_named_not_left_out(path, message):
+    doc = copy.deepcopy(_doc())
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = [{'centre': [0.4, 0.0], 'half_size': [0.05, 0.05]}]
+    with pytest.raises(WorkcellError, match=message):
+        parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
+
+
+def test_a_misspelt_obstacle_key_is_named():
+    doc = copy.deepcopy(_doc())
+    doc['obstacles'] = [{'center': [0.4, 0.0], 'half_size': [0.05, 0.05]}]
+    with pytest.raises(WorkcellError, match=r"^obstacles\[0\]: unknown key 'center'"):
+        parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
+
+
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(WorkcellError, match='cannot read the workcell file'):
         load_workcell(tmp_path / 'nope.yaml')
