@@ -157,7 +157,9 @@ class Task:
         for attempt in range(s.observe_retries + 1):
             try:
                 obs = self.world.observe()
-            except ObjectLost as exc:
+            except WorldError as exc:  # ObjectLost, or the sensor's own fault
+                if not isinstance(exc, ObjectLost) and not exc.retryable:
+                    raise TaskFailure(Outcome.ERROR, self.state.stage, str(exc)) from None
                 if exc.fell or attempt == s.observe_retries:
                     outcome = Outcome.FELL if exc.fell else Outcome.OBJECT_LOST
                     raise TaskFailure(outcome, self.state.stage, str(exc)) from None
@@ -199,23 +201,26 @@ class Task:
             except (IdentificationError, NoSolutionError) as exc:
                 st.belief = None
                 self.say(f'no interim belief ({exc}); this push is drawn at random')
-        try:
-            primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
-        except NoSolutionError as exc:
-            raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
-        self.say(f'exploratory push {len(st.explored) + 1}: {primitive.travel * 100:.1f} cm')
-        assert st.grid is not None
-        try:
-            st.pushes.append(self._push(primitive).to_data(st.grid, len(st.pushes)))
-        except PushFailed as exc:
-            raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
-        except ObjectLost as exc:
-            outcome = Outcome.FELL if exc.fell else Outcome.OBJECT_LOST
-            raise TaskFailure(outcome, Stage.EXPLORE, str(exc)) from None
-        except IdentificationError as exc:
-            raise TaskFailure(
-                Outcome.PUSH_FAILED, Stage.EXPLORE, f'unusable push: {exc}'
-            ) from None
+        for attempt in range(self.settings.push_retries + 1):
+            assert st.grid is not None and st.X_WO is not None
+            try:
+                primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
+            except NoSolutionError as exc:
+                raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
+            n = len(st.explored) + 1
+            self.say(f'exploratory push {n}: {primitive.travel * 100:.1f} cm')
+            try:
+                st.pushes.append(self._push(primitive).to_data(st.grid, len(st.pushes)))
+            except WorldError as exc:
+                self._push_failed(exc, Stage.EXPLORE, attempt)
+                self.say(f'exploratory push failed ({exc}); choosing one again from here')
+                self.observe()
+                continue
+            except IdentificationError as exc:
+                raise TaskFailure(
+                    Outcome.PUSH_FAILED, Stage.EXPLORE, f'unusable push: {exc}'
+                ) from None
+            break
         st.explored.append(primitive)
         st.trace.setdefault('X_explore', []).append(self.observe().tolist())
         self._leave(Stage.EXPLORE, t0)
@@ -369,12 +374,10 @@ class Task:
             )
             try:
                 self._push(p.primitive)
-            except PushFailed as exc:
+            except WorldError as exc:
                 self._leave(Stage.PUSH, t0)
-                if exc.fell:
-                    raise TaskFailure(Outcome.FELL, Stage.PUSH, str(exc)) from None
-                if not exc.retryable or attempt == self.settings.push_retries:
-                    raise TaskFailure(Outcome.PUSH_FAILED, Stage.PUSH, str(exc)) from None
+                trace['failed'] = str(exc)  # planned, not pushed: the trace says so
+                self._push_failed(exc, Stage.PUSH, attempt)
                 self.say(f'push failed ({exc}); planning again')
                 if self.plan_once():
                     return
@@ -385,6 +388,23 @@ class Task:
             if every and st.planned % every == 0:
                 self.relearn()
             return
+
+    def _push_failed(self, exc: WorldError, stage: Stage, attempt: int) -> None:
+        """After a push (attempt ``attempt``, from 0) that the world failed with ``exc``:
+        return when it may be tried again, else raise the TaskFailure that ends the task.
+        An object the world no longer sees is looked for first (:meth:`observe`, which
+        ends the task as ``object_lost`` when it stays unseen); a fault of the world that
+        is no push's (a node gone) is an ``error``."""
+        reason = str(exc)
+        if exc.fell:
+            raise TaskFailure(Outcome.FELL, stage, reason)
+        if isinstance(exc, ObjectLost):
+            self.say(f'object not seen before the push ({exc}); looking again')
+            self.observe()
+        elif not isinstance(exc, PushFailed) and not exc.retryable:
+            raise TaskFailure(Outcome.ERROR, stage, reason)
+        if not exc.retryable or attempt == self.settings.push_retries:
+            raise TaskFailure(Outcome.PUSH_FAILED, stage, reason)
 
     def relearn(self) -> None:
         """The belief identified again from every push so far on which the object stayed
@@ -426,7 +446,8 @@ class Task:
         try:
             st.report = self.world.grasp(st.grasp)
         except WorldError as exc:
-            raise TaskFailure(Outcome.GRASP_FAILED, Stage.GRASP, str(exc)) from None
+            outcome = Outcome.FELL if exc.fell else Outcome.GRASP_FAILED
+            raise TaskFailure(outcome, Stage.GRASP, str(exc)) from None
         self._leave(Stage.GRASP, t0)
         if not st.report.success:
             if st.report.fell:
@@ -463,6 +484,10 @@ class Task:
             self.final_grasp()
         except (TaskFailure, Aborted) as exc:
             return self.result(exc)
+        except WorldError as exc:
+            # A fault of the world no stage knows what to do with: the task ends with it,
+            # and keeps its state (the pushes, the beliefs), as for any other outcome.
+            return self.result(TaskFailure(Outcome.ERROR, self.state.stage, str(exc)))
         return self.result(None)
 
     def result(self, ended_by: TaskFailure | Aborted | None) -> TaskResult:

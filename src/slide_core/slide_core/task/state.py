@@ -73,8 +73,10 @@ class TaskSettings:
     tries the grasp) after this many pushes in a row that bring the object no closer to the
     goal than it has been (1 to 25); regoals: 0 to 10 times the closed loop chooses a new
     goal from where the object is when no path or safe push leads to the goal from
-    there (the grasp is tried where it is after that); push_retries: a failed push is
-    re-planned this often before the task fails; observe_retries: a lost pose is looked
+    there (the grasp is tried where it is after that); push_retries: a push the world
+    failed and lets try again (a refused goal, a stale pose, an object not seen just
+    then) is chosen or planned again from where the object is this often before the
+    task fails, exploratory and planned alike; observe_retries: a lost pose is looked
     for again this often (``retry_wait_s`` apart) before the task fails; interim_beliefs:
     each exploratory push after the first is chosen under a belief identified from the
     pushes so far (paper 2's most distinctive push needs one; a random exploration does

@@ -12,12 +12,18 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
-from slide_core.model import Belief
+from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
 from slide_core.task.loop import Task, TaskFailure, at_rest, on_table
 from slide_core.task.state import Outcome
-from slide_core.task.world import GraspReport, Observation
+from slide_core.task.world import (
+    GraspReport,
+    ObjectLost,
+    Observation,
+    PushFailed,
+    WorldError,
+)
 
 GRID = Grid.from_occupancy(np.ones((2, 4)), 0.02, 0.03)
 X_REACHED = np.array([0.02, -0.1, 0.3])
@@ -426,3 +432,135 @@ def test_a_push_the_camera_saw_too_little_of_ends_the_task_with_a_reason() -> No
     result = Task(FlakyCamera(), decider, TaskSettings(exploration_pushes=1)).run()
     assert result.outcome == Outcome.PUSH_FAILED
     assert 'unusable push' in result.reason and '2 object poses' in result.reason
+
+
+# -- faults of the world ------------------------------------------------------------------
+PRIMITIVE = Primitive.create([-0.04, 0.0], [1.0, 0.0], 0.02, 0.05)
+
+
+class FaultyArm(PushingArm):
+    """A world whose next pushes, looks or grasp fail with the errors queued for them."""
+
+    def __init__(self, pose: np.ndarray, pushes: list[WorldError] | None = None) -> None:
+        super().__init__(pose)
+        self.push_faults = list(pushes or [])
+        self.look_faults: list[WorldError] = []
+        self.grasp_fault: WorldError | None = None
+        self.tried = 0
+
+    def observe(self) -> Observation:
+        if self.look_faults:
+            raise self.look_faults.pop(0)
+        return super().observe()
+
+    def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+        self.tried += 1
+        if self.push_faults:
+            raise self.push_faults.pop(0)
+        return super().push(primitive, X_WO)
+
+    def grasp(self, grasp: Grasp) -> GraspReport:
+        if self.grasp_fault is not None:
+            raise self.grasp_fault
+        return super().grasp(grasp)
+
+
+class Explorer:
+    """Exploration: always the same push; the closed loop: always the same planned push."""
+
+    def __init__(self) -> None:
+        self.drawn = 0
+        plan = SimpleNamespace(
+            primitive=PRIMITIVE, expected_distance=0.01, p_WF0=np.zeros(2), simulations=0
+        )
+        self.step_ = Step(False, None, GOAL.X_WO, plan, 0.0)  # type: ignore[arg-type]
+
+    def exploration(self, grid: Grid, X_WO: np.ndarray, belief: object, done: object) -> Primitive:
+        self.drawn += 1
+        return PRIMITIVE
+
+    def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
+        return self.step_
+
+    def identify(self, grid: Grid, pushes: list[PushSamples]) -> Belief:
+        return Belief.create(grid, np.full(grid.n, 0.03), np.full(grid.n, 0.5))
+
+
+def faulty(faults: list[WorldError], retries: int = 1) -> tuple[Task, FaultyArm, Explorer]:
+    arm, decider = FaultyArm(X_REACHED, faults), Explorer()
+    settings = TaskSettings(push_retries=retries, retry_wait_s=0.0)
+    t = Task(arm, decider, settings)  # type: ignore[arg-type]
+    t.state.grid, t.state.X_WO = GRID, X_REACHED
+    t.state.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    t.state.goal, t.state.step = GOAL, decider.step_
+    return t, arm, decider
+
+
+def test_a_failed_exploratory_push_is_chosen_again_and_a_fall_ends_as_one() -> None:
+    # Any failed exploratory push ended the task as push_failed, retryable or not, and one
+    # the world said the object fell in too.
+    t, arm, decider = faulty([PushFailed('executor: stale pose')])
+    t.explore_once()
+    assert (arm.tried, decider.drawn, len(t.state.explored), len(t.state.pushes)) == (2, 2, 1, 1)
+    for faults, outcome, reason in (
+        ([PushFailed('gone', fell=True)], Outcome.FELL, 'gone'),
+        ([PushFailed('stale'), PushFailed('stale again')], Outcome.PUSH_FAILED, 'stale again'),
+        ([PushFailed('F/T limit', retryable=False)], Outcome.PUSH_FAILED, 'F/T limit'),
+    ):
+        t, arm, _ = faulty(faults)
+        with pytest.raises(TaskFailure) as failure:
+            t.explore_once()
+        assert (failure.value.outcome, failure.value.reason) == (outcome, reason)
+        assert t.state.explored == [] and t.state.samples == []
+
+
+def test_a_planned_push_that_could_not_start_is_planned_again_and_said_in_the_trace() -> None:
+    # The graph's world looks at the object before it pushes, and an action server can
+    # refuse a goal: both escaped Task.run, which says it never raises for a failed task.
+    for fault in (
+        ObjectLost('no object pose from perception for 2 s'),
+        WorldError('push: the goal was refused', retryable=True),
+    ):
+        t, arm, _ = faulty([fault])
+        t.push_once()
+        assert (arm.tried, t.state.planned) == (2, 1)
+        failed, done = t.state.trace['pushes']
+        assert failed['failed'] == str(fault) and 'failed' not in done
+    t, arm, _ = faulty([ObjectLost('the object fell', fell=True)])
+    with pytest.raises(TaskFailure) as failure:
+        t.push_once()
+    assert failure.value.outcome is Outcome.FELL
+    # A fault that is no push's and no use trying again (a node gone) is an error.
+    t, arm, _ = faulty([WorldError('push: the executor is not running', retryable=False)])
+    with pytest.raises(TaskFailure) as failure:
+        t.push_once()
+    assert failure.value.outcome is Outcome.ERROR and arm.tried == 1
+
+
+def test_the_task_ends_with_an_outcome_and_its_state_whatever_the_world_raises() -> None:
+    t, arm, _ = faulty([])
+    arm.look_faults = [WorldError('camera driver restarted')]  # looked at again: found
+    assert np.array_equal(t.observe(), X_REACHED)
+    arm.look_faults = [WorldError('perception: its node is gone', retryable=False)]
+    with pytest.raises(TaskFailure) as failure:
+        t.observe()
+    assert failure.value.outcome is Outcome.ERROR
+    # A grasp the object fell out of is a fall.
+    t, arm, _ = faulty([])
+    arm.grasp_fault = ObjectLost('the object fell', fell=True)
+    t.state.grasp = GRASP
+    t.decider.grasp_at = lambda belief, X: GRASP  # type: ignore[attr-defined]
+    with pytest.raises(TaskFailure) as failure:
+        t.final_grasp()
+    assert failure.value.outcome is Outcome.FELL
+    # Whatever a stage lets through, run() returns the result with the pushes made.
+    t, arm, _ = faulty([])
+
+    def broken(self: Task) -> None:
+        self.state.samples.append(pushed_at(0.1))
+        raise WorldError('the arm controller stopped', retryable=False)
+
+    t.identify = broken.__get__(t)  # type: ignore[method-assign]
+    result = t.run()
+    assert result.outcome is Outcome.ERROR and result.reason == 'the arm controller stopped'
+    assert len(result.state.samples) == 6  # 5 exploratory pushes and the one above
