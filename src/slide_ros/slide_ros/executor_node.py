@@ -592,7 +592,7 @@ class ExecutorNode(SlideNode):
             )
         g = self.cell.gripper
         grasp = Grasp(X[:2], z, float(X[2]), g.min_grip)
-        approach, up = grasp_waypoints(grasp, lift)
+        approach, up = grasp_waypoints(grasp, lift, self.cell.gripper)
         feedback = GraspAction.Feedback()
         backend = self.backend
 

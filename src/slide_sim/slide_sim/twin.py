@@ -385,7 +385,7 @@ class Twin:
         overhang, reach in level with the held part's mid-height, close on it with the
         gripper's force, lift and hold half a second. Success: both fingers still hold the
         object, it no longer touches the table and it rose with the hand."""
-        approach, up = grasp_waypoints(grasp, lift)
+        approach, up = grasp_waypoints(grasp, lift, self.cell.gripper)
         z0 = self.object_height()
         self.command_gripper(self.cell.gripper.max_opening, ramp_s=0.0)
         self.move_gripper(approach)

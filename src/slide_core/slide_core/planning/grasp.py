@@ -228,19 +228,25 @@ def hold_ratios(belief: Belief, X_WO: Any, grasp: Grasp, gripper: Gripper) -> Fl
     return np.asarray(np.where(W > 2.0 * F, np.inf, ratio), dtype=float)
 
 
-PRE_GRASP_BACK = 0.08
-"""How far [m] before the overhang, along the approach, the gripper comes down."""
+PRE_GRASP_ROOM = 0.04
+"""Room [m] between the object's outermost point and the pads' front end where the
+gripper comes down (the pads' front end then stands their depth and this much before
+its place in the grasp: the object ends at most the pads' depth behind it)."""
 PRE_GRASP_HEIGHT = 0.3
 """Height [m] of the pads above the table on the way to the pre-grasp."""
 
 
-def grasp_waypoints(grasp: Grasp, lift: float) -> tuple[list[Waypoint], list[Waypoint]]:
+def grasp_waypoints(
+    grasp: Grasp, lift: float, gripper: Gripper
+) -> tuple[list[Waypoint], list[Waypoint]]:
     """The gripper's motion for ``grasp`` (pads' front end E, table frame): above and in
-    front of the overhang, down to the held part's mid-height, in along the approach
-    (then the fingers close); and the lift by ``lift`` metres, held half a second."""
+    front of the overhang (E the pads' depth and PRE_GRASP_ROOM before its place: a fixed
+    8 cm brought pads 12 cm deep down on the object), down to the held part's mid-height,
+    in along the approach (then the fingers close); and the lift by ``lift`` metres, held
+    half a second."""
     d = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])
     front = np.asarray(grasp.p_WE, dtype=float)
-    pre = front - d * PRE_GRASP_BACK
+    pre = front - d * (gripper.finger_depth + PRE_GRASP_ROOM)
     approach = [
         Waypoint(np.array([*pre, PRE_GRASP_HEIGHT]), 0.5, 0.0, 'pre_grasp', grasp.yaw),
         Waypoint(np.array([*pre, grasp.z]), 0.3, 0.0, 'lower', grasp.yaw),

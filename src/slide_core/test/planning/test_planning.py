@@ -329,6 +329,27 @@ def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
     assert se2_distance(wound.waypoints[-1], goal, models.radius()) < 2e-3
 
 
+def test_the_gripper_comes_down_clear_of_the_overhang_whatever_its_pads_depth() -> None:
+    # A fixed 8 cm back brought pads 12 cm deep down onto the object.
+    from slide_core.planning import grasp_waypoints
+
+    X = np.array([0.0, 0.0, 0.0])  # BAR sticks out 10 cm
+    outermost = float(cell_positions(BAR, X)[:, 0].min()) - BAR.cell_size / 2
+    for depth in (CELL.gripper.finger_depth, 0.12):
+        gripper = replace(CELL.gripper, finger_depth=depth)
+        grasp = grasp_at(BAR, X, gripper)
+        assert grasp is not None
+        approach, _ = grasp_waypoints(grasp, 0.1, gripper)
+        down = next(w for w in approach if w.phase == 'lower')
+        assert down.p_W[0] < outermost - 0.03  # the pads' front end, before the object
+        assert approach[-1].p_W[0] == pytest.approx(grasp.p_WE[0])
+    # The workcell's own pads come down 8 cm before their place, as always.
+    grasp = grasp_at(BAR, X, CELL.gripper)
+    assert grasp is not None
+    approach, _ = grasp_waypoints(grasp, 0.1, CELL.gripper)
+    assert grasp.p_WE[0] - approach[0].p_W[0] == pytest.approx(0.08)
+
+
 def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
     models = uniform()
     X = np.array([0.4, 0.0, 0.3])
