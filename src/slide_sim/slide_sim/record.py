@@ -326,7 +326,12 @@ def record(
                 done = 0
                 for i in range(pushes):
                     primitive = random_push(
-                        spec.grid, twin.object_pose(), cell.table, cell.fingertip, rng
+                        spec.grid,
+                        twin.object_pose(),
+                        cell.table,
+                        cell.fingertip,
+                        rng,
+                        cell.obstacles,
                     )
                     rec = twin.push(primitive, on_step=camera)
                     _write_push(bag, i, rec, twin)

@@ -84,6 +84,7 @@ from slide_core.identification.evaluate import Evaluation, evaluate, final_error
 from slide_core.identification.explore import (
     STRATEGIES,
     Candidate,
+    avoids_obstacles,
     candidates,
     choose,
     on_table,
@@ -141,6 +142,7 @@ __all__ = [
     'sensor_offset',
     'candidates',
     'check_limits',
+    'avoids_obstacles',
     'on_table',
     'choose',
     'com_spread',

@@ -13,6 +13,7 @@ normal (:func:`candidates`). Strategies:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
@@ -29,7 +30,16 @@ from slide_core.geometry import (
     reach,
     rotation,
 )
-from slide_core.model import Belief, Fingertip, Primitive, Table, approach_clear
+from slide_core.model import (
+    Belief,
+    Fingertip,
+    Obstacle,
+    Primitive,
+    Table,
+    approach_clear,
+    side_met,
+    stroke_clear,
+)
 from slide_core.physics import FingertipPush, MlcpError, PhysicsError, simulate
 
 STRATEGIES = ('random', 'most-different', 'most-distinctive')
@@ -85,15 +95,24 @@ def candidates(
         start = contact + n * (fingertip.radius + clearance)
         if distance_to_footprint(g, start) < fingertip.radius + clearance / 2:
             continue
-        if not approach_clear(g, contact, -n, fingertip):
+        if not approach_clear(g, contact, -n, fingertip) or not side_met(g, contact, fingertip):
             continue
         out.append(Candidate(start, -n, travel, contact))
     return out
 
 
-def on_table(pool: list[Candidate], grid: Grid, X_WO: FloatArray, table: Table) -> list[Candidate]:
+def on_table(
+    pool: list[Candidate],
+    grid: Grid,
+    X_WO: FloatArray,
+    table: Table,
+    fingertip: Fingertip | None = None,
+    obstacles: Sequence[Obstacle] = (),
+) -> list[Candidate]:
     """The candidates whose push leaves the object in the middle of the table (as
-    :func:`random_push` asks of its draws)."""
+    :func:`random_push` asks of its draws), and, with ``obstacles`` (and the
+    ``fingertip``), keeps the fingertip and the object clear of them
+    (:func:`avoids_obstacles`)."""
     margin = reach(grid) + EXPLORATION_MARGIN
     lo = np.array([margin, -table.width / 2 + margin])
     hi = np.array([table.depth - margin, table.width / 2 - margin])
@@ -101,9 +120,54 @@ def on_table(pool: list[Candidate], grid: Grid, X_WO: FloatArray, table: Table) 
     out = []
     for c in pool:
         moved = X_WO[:2] + c.travel * (R @ c.direction_O)
-        if np.all(moved >= lo) and np.all(moved <= hi):
-            out.append(c)
+        if not (np.all(moved >= lo) and np.all(moved <= hi)):
+            continue
+        if obstacles and fingertip is not None:
+            if not avoids_obstacles(
+                grid, X_WO, c.p_OA, c.direction_O, c.travel, fingertip, obstacles
+            ):
+                continue
+        out.append(c)
     return out
+
+
+DRAWS = 50
+"""Random pushes :func:`random_push` draws at most."""
+OBSTACLE_MARGIN = 0.01
+"""Room [m] an exploratory push leaves between the object's cells and an obstacle."""
+
+
+def avoids_obstacles(
+    grid: Grid,
+    X_WO: FloatArray,
+    p_OA: FloatArray,
+    d_O: FloatArray,
+    travel: float,
+    fingertip: Fingertip,
+    obstacles: Sequence[Obstacle],
+) -> bool:
+    """Whether an exploratory push at contact p_OA along d_O (object frame) keeps the
+    fingertip clear of every obstacle (:func:`slide_core.model.stroke_clear`), and the
+    object too, carried ``travel`` [m] along the push without turning, at each cell's
+    width of the way: its cells' half widths and OBSTACLE_MARGIN from every box, or no
+    nearer than they are now where they are nearer already (no model predicts an
+    exploratory push's turn; the margin is for it)."""
+    if not obstacles:
+        return True
+    stroke = Primitive.create(p_OA, d_O, travel, 0.05)  # (the speed moves no point)
+    if not stroke_clear(stroke, X_WO, fingertip, obstacles):
+        return False
+    R = rotation(float(X_WO[2]))
+    d_W = R @ np.asarray(d_O, dtype=float)
+    p_WC = X_WO[:2] + grid.p_OC @ R.T
+    room = 0.5 * grid.cell_size + OBSTACLE_MARGIN
+    least = [min(room, float(ob.distance(p_WC).min())) for ob in obstacles]
+    for s in np.linspace(0.0, travel, max(2, math.ceil(travel / grid.cell_size) + 1))[1:]:
+        moved = p_WC + s * d_W
+        near = (float(ob.distance(moved).min()) for ob in obstacles)
+        if any(d < a - 1e-9 for d, a in zip(near, least, strict=True)):
+            return False
+    return True
 
 
 def choose(
@@ -188,15 +252,23 @@ def outline_point(
 
 
 def random_push(
-    grid: Grid, X_WO: FloatArray, table: Table, fingertip: Fingertip, rng: np.random.Generator
+    grid: Grid,
+    X_WO: FloatArray,
+    table: Table,
+    fingertip: Fingertip,
+    rng: np.random.Generator,
+    obstacles: Sequence[Obstacle] = (),
 ) -> Primitive:
     """An exploratory push as the robot pokes an unknown object: a random point on the
     outline, along the inward normal turned by up to 30 degrees, 3 to 7 cm at 3 to 6 cm/s.
-    Safe: a candidate whose fingertip would come down on the object, or that would carry
-    the object out of the middle of the table, is drawn again (50 tries). When no draw
+    Safe: a candidate whose fingertip would come down on the object, pass over a part of
+    it lower than the fingertip's bottom (:func:`slide_core.model.side_met`), take the
+    fingertip or the object into an obstacle (:func:`avoids_obstacles`), or carry the
+    object out of the middle of the table, is drawn again (DRAWS tries). When no draw
     keeps the object in the middle (it lies near an edge), the one that ends nearest the
     middle is taken, which pushes it back towards it; NoSolutionError when no draw's
-    approach is clear. ``X_WO``: (3,) the object's pose [m, m, rad]."""
+    approach is clear of the object and the obstacles, or the object is nowhere taller
+    than the fingertip's bottom. ``X_WO``: (3,) the object's pose [m, m, rad]."""
     X_WO = np.asarray(X_WO, dtype=float)
     if X_WO.shape != (3,) or not np.isfinite(X_WO).all():
         raise SlideInputError(f'X_WO must be a finite pose [x, y, yaw], got {X_WO}')
@@ -206,12 +278,18 @@ def random_push(
     R = rotation(float(X_WO[2]))
     sides = push_sides(grid)
     best: tuple[float, FloatArray, FloatArray, float] | None = None
-    for _ in range(50):
+    low = 0  # draws whose contact is lower than the fingertip's bottom
+    for _ in range(DRAWS):
         contact, normal_in = outline_point(grid, rng, sides)
         a = rng.uniform(-math.radians(30), math.radians(30))
         direction = rotation(a) @ normal_in
         travel = rng.uniform(0.03, 0.07)
+        if not side_met(grid, contact, fingertip):
+            low += 1
+            continue
         if not approach_clear(grid, contact, direction, fingertip):
+            continue
+        if not avoids_obstacles(grid, X_WO, contact, direction, travel, fingertip, obstacles):
             continue
         moved = X_WO[:2] + travel * (R @ direction)
         # How far the push would carry the object out of the middle [m] (0: it stays in).
@@ -220,10 +298,19 @@ def random_push(
             best = (outside, contact, direction, travel)
         if outside == 0.0:
             break
+    if best is None and low == DRAWS:
+        raise NoSolutionError(
+            f"the object stands no higher than the fingertip's bottom "
+            f'({fingertip.clearance * 1000:.1f} mm above the table) wherever a push was '
+            'drawn: the fingertip would pass over it (lower fingertip.height in the workcell '
+            "file, or check the grid's heights)"
+        )
     if best is None:
         raise NoSolutionError(
-            'no exploratory push found whose fingertip comes down clear of the object '
-            '(50 random draws on its outline)'
+            'no exploratory push found whose fingertip comes down clear of the object'
+            + ', and which keeps the fingertip and the object clear of the obstacles'
+            * bool(obstacles)
+            + f' ({DRAWS} random draws on its outline)'
         )
     _, contact, direction, travel = best
     return Primitive.create(contact, direction, travel, rng.uniform(0.03, 0.06))

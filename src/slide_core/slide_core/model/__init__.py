@@ -45,6 +45,8 @@ from slide_core.model.primitive import (
     Waypoint,
     approach_clear,
     push_waypoints,
+    side_met,
+    stroke_clear,
 )
 from slide_core.model.workcell import (
     Fingertip,
@@ -97,6 +99,8 @@ __all__ = [
     'push_waypoints',
     'save_belief',
     'save_spec',
+    'side_met',
+    'stroke_clear',
     'uniform_maps',
     'workcell_path',
 ]

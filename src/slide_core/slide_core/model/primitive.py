@@ -10,6 +10,7 @@ twin's arm and the robot's arm both execute these waypoints; nothing else comput
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 from typing import Any
@@ -19,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose, distance_to_footprint, rotation
-from slide_core.model.workcell import Fingertip
+from slide_core.model.workcell import Fingertip, Obstacle
 
 APPROACH = 0.02
 """Gap [m] between the fingertip and the contact point where the stroke starts."""
@@ -106,6 +107,39 @@ def approach_clear(grid: Grid, p_OA: FloatArray, d_O: FloatArray, fingertip: Fin
         APPROACH + fingertip.radius
     )
     return distance_to_footprint(grid, start_O) >= fingertip.radius + APPROACH_CLEARANCE
+
+
+def side_met(grid: Grid, p_OA: ArrayLike, fingertip: Fingertip) -> bool:
+    """Whether the fingertip, at its push height, meets the object's side at the contact
+    point p_OA (object frame): the cell there stands higher than the fingertip's bottom
+    (a cell of unknown height, 0, counts as tall enough). A part lower than that the
+    fingertip passes over, and the push moves nothing."""
+    i = int(grid.nearest_cells(np.asarray(p_OA, dtype=float)[None])[0])
+    h = float(grid.heights[grid.occupancy][i])
+    return h == 0.0 or h > fingertip.clearance
+
+
+SWEEP_STEP = 0.002
+"""Spacing [m] of the points a fingertip's stroke is checked at against obstacles."""
+
+
+def stroke_clear(
+    primitive: Primitive,
+    X_WO: ArrayLike,
+    fingertip: Fingertip,
+    obstacles: Sequence[Obstacle],
+) -> bool:
+    """Whether the fingertip, from where it comes down to the end of the stroke of
+    ``primitive`` at the object's pose X_WO, keeps APPROACH_CLEARANCE beyond its radius
+    from every obstacle (the retract goes back along the stroke; the arm's moves through
+    the air above are not checked: an obstacle is a box of unknown height)."""
+    if not obstacles:
+        return True
+    start, end = primitive.stroke_W(X_WO, fingertip)
+    n = max(2, math.ceil(float(np.linalg.norm(end - start)) / SWEEP_STEP) + 1)
+    p_W = start + np.linspace(0.0, 1.0, n)[:, None] * (end - start)
+    least = fingertip.radius + APPROACH_CLEARANCE
+    return all(float(ob.distance(p_W).min()) >= least for ob in obstacles)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml
@@ -116,6 +117,13 @@ class Obstacle:
 
     centre: tuple[float, float]
     half_size: tuple[float, float]
+
+    def distance(self, p_W: ArrayLike) -> FloatArray:
+        """(N,) distance [m] in the table plane from points p_W (N, 2) to the box (0
+        inside it)."""
+        p = np.asarray(p_W, dtype=float).reshape(-1, 2)
+        out = np.maximum(np.abs(p - np.asarray(self.centre)) - np.asarray(self.half_size), 0.0)
+        return np.asarray(np.linalg.norm(out, axis=1), dtype=float)
 
 
 @dataclass(frozen=True)

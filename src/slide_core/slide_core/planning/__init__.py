@@ -88,7 +88,13 @@ from slide_core.planning.loop import (
     step_seed,
 )
 from slide_core.planning.path import SE2Path, plan_path, resample
-from slide_core.planning.push import TIP_GAP, PushPlan, carried_area, select_push
+from slide_core.planning.push import (
+    TIP_GAP,
+    PushPlan,
+    carried_area,
+    leave_probability,
+    select_push,
+)
 
 __all__ = [
     'TIP_GAP',
@@ -121,6 +127,7 @@ __all__ = [
     'planner_config',
     'reached',
     'resample',
+    'leave_probability',
     'select_push',
     'select_goal',
     'push_leans',

@@ -12,7 +12,7 @@ import numpy as np
 
 from slide_core.geometry import FloatArray, check_pose, se2_distance, wrap_angle
 from slide_core.model import Belief
-from slide_core.planning.balance import is_valid, motion_validity, validity
+from slide_core.planning.balance import in_workspace, is_valid, motion_validity, validity
 from slide_core.planning.config import PlannerConfig, PlannerSettingsError, PlanningError
 
 MOTION_CHECK_STEP = 0.01
@@ -58,8 +58,10 @@ def rrt_star(
 
     Reproducible: OMPL's random generator is seeded with ``seed`` (> 0) before the planner
     and its samplers are made, so the same inputs and seed give the same path. A start that
-    is itself not valid (pushed too far, say) is connected straight to the goal. Raises
-    PlanningError when the goal is not valid or RRT* finds no path."""
+    is itself not valid (pushed too far, say) is connected straight to the goal, when that
+    line stays on the table and clear of obstacles. Raises PlanningError when the goal is
+    not valid, the straight line from an invalid start is not clear, or RRT* finds no
+    path."""
     from ompl import base as ob
     from ompl import geometric as og
     from ompl import util as ou
@@ -71,7 +73,15 @@ def rrt_star(
     if not is_valid(belief, Xg, config):
         raise PlanningError(f'the goal {np.round(Xg, 4).tolist()} is not a valid pose')
     if not is_valid(belief, Xs, config):
-        return SE2Path(resample(np.stack((Xs, Xg)), rho, config.waypoint_step), 0.0, True)
+        straight = resample(np.stack((Xs, Xg)), rho, config.waypoint_step)
+        # Straight on only where the line stays on the table and clear of obstacles: an
+        # object seen a few millimetres into an obstacle was pushed on through it.
+        if not all(in_workspace(belief.grid, X, config) for X in straight[1:]):
+            raise PlanningError(
+                f'the object at {np.round(Xs, 3).tolist()} is not at a valid pose, and the '
+                'straight line to the goal leaves the table or cuts an obstacle'
+            )
+        return SE2Path(straight, 0.0, True)
     if seed <= 0:
         raise PlannerSettingsError(f'the path seed must be positive, got {seed}')
     # OMPL seeds every new generator from one global sequence: reseeding it here makes the

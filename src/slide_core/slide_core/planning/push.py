@@ -21,9 +21,9 @@ from slide_core.geometry import (
     to_world,
     wrap_angle,
 )
-from slide_core.model import Belief, Primitive, Table, approach_clear
+from slide_core.model import Belief, Primitive, Table, approach_clear, side_met, stroke_clear
 from slide_core.physics import PhysicsError, RigidModel, Support, quasistatic
-from slide_core.planning.balance import fall_probability
+from slide_core.planning.balance import fall_probability, in_workspace
 from slide_core.planning.config import PlannerConfig, PlanningError
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push
@@ -125,6 +125,12 @@ class PushEvaluator:
             return None
         if not approach_clear(self.belief.grid, c_O, side.n_in, self.config.fingertip):
             return None  # the arm could not come down where the push begins
+        if not side_met(self.belief.grid, c_O, self.config.fingertip):
+            return None  # a part lower than the fingertip's bottom: it would pass over
+        if self.config.obstacles:
+            stroke = Primitive.create(c_O, side.n_in, self.travel, self.config.push_speed)
+            if not stroke_clear(stroke, self.X, self.config.fingertip, self.config.obstacles):
+                return None  # the fingertip would come down on, or push into, an obstacle
         return c_O, p_OF
 
     def run(
@@ -232,13 +238,17 @@ def select_push(
         cj, Xj, tj = float(best_c[j]), X_W[j], int(best_t[j])
         if not exhaustive:
             side, off, tj, cj, Xj = refine(ev, side, off, tj, cj, Xj)
-        if fall_probability(belief, Xj[:, tj], config) <= config.epsilon + 1e-12:
+        if (
+            fall_probability(belief, Xj[:, tj], config) <= config.epsilon + 1e-12
+            and leave_probability(belief, Xj[:, tj], config) <= config.epsilon + 1e-12
+        ):
             chosen = (side, off, tj, cj, Xj)
             break
     if chosen is None:
         raise PlanningError(
-            'every candidate push risks a fall with probability above '
-            f'{config.epsilon:.2f} (target {np.round(Xt, 3).tolist()})'
+            'every candidate push risks a fall, or carries the object off the table or into '
+            f'an obstacle, with probability above {config.epsilon:.2f} (target '
+            f'{np.round(Xt, 3).tolist()})'
         )
     side, off, tj, cj, Xj = chosen
     start = ev.start(side, off)
@@ -252,6 +262,14 @@ def select_push(
         fall_probability=fall_probability(belief, Xj[:, tj], config),
         simulations=ev.simulations,
     )
+
+
+def leave_probability(belief: Belief, X_W: FloatArray, config: PlannerConfig) -> float:
+    """The weight of the models whose predicted pose X_W (K, 3) leaves the workspace: a
+    cell beyond the table's sides or far edge, or on an obstacle (:func:`in_workspace`;
+    over the free edge is the balance test's)."""
+    out = [not in_workspace(belief.grid, X, config) for X in X_W]
+    return float(belief.weight @ np.asarray(out, dtype=float))
 
 
 def refine(

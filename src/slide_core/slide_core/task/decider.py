@@ -111,15 +111,16 @@ def exploration_push(
             f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'
         )
     rng = np.random.default_rng([abs(int(seed)), 1, int(index)])
+    tip, obstacles = workcell.fingertip, workcell.obstacles
     if policy == 'random' or belief is None:
-        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
-    pool = on_table(candidates(belief, workcell.fingertip), grid, X_WO, workcell.table)
-    if not pool:  # every side's push would leave the middle of the table
-        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
+        return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
+    pool = on_table(candidates(belief, tip), grid, X_WO, workcell.table, tip, obstacles)
+    if not pool:  # every side's push would leave the middle of the table, or hit an obstacle
+        return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     try:
-        candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, workcell.fingertip, pool=pool)
+        candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, tip, pool=pool)
     except NoSolutionError:  # the belief cannot roll out any of them
-        return random_push(grid, X_WO, workcell.table, workcell.fingertip, rng)
+        return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     return candidate.primitive(speed)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import Grid, distance_to_cells, distance_to_footprint, outline_grid
 from slide_core.identification import candidates, choose, on_table, outline_point, random_push
 from slide_core.model import APPROACH, Belief, Fingertip, Workcell, load_object
@@ -129,6 +129,68 @@ def test_a_random_push_from_near_the_edge_carries_the_object_back_towards_the_mi
             workcell.fingertip,
             np.random.default_rng(0),
         )
+
+
+def test_exploratory_pushes_keep_the_fingertip_and_the_object_clear_of_obstacles(
+    workcell: Workcell,
+) -> None:
+    # The fingertip came down in a box 1 cm beside the object on 16 of 40 draws: the
+    # obstacles were never asked.
+    from slide_core.geometry import rotation
+    from slide_core.identification import avoids_obstacles
+    from slide_core.model import Obstacle, stroke_clear
+
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 x 6 cm, along y at this pose
+    X_WO = np.array([0.4, 0.0, np.pi / 2])
+    box = Obstacle((0.54, 0.0), (0.1, 0.25))  # its near side 1 cm from the bar's
+    tip = workcell.fingertip
+    pool = candidates(Belief.create(bar, np.full(bar.n, 0.01), np.full(bar.n, 0.4)), tip)
+    free = on_table(pool, bar, X_WO, workcell.table)
+    kept = on_table(pool, bar, X_WO, workcell.table, tip, (box,))
+    assert 0 < len(kept) < len(free)
+    R = rotation(X_WO[2])
+    for seed in range(40):
+        p = random_push(bar, X_WO, workcell.table, tip, np.random.default_rng(seed), (box,))
+        assert stroke_clear(p, X_WO, tip, (box,))
+        # Nor is the object carried any nearer the box than its 1 cm.
+        moved = X_WO[:2] + p.travel * (R @ p.d_O) + bar.p_OC @ R.T
+        assert float(box.distance(moved).min()) >= 0.02 - 1e-9
+    for c in kept:
+        assert avoids_obstacles(bar, X_WO, c.p_OA, c.direction_O, c.travel, tip, (box,))
+    # Walled in on every side, 1 cm off: no push, and the reason.
+    walls = (
+        Obstacle((0.4, 0.13), (0.1, 0.02)),
+        Obstacle((0.4, -0.13), (0.1, 0.02)),
+        Obstacle((0.35, 0.0), (0.02, 0.15)),
+        Obstacle((0.45, 0.0), (0.02, 0.15)),
+    )
+    with pytest.raises(NoSolutionError, match='clear of the obstacles'):
+        random_push(bar, X_WO, workcell.table, tip, np.random.default_rng(0), walls)
+
+
+def test_no_push_is_made_where_the_fingertip_would_pass_over_the_object(
+    workcell: Workcell,
+) -> None:
+    # A fingertip 10 cm up swept the air above the object; the episode ended much later,
+    # as "the object never moves in the training pushes".
+    from slide_core.model import side_met
+
+    tip = workcell.fingertip  # its bottom 2 mm above the table
+    heights = np.full((3, 10), 0.03)
+    heights[:, 5:] = 0.0015  # a flat blade, lower than the fingertip's bottom
+    blade = Grid(0.02, np.ones((3, 10), bool), heights)
+    X_WO = np.array([0.4, 0.0, 0.0])
+    for seed in range(20):
+        p = random_push(blade, X_WO, workcell.table, tip, np.random.default_rng(seed))
+        assert p.p_OA[0] < 0.0 and side_met(blade, p.p_OA, tip)  # on the tall half
+    pool = candidates(Belief.create(blade, np.full(blade.n, 0.01), np.full(blade.n, 0.4)), tip)
+    assert pool and all(c.p_OA[0] < 0.0 for c in pool)
+    flat = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.0015))
+    with pytest.raises(NoSolutionError, match='the fingertip would pass over it'):
+        random_push(flat, X_WO, workcell.table, tip, np.random.default_rng(0))
+    # A grid of unknown heights (0) is pushed anywhere.
+    unknown = Grid(0.02, np.ones((3, 10), bool), np.zeros((3, 10)))
+    assert side_met(unknown, [0.1, 0.0], tip)
 
 
 @pytest.mark.parametrize('name', ['hammer', 'crimp', 'spray_gun'])

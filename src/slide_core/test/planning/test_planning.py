@@ -36,6 +36,7 @@ from slide_core.planning import (
     in_workspace,
     is_valid,
     landing_turn,
+    leave_probability,
     next_step,
     next_waypoint,
     plan_path,
@@ -327,6 +328,42 @@ def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
     # Yaws that went round more than half a turn (as rollouts leave them) are fine.
     wound = plan_path(models, start + [0, 0, 2 * np.pi], goal - [0, 0, 2 * np.pi], config)
     assert se2_distance(wound.waypoints[-1], goal, models.radius()) < 2e-3
+
+
+def test_planned_pushes_keep_the_fingertip_out_of_obstacles_and_start_from_a_clear_path() -> None:
+    # The fingertip came down 6 mm inside a box that stood 1 cm behind the object: push
+    # selection never asked the obstacles.
+    from slide_core.model import stroke_clear
+
+    box = Obstacle((0.54, 0.0), (0.1, 0.25))
+    boxed = PlannerConfig(**{**CONFIG.__dict__, 'obstacles': (box,)})
+    models = uniform()
+    X = np.array([0.4, 0.0, np.pi / 2])  # along y, its +x side 1 cm from the box
+    for target in ([-0.04, 0.0, 0.0], [-0.03, 0.02, 0.2]):
+        free = select_push(models, X, X + target, CONFIG)
+        assert not stroke_clear(free.primitive, X, TIP, (box,))  # where the box would be
+        plan = select_push(models, X, X + target, boxed)
+        assert stroke_clear(plan.primitive, X, TIP, (box,))
+    # An object seen 3 mm into an obstacle was pushed on through it along a straight line.
+    wall = Obstacle((0.25, 0.0), (0.05, 0.3))
+    walled = PlannerConfig(**{**CONFIG.__dict__, 'obstacles': (wall,)})
+    goal = np.array([0.1, 0.4, np.pi / 2])
+    assert is_valid(models, goal, walled)
+    with pytest.raises(PlanningError, match='straight line to the goal .* cuts an obstacle'):
+        plan_path(models, [0.327, 0.0, np.pi / 2], goal, walled)
+
+
+def test_the_models_that_carry_the_object_off_the_table_or_onto_an_obstacle_are_counted() -> None:
+    two = Belief.create(BAR, np.stack((M, M)), np.stack((MU, MU)), weight=[0.3, 0.7])
+    box = Obstacle((0.4, 0.3), (0.05, 0.05))
+    boxed = PlannerConfig(**{**CONFIG.__dict__, 'obstacles': (box,)})
+    middle, side = [0.4, 0.0, 0.0], [0.4, CELL.table.width / 2, 0.0]
+    assert leave_probability(two, np.array([middle, middle]), CONFIG) == 0.0
+    # Over the side edge (the balance test knows only the free one), or on the box.
+    assert leave_probability(two, np.array([middle, side]), CONFIG) == pytest.approx(0.7)
+    assert leave_probability(two, np.array([[0.4, 0.3, 0.0], middle]), boxed) == pytest.approx(0.3)
+    # Over the free edge is the balance test's.
+    assert leave_probability(two, np.array([[0.05, 0.0, 0.0]] * 2), CONFIG) == 0.0
 
 
 def test_the_gripper_comes_down_clear_of_the_overhang_whatever_its_pads_depth() -> None:
