@@ -200,9 +200,9 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     <position name="pusher_z" joint="pusher_z" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
               ctrlrange="-1 2"/>
     <position name="finger_top" joint="finger_top" kp="{FINGER_KP}" kv="40"
-              forcerange="{-g.force} {g.force}" ctrlrange="0 0.04"/>
+              forcerange="{-g.force} {g.force}" ctrlrange="0 {g.max_opening / 2}"/>
     <position name="finger_bottom" joint="finger_bottom" kp="{FINGER_KP}" kv="40"
-              forcerange="{-g.force} {g.force}" ctrlrange="0 0.04"/>
+              forcerange="{-g.force} {g.force}" ctrlrange="0 {g.max_opening / 2}"/>
   </actuator>
   <sensor>
     <force name="ft_force" site="ft"/>

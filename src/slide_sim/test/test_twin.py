@@ -345,3 +345,17 @@ def test_a_steadily_pushed_object_is_carried_by_its_weight_and_slides_by_coulomb
     friction = N @ spec.friction
     pushing = np.array(push)[steady, 0]
     assert pushing.mean() == pytest.approx(friction.mean(), rel=0.02)
+
+
+def test_the_fingers_open_as_wide_as_the_workcell_says(workcell) -> None:
+    # The fingers' set points were capped at 4 cm each whatever the gripper's opening.
+    import dataclasses
+
+    for opening in (0.05, 0.12):
+        cell = dataclasses.replace(
+            workcell, gripper=dataclasses.replace(workcell.gripper, max_opening=opening)
+        )
+        twin = Twin(load_object('box'), cell, (0.4, 0.0, 0.0))
+        twin.command_gripper(opening, ramp_s=0.0)
+        twin.settle(1.0)
+        assert twin.gripper_width() == pytest.approx(opening, abs=0.002)
