@@ -372,7 +372,16 @@ class Task:
                 f'push {st.planned + 1}: {p.primitive.travel * 100:.1f} cm, expected '
                 f'{p.expected_distance * 100:.1f} cm from the waypoint'
             )
+            X_planned = st.X_WO
             try:
+                # Looked at again: an object moved while the push was planned (somebody's
+                # hand) would get a push planned, and checked for falls, where it was.
+                if not at_rest(X_planned, self.observe()):
+                    raise PushFailed(
+                        'the object moved since this push was planned at '
+                        f'{np.round(X_planned, 3).tolist()}',
+                        retryable=True,
+                    )
                 self._push(p.primitive)
             except WorldError as exc:
                 self._leave(Stage.PUSH, t0)

@@ -564,3 +564,19 @@ def test_the_task_ends_with_an_outcome_and_its_state_whatever_the_world_raises()
     result = t.run()
     assert result.outcome is Outcome.ERROR and result.reason == 'the arm controller stopped'
     assert len(result.state.samples) == 6  # 5 exploratory pushes and the one above
+
+
+def test_an_object_moved_while_its_push_was_planned_is_planned_for_again() -> None:
+    # The push planned, and checked for falls, where the object was ran where it is now.
+    t, arm, _ = faulty([])
+    arm.pose = X_REACHED + np.array([0.12, 0.0, 0.0])  # moved since the last look
+    t.push_once()
+    assert (arm.tried, t.state.planned) == (1, 1)
+    failed, done = t.state.trace['pushes']
+    assert failed['failed'].startswith('the object moved since this push was planned')
+    assert np.allclose(done['X_WO'], arm.pose) and 'failed' not in done
+    # Within perception's noise it is the same pose: pushed at once.
+    t, arm, _ = faulty([])
+    arm.pose = X_REACHED + np.array([0.001, -0.001, 0.002])
+    t.push_once()
+    assert arm.tried == 1 and len(t.state.trace['pushes']) == 1
