@@ -191,13 +191,14 @@ class Task:
         t0 = self._enter(Stage.EXPLORE)
         st = self.state
         assert st.grid is not None and st.X_WO is not None
-        fresh = st.belief is not None and st.belief_pushes == len(st.explored)
-        if self.settings.interim_beliefs and st.explored and not fresh:
+        usable = self._explored_on_table()
+        fresh = st.belief is not None and st.belief_pushes == len(usable)
+        if self.settings.interim_beliefs and usable and not fresh:
             # The push the models identified so far disagree most about (paper 2).
             try:
-                st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
-                st.belief_pushes = len(st.explored)
-                self.say(f'interim belief from {len(st.explored)} push(es)')
+                st.belief = self.decider.identify(st.grid, usable)
+                st.belief_pushes = len(usable)
+                self.say(f'interim belief from {len(usable)} push(es)')
             except (IdentificationError, NoSolutionError) as exc:
                 st.belief = None
                 self.say(f'no interim belief ({exc}); this push is drawn at random')
@@ -225,15 +226,37 @@ class Task:
         st.trace.setdefault('X_explore', []).append(self.observe().tolist())
         self._leave(Stage.EXPLORE, t0)
 
+    def _explored_on_table(self) -> list[PushSamples]:
+        """What the exploratory pushes measured, those during which the object stayed wholly
+        on the table (identification knows no edge: an object that started over it gave a
+        centre of mass the edge had moved)."""
+        st = self.state
+        assert st.grid is not None
+        grid = st.grid
+        return [s for s in st.samples[: len(st.explored)] if on_table(grid, s.X_WO)]
+
     def identify(self) -> None:
         t0 = self._enter(Stage.IDENTIFY)
         st = self.state
         assert st.grid is not None
+        usable = self._explored_on_table()
+        if not usable:
+            raise TaskFailure(
+                Outcome.IDENTIFICATION_FAILED,
+                Stage.IDENTIFY,
+                f"the object stuck out over the table's edge during every one of the "
+                f'{len(st.explored)} exploratory push(es), and identification knows no edge',
+            )
+        if len(usable) < len(st.explored):
+            self.say(
+                f'{len(st.explored) - len(usable)} exploratory push(es) left out: the object '
+                "stuck out over the table's edge"
+            )
         try:
-            st.belief = self.decider.identify(st.grid, st.samples[: len(st.explored)])
+            st.belief = self.decider.identify(st.grid, usable)
         except (IdentificationError, NoSolutionError) as exc:
             raise TaskFailure(Outcome.IDENTIFICATION_FAILED, Stage.IDENTIFY, str(exc)) from None
-        st.belief_pushes = len(st.explored)
+        st.belief_pushes = len(usable)
         self.say(f'identified {st.belief.K} model(s)')
         self._leave(Stage.IDENTIFY, t0)
 

@@ -126,7 +126,8 @@ class TaskSettings:
 class TaskState:
     """What the task knows so far (the behaviour node publishes it): the grid and last
     pose, the exploratory primitives and their pushes on identification's step, what
-    every push measured, the belief and how many exploratory pushes it was identified from,
+    every push measured, the belief and how many pushes it was identified from (those
+    during which the object stayed wholly on the table),
     the exploratory pushes added because the belief was too uncertain for a goal, the goal,
     last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
     planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been

@@ -580,3 +580,21 @@ def test_an_object_moved_while_its_push_was_planned_is_planned_for_again() -> No
     arm.pose = X_REACHED + np.array([0.001, -0.001, 0.002])
     t.push_once()
     assert arm.tried == 1 and len(t.state.trace['pushes']) == 1
+
+
+def test_identification_leaves_out_the_exploratory_pushes_made_over_the_edge() -> None:
+    # An object that started over the edge was identified from those pushes too (relearn
+    # already left them out): a centre of mass the edge had moved.
+    learner = Learner()
+    t = Task(Arm(X_REACHED), learner, TaskSettings())  # type: ignore[arg-type]
+    st = t.state
+    st.grid = GRID
+    st.samples = [pushed_at(0.02), pushed_at(0.1), pushed_at(0.2)]  # the first sticks out
+    st.explored = [PRIMITIVE] * 3
+    t.identify()
+    assert learner.given == [2] and st.belief_pushes == 2
+    st.samples = [pushed_at(0.02)] * 3
+    with pytest.raises(TaskFailure) as failure:
+        t.identify()
+    assert failure.value.outcome is Outcome.IDENTIFICATION_FAILED
+    assert "over the table's edge during every one of the 3" in failure.value.reason
