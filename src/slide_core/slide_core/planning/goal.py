@@ -177,16 +177,23 @@ def _best_goal(
     need = g.clearance + g.min_grip + config.grasp_margin
     best: tuple[float, Goal] | None = None
     yaws = wrap_angle(_goal_yaws(X0, config) + offset)
-    y_half = config.table.width / 2 - rho
-    ys = np.arange(-y_half, y_half + 1e-9, config.goal_y_step)
-    ys = ys[np.argsort(np.abs(ys - X0[1]))]
+    half_width = config.table.width / 2
     com = belief.com()
     com_best = com[int(np.argmax(belief.weight))]
     need_k = needed_margins(belief, config)
     for yaw in yaws:
         R = rotation(float(yaw))
-        x_min = float((corners @ R.T)[:, 0].min())
-        x_ext = float((corners @ R.T)[:, 0].max()) - x_min
+        turned = corners @ R.T
+        x_min = float(turned[:, 0].min())
+        x_ext = float(turned[:, 0].max()) - x_min
+        # The y at which the footprint, turned so, stays between the table's sides (a
+        # bound of the object's radius either way left a narrow bench no goal at all).
+        ys = np.arange(
+            -half_width - float(turned[:, 1].min()),
+            half_width - float(turned[:, 1].max()) + 1e-9,
+            config.goal_y_step,
+        )
+        ys = ys[np.argsort(np.abs(ys - X0[1]))]
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
             margins = com_margins_of(belief, X)

@@ -387,6 +387,16 @@ def test_the_gripper_comes_down_clear_of_the_overhang_whatever_its_pads_depth() 
     assert grasp.p_WE[0] - approach[0].p_W[0] == pytest.approx(0.08)
 
 
+def test_a_goal_is_found_on_a_bench_narrower_than_the_object_is_long() -> None:
+    # The goal's y was bounded by the object's radius either way: on a table 20 cm wide
+    # a 20 cm bar had no y at all, though it fits lying across the edge.
+    bench = replace(CELL.table, width=0.2)
+    config = PlannerConfig(**{**CONFIG.__dict__, 'table': bench})
+    goal = select_goal(uniform(), [0.4, 0.0, 0.0], config)
+    assert abs(math.sin(goal.X_WO[2])) < 0.2  # its long side across the edge
+    assert in_workspace(BAR, goal.X_WO, config)
+
+
 def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
     models = uniform()
     X = np.array([0.4, 0.0, 0.3])
