@@ -1,4 +1,5 @@
-"""Show the slide workcell in RViz: robot_state_publisher with urdf/workcell.urdf.
+"""Show the slide workcell in RViz: robot_state_publisher with the workcell's URDF
+(urdf/workcell.urdf.in with the dimensions of config/workcell.yaml).
 
 Runs on a machine with ROS 2 Jazzy from apt (launch, launch_ros, rviz2 are not on PyPI):
     ros2 launch slide_bringup display.launch.py [rviz:=false]
@@ -6,20 +7,20 @@ Runs on a machine with ROS 2 Jazzy from apt (launch, launch_ros, rviz2 are not o
 
 from __future__ import annotations
 
-import os
-
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from slide_bringup.description import urdf_template, workcell_urdf
+from slide_bringup.graph import config_dir
+from slide_core.model import load_workcell
+
 
 def generate_launch_description() -> LaunchDescription:
-    share = get_package_share_directory('slide_bringup')
-    with open(os.path.join(share, 'urdf', 'workcell.urdf')) as f:
-        robot_description = f.read()
+    cfg = config_dir()  # $SLIDE_CONFIG_DIR, else the installed share/slide_bringup/config
+    robot_description = workcell_urdf(load_workcell(cfg / 'workcell.yaml'), urdf_template(cfg))
     return LaunchDescription(
         [
             DeclareLaunchArgument('rviz', default_value='true', description='start RViz'),
