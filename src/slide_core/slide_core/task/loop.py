@@ -211,16 +211,20 @@ class Task:
             n = len(st.explored) + 1
             self.say(f'exploratory push {n}: {primitive.travel * 100:.1f} cm')
             try:
-                st.pushes.append(self._push(primitive).to_data(st.grid, len(st.pushes)))
+                samples = self.world.push(primitive, st.X_WO)
+                # What identification cannot read (a gap in the forces, too few poses) is
+                # a failed push too: a loaded machine's F/T stream paused 0.32 s once.
+                try:
+                    data = samples.to_data(st.grid, len(st.pushes))
+                except IdentificationError as exc:
+                    raise PushFailed(f'unusable push: {exc}', retryable=True) from None
             except WorldError as exc:
                 self._push_failed(exc, Stage.EXPLORE, attempt)
                 self.say(f'exploratory push failed ({exc}); choosing one again from here')
                 self.observe()
                 continue
-            except IdentificationError as exc:
-                raise TaskFailure(
-                    Outcome.PUSH_FAILED, Stage.EXPLORE, f'unusable push: {exc}'
-                ) from None
+            st.samples.append(samples)
+            st.pushes.append(data)
             break
         st.explored.append(primitive)
         st.trace.setdefault('X_explore', []).append(self.observe().tolist())

@@ -514,6 +514,27 @@ def test_a_failed_exploratory_push_is_chosen_again_and_a_fall_ends_as_one() -> N
         assert t.state.explored == [] and t.state.samples == []
 
 
+def test_an_exploratory_push_identification_cannot_read_is_made_again() -> None:
+    # A 0.32 s pause in a loaded graph's F/T stream ended a whole episode as push_failed
+    # ("unusable push"), and the unreadable push's samples stayed among the explored ones.
+    class Unreadable(FaultyArm):
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            self.tried += 1
+            if self.tried == 1:
+                t = np.array([0.0, 0.5])  # two poses: too few to read
+                zero = np.zeros((2, 2))
+                return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+            return pushed_at(0.1)
+
+    t, _, decider = faulty([])
+    arm = Unreadable(X_REACHED)
+    t.world = arm
+    t.explore_once()
+    assert (arm.tried, decider.drawn, len(t.state.explored)) == (2, 2, 1)
+    assert len(t.state.samples) == len(t.state.pushes) == 1
+    assert t.state.samples[0].X_WO[0, 0] == pytest.approx(0.1)
+
+
 def test_a_planned_push_that_could_not_start_is_planned_again_and_said_in_the_trace() -> None:
     # The graph's world looks at the object before it pushes, and an action server can
     # refuse a goal: both escaped Task.run, which says it never raises for a failed task.
