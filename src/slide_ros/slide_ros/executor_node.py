@@ -25,7 +25,10 @@ cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the 
 (``ft_limit`` topic: the same), an F/T wrench stream that falls silent before or during the
 push (``max_wrench_gap_s``: the driver's force limit and the push's record both need it; the
 push does not start, or stops, as on a limit), a tare the driver refused or did not answer
-(the push does not start), a failed motion. Every failure leaves the tool retracted.
+(the push does not start), a failed motion, the node deactivated mid-motion (it stops as
+on a cancel), a fault of the arm or of this code (INTERNAL, with the reason). Every failure
+leaves the tool retracted. One goal at a time: a push or grasp sent while another is
+taken is refused when it arrives.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections import deque
 import math
 import threading
 import time
+import traceback
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -42,7 +46,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from std_srvs.srv import Trigger
 
-from slide_core.errors import SlideError
 from slide_core.geometry import FloatArray, distance_to_cells
 from slide_core.identification import PushSamples
 from slide_core.io import (
@@ -258,8 +261,12 @@ class ExecutorNode(SlideNode):
         return not self._busy.locked()
 
     def _accept(self, _goal: Any) -> GoalResponse:
-        # One motion at a time: a second goal while one runs is refused at once.
-        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+        # One motion at a time: a second goal while one runs is refused at once. The slot
+        # is taken here, where the goal is accepted, and given back when its execution
+        # ends: taken only in the execute callback, a push and a grasp sent together were
+        # both accepted (15 of 15 tries), and the grasp ran after the push had moved the
+        # object.
+        return GoalResponse.ACCEPT if self._busy.acquire(blocking=False) else GoalResponse.REJECT
 
     # -- inputs (store and return) ------------------------------------------------------------
     def _on_grid(self, msg: ObjectGrid) -> None:
@@ -387,25 +394,39 @@ class ExecutorNode(SlideNode):
 
     def _push(self, handle: Any) -> Push.Result:
         result = Push.Result()
-        with self._busy:
-            try:
-                record = self._execute_push(handle)
-            except Failure as f:
-                result.error.code, result.message = f.code, str(f)
-                if f.code == ErrorCode.CANCELED:
-                    end_stopped(handle)
-                else:
-                    handle.abort()
-                self.get_logger().info(f'push {handle.request.index}: {f}')
-                return result
-            except (SlideError, TimeoutError, RuntimeError) as exc:
-                result.error.code, result.message = ErrorCode.INTERNAL, str(exc)
+        try:
+            record = self._execute_push(handle)
+        except Failure as f:
+            result.error.code, result.message = f.code, str(f)
+            if f.code == ErrorCode.CANCELED:
+                end_stopped(handle)
+            else:
                 handle.abort()
-                return result
+            self.get_logger().info(f'push {handle.request.index}: {f}')
+            return result
+        except Exception as exc:  # noqa: BLE001 - any fault: the arm retracts, the goal says why
+            self._fault(handle, result, 'fingertip', exc)
+            return result
+        finally:
+            self._busy.release()
         result.error.code = ErrorCode.SUCCESS
         result.record = record
         handle.succeed()
         return result
+
+    def _fault(self, handle: Any, result: Any, tool: str, exc: Exception) -> None:
+        """End a goal on an unexpected fault (a controller's error, a bug): ``tool`` pulled
+        up clear, whatever it was doing, and the goal ABORTED with INTERNAL and the reason
+        (a RuntimeError at the stroke left the fingertip against the object, and any other
+        type escaped as an empty result, whose code reads as success)."""
+        self.get_logger().error(f'{tool}: {traceback.format_exc()}')
+        try:
+            self._retract(tool)
+        except Exception as again:  # noqa: BLE001 - said; the goal still gets its answer
+            self.get_logger().error(f'{tool}: the retract after the fault failed too: {again}')
+        result.error.code = ErrorCode.INTERNAL
+        result.message = f'{type(exc).__name__}: {exc} ({tool} pulled up)'
+        handle.abort()
 
     def _execute_push(self, handle: Any) -> Any:
         goal = handle.request
@@ -446,6 +467,8 @@ class ExecutorNode(SlideNode):
         def should_stop() -> bool:
             if handle.is_cancel_requested or self._limit.is_set() or self.stopping.is_set():
                 return True
+            if not self.active:  # deactivated: the arm stops as on a cancel
+                return True
             silent = self._wrench_silence()
             if silent is not None:
                 went_silent.append(silent)
@@ -458,6 +481,10 @@ class ExecutorNode(SlideNode):
             stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
             back = -stroke / max(float(np.linalg.norm(stroke)), 1e-9) * RETRACT
             self._retract('fingertip', back if 'start' in times else None)
+            if not self.active:
+                raise Failure(
+                    ErrorCode.CANCELED, 'the executor was deactivated: stopped and retracted'
+                )
             if self._limit.is_set():
                 raise Failure(ErrorCode.FT_LIMIT, 'the F/T driver reported a limit: retracted')
             if went_silent:
@@ -546,20 +573,20 @@ class ExecutorNode(SlideNode):
     # -- grasp --------------------------------------------------------------------------------
     def _grasp(self, handle: Any) -> GraspAction.Result:
         result = GraspAction.Result()
-        with self._busy:
-            try:
-                result.holding, result.lifted = self._execute_grasp(handle)
-            except Failure as f:
-                result.error.code, result.message = f.code, str(f)
-                if f.code == ErrorCode.CANCELED:
-                    end_stopped(handle)
-                else:
-                    handle.abort()
-                return result
-            except (SlideError, TimeoutError, RuntimeError) as exc:
-                result.error.code, result.message = ErrorCode.INTERNAL, str(exc)
+        try:
+            result.holding, result.lifted = self._execute_grasp(handle)
+        except Failure as f:
+            result.error.code, result.message = f.code, str(f)
+            if f.code == ErrorCode.CANCELED:
+                end_stopped(handle)
+            else:
                 handle.abort()
-                return result
+            return result
+        except Exception as exc:  # noqa: BLE001 - any fault: the gripper rises, the goal says why
+            self._fault(handle, result, 'gripper', exc)
+            return result
+        finally:
+            self._busy.release()
         if not result.holding:
             result.error.code = ErrorCode.NOT_HELD
             result.message = 'the gripper closed but holds nothing after the lift'
@@ -604,7 +631,7 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def stop() -> bool:
-            return bool(handle.is_cancel_requested or self.stopping.is_set())
+            return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
 
         def grip(width: float, effort: float, what: str) -> tuple[float, bool]:
             try:

@@ -1,19 +1,39 @@
-"""The executor node's start-up over real DDS: a retried configure reuses its backend."""
+"""The executor node over real DDS: a retried configure reuses its backend; a fault of the
+arm, a deactivation mid-push and two goals at once leave the arm retracted and answered."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 from pathlib import Path
+import threading
+import time
+from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip('rclpy')
 
+from action_msgs.msg import GoalStatus  # noqa: E402
+from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose  # noqa: E402
+from slide_core.model import load_object, load_workcell  # noqa: E402
+from slide_core.task import exploration_push  # noqa: E402
+from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
+from slide_interfaces.action import Push  # noqa: E402
+from slide_interfaces.msg import ErrorCode, ObjectGrid  # noqa: E402
+from slide_ros.action_client import SafeActionClient  # noqa: E402
+from slide_ros.backends import Motion, ToolPose  # noqa: E402
 from slide_ros.executor_node import ExecutorNode  # noqa: E402
 from slide_ros.lifecycle import NotReady  # noqa: E402
+from slide_ros.testing import Peer  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -46,3 +66,168 @@ def test_a_retried_configure_connects_the_same_backend_again() -> None:
     finally:
         node.destroy_node()
         context.try_shutdown()
+
+
+class StubArm:
+    """A stand-in for the robot's arm (MoveIt is not on this machine), as the executor's
+    backend protocol sees it: each waypoint takes ``dt`` seconds; ``fault`` (an exception)
+    is raised when the waypoint ``fault_at`` begins, as a controller's error comes out of
+    moveit_py's execute."""
+
+    def __init__(self, dt: float, fault_at: int | None = None, fault: Exception | None = None):
+        self.dt, self.fault_at, self.fault = dt, fault_at, fault
+        self.motions: list[tuple[str, list[str], str]] = []  # tool, phases, how it ended
+        self.p = np.array([0.3, 0.0, 0.15])
+
+    def connect(self, timeout_s: float) -> None:
+        pass
+
+    def follow(self, tool, waypoints, on_waypoint, should_stop):  # type: ignore[no-untyped-def]
+        phases = [w.phase for w in waypoints]
+        for i, wp in enumerate(waypoints):
+            on_waypoint(i, None)
+            if i == self.fault_at and self.fault is not None:
+                fault, self.fault = self.fault, None
+                self.motions.append((tool, phases, f'fault at {wp.phase}'))
+                raise fault
+            end = time.monotonic() + self.dt
+            while time.monotonic() < end:
+                if should_stop():
+                    self.motions.append((tool, phases, f'stopped at {wp.phase}'))
+                    return Motion(False, True, 'stopped')
+                time.sleep(0.005)
+            self.p = np.asarray(wp.p_W, dtype=float)
+        self.motions.append((tool, phases, 'completed'))
+        return Motion(True)
+
+    def gripper(self, width, max_effort, should_stop):  # type: ignore[no-untyped-def]
+        return float(width), True
+
+    def tool_pose(self, tool: str) -> ToolPose:
+        return ToolPose(self.p.copy(), np.array([0.0, 0.0, 0.0, 1.0]), time.time())
+
+
+X_BOX = np.array([0.45, 0.0, 0.3])
+
+
+@contextlib.contextmanager
+def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
+    """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
+    stream as perception and the F/T driver would; a peer with its push and grasp
+    clients."""
+    context = Context()
+    rclpy.init(context=context)
+    params = {
+        'autostart': False,
+        'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
+        'tare': False,
+        'measurement_wait_s': 0.3,
+    }
+    node = ExecutorNode(
+        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]
+    )
+    node._made = arm
+    node._on_grid(grid_to_msg(load_object('box').grid, X_BOX, ObjectGrid()))
+    feeding = threading.Event()
+
+    def feed() -> None:
+        while not feeding.is_set():
+            w = WrenchStamped()
+            w.header.stamp = node.get_clock().now().to_msg()
+            node._on_wrench(w)
+            node._on_pose(pose_msg(node, X_BOX))
+            time.sleep(0.02)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    time.sleep(0.1)
+    executor = MultiThreadedExecutor(num_threads=4, context=context)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    peer = Peer('executor_test_peer')
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        node.trigger_activate()
+        push = SafeActionClient(peer.node, Push, '/executor/push')
+        grasp = SafeActionClient(peer.node, GraspAction, '/executor/grasp')
+        peer.wait(lambda: push.server_is_ready() and grasp.server_is_ready(), 30, 'the servers')
+        yield node, peer, push, grasp
+    finally:
+        feeding.set()
+        peer.close()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5.0)
+
+
+def pose_msg(node: ExecutorNode, X: np.ndarray) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = 'table'
+    msg.header.stamp = node.get_clock().now().to_msg()
+    set_planar_pose(msg.pose, X)
+    return msg
+
+
+def push_goal(node: ExecutorNode) -> Push.Goal:
+    cell = load_workcell(ROOT / 'config' / 'workcell.yaml')
+    primitive = exploration_push(load_object('box').grid, X_BOX, None, 0, 'random', 1, cell, 0.05)
+    goal = Push.Goal()
+    primitive_to_msg(primitive, cell.fingertip, goal.primitive)
+    goal.object_pose = pose_msg(node, X_BOX)
+    return goal
+
+
+def grasp_goal(node: ExecutorNode) -> GraspAction.Goal:
+    goal = GraspAction.Goal()
+    goal.grasp_pose = pose_msg(node, np.array([-0.01, 0.0, 0.0]))
+    goal.grasp_pose.pose.position.z = 0.02
+    goal.lift_height = 0.1
+    return goal
+
+
+@pytest.mark.parametrize('fault', [RuntimeError('controller aborted'), ValueError('a bug')])
+def test_a_fault_of_the_arm_mid_stroke_pulls_the_fingertip_up_and_says_so(
+    fault: Exception,
+) -> None:
+    # A RuntimeError left the fingertip against the object (no retract), and any other type
+    # escaped: the goal aborted with an empty result, whose code reads as success.
+    arm = StubArm(0.05, fault_at=2, fault=fault)
+    with executor_on(arm) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_ABORTED
+    assert answer.result.error.code == ErrorCode.INTERNAL
+    assert str(fault) in answer.result.message
+    assert arm.motions[0][2] == 'fault at stroke'
+    assert arm.motions[1][1][-1] == 'lift' and arm.motions[1][2] == 'completed'
+
+
+def test_a_push_in_flight_stops_when_the_executor_is_deactivated() -> None:
+    # It ran to its end and SUCCEEDED on an inactive executor.
+    arm = StubArm(0.5)
+    with executor_on(arm) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        peer.wait(lambda: bool(arm.motions) or arm.p[2] < 0.1, 10, 'the fingertip lowered')
+        node.trigger_deactivate()
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_ABORTED
+    assert answer.result.error.code == ErrorCode.CANCELED
+    assert 'deactivated' in answer.result.message
+    assert arm.motions[0][2].startswith('stopped')
+    assert arm.motions[1][1][-1] == 'lift' and arm.motions[1][2] == 'completed'
+
+
+def test_a_push_and_a_grasp_sent_together_are_never_both_taken() -> None:
+    # The slot was taken in the execute callback: both were accepted (15 of 15 tries), and
+    # the grasp ran after the push had moved the object.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (node, peer, push, grasp):
+        for _ in range(5):
+            sent = (push.send_goal_async(push_goal(node)), grasp.send_goal_async(grasp_goal(node)))
+            handles = [peer.result(f, 10) for f in sent]
+            assert sum(h.accepted for h in handles) == 1
+            for h in handles:
+                if h.accepted:
+                    peer.result(h.get_result_async(), 30)
