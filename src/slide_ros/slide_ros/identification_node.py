@@ -30,6 +30,7 @@ from slide_core.identification import (
     COM_DIRECTIONS,
     DENSITY_MAX,
     FRICTION_BOUND,
+    MAX_MODELS,
     Bounds,
     IdentificationCancelledError,
     TrainingSet,
@@ -60,7 +61,7 @@ PARAMS = (
         'temperature', 0.05, 'softmax temperature, relative to the best loss', low=1e-4, high=10.0
     ),
     Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
-    Param('default_models', 8, 'models when the goal asks for 0', low=1, high=64),
+    Param('default_models', 8, 'models when the goal asks for 0', low=1, high=MAX_MODELS),
     Param(
         'push_moment',
         True,
@@ -181,7 +182,11 @@ class IdentificationNode(SlideNode):
                 com_directions=int(self.get_parameter('com_directions').value),
                 seed=int(goal.seed),
                 progress=progress,
-                should_stop=lambda: bool(handle.is_cancel_requested or self.stopping.is_set()),
+                # Deactivated: stopped as on a cancel (it published its belief on an
+                # inactive node).
+                should_stop=lambda: bool(
+                    handle.is_cancel_requested or self.stopping.is_set() or not self.active
+                ),
             )
         except IdentificationCancelledError as exc:
             end_stopped(handle)

@@ -92,6 +92,7 @@ from slide_core.identification.explore import (
     random_push,
 )
 from slide_core.identification.identify import (
+    MAX_MODELS,
     METHODS,
     Identification,
     identify,
@@ -120,6 +121,7 @@ __all__ = [
     'CONTACT_FORCE_N',
     'DENSITY_MAX',
     'FRICTION_BOUND',
+    'MAX_MODELS',
     'METHODS',
     'OPTIMISERS',
     'SETTLE_S',

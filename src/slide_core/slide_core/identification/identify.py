@@ -10,7 +10,11 @@ import numpy as np
 
 from slide_core.geometry import FloatArray
 from slide_core.identification.bounds import Bounds, schedule
-from slide_core.identification.errors import IdentificationError, IdentificationFailedError
+from slide_core.identification.errors import (
+    IdentificationCancelledError,
+    IdentificationError,
+    IdentificationFailedError,
+)
 from slide_core.identification.optimisers import OPTIMISERS, Counter, Progress
 from slide_core.identification.spread import COM_DIRECTIONS, EVALUATIONS_PER_RAY, com_spread
 from slide_core.identification.training import TrainingSet
@@ -59,6 +63,11 @@ class Identification:
     bounds: tuple[Bounds, ...] = ()
 
 
+MAX_MODELS = 64
+"""Most models K a belief is identified with (each costs a warm start and its evaluations;
+a goal asking a million could not be cancelled)."""
+
+
 def identify(
     train: TrainingSet,
     method: str = 'probabilistic',
@@ -102,8 +111,8 @@ def identify(
         raise IdentificationError(f'unknown method {method!r}; choose from {", ".join(METHODS)}')
     if budget < 1:
         raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
-    if K < 1:
-        raise IdentificationError(f'K must be at least 1 model, got {K}')
+    if not 1 <= K <= MAX_MODELS:
+        raise IdentificationError(f'K must be 1 to {MAX_MODELS} models, got {K}')
     if com_directions < 0:
         raise IdentificationError(f'com_directions must be 0 or more, got {com_directions}')
     if method == 'probabilistic' and budget < K:
@@ -122,6 +131,8 @@ def identify(
     theta0 = np.stack([b.middle() for b in boxes])
     if warm_start and method != 'uniform':
         for k, b in enumerate(boxes):
+            if should_stop is not None and should_stop():
+                raise IdentificationCancelledError(f'cancelled in the warm start, model {k}')
             theta0[k, n:] = train.friction_at(theta0[k, :n], b)
     spreading = method == 'probabilistic' and com_directions > 0
     reserve = min(K * (1 + com_directions * EVALUATIONS_PER_RAY), budget // 4) if spreading else 0

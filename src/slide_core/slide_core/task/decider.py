@@ -12,6 +12,7 @@ from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     COM_DIRECTIONS,
+    MAX_MODELS,
     METHODS,
     Identification,
     PushData,
@@ -78,8 +79,11 @@ class IdentificationSettings:
             raise SlideInputError(
                 f'unknown identification method {self.method!r}; choose from {", ".join(METHODS)}'
             )
-        if self.K < 1 or self.budget < 1:
-            raise SlideInputError('identification needs K >= 1 models and a budget >= 1')
+        if not 1 <= self.K <= MAX_MODELS or self.budget < 1:
+            raise SlideInputError(
+                f'identification needs K >= 1 models (at most {MAX_MODELS}) and a budget >= 1, '
+                f'got {self.K} models and {self.budget}'
+            )
         if self.method == 'probabilistic' and self.budget < self.K:
             raise SlideInputError(
                 f'a budget of {self.budget} simulations cannot evaluate each of the {self.K} '

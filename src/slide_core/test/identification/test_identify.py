@@ -208,6 +208,8 @@ def test_bad_requests_are_refused():
     # K models that the budget cannot even evaluate once each are not an identification.
     with pytest.raises(IdentificationError, match='budget of 7 simulations .* each of the 8'):
         identify(train, 'probabilistic', K=8, budget=7)
+    with pytest.raises(IdentificationError, match='K must be 1 to 64 models, got 65'):
+        identify(train, 'probabilistic', K=65, budget=10**6)
     assert identify(train, 'analytic', K=8, budget=7).belief.K == 1  # one model: K unused
     flat = Grid(0.02, np.ones((1, 2), bool), np.zeros((1, 2)))
     with pytest.raises(IdentificationError, match='height'):
@@ -226,6 +228,9 @@ def test_a_cancelled_identification_returns_nothing():
 
     with pytest.raises(IdentificationCancelledError):
         identify(train, 'probabilistic', K=4, budget=2000, should_stop=stop)
+    # A stop asked before any evaluation is seen in the warm start, before its K models.
+    with pytest.raises(IdentificationCancelledError, match='in the warm start, model 0'):
+        identify(train, 'probabilistic', K=64, budget=2000, should_stop=lambda: True)
     progress = []
     identify(train, 'analytic', budget=50, progress=lambda u, b, best: progress.append((u, best)))
     assert progress and progress[-1][0] <= 50
