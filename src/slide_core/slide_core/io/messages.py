@@ -25,6 +25,7 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     GridError,
+    check_object_cells,
     quaternion_of_yaw,
     yaw_of_quaternion,
 )
@@ -110,6 +111,9 @@ def grid_from_msg(msg: Any) -> tuple[Grid, FloatArray]:
             'at least 3 vertices'
         )
     try:
+        # What an object on the table can be, as a belief file's grid is held to: a belief
+        # of 0.5 m cells (a 4.5 m box) kept the planner's goal search busy past a minute.
+        check_object_cells(float(msg.cell_size), rows, cols)
         grid = Grid(
             float(msg.cell_size),
             occupancy.reshape(rows, cols) > 0,

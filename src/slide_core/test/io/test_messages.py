@@ -90,6 +90,10 @@ def test_grid_message_round_trip():
     msg.heights = msg.heights[:-1]
     with pytest.raises(SlideInputError, match='height'):
         grid_from_msg(msg)
+    # No object on the table is 4.5 m long (a belief file's grid is held to the same).
+    big = grid_to_msg(Grid(0.5, np.ones((9, 9), bool), np.full((9, 9), 0.03)), X, ObjectGrid())
+    with pytest.raises(SlideInputError, match=r'cell_size: 0.5 m is outside \[0.001, 0.1\]'):
+        grid_from_msg(big)
 
 
 def test_a_grid_message_carries_the_cells_coverage():
