@@ -26,7 +26,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from visualization_msgs.msg import MarkerArray
 
 from slide_core.errors import NoSolutionError, SlideInputError
-from slide_core.geometry import FloatArray, rotation
+from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.io import (
     MessageError,
     belief_from_msg,
@@ -76,6 +76,15 @@ PARAMS = (
 
 class Cancelled(Exception):  # noqa: N818 - the caller asked; not a fault
     pass
+
+
+def same_cells(a: Grid, b: Grid) -> bool:
+    """Whether two grids have the same cells (size, shape and occupancy)."""
+    return bool(
+        a.shape == b.shape
+        and abs(a.cell_size - b.cell_size) < 1e-9
+        and np.array_equal(a.occupancy, b.occupancy)
+    )
 
 
 class PlannerNode(SlideNode):
@@ -147,8 +156,14 @@ class PlannerNode(SlideNode):
         return wrapped
 
     def _check(self, handle: Any) -> None:
-        if handle.is_cancel_requested or self.stopping.is_set():
+        if handle.is_cancel_requested or self.stopping.is_set() or not self.active:
             raise Cancelled
+
+    def _in_frame(self, what: str, header: Any) -> None:
+        """SlideInputError (INVALID_GOAL) unless ``header`` names the table frame, or none:
+        a pose, grid or belief in another frame was planned with as if it were in it."""
+        if header.frame_id not in ('', self.frame):
+            raise SlideInputError(f'{what} is in {header.frame_id!r}, not {self.frame}')
 
     def _belief(self, msg: Any) -> Belief | None:
         return belief_from_msg(msg) if msg.models else None
@@ -163,8 +178,19 @@ class PlannerNode(SlideNode):
     # -- actions ------------------------------------------------------------------------------
     def _exploration(self, handle: Any, out: Any) -> None:
         goal = handle.request
+        self._in_frame('the object grid', goal.object.header)
         grid, X = grid_from_msg(goal.object)
         belief = self._belief(goal.belief)
+        if belief is not None:
+            self._in_frame('the belief', goal.belief.header)
+            if not same_cells(belief.grid, grid):
+                # The contact came off the belief's cells, off this object (the executor's
+                # outline check was all that stopped it).
+                raise SlideInputError(
+                    f'the belief is of another grid ({belief.grid.shape} cells of '
+                    f'{belief.grid.cell_size} m) than the object ({grid.shape} of '
+                    f'{grid.cell_size} m)'
+                )
         done = [primitive_from_msg(p) for p in goal.done]
         self._check(handle)
         primitive = exploration_push(
@@ -182,6 +208,8 @@ class PlannerNode(SlideNode):
 
     def _goal(self, handle: Any, out: Any) -> None:
         goal = handle.request
+        self._in_frame('the belief', goal.belief.header)
+        self._in_frame('the object pose', goal.object_pose.header)
         belief = belief_from_msg(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
         self._check(handle)
@@ -209,6 +237,10 @@ class PlannerNode(SlideNode):
 
     def _step(self, handle: Any, out: Any) -> None:
         goal = handle.request
+        self._in_frame('the belief', goal.belief.header)
+        self._in_frame('the object pose', goal.object_pose.header)
+        if not goal.grasp_only:
+            self._in_frame('the goal pose', goal.goal_pose.header)
         belief = belief_from_msg(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
         cfg = self.config
