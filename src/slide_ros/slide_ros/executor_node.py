@@ -355,8 +355,15 @@ class ExecutorNode(SlideNode):
         if grid is None:
             raise Failure(ErrorCode.NOT_READY, 'no object grid yet (is perception running?)')
         age = self._now() - stamp_to_s(goal.object_pose.header.stamp)
-        if age > float(self.get_parameter('max_pose_age_s').value):
+        max_age = float(self.get_parameter('max_pose_age_s').value)
+        if age > max_age:
             raise Failure(ErrorCode.STALE_POSE, f'the object pose is {age:.2f} s old')
+        if age < -max_age:  # a signed age let any pose of a clock running ahead pass
+            raise Failure(
+                ErrorCode.STALE_POSE,
+                f"the object pose is stamped {-age:.2f} s ahead of this node's clock: are "
+                "the machines' clocks apart (or one on sim time)?",
+            )
         tol = float(self.get_parameter('contact_tolerance_m').value)
         off = distance_to_cells(grid, primitive.p_OA)
         if off > tol:

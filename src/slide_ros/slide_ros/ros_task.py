@@ -204,7 +204,7 @@ class RosWorld:
                 pose is not None
                 and time.monotonic() - pose[0] < self.pose_timeout_s
                 and stamp_to_s(pose[1].header.stamp) >= self._since
-                and age <= max_age
+                and -max_age <= age <= max_age  # (a clock running ahead: not fresh either)
             )
             if grid is not None and fresh:
                 assert pose is not None
@@ -221,6 +221,11 @@ class RosWorld:
                     raise ObjectLost(
                         f'perception is falling behind: its latest pose is {age:.1f} s old'
                         f' (at most {max_age:g} s is used)'
+                    )
+                if age < -max_age:
+                    raise ObjectLost(
+                        f"perception's poses are stamped {-age:.1f} s ahead of this clock: "
+                        "are the machines' clocks apart (or one on sim time)?"
                     )
                 raise ObjectLost(f'no object pose from perception for {self.pose_timeout_s:g} s')
             if self.caller.should_stop():

@@ -23,7 +23,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose  # noqa: E402
+from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
 from slide_core.model import load_object, load_workcell  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
@@ -151,7 +151,10 @@ def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
         node.trigger_activate()
         push = SafeActionClient(peer.node, Push, '/executor/push')
         grasp = SafeActionClient(peer.node, GraspAction, '/executor/grasp')
-        peer.wait(lambda: push.server_is_ready() and grasp.server_is_ready(), 30, 'the servers')
+        invalid_push = Push.Goal()  # no direction: refused as soon as it runs
+        peer.handshake(push, invalid_push)
+        invalid_grasp = GraspAction.Goal()  # no height: the same
+        peer.handshake(grasp, invalid_grasp)
         yield node, peer, push, grasp
     finally:
         feeding.set()
@@ -231,3 +234,16 @@ def test_a_push_and_a_grasp_sent_together_are_never_both_taken() -> None:
             for h in handles:
                 if h.accepted:
                     peer.result(h.get_result_async(), 30)
+
+
+def test_a_pose_stamped_ahead_of_the_executors_clock_is_refused() -> None:
+    # The age was signed: a perception PC whose clock runs an hour ahead passed every check.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (node, peer, push, _):
+        goal = push_goal(node)
+        set_stamp(goal.object_pose.header.stamp, node.get_clock().now().nanoseconds * 1e-9 + 3600)
+        handle = peer.result(push.send_goal_async(goal), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.STALE_POSE
+    assert 'ahead of this node' in answer.result.message
+    assert arm.motions == []

@@ -63,7 +63,8 @@ def test_goals_in_another_frame_or_of_another_object_are_refused() -> None:
         node.trigger_activate()
         goals = SafeActionClient(peer.node, SelectGoal, '/planner/select_goal')
         explore = SafeActionClient(peer.node, ChooseExploration, '/planner/choose_exploration')
-        peer.wait(lambda: goals.server_is_ready() and explore.server_is_ready(), 30, 'servers')
+        peer.handshake(goals, SelectGoal.Goal())  # no belief: refused as soon as it runs
+        peer.handshake(explore, ChooseExploration.Goal())  # no grid: the same
 
         def answer(client, goal):  # type: ignore[no-untyped-def]
             handle = peer.result(client.send_goal_async(goal), 10)
