@@ -214,6 +214,7 @@ class BehaviourNode(SlideNode):
         self.create_service(Trigger, '~/start', self._start)
         self.create_service(Trigger, '~/abort', self._abort)
         self._abort_flag = threading.Event()
+        self._start_pending = False  # begin an episode once the last one has stopped
         self._lock = threading.Lock()
         self.history: list[str] = []
         self.task: Task | None = None
@@ -271,16 +272,28 @@ class BehaviourNode(SlideNode):
             raise NotReady('waiting for perception to acquire the object')
 
     def activate(self) -> None:
-        if self.p['start_on_activate']:
-            self._begin()
+        if not self.p['start_on_activate']:
+            return
+        if self._episode_running():
+            # Deactivated a moment ago: the last episode is still stopping. Begun now, it
+            # would clear the abort its push is still to see, and both would run at once
+            # (the old push completed beside the new one's).
+            self._start_pending = True
+            self.get_logger().info('the last episode is still stopping: it begins after it')
+            return
+        self._begin()
 
     def deactivate(self) -> None:
+        self._start_pending = False
         self._abort_flag.set()
+
+    def _episode_running(self) -> bool:
+        return self.tree is not None and self.result is None
 
     def _start(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
         if not self.active:
             res.success, res.message = False, 'the behaviour node is not active'
-        elif self.tree is not None and self.result is None:
+        elif self._episode_running() or self._start_pending:
             res.success, res.message = False, 'an episode is running'
         else:
             self._begin()
@@ -345,6 +358,11 @@ class BehaviourNode(SlideNode):
         self._event(Stage.PERCEIVE, 'episode started')
 
     def _tick(self) -> None:
+        if self._start_pending and not self._episode_running():
+            self._start_pending = False
+            if self.active:
+                self._begin()
+            return
         if self.tree is None or self.result is not None or self.task is None:
             return
         self.tree.tick()

@@ -147,3 +147,79 @@ def test_settings_an_episode_would_fail_on_are_refused_at_start_up(
             )
     finally:
         context.try_shutdown()
+
+
+def test_deactivated_and_at_once_activated_it_runs_one_episode_at_a_time() -> None:
+    # The new episode cleared the abort the old one's push was still to see: the old push
+    # ran on and completed beside the new one's.
+    import threading
+    import time
+
+    from rclpy.executors import MultiThreadedExecutor
+
+    from slide_core.model import load_object
+    from slide_core.task import Aborted, Observation
+
+    box = load_object('box')
+    pushes: list[tuple[int, str]] = []  # (episode, how the push ended)
+
+    class Arm:
+        """Stands in for the graph's world: a push takes a second and sees the abort as
+        the graph's action caller does (every 5 ms)."""
+
+        def observe(self) -> Observation:
+            return Observation(box.grid, np.array([0.45, 0.0, 0.0]), time.time())
+
+        def push(self, primitive: object, X_WO: np.ndarray) -> object:
+            episode = episodes[0]
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                if node._abort_flag.is_set():
+                    pushes.append((episode, 'aborted'))
+                    raise Aborted('aborted during the push')
+                time.sleep(0.005)
+            pushes.append((episode, 'completed'))
+            raise Aborted('enough')
+
+    class Decider:
+        def exploration(self, *_args: object) -> object:
+            from slide_core.model import Primitive
+
+            return Primitive.create([-0.09, 0.0], [1.0, 0.0], 0.03, 0.05)
+
+    episodes = [0]
+    node, context = node_writing({'start_on_activate': True})  # type: ignore[dict-item]
+    node.configure = lambda: None  # type: ignore[method-assign]  # no peers to wait for
+    node.world, node.decider = Arm(), Decider()  # type: ignore[assignment]
+    begin = node._begin
+
+    def counted() -> None:
+        episodes[0] += 1
+        begin()
+
+    node._begin = counted  # type: ignore[method-assign]
+    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        node.trigger_configure()
+        node.trigger_activate()
+        deadline = time.monotonic() + 10
+        while node.task is None or not node.task.state.stage.value == 'explore':
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.3)  # the first push under way
+        node.trigger_deactivate()
+        node.trigger_activate()
+        deadline = time.monotonic() + 10
+        while len(pushes) < 2:
+            assert time.monotonic() < deadline, pushes
+            time.sleep(0.01)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5.0)
+    # The first episode's push saw the abort; the second began after it had ended.
+    assert pushes[:2] == [(1, 'aborted'), (2, 'completed')]
