@@ -95,7 +95,15 @@ class IdentificationNode(SlideNode):
         self.p = declare(self, PARAMS)
         self.cell = load_workcell(self.p['workcell_file'] or None)
         self.frame = self.cell.table.frame_id
+        # The defaults a goal of zeros gets must make an identification (a budget below
+        # the models was taken at start-up, and every such goal then refused).
+        IdentificationSettings(
+            K=int(self.p['default_models']), budget=int(self.p['default_budget'])
+        )
         self._lock = threading.Lock()
+        # One identification at a time: two ran at once, and the latched /belief ended with
+        # whichever finished last, the older goal's.
+        self._busy = threading.Lock()
         self._pose: Any = None
         self.pub_belief = self.create_publisher(ModelBelief, '/belief', LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, '/belief/markers', LATCHED)
@@ -105,7 +113,7 @@ class IdentificationNode(SlideNode):
             Identify,
             '~/identify',
             execute_callback=self._execute,
-            goal_callback=lambda _g: GoalResponse.ACCEPT,
+            goal_callback=self._accept,
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
@@ -113,6 +121,13 @@ class IdentificationNode(SlideNode):
 
     def _on_pose(self, msg: PoseStamped) -> None:
         self._pose = msg
+
+    def _accept(self, _goal: Any) -> GoalResponse:
+        # The slot is taken here and given back when the goal's execution ends.
+        return GoalResponse.ACCEPT if self._busy.acquire(blocking=False) else GoalResponse.REJECT
+
+    def idle(self) -> bool:
+        return not self._busy.locked()
 
     def _pushes(self, goal: Any) -> tuple[Any, list[Any], str]:
         """The grid and the pushes on identification's step, from the goal or its bag."""
@@ -142,6 +157,12 @@ class IdentificationNode(SlideNode):
         return settings, density_max, friction_max
 
     def _execute(self, handle: Any) -> Identify.Result:
+        try:
+            return self._identify(handle)
+        finally:
+            self._busy.release()
+
+    def _identify(self, handle: Any) -> Identify.Result:
         goal = handle.request
         result = Identify.Result()
         if not self.active:

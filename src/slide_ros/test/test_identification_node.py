@@ -1,0 +1,101 @@
+"""The identification node over real DDS, on a bag the twin recorded: one identification
+at a time, and defaults that cannot identify are refused at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+import threading
+
+import pytest
+
+pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+import rclpy  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from slide_core.errors import SlideInputError  # noqa: E402
+from slide_core.model import load_object, load_workcell  # noqa: E402
+from slide_interfaces.action import Identify  # noqa: E402
+from slide_interfaces.msg import ErrorCode  # noqa: E402
+from slide_ros.action_client import SafeActionClient  # noqa: E402
+from slide_ros.identification_node import IdentificationNode  # noqa: E402
+from slide_ros.testing import Peer  # noqa: E402
+from slide_sim.record import record  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+ROOT = Path(__file__).resolve().parents[3]
+WORKCELL = str(ROOT / 'config' / 'workcell.yaml')
+
+
+@pytest.fixture(scope='module')
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp('identify') / 'box'
+    record(load_object('box'), load_workcell(WORKCELL), 2, 0, out)
+    return out
+
+
+def node_with(context: Context, **params: object) -> IdentificationNode:
+    values = {'autostart': False, 'workcell_file': WORKCELL, **params}
+    return IdentificationNode(
+        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()]
+    )
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Peer, SafeActionClient]]:
+    context = Context()
+    rclpy.init(context=context)
+    node = node_with(context)
+    executor = MultiThreadedExecutor(num_threads=4, context=context)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    peer = Peer('identification_test_peer')
+    try:
+        node.trigger_configure()
+        node.trigger_activate()
+        client = SafeActionClient(peer.node, Identify, '/identification/identify')
+        peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
+        yield peer, client
+    finally:
+        peer.close()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5.0)
+
+
+def test_a_second_identification_while_one_runs_is_refused(
+    bag: Path, served: tuple[Peer, SafeActionClient]
+) -> None:
+    # Both ran, and the latched /belief ended with the older goal's, which finished last.
+    peer, client = served
+    long = Identify.Goal(bag=str(bag), method='finite-diff', budget=10**6)
+    first = peer.result(client.send_goal_async(long), 10)
+    assert first.accepted
+    second = peer.result(client.send_goal_async(Identify.Goal(bag=str(bag))), 10)
+    assert not second.accepted
+    peer.result(first.cancel_goal_async(), 10)
+    answer = peer.result(first.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_CANCELED
+    # Free again once the first has ended.
+    third = peer.result(client.send_goal_async(Identify.Goal(bag=str(bag))), 10)
+    assert third.accepted
+    done = peer.result(third.get_result_async(), 120)
+    assert done.result.error.code == ErrorCode.SUCCESS, done.result.message
+
+
+def test_defaults_that_cannot_identify_are_refused_at_start_up() -> None:
+    # A budget below the models was taken, and every goal of zeros then refused.
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(SlideInputError, match='budget of 4 simulations'):
+            node_with(context, default_budget=4, default_models=8)
+    finally:
+        context.try_shutdown()
