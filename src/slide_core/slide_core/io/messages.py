@@ -170,6 +170,11 @@ def belief_from_msg(msg: Any) -> Belief:
     except (ValueError, GridError) as exc:
         raise MessageError(f"the belief's maps do not fit its grid: {exc}") from None
     loss = np.array([float(m.loss) for m in msg.models])
+    weight = np.asarray(msg.probabilities, dtype=float)
+    if weight.size == len(msg.models) and not abs(float(weight.sum()) - 1.0) <= 1e-6:
+        # (as the message says they do; [5, 5] or [0, 0, 1e-320] were made into
+        # probabilities without a word)
+        raise MessageError(f"the belief's probabilities sum to {float(weight.sum()):.6g}, not 1")
     try:
         return Belief.create(
             grid,

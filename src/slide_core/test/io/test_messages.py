@@ -199,6 +199,10 @@ def test_belief_message_round_trip_keeps_the_support_model(
     msg.support = 'springs'
     with pytest.raises(SlideInputError, match='support model'):
         belief_from_msg(msg)
+    msg.support = support
+    msg.probabilities = [5.0, 5.0]  # made into [0.5, 0.5] without a word
+    with pytest.raises(SlideInputError, match='probabilities sum to 10, not 1'):
+        belief_from_msg(msg)
 
 
 def test_push_marker_round_trip_and_the_unstamped_markers_of_older_bags():
