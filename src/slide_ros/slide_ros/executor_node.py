@@ -346,6 +346,20 @@ class ExecutorNode(SlideNode):
         except MessageError as exc:
             raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
         self._check_frame('the object pose', goal.object_pose.header.frame_id)
+        tip = self.cell.fingertip
+        for what, planned, here in (
+            ('radius', float(goal.primitive.fingertip_radius), tip.radius),
+            ('height', float(goal.primitive.height), tip.height),
+        ):
+            # 0: a sender that does not say. Another value: a push planned with another
+            # workcell file than this arm's, whose contact and depth are off by the difference.
+            if planned != 0.0 and abs(planned - here) > 1e-6:
+                raise Failure(
+                    ErrorCode.INVALID_GOAL,
+                    f'the push was planned for a fingertip {what} of {planned:g} m; this '
+                    f"arm's is {here:g} m (do the planner and the executor read the same "
+                    'workcell file?)',
+                )
         # The latched grid reaches each subscriber in its own time: a behaviour that already
         # has it may ask before this node does.
         end = time.monotonic() + GRID_WAIT_S

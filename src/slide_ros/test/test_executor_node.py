@@ -247,3 +247,17 @@ def test_a_pose_stamped_ahead_of_the_executors_clock_is_refused() -> None:
     assert answer.result.error.code == ErrorCode.STALE_POSE
     assert 'ahead of this node' in answer.result.message
     assert arm.motions == []
+
+
+def test_a_push_planned_for_another_fingertip_is_refused() -> None:
+    # The message's fingertip was dropped: a planner with another workcell file went
+    # unnoticed, its contacts and depths off by the difference.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (node, peer, push, _):
+        goal = push_goal(node)
+        goal.primitive.fingertip_radius = 0.012
+        handle = peer.result(push.send_goal_async(goal), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.INVALID_GOAL
+    assert 'fingertip radius of 0.012 m' in answer.result.message
+    assert arm.motions == []
