@@ -78,7 +78,13 @@ from slide_core.planning.goal import (
     select_goal,
     yaw_seen,
 )
-from slide_core.planning.grasp import Grasp, grasp_at, grasp_waypoints, hold_ratios
+from slide_core.planning.grasp import (
+    Grasp,
+    grasp_at,
+    grasp_waypoints,
+    hold_floor,
+    hold_ratios,
+)
 from slide_core.planning.loop import (
     Step,
     final_grasp,
@@ -115,6 +121,7 @@ __all__ = [
     'grasp_at',
     'grasp_waypoints',
     'hold_quantile',
+    'hold_floor',
     'hold_ratios',
     'in_workspace',
     'is_valid',

@@ -31,7 +31,7 @@ from slide_core.planning.balance import (
     push_leans,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
-from slide_core.planning.grasp import Grasp, grasp_at, hold_ratios
+from slide_core.planning.grasp import Grasp, grasp_at, hold_floor, hold_ratios
 
 
 @dataclass(frozen=True)
@@ -212,6 +212,10 @@ def _best_goal(
                 )
                 if least >= best[0]:
                     continue
+            if -margin_quantile(belief, -hold_floor(belief, X, g), config.epsilon) > (
+                config.hold_max
+            ):
+                continue  # no grasp here could be trusted with the weight
             grasp = grasp_at(grid, X, g, com_best)
             if grasp is None:
                 continue
@@ -283,6 +287,9 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> PlanningError:
             if not stays[i_best]:
                 continue
             stays_best += 1
+            floor = float(hold_floor(belief, X, g)[i_best])
+            if held and floor >= least_hold and floor > config.hold_max:
+                continue  # it could change neither the reason nor its figures
             grasp = grasp_at(grid, X, g, com_best)
             if grasp is None:
                 continue

@@ -228,6 +228,24 @@ def hold_ratios(belief: Belief, X_WO: Any, grasp: Grasp, gripper: Gripper) -> Fl
     return np.asarray(np.where(W > 2.0 * F, np.inf, ratio), dtype=float)
 
 
+def hold_floor(belief: Belief, X_WO: Any, gripper: Gripper) -> FloatArray:
+    """(K,) a floor under :func:`hold_ratios` of every grasp :func:`grasp_at` can make at
+    X_WO, from the along ratio alone: its pads come along +x with their front end at most
+    at the clearance before the edge (x = -clearance), so the held part's middle H lies
+    there or further out, and the span is at most the pads' depth; a model whose centre
+    of mass is c_x inside the edge asks at least W (c_x + clearance) / (F depth) (inf
+    where W > 2F, as there). Cheap: the goal search skips the grasp where even this floor
+    asks more than the pads are trusted with (a heavy tray's 84 overhangs x 36 yaws of
+    grasps took 30 s)."""
+    X = check_pose(X_WO, 'X_WO')
+    c_x = to_world(X, belief.com())[:, 0]
+    W = GRAVITY * belief.mass.sum(axis=1)
+    F = gripper.force
+    lever = np.maximum(c_x + gripper.clearance, 0.0)
+    floor = W * lever / (F * gripper.finger_depth)
+    return np.asarray(np.where(W > 2.0 * F, np.inf, floor), dtype=float)
+
+
 PRE_GRASP_ROOM = 0.04
 """Room [m] between the object's outermost point and the pads' front end where the
 gripper comes down (the pads' front end then stands their depth and this much before

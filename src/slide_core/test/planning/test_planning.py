@@ -397,6 +397,35 @@ def test_a_goal_is_found_on_a_bench_narrower_than_the_object_is_long() -> None:
     assert in_workspace(BAR, goal.X_WO, config)
 
 
+@pytest.mark.parametrize('name', ['hammer', 'book', 'spray_gun', 'wrench'])
+def test_the_hold_floor_is_below_the_hold_ratio_of_every_grasp(name: str) -> None:
+    # The goal search skips the grasp wherever the floor asks more than the pads are
+    # trusted with: it must never be above what a grasp there would ask.
+    from slide_core.model import load_object
+    from slide_core.planning import hold_floor
+
+    spec = load_object(name)
+    rng = np.random.default_rng(0)
+    models = Belief.create(
+        spec.grid,
+        spec.mass * rng.uniform(0.5, 2.0, (6, spec.grid.n)),
+        np.tile(spec.friction, (6, 1)),
+    )
+    corners = cell_positions(spec.grid, np.zeros(3))
+    checked = 0
+    for yaw in np.linspace(-np.pi, np.pi, 24, endpoint=False):
+        x_min = float((corners @ rotation(yaw).T)[:, 0].min())
+        for o in (0.05, 0.07, 0.1, 0.13):
+            X = np.array([-x_min - o, 0.0, yaw])
+            grasp = grasp_at(spec.grid, X, CELL.gripper, models.com()[0])
+            if grasp is None:
+                continue
+            ratios = hold_ratios(models, X, grasp, CELL.gripper)
+            assert np.all(hold_floor(models, X, CELL.gripper) <= ratios + 1e-12)
+            checked += 1
+    assert checked >= 10
+
+
 def test_push_selection_brings_the_object_towards_the_waypoint() -> None:
     models = uniform()
     X = np.array([0.4, 0.0, 0.3])
