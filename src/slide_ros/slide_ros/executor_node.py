@@ -34,6 +34,7 @@ taken is refused when it arrives.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 import math
 import threading
 import time
@@ -415,39 +416,45 @@ class ExecutorNode(SlideNode):
 
     def _push(self, handle: Any) -> Push.Result:
         result = Push.Result()
+
+        def work() -> None:
+            result.record = self._execute_push(handle)
+
+        if self._serve(handle, result, 'fingertip', work):
+            result.error.code = ErrorCode.SUCCESS
+            handle.succeed()
+        return result
+
+    def _serve(self, handle: Any, result: Any, tool: str, work: Callable[[], None]) -> bool:
+        """Run a goal's ``work`` (it fills ``result``), and give back the one-goal slot its
+        acceptance took when it ends. A Failure answers with its code; any other fault (a
+        controller's error, a bug) pulls ``tool`` up clear, whatever it was doing, and
+        answers INTERNAL with the reason (a RuntimeError at the stroke left the fingertip
+        against the object, and any other type escaped as an empty result, whose code
+        reads as success). True when ``work`` returned."""
         try:
-            record = self._execute_push(handle)
+            work()
+            return True
         except Failure as f:
             result.error.code, result.message = f.code, str(f)
             if f.code == ErrorCode.CANCELED:
                 end_stopped(handle)
             else:
                 handle.abort()
-            self.get_logger().info(f'push {handle.request.index}: {f}')
-            return result
-        except Exception as exc:  # noqa: BLE001 - any fault: the arm retracts, the goal says why
-            self._fault(handle, result, 'fingertip', exc)
-            return result
+            self.get_logger().info(f'{tool} goal: {f}')
+            return False
+        except Exception as exc:  # noqa: BLE001 - any fault: the tool rises, the goal says why
+            self.get_logger().error(f'{tool}: {traceback.format_exc()}')
+            try:
+                self._retract(tool)
+            except Exception as again:  # noqa: BLE001 - said; the goal still gets its answer
+                self.get_logger().error(f'{tool}: the retract after the fault failed: {again}')
+            result.error.code = ErrorCode.INTERNAL
+            result.message = f'{type(exc).__name__}: {exc} ({tool} pulled up)'
+            handle.abort()
+            return False
         finally:
             self._busy.release()
-        result.error.code = ErrorCode.SUCCESS
-        result.record = record
-        handle.succeed()
-        return result
-
-    def _fault(self, handle: Any, result: Any, tool: str, exc: Exception) -> None:
-        """End a goal on an unexpected fault (a controller's error, a bug): ``tool`` pulled
-        up clear, whatever it was doing, and the goal ABORTED with INTERNAL and the reason
-        (a RuntimeError at the stroke left the fingertip against the object, and any other
-        type escaped as an empty result, whose code reads as success)."""
-        self.get_logger().error(f'{tool}: {traceback.format_exc()}')
-        try:
-            self._retract(tool)
-        except Exception as again:  # noqa: BLE001 - said; the goal still gets its answer
-            self.get_logger().error(f'{tool}: the retract after the fault failed too: {again}')
-        result.error.code = ErrorCode.INTERNAL
-        result.message = f'{type(exc).__name__}: {exc} ({tool} pulled up)'
-        handle.abort()
 
     def _execute_push(self, handle: Any) -> Any:
         goal = handle.request
@@ -594,20 +601,12 @@ class ExecutorNode(SlideNode):
     # -- grasp --------------------------------------------------------------------------------
     def _grasp(self, handle: Any) -> GraspAction.Result:
         result = GraspAction.Result()
-        try:
+
+        def work() -> None:
             result.holding, result.lifted = self._execute_grasp(handle)
-        except Failure as f:
-            result.error.code, result.message = f.code, str(f)
-            if f.code == ErrorCode.CANCELED:
-                end_stopped(handle)
-            else:
-                handle.abort()
+
+        if not self._serve(handle, result, 'gripper', work):
             return result
-        except Exception as exc:  # noqa: BLE001 - any fault: the gripper rises, the goal says why
-            self._fault(handle, result, 'gripper', exc)
-            return result
-        finally:
-            self._busy.release()
         if not result.holding:
             result.error.code = ErrorCode.NOT_HELD
             result.message = 'the gripper closed but holds nothing after the lift'

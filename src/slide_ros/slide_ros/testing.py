@@ -3,7 +3,8 @@ thread and a context of its own, beside the test's code."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import contextlib
 import threading
 import time
 from typing import Any
@@ -12,6 +13,30 @@ import rclpy
 from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
+
+
+@contextlib.contextmanager
+def spinning(make: Callable[[Context], Any], threads: int = 4) -> Iterator[Any]:
+    """The node ``make(context)`` builds in a context of its own, spun by a multi-threaded
+    executor in a thread for as long as the ``with`` block runs, then destroyed."""
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        node = make(context)
+    except BaseException:
+        context.try_shutdown()
+        raise
+    executor = MultiThreadedExecutor(num_threads=threads, context=context)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        yield node
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        thread.join(timeout=5.0)
 
 
 class Peer:

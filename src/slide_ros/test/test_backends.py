@@ -15,13 +15,11 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 
 from slide_core.model import Waypoint  # noqa: E402
 from slide_ros.backends import ToolPose, TwinBackend  # noqa: E402
-from slide_ros.testing import Peer  # noqa: E402
+from slide_ros.testing import Peer, spinning  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
 from slide_sim.testing import twin_parameters  # noqa: E402
 
@@ -49,24 +47,15 @@ class LosesFirstAnswers:
 
 @contextlib.contextmanager
 def running_twin(**overrides: Any) -> Iterator[TwinNode]:
-    context = Context()
-    rclpy.init(context=context)
-    node = TwinNode(
-        context=context,
-        namespace='/backend_test',
-        parameter_overrides=twin_parameters(**overrides),
-    )
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    try:
+    def make(context: Context) -> TwinNode:
+        return TwinNode(
+            context=context,
+            namespace='/backend_test',
+            parameter_overrides=twin_parameters(**overrides),
+        )
+
+    with spinning(make, threads=3) as node:
         yield node
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5.0)
 
 
 @pytest.fixture

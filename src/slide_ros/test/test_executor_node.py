@@ -19,7 +19,6 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
@@ -33,7 +32,7 @@ from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.backends import Motion, ToolPose  # noqa: E402
 from slide_ros.executor_node import ExecutorNode  # noqa: E402
 from slide_ros.lifecycle import NotReady  # noqa: E402
-from slide_ros.testing import Peer  # noqa: E402
+from slide_ros.testing import Peer, spinning  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -115,54 +114,47 @@ def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
     """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
     stream as perception and the F/T driver would; a peer with its push and grasp
     clients."""
-    context = Context()
-    rclpy.init(context=context)
     params = {
         'autostart': False,
         'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
         'tare': False,
         'measurement_wait_s': 0.3,
     }
-    node = ExecutorNode(
-        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]
-    )
-    node._made = arm
-    node._on_grid(grid_to_msg(load_object('box').grid, X_BOX, ObjectGrid()))
-    feeding = threading.Event()
 
-    def feed() -> None:
-        while not feeding.is_set():
-            w = WrenchStamped()
-            w.header.stamp = node.get_clock().now().to_msg()
-            node._on_wrench(w)
-            node._on_pose(pose_msg(node, X_BOX))
-            time.sleep(0.02)
+    def make(context: Context) -> ExecutorNode:
+        node = ExecutorNode(
+            context=context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        )
+        node._made = arm
+        node._on_grid(grid_to_msg(load_object('box').grid, X_BOX, ObjectGrid()))
+        return node
 
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    time.sleep(0.1)
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    peer = Peer('executor_test_peer')
-    try:
-        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        node.trigger_activate()
-        push = SafeActionClient(peer.node, Push, '/executor/push')
-        grasp = SafeActionClient(peer.node, GraspAction, '/executor/grasp')
-        invalid_push = Push.Goal()  # no direction: refused as soon as it runs
-        peer.handshake(push, invalid_push)
-        invalid_grasp = GraspAction.Goal()  # no height: the same
-        peer.handshake(grasp, invalid_grasp)
-        yield node, peer, push, grasp
-    finally:
-        feeding.set()
-        peer.close()
-        executor.shutdown()
-        node.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5.0)
+    with spinning(make) as node:
+        feeding = threading.Event()
+
+        def feed() -> None:
+            while not feeding.is_set():
+                w = WrenchStamped()
+                w.header.stamp = node.get_clock().now().to_msg()
+                node._on_wrench(w)
+                node._on_pose(pose_msg(node, X_BOX))
+                time.sleep(0.02)
+
+        threading.Thread(target=feed, daemon=True).start()
+        time.sleep(0.1)
+        peer = Peer('executor_test_peer')
+        try:
+            assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            node.trigger_activate()
+            push = SafeActionClient(peer.node, Push, '/executor/push')
+            grasp = SafeActionClient(peer.node, GraspAction, '/executor/grasp')
+            peer.handshake(push, Push.Goal())  # no direction: refused as soon as it runs
+            peer.handshake(grasp, GraspAction.Goal())  # no height: the same
+            yield node, peer, push, grasp
+        finally:
+            feeding.set()
+            peer.close()
 
 
 def pose_msg(node: ExecutorNode, X: np.ndarray) -> PoseStamped:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-import threading
 
 import pytest
 
@@ -14,7 +13,6 @@ pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from slide_core.errors import SlideInputError  # noqa: E402
@@ -23,7 +21,7 @@ from slide_interfaces.action import Identify  # noqa: E402
 from slide_interfaces.msg import ErrorCode  # noqa: E402
 from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.identification_node import IdentificationNode  # noqa: E402
-from slide_ros.testing import Peer  # noqa: E402
+from slide_ros.testing import Peer, spinning  # noqa: E402
 from slide_sim.record import record  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -48,26 +46,16 @@ def node_with(context: Context, **params: object) -> IdentificationNode:
 
 @pytest.fixture
 def served() -> Iterator[tuple[Peer, SafeActionClient]]:
-    context = Context()
-    rclpy.init(context=context)
-    node = node_with(context)
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    peer = Peer('identification_test_peer')
-    try:
-        node.trigger_configure()
-        node.trigger_activate()
-        client = SafeActionClient(peer.node, Identify, '/identification/identify')
-        peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
-        yield peer, client
-    finally:
-        peer.close()
-        executor.shutdown()
-        node.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5.0)
+    with spinning(node_with) as node:
+        peer = Peer('identification_test_peer')
+        try:
+            node.trigger_configure()
+            node.trigger_activate()
+            client = SafeActionClient(peer.node, Identify, '/identification/identify')
+            peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
+            yield peer, client
+        finally:
+            peer.close()
 
 
 def test_a_second_identification_while_one_runs_is_refused(

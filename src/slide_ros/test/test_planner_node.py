@@ -3,8 +3,8 @@ object, are refused with the reason, not planned as if they were the table's."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-import threading
 
 import numpy as np
 import pytest
@@ -12,9 +12,7 @@ import pytest
 pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from slide_core.io import belief_to_msg, grid_to_msg, set_planar_pose  # noqa: E402
@@ -23,7 +21,7 @@ from slide_interfaces.action import ChooseExploration, SelectGoal  # noqa: E402
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief  # noqa: E402
 from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.planner_node import PlannerNode  # noqa: E402
-from slide_ros.testing import Peer  # noqa: E402
+from slide_ros.testing import Peer, spinning  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -44,62 +42,66 @@ def belief_of(name: str) -> ModelBelief:
     return msg
 
 
-def test_goals_in_another_frame_or_of_another_object_are_refused() -> None:
+@pytest.fixture
+def planner() -> Iterator[tuple[Peer, SafeActionClient, SafeActionClient]]:
+    """The planner node, active; a peer with its goal and exploration clients."""
+    params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
+
+    def make(context: Context) -> PlannerNode:
+        return PlannerNode(
+            context=context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        )
+
+    with spinning(make, threads=3) as node:
+        peer = Peer('planner_test_peer')
+        try:
+            node.trigger_configure()
+            node.trigger_activate()
+            goals = SafeActionClient(peer.node, SelectGoal, '/planner/select_goal')
+            explore = SafeActionClient(peer.node, ChooseExploration, '/planner/choose_exploration')
+            peer.handshake(goals, SelectGoal.Goal())  # no belief: refused as soon as it runs
+            peer.handshake(explore, ChooseExploration.Goal())  # no grid: the same
+            yield peer, goals, explore
+        finally:
+            peer.close()
+
+
+def test_goals_in_another_frame_or_of_another_object_are_refused(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
     # Each was answered SUCCEEDED, planned as if it were in the table frame (the executor
     # refuses such poses; the planner's goal, path and grasp were silently wrong).
-    context = Context()
-    rclpy.init(context=context)
-    params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
-    node = PlannerNode(
-        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()]
-    )
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    peer = Peer('planner_test_peer')
-    try:
-        node.trigger_configure()
-        node.trigger_activate()
-        goals = SafeActionClient(peer.node, SelectGoal, '/planner/select_goal')
-        explore = SafeActionClient(peer.node, ChooseExploration, '/planner/choose_exploration')
-        peer.handshake(goals, SelectGoal.Goal())  # no belief: refused as soon as it runs
-        peer.handshake(explore, ChooseExploration.Goal())  # no grid: the same
+    peer, goals, explore = planner
 
-        def answer(client, goal):  # type: ignore[no-untyped-def]
-            handle = peer.result(client.send_goal_async(goal), 10)
-            return peer.result(handle.get_result_async(), 120)
+    def answer(client, goal):  # type: ignore[no-untyped-def]
+        handle = peer.result(client.send_goal_async(goal), 10)
+        return peer.result(handle.get_result_async(), 120)
 
-        def select(object_frame: str, belief_frame: str):  # type: ignore[no-untyped-def]
-            goal = SelectGoal.Goal()
-            goal.belief = belief_of('box')
-            goal.belief.header.frame_id = belief_frame
-            goal.object_pose.header.frame_id = object_frame
-            set_planar_pose(goal.object_pose.pose, X_BOX)
-            return answer(goals, goal)
-
-        done = select('table', 'table')
-        assert done.status == GoalStatus.STATUS_SUCCEEDED, done.result.message
-        for object_frame, belief_frame, what in (
-            ('camera_color_optical_frame', 'table', "the object pose is in 'camera_color"),
-            ('table', 'odom', "the belief is in 'odom'"),
-        ):
-            refused = select(object_frame, belief_frame)
-            assert refused.result.error.code == ErrorCode.INVALID_GOAL
-            assert refused.result.message.startswith(what)
-        # A belief of the hammer for the box: its contacts lie off the box.
-        goal = ChooseExploration.Goal()
-        grid_to_msg(load_object('box').grid, X_BOX, goal.object)
-        goal.object.header.frame_id = 'table'
-        goal.belief = belief_of('hammer')
-        refused = answer(explore, goal)
-        assert refused.result.error.code == ErrorCode.INVALID_GOAL
-        assert 'the belief is of another grid' in refused.result.message
+    def select(object_frame: str, belief_frame: str):  # type: ignore[no-untyped-def]
+        goal = SelectGoal.Goal()
         goal.belief = belief_of('box')
-        assert answer(explore, goal).status == GoalStatus.STATUS_SUCCEEDED
-    finally:
-        peer.close()
-        executor.shutdown()
-        node.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5.0)
+        goal.belief.header.frame_id = belief_frame
+        goal.object_pose.header.frame_id = object_frame
+        set_planar_pose(goal.object_pose.pose, X_BOX)
+        return answer(goals, goal)
+
+    done = select('table', 'table')
+    assert done.status == GoalStatus.STATUS_SUCCEEDED, done.result.message
+    for object_frame, belief_frame, what in (
+        ('camera_color_optical_frame', 'table', "the object pose is in 'camera_color"),
+        ('table', 'odom', "the belief is in 'odom'"),
+    ):
+        refused = select(object_frame, belief_frame)
+        assert refused.result.error.code == ErrorCode.INVALID_GOAL
+        assert refused.result.message.startswith(what)
+    # A belief of the hammer for the box: its contacts lie off the box.
+    goal = ChooseExploration.Goal()
+    grid_to_msg(load_object('box').grid, X_BOX, goal.object)
+    goal.object.header.frame_id = 'table'
+    goal.belief = belief_of('hammer')
+    refused = answer(explore, goal)
+    assert refused.result.error.code == ErrorCode.INVALID_GOAL
+    assert 'the belief is of another grid' in refused.result.message
+    goal.belief = belief_of('box')
+    assert answer(explore, goal).status == GoalStatus.STATUS_SUCCEEDED
