@@ -298,6 +298,7 @@ class RdtClient:
             ):
                 try:  # no usable data: ask again (restarts the sensor's stream at 1)
                     self._send(Command.START_REALTIME)
+                    self._stream.restart()
                 except OSError:
                     pass
                 last_request = now

@@ -418,6 +418,20 @@ class SequenceTracker:
         self.resyncs = 0
         self.unconfirmed = 0
         self.last_resync: tuple[int, int] | None = None
+        self._before_restart: int | None = None  # the newest sequence when START was resent
+
+    def restart(self) -> None:
+        """The stream was asked to start again (START sent anew), so its sequence begins
+        again at 1: the next records are taken as a new stream's first, not as late ones
+        of the old. (Otherwise a sensor that rebooted before sending ``max_late`` records,
+        and sent fewer than that between two requests, was never heard again: each new
+        START restarted it within the window it was held late in.) The counters stay; the
+        new stream, once confirmed, counts as a resync, or its gap as lost records when it
+        goes on from the old one (a dropout)."""
+        if self.last is not None:
+            self._before_restart = self.last
+        self.last = None
+        self.held = None
 
     def update(self, sequence: int) -> Verdict:
         """Account for one record's sequence number."""
@@ -427,6 +441,14 @@ class SequenceTracker:
             held = self.held
             if held is not None and 0 < (sequence - held) & _MASK <= self.max_gap:
                 self.lost += ((sequence - held) & _MASK) - 1
+                before, self._before_restart = self._before_restart, None
+                if before is not None:
+                    gap = (held - before) & _MASK
+                    if 0 < gap < self.max_dropout:  # the old stream went on: a dropout
+                        self.lost += gap - 1
+                    else:
+                        self.resyncs += 1
+                        self.last_resync = (before, held)
                 self.last = sequence
                 self.held = None
                 return Verdict.CONFIRMED
@@ -518,4 +540,12 @@ class RdtStream:
                     out.append(self._held)
                     self._held = None
                 out.append(RdtRecord(rdt, ft, status, (fx, fy, fz, tx, ty, tz)))
+            else:
+                self.last_problem = f'record {rdt}: behind the stream (late or repeated)'
         return out
+
+    def restart(self) -> None:
+        """START was sent anew: the sensor's sequence begins again (:meth:`SequenceTracker.
+        restart`), and a record held from before is dropped."""
+        self.tracker.restart()
+        self._held = None

@@ -62,6 +62,24 @@ def test_a_killed_and_restarted_sensor_streams_again() -> None:
             emu2.stop()
 
 
+def test_a_sensor_that_reboots_early_in_its_stream_is_heard_again() -> None:
+    # Rebooted 200 records in at 200 Hz, the sensor was asked to START again every 0.5 s,
+    # each request restarted its sequence at 1, and records 1 to 100 all looked late
+    # behind the old 200: 0 of 903 records were used in 4 s.
+    emu = NetFTEmulator(CAL, rate_hz=200.0).start()
+    port = emu.rdt_port
+    samples: list[Sample] = []
+    with RdtClient('127.0.0.1', CAL, samples.append, port=port, restart_after_s=0.5):
+        assert wait_for(lambda: samples and samples[-1].rdt_sequence > 150, timeout=5.0)
+        emu.stop()
+        emu2 = NetFTEmulator(CAL, rate_hz=200.0, rdt_port=port).start()  # forgot its client
+        try:
+            count = len(samples)
+            assert wait_for(lambda: len(samples) > count + 100, timeout=4.0)
+        finally:
+            emu2.stop()
+
+
 def test_one_record_far_ahead_neither_stalls_the_stream_nor_poisons_loss(
     emulator: NetFTEmulator,
 ) -> None:
