@@ -338,6 +338,8 @@ class NetFTNode(LifecycleNode):
         self._backoff = 1.0
         self._bad_parameter = False
         self._lock = threading.Lock()
+        # The plausible bounds [N, N m] per axis of the configured sensor (None before).
+        self._plausible: tuple[float, ...] | None = None
         self._monitor = LimitMonitor(
             self.get_parameter('force_limit_n').value, self.get_parameter('torque_limit_nm').value
         )
@@ -437,6 +439,15 @@ class NetFTNode(LifecycleNode):
         plausibility = Plausibility.of(
             calibration, param['plausible_force_n'], param['plausible_torque_nm']
         )
+        per_count = (calibration.newton_per_count,) * 3 + (calibration.newton_metre_per_count,) * 3
+        self._plausible = tuple(
+            c * u for c, u in zip(plausibility.max_counts, per_count, strict=True)
+        )
+        problem = self._limits_unseen(
+            self.get_parameter('force_limit_n').value, self.get_parameter('torque_limit_nm').value
+        )
+        if problem:
+            raise BadParameterError(problem)
         self.client = RdtClient(
             address,
             calibration,
@@ -526,6 +537,7 @@ class NetFTNode(LifecycleNode):
 
     def _close_client(self) -> None:
         self._stop_streaming()
+        self._plausible = None  # the next configure's bounds apply
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -549,7 +561,35 @@ class NetFTNode(LifecycleNode):
                     reason=f'{param.name} is read by configure: deactivate and clean up the '
                     'node, set it, then configure again',
                 )
+            if param.name in ('force_limit_n', 'torque_limit_nm'):
+                m = self._monitor
+                force = param.value if param.name == 'force_limit_n' else m.max_force
+                torque = param.value if param.name == 'torque_limit_nm' else m.max_torque
+                problem = self._limits_unseen(force, torque)
+                if problem:
+                    return SetParametersResult(successful=False, reason=problem)
         return SetParametersResult(successful=True)
+
+    def _limits_unseen(self, force: float, torque: float) -> str | None:
+        """Why a force or torque over its limit would never reach the limit monitor (None
+        when it would): a record with an axis beyond its plausible bound is dropped as
+        corrupt before the monitor sees it, so every bound must lie above the limit (a 50
+        N bound under an 80 N limit made a 100 N load 'no data', and no limit event)."""
+        bounds = self._plausible
+        if bounds is None:
+            return None
+        for what, limit, axes, unit in (
+            ('force_limit_n', force, bounds[:3], 'N'),
+            ('torque_limit_nm', torque, bounds[3:], 'N m'),
+        ):
+            if limit > 0 and min(axes) <= limit:
+                return (
+                    f'{what} {limit:g} {unit} is not below the plausible bound of '
+                    f'{min(axes):.4g} {unit} (plausible_force_n / plausible_torque_nm, or 4 x '
+                    'the rating): a load over the limit would be dropped as corrupt and never '
+                    'raise the limit event; lower the limit or raise the bound'
+                )
+        return None
 
     def _store_parameters(self, params: list[Parameter]) -> None:
         for param in params:

@@ -472,3 +472,23 @@ def test_parameters_are_validated_and_the_limits_apply_while_streaming(
     assert node.set_parameters([Parameter('force_limit_n', value=2.0)])[0].successful
     assert harness.spin_until(lambda: len(harness.limits) == 1)  # |F| = 3.74 N > 2 N
     assert harness.limits[0].wrench.force.z == pytest.approx(3.0)
+
+
+@pytest.mark.ros
+def test_a_force_limit_the_plausible_bound_would_hide_is_refused(emulator: NetFTEmulator) -> None:
+    # A 50 N plausible bound under an 80 N limit: a 100 N load was dropped as corrupt
+    # ("no data") and no limit event came.
+    h = Harness(emulator, autostart=False, plausible_force_n=50.0, force_limit_n=80.0)
+    try:
+        request = ChangeState.Request()
+        request.transition.id = Transition.TRANSITION_CONFIGURE
+        assert not h.call('/netft/change_state', ChangeState, request).success
+        assert h.node.state == 'unconfigured'
+        # Under the bound, it configures; a limit set later above the bound is refused.
+        assert h.node.set_parameters([Parameter('force_limit_n', value=40.0)])[0].successful
+        assert h.call('/netft/change_state', ChangeState, request).success
+        refused = h.node.set_parameters([Parameter('force_limit_n', value=60.0)])[0]
+        assert not refused.successful and 'plausible bound of 50 N' in refused.reason
+        assert h.node.get_parameter('force_limit_n').value == 40.0
+    finally:
+        h.close()
