@@ -119,6 +119,7 @@ class RecorderNode(SlideNode):
         self._thread: threading.Thread | None = None
         self._closed = False
         self._error = ''
+        self._pending: dict[str, int] = {}  # what the writer thread left unflushed
         self._close_lock = threading.Lock()
         self._discovery = self.create_timer(float(p['discovery_period_s']), self._discover)
         # Unstamped topics: a node of their own whose callbacks get the message info (the
@@ -234,7 +235,12 @@ class RecorderNode(SlideNode):
 
     # -- the writer thread ----------------------------------------------------------------
     def _write(self) -> None:
+        """Write what comes until the queue's end. After a failed write or flush (a full
+        disk) nothing more goes in: the file is broken from its last whole chunk on, and a
+        chunk written after it, even once there is room again, would sit behind a broken
+        record. ``counts`` holds the messages in flushed chunks, on disk."""
         conns: dict[str, Any] = {}
+        pending = dict.fromkeys(self.topics, 0)  # in the open chunk, not yet on disk
         last_flush = time.monotonic()
         while True:
             try:
@@ -242,7 +248,10 @@ class RecorderNode(SlideNode):
             except queue.Empty:
                 item = ('', '', 0, b'')  # nothing came: only flush when due
             if item is None:
+                self._pending = pending
                 return
+            if self._error:
+                continue  # drained, not written
             topic, typ, t_ns, data = item
             try:
                 if topic:
@@ -251,14 +260,22 @@ class RecorderNode(SlideNode):
                             topic, typ, typestore=self._store
                         )
                     self._writer.write(conns[topic], t_ns, data)
-                    self.counts[topic] += 1
+                    pending[topic] += 1
                 if time.monotonic() - last_flush >= self.flush_period:
                     flush_chunk(self._writer)
+                    self._flushed(pending)
                     last_flush = time.monotonic()
             except Exception as exc:  # noqa: BLE001 - a full disk must not kill the node
-                if not self._error:
-                    self._error = str(exc)
-                    self.get_logger().error(f'the bag cannot be written: {exc}')
+                self._error = str(exc) or type(exc).__name__
+                self.get_logger().error(
+                    f'the bag cannot be written: {exc}; recording stops here (what was '
+                    'flushed before stays readable)'
+                )
+
+    def _flushed(self, pending: dict[str, int]) -> None:
+        for topic, n in pending.items():
+            self.counts[topic] += n
+            pending[topic] = 0
 
     def close(self) -> Path | None:
         """Stop recording, close the bag and move it into place (once); its path, or None
@@ -280,14 +297,26 @@ class RecorderNode(SlideNode):
             self._thread.join()
         assert self._tmp is not None
         try:
-            self._writer.close()
+            if not self._error:  # (closing a broken file would write behind its break)
+                self._writer.close()
+                self._flushed(self._pending)
             (self._tmp / self.target.name).rename(self.target)
             shutil.rmtree(self._tmp, ignore_errors=True)
         except OSError as exc:
             print(f'recorder: the bag stays in {self._tmp}: {exc}', flush=True)
+            self.exit_code = 1
             return None
         total = sum(self.counts.values())
         # Logging may be gone at shutdown: say it on stdout as well.
+        if self._error:
+            # It had reported success, with every message handed to the writer counted.
+            print(
+                f'recorder: the bag {self.target} is incomplete: writing it failed '
+                f'({self._error}); the {total} messages flushed before are in it',
+                flush=True,
+            )
+            self.exit_code = 1
+            return self.target
         print(f'recorder: {total} messages written to {self.target}', flush=True)
         return self.target
 

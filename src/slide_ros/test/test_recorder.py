@@ -172,6 +172,48 @@ def test_a_killed_recorder_leaves_what_it_had_flushed(episode: Publisher, tmp_pa
     assert wrenches(partial) == [(float(k), -0.5 * k, 'table') for k in range(200)]
 
 
+def test_a_full_disk_ends_the_recording_with_what_was_flushed_and_says_so(
+    episode: Publisher, tmp_path: Path
+) -> None:
+    # The recorder wrote on behind the failed chunk (everything after it unreadable, even
+    # once there was room), counted what it had handed the writer, said "900 messages
+    # written" and exited 0. A file size limit stands for the full disk (the write fails
+    # with EFBIG as it would with ENOSPC).
+    import re
+    import resource
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+
+    bag = tmp_path / 'episode'
+    spec = NodeSpec(
+        'slide_ros', 'recorder_node', 'recorder', {'bag': str(bag), 'flush_period_s': 0.1}
+    )
+    log = tmp_path / 'recorder.log'
+    with log.open('wb') as out:
+        recorder = subprocess.Popen(
+            command(spec),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=small_disk,
+        )
+    try:
+        assert episode.recorded(['/ft/wrench', '/push/start'])
+        episode.publish_wrenches(1500)
+        time.sleep(1.0)
+    finally:
+        code = stop(recorder, signal.SIGINT)
+    text = log.read_text()
+    assert code == 1, text
+    found = re.search(r'the bag .* is incomplete: writing it failed .*; the (\d+) messages', text)
+    assert found, text
+    kept = len(wrenches(bag))  # in place, readable up to the failure
+    assert 0 < kept < 1500
+    assert open_bag(bag).warnings  # and says what it lacks
+
+
 def test_bad_parameters_are_refused_in_one_line(tmp_path: Path) -> None:
     def run(**parameters: Any) -> subprocess.CompletedProcess[str]:
         spec = NodeSpec('slide_ros', 'recorder_node', 'recorder', parameters)
