@@ -146,6 +146,12 @@ class RecorderNode(SlideNode):
     def configure(self) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
 
+        if self._closed:
+            # (it returned SUCCESS and recorded nothing: cleanup had closed the bag)
+            raise SlideInputError(
+                f'this recorder closed its bag {self.target} at cleanup: one recorder node '
+                'records one bag; start another with a new bag folder to record again'
+            )
         if self._writer is not None:
             return
         if self.target.exists():

@@ -214,6 +214,29 @@ def test_a_full_disk_ends_the_recording_with_what_was_flushed_and_says_so(
     assert open_bag(bag).warnings  # and says what it lacks
 
 
+def test_configured_again_after_cleanup_it_says_it_records_no_more(tmp_path: Path) -> None:
+    # cleanup, configure, activate all said SUCCESS, and nothing more was recorded.
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    context = Context()
+    rclpy.init(context=context)
+    overrides = [
+        Parameter('bag', value=str(tmp_path / 'bag')),
+        Parameter('autostart', value=False),
+    ]
+    node = RecorderNode(context=context, parameter_overrides=overrides)
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+        assert (tmp_path / 'bag' / 'metadata.yaml').is_file()  # closed and in place
+        assert node.trigger_configure() != TransitionCallbackReturn.SUCCESS
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+
+
 def test_bad_parameters_are_refused_in_one_line(tmp_path: Path) -> None:
     def run(**parameters: Any) -> subprocess.CompletedProcess[str]:
         spec = NodeSpec('slide_ros', 'recorder_node', 'recorder', parameters)
