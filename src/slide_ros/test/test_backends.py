@@ -295,3 +295,18 @@ def test_a_lost_cancel_is_asked_again_and_the_tool_is_free_for_the_retract() -> 
             back = [Waypoint(start.p_W, 0.1, 0.0, 'back')]
             retract = backend.follow('fingertip', back, lambda i, t: None, lambda: False)
             assert retract.completed, retract.message
+
+
+def test_a_path_the_arm_cannot_follow_is_refused_with_the_reason(twin: TwinNode) -> None:
+    # Out of reach, it was clamped at 2 m and SUCCEEDED; at 5e-324 m/s the step count
+    # overflowed in the physics thread, the set point jumped, and it SUCCEEDED after 2 s.
+    with twin_backend('backend_test_reach') as (peer, backend, start):
+        for waypoint, reason in (
+            (Waypoint(np.array([3.5, 0.0, 0.1]), 0.1, 0.0, 'far'), "out of the fingertip's reach"),
+            (Waypoint(start.p_W + [0.0, 0.0, 0.01], 5e-324, 0.0, 'crawl'), 'speed 5e-324'),
+            (Waypoint(np.array([0.3, 0.0, 0.0]), 0.1, 0.0, 'down'), 'mm into the table'),
+        ):
+            motion = backend.follow('fingertip', [waypoint], lambda i, t: None, lambda: False)
+            assert not motion.completed and reason in motion.message, motion.message
+        up = [Waypoint(start.p_W + np.array([0.0, 0.0, 0.01]), 0.1, 0.0, 'up')]
+        assert backend.follow('fingertip', up, lambda i, t: None, lambda: False).completed

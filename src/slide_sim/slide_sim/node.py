@@ -425,6 +425,9 @@ class TwinNode(Node):
                     f'waypoint {i}: position, speed (0, 1] or dwell [0, 10] out of range'
                 )
             out.append(Waypoint(xyz, float(speed), float(dwell), f'waypoint {i}', yaw))
+        # What the arm cannot do is refused here, with the reason, not found in the physics
+        # thread after the goal was taken (the twin reads it only: no step runs meanwhile).
+        self.twin.check_path(goal.tool, out)  # SlideInputError is a ValueError
         return out
 
     def _grip(self, handle: Any) -> GripperCommand.Result:

@@ -43,6 +43,9 @@ from slide_core.perception import load_extrinsics
 CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
 PAD_MU = 0.3  # the gripper pads' friction (module docstring)
+CARRIAGE_RANGE = ((-2.0, -2.0, -1.0), (2.0, 2.0, 2.0))
+"""Where the fingertip's carriage can go [m] (x, y, z, lowest then highest): its joints'
+control range; the fingertip's centre is ``fingertip.height`` above it."""
 PUSHER_KP = 4000.0  # N/m: a stiff position-controlled arm
 PUSHER_KV = 200.0  # N s/m
 TIMESTEP = 0.002  # s
@@ -134,6 +137,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     d, w, t = t_.depth, t_.width, t_.thickness
     r, length = f.radius, f.length
     z_tip = f.height
+    lo, hi = CARRIAGE_RANGE
     R_WK, p_WK = load_extrinsics(cell.camera_extrinsics)
     pieces = cell_pieces(spec)  # clipped once, for the meshes and the geoms
     return f"""
@@ -194,11 +198,11 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
   </equality>
   <actuator>
     <position name="pusher_x" joint="pusher_x" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
-              ctrlrange="-2 2"/>
+              ctrlrange="{lo[0]} {hi[0]}"/>
     <position name="pusher_y" joint="pusher_y" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
-              ctrlrange="-2 2"/>
+              ctrlrange="{lo[1]} {hi[1]}"/>
     <position name="pusher_z" joint="pusher_z" kp="{PUSHER_KP}" kv="{PUSHER_KV}"
-              ctrlrange="-1 2"/>
+              ctrlrange="{lo[2]} {hi[2]}"/>
     <position name="finger_top" joint="finger_top" kp="{FINGER_KP}" kv="40"
               forcerange="{-g.force} {g.force}" ctrlrange="0 {g.max_opening / 2}"/>
     <position name="finger_bottom" joint="finger_bottom" kp="{FINGER_KP}" kv="40"

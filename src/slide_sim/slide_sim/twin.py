@@ -25,8 +25,10 @@ from slide_core.geometry import FloatArray
 from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
 from slide_core.planning import Grasp, grasp_waypoints
 from slide_sim.friction import TableFriction
-from slide_sim.scene import FINGER_KP, workcell_xml
+from slide_sim.scene import CARRIAGE_RANGE, FINGER_KP, workcell_xml
 
+MIN_SPEED = 1e-4
+"""Slowest a tool moves [m/s] (0.1 mm/s: slower is no motion an arm is asked for)."""
 TIPPED = math.radians(20)
 """An object not held that leans more than this [rad] has tipped over (off the edge)."""
 
@@ -205,17 +207,45 @@ class Twin:
     def start_path(self, tool: str, waypoints: list[Waypoint]) -> None:
         """Start moving ``tool`` ('fingertip' or 'gripper': the pads' front end E) through
         ``waypoints`` (table frame), replacing any path it was on. :meth:`step` advances it."""
-        if tool not in self._paths:
-            raise SlideInputError(f"unknown tool {tool!r}: 'fingertip' or 'gripper'")
-        for wp in waypoints:
-            p = np.asarray(wp.p_W, dtype=float)
-            if p.shape != (3,) or not np.isfinite(p).all() or not wp.speed > 0:
-                raise SlideInputError(f'waypoint {wp.phase}: bad position {p} or speed')
-            if not (math.isfinite(wp.dwell_s) and wp.dwell_s >= 0 and math.isfinite(wp.yaw)):
-                raise SlideInputError(f'waypoint {wp.phase}: bad dwell or yaw')
+        self.check_path(tool, waypoints)
         path = _Path(list(waypoints))
         self._paths[tool] = path
         self._begin(tool, path)
+
+    def check_path(self, tool: str, waypoints: list[Waypoint]) -> None:
+        """SlideInputError naming the first waypoint ``tool`` cannot go to, as an arm's
+        controller would refuse it: not finite, slower than MIN_SPEED (a speed of 5e-324
+        overflowed the step count and the set point jumped), the fingertip out of the
+        carriage's reach or its bottom under the table top (a goal at x = 3.5 m was
+        clamped to 2 m and SUCCEEDED)."""
+        if tool not in self._paths:
+            raise SlideInputError(f"unknown tool {tool!r}: 'fingertip' or 'gripper'")
+        t = self.cell.table
+        bottom = self.cell.fingertip.length / 2
+        for wp in waypoints:
+            p = np.asarray(wp.p_W, dtype=float)
+            if p.shape != (3,) or not np.isfinite(p).all() or not wp.speed >= MIN_SPEED:
+                raise SlideInputError(
+                    f'waypoint {wp.phase}: bad position {p} or speed {wp.speed} (at least '
+                    f'{MIN_SPEED} m/s)'
+                )
+            if not (math.isfinite(wp.dwell_s) and wp.dwell_s >= 0 and math.isfinite(wp.yaw)):
+                raise SlideInputError(f'waypoint {wp.phase}: bad dwell or yaw')
+            if tool != 'fingertip':
+                continue
+            lo, hi = CARRIAGE_RANGE
+            carriage = p - np.array([0.0, 0.0, self.tip_z])
+            if np.any(carriage < lo) or np.any(carriage > hi):
+                raise SlideInputError(
+                    f'waypoint {wp.phase}: {np.round(p, 3).tolist()} is out of the '
+                    f"fingertip's reach (its carriage moves {lo} to {hi} m)"
+                )
+            over = 0.0 <= p[0] <= t.depth and abs(p[1]) <= t.width / 2
+            if over and p[2] - bottom < -1e-3:
+                raise SlideInputError(
+                    f"waypoint {wp.phase}: the fingertip's bottom would be "
+                    f'{(bottom - p[2]) * 1000:.1f} mm into the table'
+                )
 
     def stop(self, tool: str) -> None:
         """Stop ``tool`` where its set point is now (a cancelled motion)."""
