@@ -117,7 +117,7 @@ def now(peer: Peer) -> float:
 
 def test_a_stopped_gripper_command_is_cancelled_and_a_failed_one_raises() -> None:
     # A tenth of real time: the twin's fingers take 8 s to close.
-    with running_twin(real_time_factor=0.1):
+    with running_twin(real_time_factor=0.1) as twin:
         peer = Peer('backend_test_gripper')
         try:
             backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
@@ -127,6 +127,10 @@ def test_a_stopped_gripper_command_is_cancelled_and_a_failed_one_raises() -> Non
             assert backend.gripper(0.02, 10.0, lambda: time.monotonic() > stop_at) is None
             # It came back when the twin had ended the command on the cancel, not after 8 s.
             assert time.monotonic() - asked < 4.0
+            # And the fingers stopped there (they closed on to the end).
+            stopped = twin.twin.gripper_width()
+            time.sleep(1.0)
+            assert twin.twin.gripper_width() == pytest.approx(stopped, abs=0.002)
             with pytest.raises(RuntimeError, match='the gripper failed: width must be >= 0'):
                 backend.gripper(-1.0, 10.0, lambda: False)
         finally:

@@ -444,15 +444,21 @@ class TwinNode(Node):
             result.error.code = ErrorCode.INVALID_GOAL
             result.message = 'width must be >= 0 and finite'
             return result
+        t0 = self.twin.time
         self._submit(lambda: self.twin.command_gripper(goal.width, goal.max_effort))
-        # The fingers move for 0.5 s and settle for 0.3 s (simulated).
-        end = time.monotonic() + 0.8 / self.rtf
-        while time.monotonic() < end:
+        # The fingers move for 0.5 s and settle for 0.3 s of simulated time: on the twin's
+        # clock (a wall-clock wait read the fingers mid-way when the physics ran behind).
+        while self.twin.time < t0 + 0.8:
+            if self._stop.is_set() or not self._sim.is_alive():
+                handle.abort()
+                result.error.code, result.message = ErrorCode.INTERNAL, 'the twin stopped'
+                return result
             if handle.is_cancel_requested:
+                self._submit(self.twin.hold_fingers)  # (they closed on to the end)
                 handle.canceled()
                 result.error.code, result.message = ErrorCode.CANCELED, 'stopped'
                 return result
-            time.sleep(0.01)
+            time.sleep(0.005)
         with self._lock:
             result.width, result.holding = self._gripper
         handle.succeed()

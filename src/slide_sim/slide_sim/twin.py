@@ -276,6 +276,12 @@ class Twin:
         steps = max(1, int(ramp_s / self.model.opt.timestep))
         self._fingers = (np.array(self.data.ctrl[3:5], dtype=float), target, steps, 0)
 
+    def hold_fingers(self) -> None:
+        """Stop the fingers where they are (a cancelled gripper command: they had closed on
+        to the end)."""
+        self._fingers = None
+        self.data.ctrl[3:5] = [self.data.qpos[q] for q in self._finger_q]
+
     def gripper_width(self) -> float:
         """Opening between the pads [m]."""
         return float(sum(self.data.qpos[q] for q in self._finger_q))
