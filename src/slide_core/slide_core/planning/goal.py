@@ -178,6 +178,7 @@ def _best_goal(
     best: tuple[float, Goal] | None = None
     yaws = wrap_angle(_goal_yaws(X0, config) + offset)
     half_width = config.table.width / 2
+    anchor = -(half_width - rho)
     com = belief.com()
     com_best = com[int(np.argmax(belief.weight))]
     need_k = needed_margins(belief, config)
@@ -187,12 +188,15 @@ def _best_goal(
         x_min = float(turned[:, 0].min())
         x_ext = float(turned[:, 0].max()) - x_min
         # The y at which the footprint, turned so, stays between the table's sides (a
-        # bound of the object's radius either way left a narrow bench no goal at all).
-        ys = np.arange(
-            -half_width - float(turned[:, 1].min()),
-            half_width - float(turned[:, 1].max()) + 1e-9,
-            config.goal_y_step,
+        # bound of the object's radius either way left a narrow bench no goal at all), on
+        # the lattice the goals were sampled on within that bound.
+        lo = -half_width - float(turned[:, 1].min())
+        hi = half_width - float(turned[:, 1].max())
+        step = config.goal_y_step
+        k = np.arange(
+            math.ceil((lo - anchor) / step - 1e-9), math.floor((hi - anchor) / step + 1e-9) + 1
         )
+        ys = anchor + step * k
         ys = ys[np.argsort(np.abs(ys - X0[1]))]
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
