@@ -45,37 +45,31 @@ def test_a_sensor_that_restarts_its_sequence_streams_on(emulator: NetFTEmulator)
         assert client.stats.lost == 0  # a restart is not a loss
 
 
-def test_a_killed_and_restarted_sensor_streams_again() -> None:
-    # Reported: killing and restarting the emulator gave 3.6 s without a wrench.
-    emu = NetFTEmulator(CAL, rate_hz=4000.0).start()
+@pytest.mark.parametrize(
+    ('rate', 'before', 'rate_after', 'within_s'),
+    [
+        # Reported: killing and restarting the emulator gave 3.6 s without a wrench.
+        (4000.0, 3000, 1000.0, 2.0),
+        # Rebooted 200 records in at 200 Hz, the sensor was asked to START again every
+        # 0.5 s, each request restarted its sequence at 1, and records 1 to 100 all looked
+        # late behind the old 200: 0 of 903 records were used in 4 s.
+        (200.0, 150, 200.0, 4.0),
+    ],
+)
+def test_a_killed_and_restarted_sensor_streams_again(
+    rate: float, before: int, rate_after: float, within_s: float
+) -> None:
+    emu = NetFTEmulator(CAL, rate_hz=rate).start()
     port = emu.rdt_port
     samples: list[Sample] = []
-    with RdtClient('127.0.0.1', CAL, samples.append, port=port) as client:
-        assert wait_for(lambda: samples and samples[-1].rdt_sequence > 3000, timeout=5.0)
+    with RdtClient('127.0.0.1', CAL, samples.append, port=port, restart_after_s=0.5) as client:
+        assert wait_for(lambda: samples and samples[-1].rdt_sequence > before, timeout=5.0)
         emu.stop()
-        emu2 = NetFTEmulator(CAL, rate_hz=1000.0, rdt_port=port).start()  # forgot its client
+        emu2 = NetFTEmulator(CAL, rate_hz=rate_after, rdt_port=port).start()  # forgot its client
         try:
             count = len(samples)
-            assert wait_for(lambda: len(samples) > count + 100, timeout=2.0)
+            assert wait_for(lambda: len(samples) > count + 100, timeout=within_s)
             assert client.stats.resyncs == 1
-        finally:
-            emu2.stop()
-
-
-def test_a_sensor_that_reboots_early_in_its_stream_is_heard_again() -> None:
-    # Rebooted 200 records in at 200 Hz, the sensor was asked to START again every 0.5 s,
-    # each request restarted its sequence at 1, and records 1 to 100 all looked late
-    # behind the old 200: 0 of 903 records were used in 4 s.
-    emu = NetFTEmulator(CAL, rate_hz=200.0).start()
-    port = emu.rdt_port
-    samples: list[Sample] = []
-    with RdtClient('127.0.0.1', CAL, samples.append, port=port, restart_after_s=0.5):
-        assert wait_for(lambda: samples and samples[-1].rdt_sequence > 150, timeout=5.0)
-        emu.stop()
-        emu2 = NetFTEmulator(CAL, rate_hz=200.0, rdt_port=port).start()  # forgot its client
-        try:
-            count = len(samples)
-            assert wait_for(lambda: len(samples) > count + 100, timeout=4.0)
         finally:
             emu2.stop()
 
