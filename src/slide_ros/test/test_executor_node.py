@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import itertools
 from pathlib import Path
 import threading
 import time
@@ -107,6 +108,7 @@ class StubArm:
 
 
 X_BOX = np.array([0.45, 0.0, 0.3])
+SERIAL = itertools.count()
 
 
 @contextlib.contextmanager
@@ -121,9 +123,14 @@ def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
         'measurement_wait_s': 0.3,
     }
 
+    # Each executor under a namespace of its own: the action names of one test's node are
+    # never those of another's (CI once saw a fresh grasp server stay unready for 60 s).
+    ns = f'/executor_test_{next(SERIAL)}'
+
     def make(context: Context) -> ExecutorNode:
         node = ExecutorNode(
             context=context,
+            namespace=ns,
             parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
         )
         node._made = arm
@@ -147,8 +154,8 @@ def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
         try:
             assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
             node.trigger_activate()
-            push = SafeActionClient(peer.node, Push, '/executor/push')
-            grasp = SafeActionClient(peer.node, GraspAction, '/executor/grasp')
+            push = SafeActionClient(peer.node, Push, f'{ns}/executor/push')
+            grasp = SafeActionClient(peer.node, GraspAction, f'{ns}/executor/grasp')
             peer.handshake(push, Push.Goal())  # no direction: refused as soon as it runs
             peer.handshake(grasp, GraspAction.Goal())  # no height: the same
             yield node, peer, push, grasp
