@@ -439,10 +439,7 @@ class NetFTNode(LifecycleNode):
         plausibility = Plausibility.of(
             calibration, param['plausible_force_n'], param['plausible_torque_nm']
         )
-        per_count = (calibration.newton_per_count,) * 3 + (calibration.newton_metre_per_count,) * 3
-        self._plausible = tuple(
-            c * u for c, u in zip(plausibility.max_counts, per_count, strict=True)
-        )
+        self._plausible = calibration.to_si(plausibility.max_counts)
         problem = self._limits_unseen(
             self.get_parameter('force_limit_n').value, self.get_parameter('torque_limit_nm').value
         )
