@@ -43,7 +43,7 @@ from typing import Any
 
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from std_srvs.srv import Trigger
 
@@ -76,6 +76,7 @@ from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitiv
 from slide_ros.backends import Backend, Motion, TwinBackend
 from slide_ros.lifecycle import (
     LIFECYCLE_PARAMS,
+    GoalSlot,
     NotReady,
     SlideNode,
     end_stopped,
@@ -183,7 +184,7 @@ class ExecutorNode(SlideNode):
         self.backend: Backend | None = None  # once connected
         self._made: Backend | None = None
         self._group = ReentrantCallbackGroup()
-        self._busy = threading.Lock()
+        self._slot = GoalSlot()  # one push or grasp at a time
         self._lock = threading.Lock()
         self._grid: Any = None
         self._poses: deque[tuple[float, FloatArray]] = deque(maxlen=2000)
@@ -216,7 +217,7 @@ class ExecutorNode(SlideNode):
             Push,
             '~/push',
             execute_callback=self._push,
-            goal_callback=self._accept,
+            goal_callback=self._slot.accept,
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=self._group,
         )
@@ -225,7 +226,7 @@ class ExecutorNode(SlideNode):
             GraspAction,
             '~/grasp',
             execute_callback=self._grasp,
-            goal_callback=self._accept,
+            goal_callback=self._slot.accept,
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=self._group,
         )
@@ -259,15 +260,7 @@ class ExecutorNode(SlideNode):
             )
 
     def idle(self) -> bool:
-        return not self._busy.locked()
-
-    def _accept(self, _goal: Any) -> GoalResponse:
-        # One motion at a time: a second goal while one runs is refused at once. The slot
-        # is taken here, where the goal is accepted, and given back when its execution
-        # ends: taken only in the execute callback, a push and a grasp sent together were
-        # both accepted (15 of 15 tries), and the grasp ran after the push had moved the
-        # object.
-        return GoalResponse.ACCEPT if self._busy.acquire(blocking=False) else GoalResponse.REJECT
+        return self._slot.free()
 
     # -- inputs (store and return) ------------------------------------------------------------
     def _on_grid(self, msg: ObjectGrid) -> None:
@@ -454,7 +447,7 @@ class ExecutorNode(SlideNode):
             handle.abort()
             return False
         finally:
-            self._busy.release()
+            self._slot.release()
 
     def _execute_push(self, handle: Any) -> Any:
         goal = handle.request

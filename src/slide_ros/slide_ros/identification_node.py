@@ -21,7 +21,7 @@ from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from visualization_msgs.msg import MarkerArray
 
@@ -50,7 +50,7 @@ from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_core.task import IdentificationSettings
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, end_stopped, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
 from slide_ros.markers import belief_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED, RELIABLE
@@ -103,7 +103,7 @@ class IdentificationNode(SlideNode):
         self._lock = threading.Lock()
         # One identification at a time: two ran at once, and the latched /belief ended with
         # whichever finished last, the older goal's.
-        self._busy = threading.Lock()
+        self._slot = GoalSlot()
         self._pose: Any = None
         self.pub_belief = self.create_publisher(ModelBelief, '/belief', LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, '/belief/markers', LATCHED)
@@ -113,7 +113,7 @@ class IdentificationNode(SlideNode):
             Identify,
             '~/identify',
             execute_callback=self._execute,
-            goal_callback=self._accept,
+            goal_callback=self._slot.accept,
             cancel_callback=lambda _g: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
@@ -122,12 +122,8 @@ class IdentificationNode(SlideNode):
     def _on_pose(self, msg: PoseStamped) -> None:
         self._pose = msg
 
-    def _accept(self, _goal: Any) -> GoalResponse:
-        # The slot is taken here and given back when the goal's execution ends.
-        return GoalResponse.ACCEPT if self._busy.acquire(blocking=False) else GoalResponse.REJECT
-
     def idle(self) -> bool:
-        return not self._busy.locked()
+        return self._slot.free()
 
     def _pushes(self, goal: Any) -> tuple[Any, list[Any], str]:
         """The grid and the pushes on identification's step, from the goal or its bag."""
@@ -160,7 +156,7 @@ class IdentificationNode(SlideNode):
         try:
             return self._identify(handle)
         finally:
-            self._busy.release()
+            self._slot.release()
 
     def _identify(self, handle: Any) -> Identify.Result:
         goal = handle.request
