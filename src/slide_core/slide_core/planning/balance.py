@@ -137,8 +137,7 @@ def in_workspace(grid: Grid, X_WO: Any, config: PlannerConfig) -> bool:
         return True
     pts = to_world(X, np.concatenate((cell_corners(grid).reshape(-1, 2), grid.p_OC)))
     for ob in config.obstacles:
-        inside = np.all(np.abs(pts - np.asarray(ob.centre)) <= np.asarray(ob.half_size), axis=1)
-        if inside.any():
+        if float(ob.distance(pts).min()) == 0.0:  # a sample point inside the box
             return False
         # A thin obstacle between sample points: test its corners against the cells.
         c = np.asarray(ob.centre) + np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * ob.half_size
