@@ -60,12 +60,29 @@ def set_stamp(stamp: Any, seconds: float) -> Any:
     return stamp
 
 
+MAX_TILT = math.radians(10.0)
+"""The most [rad] a pose's z axis may lean from its frame's for :func:`pose_to_planar`: an
+object lying flat on the table leans only by the estimator's noise; beyond, it has tipped
+over, lies on something, or its pose is in a frame other than the table's."""
+
+
 def pose_to_planar(pose: Any) -> FloatArray:
-    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN, and on the zero
-    quaternion, which is no rotation)."""
+    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN, on the zero
+    quaternion, which is no rotation, and on a pose tilted more than ``MAX_TILT``: its
+    yaw alone would plan for a tipped object as if it lay flat)."""
     q = pose.orientation
-    if float(q.x) ** 2 + float(q.y) ** 2 + float(q.z) ** 2 + float(q.w) ** 2 < 1e-12:
+    norm2 = float(q.x) ** 2 + float(q.y) ** 2 + float(q.z) ** 2 + float(q.w) ** 2
+    if norm2 < 1e-12:
         raise MessageError('the pose orientation is the zero quaternion: not a rotation')
+    cos_tilt = 1.0 - 2.0 * (float(q.x) ** 2 + float(q.y) ** 2) / norm2  # R_zz
+    if math.isfinite(cos_tilt) and cos_tilt < math.cos(MAX_TILT):
+        tilt = math.degrees(math.acos(max(-1.0, cos_tilt)))
+        raise MessageError(
+            f"the pose is tilted {tilt:.1f} degrees from its frame's plane (at most "
+            f'{math.degrees(MAX_TILT):.0f}): the planar model needs the object lying flat '
+            'on the table; check that the pose is in the table frame, or whether the '
+            'object has tipped over'
+        )
     X = np.array(
         [
             float(pose.position.x),

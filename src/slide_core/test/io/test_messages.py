@@ -240,3 +240,26 @@ def test_a_pose_yaw_does_not_depend_on_the_quaternions_length() -> None:
     pose.orientation.w = 0.0  # the zero quaternion is no rotation: it read as yaw 0
     with pytest.raises(MessageError, match='zero quaternion'):
         pose_to_planar(pose)
+
+
+def test_a_tilted_pose_is_refused_not_flattened() -> None:
+    from geometry_msgs.msg import Pose
+
+    from slide_core.io import MessageError, pose_to_planar
+
+    def pose_of(roll: float, yaw: float) -> Pose:
+        # yaw about z, then roll about the turned x axis (q = q_yaw q_roll)
+        cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+        cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+        pose = Pose()
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = cy * sr, sy * sr, sy * cr, cy * cr
+        return pose
+
+    # A tracker's few degrees of lean are the table's plane: the yaw is read.
+    assert pose_to_planar(pose_of(math.radians(3.0), 0.7))[2] == pytest.approx(0.7)
+    # An object tipped on its side (or a pose in the camera's frame) was read as lying
+    # flat at its heading, and planned for.
+    for roll in (math.radians(30.0), math.pi / 2, math.pi):
+        with pytest.raises(MessageError, match='tilted .* degrees'):
+            pose_to_planar(pose_of(roll, 0.7))
