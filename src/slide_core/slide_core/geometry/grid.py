@@ -241,14 +241,14 @@ class Grid:
         """The free sides of the contour cells: cell numbers (S,), side midpoints (S, 2) and
         outward unit normals (S, 2), object frame [m] (row index grows along -y)."""
         padded = np.pad(self.occupancy, 1)
+        r, c = self.cell_rc[:, 0] + 1, self.cell_rc[:, 1] + 1
         cells, normals = [], []
         for dr, dc, n_out in ((-1, 0, (0, 1)), (1, 0, (0, -1)), (0, -1, (-1, 0)), (0, 1, (1, 0))):
-            for i, (r, c) in enumerate(self.cell_rc):
-                if not padded[r + 1 + dr, c + 1 + dc]:
-                    cells.append(i)
-                    normals.append(n_out)
-        idx = np.asarray(cells, dtype=np.int64)
-        n = np.asarray(normals, dtype=float)
+            free = np.flatnonzero(~padded[r + dr, c + dc])
+            cells.append(free)
+            normals.append(np.broadcast_to(np.asarray(n_out, dtype=float), (len(free), 2)))
+        idx = np.concatenate(cells).astype(np.int64)
+        n = np.concatenate(normals)
         return idx, self.p_OC[idx] + n * (self.cell_size / 2), n
 
     def adjacent_pairs(self) -> NDArray[np.int64]:
