@@ -41,6 +41,7 @@ from slide_core.geometry import (
     FloatArray,
     Grid,
     boundary_rings,
+    boundary_segments,
     cells_under,
     check_pose,
     covered,
@@ -127,17 +128,33 @@ def grasp_at(
         return None
     offsets = np.array([-0.9, 0.0, 0.9]) * half_w
     lines_y = centres[:, None] + offsets[None, :]  # (B, 3)
-    pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
-    cov: NDArray[np.bool_] = np.asarray(covered(grid, X, pts), dtype=bool)  # (B, 3, Nx)
-    # Per band (all at once): the pads reach from the first covered sample along x.
-    covered_x: NDArray[np.bool_] = np.any(cov, axis=1)  # (B, Nx)
-    has: NDArray[np.bool_] = np.any(covered_x, axis=1)
-    first = xs[np.argmax(covered_x, axis=1)]
+    if len(xs) <= FULL_SAMPLING_MAX:  # a short overhang: every sample at once is cheapest
+        pts = np.stack(np.broadcast_arrays(xs[None, None, :], lines_y[..., None]), axis=-1)
+        cov_all: NDArray[np.bool_] = np.asarray(covered(grid, X, pts), dtype=bool)
+        covered_x: NDArray[np.bool_] = np.any(cov_all, axis=1)  # (B, Nx)
+        first_i = np.where(np.any(covered_x, axis=1), np.argmax(covered_x, axis=1), -1)
+    else:
+        first_i = _first_covered(grid, X, xs, lines_y)
+    # Per band: the pads reach from the first covered sample along x (any of its lines).
+    has: NDArray[np.bool_] = first_i >= 0
+    first = xs[np.maximum(first_i, 0)]
     fronts = np.where(has, np.minimum(front_max, first + gripper.finger_depth), 0.0)
     pads = (xs[None, :] >= fronts[:, None] - gripper.finger_depth - 1e-9) & (
         xs[None, :] <= fronts[:, None] + 1e-9
     )
-    held_samples = (cov & pads[:, None, :]).sum(axis=2).min(axis=1)
+    pads &= has[:, None]
+    if len(xs) <= FULL_SAMPLING_MAX:
+        valid = pads
+        cov = cov_all & pads[:, None, :]
+    else:  # only the samples between the pads matter from here: a window of xs per band
+        lo = np.argmax(pads, axis=1)
+        count = pads.sum(axis=1)
+        k = np.arange(max(int(count.max()), 1))
+        valid = k[None, :] < count[:, None]
+        xs_win = xs[np.minimum(lo[:, None] + k[None, :], len(xs) - 1)]  # (B, Nw)
+        pts = np.stack(np.broadcast_arrays(xs_win[:, None, :], lines_y[..., None]), axis=-1)
+        cov = np.asarray(covered(grid, X, pts), dtype=bool) & valid[:, None, :]
+    held_samples = cov.sum(axis=2).min(axis=1)  # (B,): samples between the pads, per line
     grips = np.where(has, held_samples * _LINE_STEP, 0.0)
     ok = grips >= gripper.min_grip
     if not ok.any():
@@ -146,7 +163,7 @@ def grasp_at(
     robust = ok & np.roll(ok, 2) & np.roll(ok, -2)
     robust[:2] = robust[-2:] = False
     pick = robust if robust.any() else ok
-    span, across, back = _levers(grid, X, pts, cov & pads[:, None, :], fronts, half_w)
+    span, across, back = _levers(grid, X, pts, cov, fronts, half_w)
     if com_O is None:
         cost = np.abs(centres - float(corners[:, 1].mean()))
     else:
@@ -156,8 +173,8 @@ def grasp_at(
                 np.abs(p_WC[0] - (fronts - back)) / span, np.abs(p_WC[1] - centres) / across
             )
     i = int(np.argmin(np.where(pick & np.isfinite(cost), cost, np.inf)))
-    held = cov[i][:, pads[i]].any(axis=0)
-    z = tallest_under(grid, X, pts[i][:, pads[i]][:, held]) / 2
+    held = cov[i][:, valid[i]].any(axis=0)
+    z = tallest_under(grid, X, pts[i][:, valid[i]][:, held]) / 2
     return Grasp(
         np.array([fronts[i], float(centres[i])]),
         z,
@@ -168,6 +185,57 @@ def grasp_at(
         float(across[i]),
         float(back[i]),
     )
+
+
+FULL_SAMPLING_MAX = 150
+"""Up to this many 1 mm samples along x (15 cm of overhang past the clearance) a band's
+lines are sampled all at once; beyond, from where they meet the object
+(:func:`_first_covered`) and then only between the pads. Measured per grasp: the same
+time near 13 cm (hammer, book, spray gun, a 60 x 40 cm tray; 0.5 to 1.6 ms), the full
+sampling 1.5 to 2x faster at 5 cm, the windowed 3 to 5x at 30 cm. A heavy 60 x 40 cm
+tray's goal search: 20.9 -> 9.5 s; a 95 cm square's, 0.18 kg: 174 -> 55 s."""
+_FIRST_CHUNK = 8
+"""Samples along x per line looked at first, from where a band's lines first cross the
+footprint's boundary; the chunks double from there."""
+
+
+def _first_covered(
+    grid: Grid, X: FloatArray, xs: FloatArray, lines_y: FloatArray
+) -> NDArray[np.int64]:
+    """(B,) the index into ``xs`` of the first sample along x at which any of a band's
+    lines (``lines_y`` (B, 3), table frame) lies on the object at X, or -1 where none does.
+    The same 1 mm samples as looking at all of them, but walked from where the band's
+    lines first cross the footprint's boundary (no sample before that can lie on the
+    object), by chunks that stop once every band has met it: sampling the whole overhang
+    for every band was 75% of a heavy tray's goal search."""
+    a_O, b_O = boundary_segments(grid)
+    a_W, b_W = to_world(X, a_O), to_world(X, b_O)
+    y = lines_y.reshape(-1, 1)  # (L, 1)
+    y_lo = np.minimum(a_W[:, 1], b_W[:, 1]) - 1e-9
+    y_hi = np.maximum(a_W[:, 1], b_W[:, 1]) + 1e-9
+    dy = b_W[:, 1] - a_W[:, 1]
+    flat = np.abs(dy) < 1e-12
+    with np.errstate(divide='ignore', invalid='ignore'):
+        t = np.clip((y - a_W[:, 1]) / np.where(flat, 1.0, dy), 0.0, 1.0)
+    x = np.where(flat, np.minimum(a_W[:, 0], b_W[:, 0]), a_W[:, 0] + t * (b_W[:, 0] - a_W[:, 0]))
+    x = np.where((y >= y_lo) & (y <= y_hi), x, np.inf).min(axis=1).reshape(lines_y.shape)
+    entry = x.min(axis=1)  # (B,): no line of the band meets the object before this
+    first = np.full(len(lines_y), -1, dtype=np.int64)
+    start = np.maximum(np.searchsorted(xs, entry - 1e-9) - 1, 0)
+    todo = np.flatnonzero(np.isfinite(entry))
+    size = _FIRST_CHUNK
+    while len(todo):
+        k = start[todo, None] + np.arange(size)[None, :]  # (b, n)
+        inside = k < len(xs)
+        chunk = xs[np.minimum(k, len(xs) - 1)]
+        pts = np.stack(np.broadcast_arrays(chunk[:, None, :], lines_y[todo][..., None]), axis=-1)
+        hit = np.asarray(covered(grid, X, pts), dtype=bool).any(axis=1) & inside
+        met = hit.any(axis=1)
+        first[todo[met]] = start[todo[met]] + np.argmax(hit[met], axis=1)
+        start[todo] += size
+        todo = todo[~met & (start[todo] < len(xs))]
+        size *= 2
+    return first
 
 
 def _levers(
