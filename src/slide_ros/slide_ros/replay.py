@@ -7,8 +7,10 @@ log time, scaled by ``rate``, on a publisher of the topic's type; ``/clock``
 second in between, so nodes with ``use_sim_time`` follow the bag. Latched topics (the grid,
 the belief: :data:`slide_ros.topics.EPISODE_TOPICS`) are published latched.
 
-What a bag cannot give is said, not raised: topics of unknown or uninstalled types are left
-out with the reason, and the bag's own warnings (cut short, metadata that disagrees) come
+What a bag cannot give is said, not raised: topics of unknown or uninstalled types, and
+topics recorded with another definition of their type than the one installed (an older
+slide_interfaces: its bytes would not decode, and subscribers drop them without a word),
+are left out with the reason, and the bag's own warnings (cut short, metadata that disagrees) come
 with the result. Replaying the camera's clouds into the perception node rebuilds the grid
 and the poses; replaying the pushes (fingertip poses, wrenches, markers) lets the
 identification node identify from them.
@@ -28,7 +30,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 from slide_core.errors import SlideInputError
-from slide_core.io import Bag, open_bag
+from slide_core.io import Bag, interfaces_typestore, open_bag, wire_layout
 from slide_ros.qos import LATCHED, RELIABLE
 from slide_ros.recorder_node import message_class
 from slide_ros.topics import EPISODE_TOPICS
@@ -90,6 +92,10 @@ def plan(bag: Bag, topics: Sequence[str] | None) -> tuple[dict[str, str], dict[s
                 f'{bag.path}: has no {", ".join(absent)} (it holds {", ".join(bag.topics)})'
             )
     chosen = list(topics) if topics else list(bag.topics)
+    try:
+        installed = interfaces_typestore()  # the definitions of the installed types
+    except SlideInputError:
+        installed = None
     play: dict[str, str] = {}
     left_out: dict[str, str] = {}
     for topic in chosen:
@@ -108,11 +114,34 @@ def plan(bag: Bag, topics: Sequence[str] | None) -> tuple[dict[str, str], dict[s
             except (SlideInputError, ValueError):
                 left_out[topic] = f'its type {info.type} is not installed here'
                 continue
+            change = _definition_change(bag, info.type, installed)
+            if change:
+                left_out[topic] = (
+                    f'it was recorded with another definition of {info.type} than the one '
+                    f'installed ({change}): its bytes would not decode'
+                )
+                continue
             play[topic] = info.type
     if not play:
         reasons = '; '.join(f'{t}: {why}' for t, why in left_out.items())
         raise SlideInputError(f'{bag.path}: nothing to play ({reasons})')
     return play, left_out
+
+
+def _definition_change(bag: Bag, type_name: str, installed: Any) -> str:
+    """How the bag's definition of a type differs from the one in the type store
+    ``installed`` ('' if it does not, or if either lacks it)."""
+    recorded = bag.layout(type_name)
+    if recorded is None or installed is None or type_name not in installed.fielddefs:
+        return ''
+    now = wire_layout(installed, type_name)
+    if recorded == now:
+        return ''
+    names_then, names_now = [f for f, _ in recorded], [f for f, _ in now]
+    if names_then != names_now:
+        return f'fields {", ".join(names_then)} recorded, {", ".join(names_now)} installed'
+    changed = [f for (f, a), (_, b) in zip(recorded, now, strict=True) if a != b]
+    return f'the type of {", ".join(changed)} differs'
 
 
 class Player:

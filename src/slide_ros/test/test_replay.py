@@ -529,3 +529,46 @@ def test_replaying_the_clouds_into_perception_gives_its_poses_again(
         f'{np.degrees(np.median(yaw)):.2f} deg'
     )
     assert np.median(d) < 0.003 and np.median(yaw) < np.radians(2.0)
+
+
+def test_a_topic_recorded_with_an_older_definition_is_left_out_with_why(
+    twin_bag: Path, tmp_path: Path
+) -> None:
+    # A bag from before a message gained a field: its bytes were published as the
+    # installed type, which cannot decode them, and subscribers dropped them silently.
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    from slide_core.io import open_bag
+    from slide_ros.replay import plan
+
+    out = tmp_path / 'older'
+    store = interfaces_typestore()
+    old_store = get_typestore(Stores.ROS2_JAZZY)
+    old_store.register(
+        get_types_from_msg('std_msgs/Header header\n', 'slide_interfaces/msg/PushMarker')
+    )
+    with (
+        AnyReader([twin_bag]) as reader,
+        Writer(out, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(
+                c.topic,
+                c.msgtype,
+                typestore=old_store if c.msgtype.endswith('/PushMarker') else store,
+            )
+            for c in reader.connections
+        }
+        for conn, t_ns, raw in reader.messages():
+            if conns[conn.topic].msgtype.endswith('/PushMarker'):
+                raw = raw[:-4]  # the index was not there yet
+            writer.write(conns[conn.topic], t_ns, raw)
+    play, left_out = plan(open_bag(out), None)
+    assert '/push/start' not in play and '/push/end' not in play
+    assert left_out['/push/start'] == (
+        'it was recorded with another definition of slide_interfaces/msg/PushMarker than '
+        'the one installed (fields header recorded, header, index installed): its bytes '
+        'would not decode'
+    )
+    assert '/ft/wrench' in play  # the rest plays
+    assert plan(open_bag(twin_bag), None)[0].keys() >= {'/push/start', '/push/end'}

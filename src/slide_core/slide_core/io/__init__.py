@@ -30,6 +30,7 @@ from slide_core.io.bagfile import (
     flush_chunk,
     interfaces_typestore,
     open_bag,
+    wire_layout,
 )
 from slide_core.io.messages import (
     MessageError,
@@ -88,5 +89,6 @@ __all__ = [
     'set_planar_pose',
     'set_stamp',
     'stamp_to_s',
+    'wire_layout',
     'xyz_to_cloud',
 ]

@@ -97,6 +97,13 @@ class Bag:
             self._bad_decodes[topic] = self._bad_decodes.get(topic, 0) + 1
             return None
 
+    def layout(self, type_name: str) -> tuple[Any, ...] | None:
+        """The wire layout of a message type as this bag defines it (:func:`wire_layout`),
+        None when the bag cannot read the type."""
+        if self._store is None or type_name not in self._store.fielddefs:
+            return None
+        return wire_layout(self._store, type_name)
+
     def decode_warnings(self) -> list[str]:
         """One line per topic with messages that did not decode."""
         return [
@@ -358,6 +365,26 @@ def interfaces_dir() -> Path:
         'slide_interfaces message definitions not found on AMENT_PREFIX_PATH: '
         'run inside the workspace (scripts/run.sh) after scripts/setup.sh'
     )
+
+
+def wire_layout(store: Any, type_name: str) -> tuple[Any, ...]:
+    """The fields of a message type, as a rosbags type store ``store`` defines it, with
+    every nested type's fields in place of its name: equal layouts have the same CDR bytes
+    (constants, which are not sent, are left out). Raises KeyError for a type the store
+    lacks."""
+    from rosbags.interfaces import Nodetype
+
+    def node(desc: Any) -> Any:
+        kind, detail = desc
+        if kind == Nodetype.NAME:
+            return ('msg', wire_layout(store, detail))
+        if kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+            inner, count = detail
+            return (kind.name.lower(), node(inner), count)
+        return ('base', detail)
+
+    _, fields = store.fielddefs[type_name]
+    return tuple((name, node(desc)) for name, desc in fields)
 
 
 def interfaces_typestore() -> Any:
