@@ -22,8 +22,12 @@ The bag is always complete and valid, whatever happens to the episode:
   system, so if the node is killed outright the hidden folder still holds everything up
   to the last flush, which :func:`slide_core.io.read_pushes` reads (saying what was lost).
 
+A disk slower than the streams does not take the memory: at most ``max_queue_mb`` wait to
+be written, and messages beyond are dropped, counted per topic, and reported when the bag
+closes (the recorder then exits 1, as when the disk is full).
+
 Parameters: ``bag`` (the output folder, must not exist), ``topics`` (default: every
-episode topic), ``flush_period_s``.
+episode topic), ``flush_period_s``, ``max_queue_mb``.
 
     ros2 run slide_ros recorder_node --ros-args -p bag:=/data/episode_03
 """
@@ -66,6 +70,14 @@ PARAMS = (
         high=60.0,
     ),
     Param('discovery_period_s', 0.2, 'look for new publishers this often [s]', low=0.02, high=5.0),
+    Param(
+        'max_queue_mb',
+        512.0,
+        'messages waiting for the disk, at most [MB]: beyond, new ones are dropped and '
+        'counted (a disk slower than the streams)',
+        low=0.01,
+        high=65536.0,
+    ),
     *LIFECYCLE_PARAMS,
 )
 TYPES = {t.name: t.type for t in EPISODE_TOPICS}
@@ -113,6 +125,10 @@ class RecorderNode(SlideNode):
         self.flush_period = float(p['flush_period_s'])
         self.counts: dict[str, int] = dict.fromkeys(self.topics, 0)
         self._queue: queue.Queue[tuple[str, str, int, bytes] | None] = queue.Queue()
+        self._max_queued = int(float(p['max_queue_mb']) * 1e6)
+        self._queued = 0  # bytes in the queue
+        self._queued_lock = threading.Lock()
+        self.dropped: dict[str, int] = dict.fromkeys(self.topics, 0)
         self._subs: dict[str, Any] = {}
         self._writer: Any = None
         self._tmp: Path | None = None
@@ -229,7 +245,7 @@ class RecorderNode(SlideNode):
             )
 
     def _on_message(self, topic: str, data: bytes) -> None:
-        self._queue.put((topic, TYPES[topic], self.get_clock().now().nanoseconds, data))
+        self._enqueue(topic, self.get_clock().now().nanoseconds, data)
 
     def _on_marker(self, topic: str, data: bytes, info: dict[str, Any]) -> None:
         now = self.get_clock().now().nanoseconds
@@ -237,7 +253,26 @@ class RecorderNode(SlideNode):
         # The delay since the publisher sent it, on the system clock (source timestamps'),
         # taken off the node's clock (which may be /clock's).
         delay = max(0, time.time_ns() - sent) if sent > 0 else 0
-        self._queue.put((topic, TYPES[topic], now - delay, data))
+        self._enqueue(topic, now - delay, data)
+
+    def _enqueue(self, topic: str, t_ns: int, data: bytes) -> None:
+        """Hand a message to the writer thread, or drop and count it when ``max_queue_mb``
+        already waits for the disk (the queue had no bound: a slow disk took the memory)."""
+        with self._queued_lock:
+            if self._queued + len(data) > self._max_queued:
+                self.dropped[topic] += 1
+                full = True
+            else:
+                self._queued += len(data)
+                full = False
+        if full:
+            self.get_logger().warning(
+                f'the disk falls behind: {self._max_queued / 1e6:g} MB wait to be written; '
+                f'dropping messages ({sum(self.dropped.values())} so far)',
+                throttle_duration_sec=5.0,
+            )
+            return
+        self._queue.put((topic, TYPES[topic], t_ns, data))
 
     # -- the writer thread ----------------------------------------------------------------
     def _write(self) -> None:
@@ -259,6 +294,8 @@ class RecorderNode(SlideNode):
             if self._error:
                 continue  # drained, not written
             topic, typ, t_ns, data = item
+            with self._queued_lock:
+                self._queued -= len(data)
             try:
                 if topic:
                     if topic not in conns:
@@ -313,7 +350,18 @@ class RecorderNode(SlideNode):
             self.exit_code = 1
             return None
         total = sum(self.counts.values())
+        dropped = sum(self.dropped.values())
         # Logging may be gone at shutdown: say it on stdout as well.
+        if dropped and not self._error:
+            per_topic = ', '.join(f'{t} {n}' for t, n in self.dropped.items() if n)
+            print(
+                f'recorder: the bag {self.target} is incomplete: {total} messages written, '
+                f'{dropped} dropped while the disk fell behind ({per_topic}; max_queue_mb '
+                f'{self._max_queued / 1e6:g})',
+                flush=True,
+            )
+            self.exit_code = 1
+            return self.target
         if self._error:
             # It had reported success, with every message handed to the writer counted.
             print(

@@ -214,6 +214,41 @@ def test_a_full_disk_ends_the_recording_with_what_was_flushed_and_says_so(
     assert open_bag(bag).warnings  # and says what it lacks
 
 
+def test_a_disk_slower_than_the_streams_drops_past_the_queue_bound_and_says_so(
+    episode: Publisher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    # The queue to the writer had no bound: a disk slower than the streams took the
+    # memory. A writer that takes 20 ms a message stands for the slow disk.
+    from rosbags.rosbag2 import Writer
+
+    from slide_ros.testing import spinning
+
+    write = Writer.write
+
+    def slow(self: Any, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.02)
+        write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Writer, 'write', slow)
+    overrides = [
+        Parameter('bag', value=str(tmp_path / 'bag')),
+        Parameter('topics', value=['/ft/wrench']),
+        Parameter('max_queue_mb', value=0.01),  # about 80 wrenches
+    ]
+    with spinning(lambda c: RecorderNode(context=c, parameter_overrides=overrides)) as node:
+        assert episode.recorded(['/ft/wrench'])
+        episode.publish_wrenches(600)
+        time.sleep(0.5)
+        node.close()
+        dropped = node.dropped['/ft/wrench']
+        assert node.exit_code == 1
+    kept = len(wrenches(tmp_path / 'bag'))
+    assert dropped > 200 and kept > 20
+    assert kept + dropped <= 600  # (DDS may lose a few itself)
+    out = capsys.readouterr().out
+    assert f'is incomplete: {kept} messages written, {dropped} dropped while the disk' in out
+
+
 def test_configured_again_after_cleanup_it_says_it_records_no_more(tmp_path: Path) -> None:
     # cleanup, configure, activate all said SUCCESS, and nothing more was recorded.
     from rclpy.lifecycle import TransitionCallbackReturn
