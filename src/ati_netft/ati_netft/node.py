@@ -278,7 +278,11 @@ class NetFTNode(LifecycleNode):
         diag_hz = p(
             'diagnostics_rate_hz',
             10.0,
-            d(description='diagnostics rate', floating_point_range=_floats(0.5, 100.0)),
+            d(
+                description='diagnostics rate (at start-up)',
+                floating_point_range=_floats(0.5, 100.0),
+                read_only=True,
+            ),
         ).value
         self.autostart = p(
             'autostart',
@@ -291,6 +295,7 @@ class NetFTNode(LifecycleNode):
             d(
                 description='start-up retries after a failure; -1 = for ever',
                 integer_range=_ints(-1, 1000000),
+                read_only=True,
             ),
         )
         p(
@@ -299,6 +304,7 @@ class NetFTNode(LifecycleNode):
             d(
                 description='first retry delay; doubles up to retry_backoff_max_s',
                 floating_point_range=_floats(0.01, MAX_BACKOFF_S),
+                read_only=True,
             ),
         )
         p(

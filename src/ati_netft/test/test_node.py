@@ -468,6 +468,14 @@ def test_parameters_are_validated_and_the_limits_apply_while_streaming(
     assert 'configure' in refused[1].reason  # read by configure: not while active
     assert 'non-zero norm' in refused[2].reason
     assert node.get_parameter('address').value == '127.0.0.1'
+    # Read once at start-up: set at runtime they were taken and did nothing.
+    for name, value in (
+        ('diagnostics_rate_hz', 50.0),
+        ('configure_retries', 3),
+        ('retry_backoff_s', 2.0),
+    ):
+        result = node.set_parameters([Parameter(name, value=value)])[0]
+        assert not result.successful and 'read-only' in result.reason, name
     # The force limit (8 N in the harness) applies at once when changed.
     assert node.set_parameters([Parameter('force_limit_n', value=2.0)])[0].successful
     assert harness.spin_until(lambda: len(harness.limits) == 1)  # |F| = 3.74 N > 2 N
