@@ -419,6 +419,7 @@ class SequenceTracker:
         self.unconfirmed = 0
         self.last_resync: tuple[int, int] | None = None
         self._before_restart: int | None = None  # the newest sequence when START was resent
+        self._missing: set[int] = set()  # sequences counted lost that may still come late
 
     def restart(self) -> None:
         """The stream was asked to start again (START sent anew), so its sequence begins
@@ -432,6 +433,16 @@ class SequenceTracker:
             self._before_restart = self.last
         self.last = None
         self.held = None
+        self._missing.clear()
+
+    def _note_missing(self, last: int, sequence: int) -> None:
+        """Remember the sequences skipped between ``last`` and ``sequence`` (a late one
+        takes its loss back; a duplicate of a record already used must not: it had
+        cancelled a real loss), forgetting those beyond ``max_late``."""
+        for k in range(1, (sequence - last) & _MASK):
+            self._missing.add((last + k) & _MASK)
+        if len(self._missing) > 2 * self.max_late:
+            self._missing = {s for s in self._missing if (sequence - s) & _MASK <= self.max_late}
 
     def update(self, sequence: int) -> Verdict:
         """Account for one record's sequence number."""
@@ -458,7 +469,9 @@ class SequenceTracker:
             return Verdict.HELD
         delta = (sequence - last) & _MASK
         if 0 < delta <= self.max_gap:
-            self.lost += delta - 1
+            if delta > 1:
+                self.lost += delta - 1
+                self._note_missing(last, sequence)
             self.last = sequence
             if self.held is not None:  # the jump was not the stream's: drop it
                 self.unconfirmed += 1
@@ -466,18 +479,23 @@ class SequenceTracker:
             return Verdict.NEW
         if delta == 0 or delta >= _WRAP - self.max_late:
             self.out_of_order += 1
-            if delta and self.lost:
-                self.lost -= 1  # counted lost when the gap was seen: it was not lost
+            if sequence in self._missing:  # counted lost when the gap was seen: it was not
+                self._missing.discard(sequence)
+                self.lost -= 1
             return Verdict.LATE
         held = self.held
         if held is not None and 0 < (sequence - held) & _MASK <= self.max_gap:
             jump = (held - last) & _MASK
             if jump < self.max_dropout:  # a dropout: the sensor sampled on meanwhile
                 self.lost += jump - 1 + ((sequence - held) & _MASK) - 1
+                if jump <= self.max_late:
+                    self._note_missing(last, held)
             else:  # the sensor restarted its stream (or jumped far): follow it
                 self.resyncs += 1
                 self.last_resync = (last, held)
                 self.lost += ((sequence - held) & _MASK) - 1
+                self._missing.clear()
+            self._note_missing(held, sequence)
             self.last = sequence
             self.held = None
             return Verdict.CONFIRMED

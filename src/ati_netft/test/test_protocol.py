@@ -94,6 +94,19 @@ def test_sequence_tracker_counts_loss_reordering_and_wrap() -> None:
     assert w.update(0) == Verdict.NEW and w.lost == 0  # wraps without a gap
 
 
+def test_a_duplicated_record_does_not_take_back_a_loss() -> None:
+    # A late record that was never missing (a duplicate of one already used, as a switch
+    # may send) took one off the loss count: 4 was lost, and lost read 0.
+    t = SequenceTracker()
+    for s in (1, 2, 3, 5, 6):
+        t.update(s)
+    assert t.lost == 1
+    assert t.update(3) == Verdict.LATE
+    assert (t.lost, t.out_of_order) == (1, 1)
+    assert t.update(4) == Verdict.LATE and t.lost == 0  # the missing one, late
+    assert t.update(4) == Verdict.LATE and t.lost == 0  # and again: no further
+
+
 def test_a_bad_first_record_is_not_a_dropout() -> None:
     t = SequenceTracker()
     assert t.update(0) == Verdict.HELD  # e.g. a zeroed record before the stream
