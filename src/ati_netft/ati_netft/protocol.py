@@ -452,11 +452,14 @@ class SequenceTracker:
             held = self.held
             if held is not None and 0 < (sequence - held) & _MASK <= self.max_gap:
                 self.lost += ((sequence - held) & _MASK) - 1
+                self._note_missing(held, sequence)
                 before, self._before_restart = self._before_restart, None
                 if before is not None:
                     gap = (held - before) & _MASK
                     if 0 < gap < self.max_dropout:  # the old stream went on: a dropout
                         self.lost += gap - 1
+                        if gap <= self.max_late:
+                            self._note_missing(before, held)
                     else:
                         self.resyncs += 1
                         self.last_resync = (before, held)
