@@ -37,6 +37,11 @@ pays an executor wake-up per message (about 0.1 to 0.6 ms in rclpy, so 7 kHz sat
 core and then drops data), and the block mean is an anti-aliasing filter rather than a
 decimation that throws records away. A limit breach is never averaged away: the monitor
 sees each record. Set ``max_publish_rate_hz`` to 0 to publish every record at any rate.
+The rate is ``rdt_rate_hz``, else what the calibration (netftapi2.xml) says, else it is
+measured from the first ``RATE_WINDOW_S`` of the stream (the record sequence numbers over
+their arrival times): until then every record is published and the filtered output waits.
+Assuming 1 kHz had a 7 kHz sensor read over tcp or params published unaveraged, its
+low-pass cut-off 7 times too high.
 """
 
 from __future__ import annotations
@@ -89,7 +94,13 @@ EVENT_QOS = QoSProfile(depth=10)
 DIAGNOSTICS_QOS = QoSProfile(depth=10)
 SOURCES = ('http', 'tcp', 'params')
 MAX_BACKOFF_S = 30.0
-ASSUMED_RATE_HZ = 1000.0  # the Net F/T's default RDT rate, when nothing says otherwise
+RATE_WINDOW_S = 0.5
+"""Seconds of records an unknown sensor rate is measured over (the arrival times' jitter
+of a millisecond or so then moves it by well under 1%)."""
+MEASURED_SLACK = 0.05
+"""A measured rate may lie this share above a multiple of ``max_publish_rate_hz`` and
+still be averaged in blocks of that multiple (1003 Hz is a 1 kHz sensor; an emulated 2 kHz
+one measured 2038 Hz)."""
 
 # Parameters read by configure: changing them while configured would not take effect.
 CONFIGURE_PARAMETERS = frozenset(
@@ -187,7 +198,7 @@ class NetFTNode(LifecycleNode):
             'rdt_rate_hz',
             0.0,
             d(
-                description='sensor RDT rate [Hz]; 0 = from netftapi2.xml, else 1000',
+                description='sensor RDT rate [Hz]; 0 = from netftapi2.xml, else measured',
                 floating_point_range=_floats(0.0, 10000.0),
             ),
         )
@@ -353,6 +364,10 @@ class NetFTNode(LifecycleNode):
         self._tool = (0.0,) * 6  # the tool's weight on the sensor, in the sensor frame
         self._R_WS = quaternion_matrix([0.0, 0.0, 0.0, 1.0])
         self._low_pass: LowPass | None = None
+        self.rate_hz = 0.0  # the sensor's (0: not known yet)
+        self._max_rate = 0.0
+        self._cutoff = 0.0
+        self._rate_window: tuple[int, float] | None = None  # first (sequence, arrival)
         self._window: tuple[float, Stats, int] | None = None
         self._stale = False
         self._resyncs_logged = 0
@@ -441,7 +456,7 @@ class NetFTNode(LifecycleNode):
                 )
             except ProtocolError as exc:
                 raise BadParameterError(f'{exc}; fix force_units or torque_units') from None
-        rate = param['rdt_rate_hz'] or calibration.rdt_rate_hz or ASSUMED_RATE_HZ
+        rate = float(param['rdt_rate_hz'] or calibration.rdt_rate_hz or 0.0)  # 0: measure it
         plausibility = Plausibility.of(
             calibration, param['plausible_force_n'], param['plausible_torque_nm']
         )
@@ -462,18 +477,18 @@ class NetFTNode(LifecycleNode):
         )
         self.client.open()
         self.calibration = calibration
-        self.rate_hz = rate
-        max_rate = param['max_publish_rate_hz']
-        self.block = math.ceil(rate / max_rate - 1e-9) if 0 < max_rate < rate else 1
+        self._max_rate = float(param['max_publish_rate_hz'])
+        self._cutoff = float(param['filter_cutoff_hz'])
+        self._rate_window = None
+        self._set_rate(rate, slack=1e-9)
         self.timeout_s = param['timeout_s']
-        cutoff, mass = param['filter_cutoff_hz'], param['tool_mass_kg']
-        self._low_pass = LowPass(cutoff, rate) if cutoff > 0 else None
+        mass = param['tool_mass_kg']
         self._gravity = GravityCompensation(mass, param['tool_com']) if mass > 0 else None
         self._set_orientation(quaternion_matrix(self.get_parameter('sensor_orientation').value))
         self.pub = self.create_lifecycle_publisher(WrenchStamped, '~/wrench', WRENCH_QOS)
         self.pub_filtered = (
             self.create_lifecycle_publisher(WrenchStamped, '~/wrench_filtered', WRENCH_QOS)
-            if self._low_pass is not None
+            if self._cutoff > 0
             else None
         )
         self.pub_limit = self.create_lifecycle_publisher(
@@ -485,7 +500,8 @@ class NetFTNode(LifecycleNode):
         self.get_logger().info(
             f'configured for {address} ({self.client.address}:{param["rdt_port"]}; '
             f'{calibration.force_unit}, {calibration.torque_unit}, '
-            f'{calibration.counts_per_force:g} counts/force unit; {rate:g} Hz'
+            f'{calibration.counts_per_force:g} counts/force unit; '
+            + (f'{rate:g} Hz' if rate > 0 else 'rate unknown: measured from the stream')
             + (f', published as means of {self.block}' if self.block > 1 else '')
             + ('; no plausibility bound on counts' if min(bound) == NO_BOUND else '')
             + ')'
@@ -626,8 +642,36 @@ class NetFTNode(LifecycleNode):
             if self._gravity is not None:
                 self._tool = tuple(float(x) for x in self._gravity.tool_wrench(R_WS))  # type: ignore[arg-type]
 
+    def _set_rate(self, rate: float, slack: float) -> None:
+        """The sensor's rate [Hz] (0: unknown, measured from the stream) and what depends
+        on it: the records per published wrench and the low-pass filter."""
+        self.rate_hz = rate
+        max_rate = self._max_rate
+        self.block = math.ceil(rate * (1.0 - slack) / max_rate) if 0 < max_rate < rate else 1
+        self._low_pass = LowPass(self._cutoff, rate) if self._cutoff > 0 and rate > 0 else None
+
+    def _measure_rate(self, sample: Sample) -> None:
+        """Count records against their arrival times until ``RATE_WINDOW_S`` have passed,
+        then take the rate (the reader thread; nothing else writes these)."""
+        window = self._rate_window
+        seq, t = sample.rdt_sequence, sample.received_monotonic
+        if window is None or seq <= window[0]:  # the first, or the sensor restarted
+            self._rate_window = (seq, t)
+            return
+        if t - window[1] < RATE_WINDOW_S:
+            return
+        rate = (seq - window[0]) / (t - window[1])
+        self._sum, self._count = [0.0] * 6, 0
+        self._set_rate(rate, slack=MEASURED_SLACK)
+        self.get_logger().info(
+            f'sensor rate measured: {rate:.0f} Hz (neither rdt_rate_hz nor the calibration '
+            'gives it)' + (f'; published as means of {self.block}' if self.block > 1 else '')
+        )
+
     # -- the stream (called on the client's reader thread for every accepted record) --------
     def _on_sample(self, sample: Sample) -> None:
+        if self.rate_hz <= 0:
+            self._measure_rate(sample)
         w = sample.wrench
         if self._gravity is not None:
             g = self._tool
@@ -790,7 +834,7 @@ class NetFTNode(LifecycleNode):
             {
                 'rate_hz': f'{(published - published0) / dt:.1f}',
                 'received_rate_hz': f'{(stats.received - before.received) / dt:.1f}',
-                'sensor_rate_hz': f'{self.rate_hz:g}',
+                'sensor_rate_hz': f'{self.rate_hz:.6g}' if self.rate_hz > 0 else 'measuring',
                 'records_per_wrench': str(self.block),
                 'received': str(stats.received),
                 'accepted': str(stats.accepted),

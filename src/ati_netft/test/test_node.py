@@ -405,6 +405,32 @@ def test_a_bad_orientation_message_is_rejected_and_counted(emulator: NetFTEmulat
 
 
 @pytest.mark.ros
+def test_a_sensor_whose_rate_nothing_gives_is_measured_and_averaged_to_it() -> None:
+    # Calibration from parameters (or tcp) gives no rate: 1 kHz was assumed, and a 2 kHz
+    # sensor under a 500 Hz bound was averaged in pairs, published at 1 kHz.
+    values = iter(range(10**9))
+    emu = NetFTEmulator(CAL, rate_hz=2000.0, source=lambda t: (float(next(values)),) + (0.0,) * 5)
+    emu.start()
+    h = Harness(
+        emu,
+        calibration_source='params',
+        counts_per_force=float(CAL.counts_per_force),
+        counts_per_torque=float(CAL.counts_per_torque),
+        max_publish_rate_hz=500.0,
+    )
+    try:
+        assert h.spin_until(lambda: h.values().get('records_per_wrench') == '4', timeout=5.0)
+        assert float(h.values()['sensor_rate_hz']) == pytest.approx(2000.0, rel=0.1)
+        h.wrenches.clear()
+        assert h.spin_until(lambda: len(h.wrenches) > 100)
+        fx = [w.wrench.force.x for w in h.wrenches[-50:]]
+        assert all(round(x % 4, 6) == 1.5 for x in fx)  # the mean of 4k..4k+3
+    finally:
+        h.close()
+        emu.stop()
+
+
+@pytest.mark.ros
 def test_a_fast_sensor_is_averaged_to_the_publish_rate_and_every_record_counted() -> None:
     # 2 kHz in, at most 500 Hz out: each wrench is the mean of 4 records, none is lost.
     values = iter(range(10**9))
