@@ -314,3 +314,16 @@ def test_a_path_the_arm_cannot_follow_is_refused_with_the_reason(twin: TwinNode)
             assert not motion.completed and reason in motion.message, motion.message
         up = [Waypoint(start.p_W + np.array([0.0, 0.0, 0.01]), 0.1, 0.0, 'up')]
         assert backend.follow('fingertip', up, lambda i, t: None, lambda: False).completed
+
+
+def test_a_path_shorter_than_a_step_ends_at_once(twin: TwinNode) -> None:
+    # A path done within the physics step that took it was never seen moving: its goal
+    # waited 2 s for that before it succeeded.
+    with twin_backend('backend_test_short') as (peer, backend, start):
+        here = [Waypoint(start.p_W + np.array([0.0, 0.0, 1e-6]), 0.1, 0.0, 'stay')]
+        backend.follow('fingertip', here, lambda i, t: None, lambda: False)  # (discovery)
+        t0 = time.monotonic()
+        motion = backend.follow('fingertip', here, lambda i, t: None, lambda: False)
+        took = time.monotonic() - t0
+        assert motion.completed, motion.message
+        assert took < 1.5, took  # (2 s and more before)

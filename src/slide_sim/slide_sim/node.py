@@ -128,7 +128,8 @@ class TwinNode(Node):
         self._contact = (np.zeros(3), 0)
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
-        self._status = {'fingertip': (False, -1), 'gripper': (False, -1)}
+        # Per tool: moving, waypoint index, paths started (all as of the last step).
+        self._status = {'fingertip': (False, -1, 0), 'gripper': (False, -1, 0)}
         # The tools (and the gripper's fingers) a goal holds from its acceptance to its end.
         self._busy: set[str] = set()
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
@@ -214,7 +215,11 @@ class TwinNode(Node):
             self._contact = (total + twin.contact_force(), n + 1)
             with self._lock:
                 for tool in ('fingertip', 'gripper'):
-                    self._status[tool] = (twin.moving(tool), twin.waypoint(tool))
+                    self._status[tool] = (
+                        twin.moving(tool),
+                        twin.waypoint(tool),
+                        twin.paths_started[tool],
+                    )
                 self._poses['fingertip'] = np.array([*twin.fingertip(), 0.0])
                 self._poses['gripper'] = twin.gripper_pose()
                 self._gripper = (twin.gripper_width(), twin.holding())
@@ -367,20 +372,34 @@ class TwinNode(Node):
             result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
             return result
         tool = goal.tool
-        self._submit(lambda: self.twin.start_path(tool, waypoints))
-        # Wait until the physics thread took the path, then until it is done.
-        deadline = time.monotonic() + 2.0
-        while not self._status[tool][0] and time.monotonic() < deadline:
-            time.sleep(0.002)
+        with self._lock:
+            started = self._status[tool][2]
+        failed: list[str] = []
+
+        def begin() -> None:
+            try:
+                self.twin.start_path(tool, waypoints)
+            except Exception as exc:
+                failed.append(str(exc))
+                raise
+
+        self._submit(begin)
+        # Wait until the physics thread took the path (a path shorter than a step may be
+        # done by then: waiting to see it moving took 2 s), then until it is done.
         feedback = FollowPath.Feedback()
         while True:
             with self._lock:
-                moving, index = self._status[tool]
-            if not moving:
+                moving, index, begun = self._status[tool]
+            if begun > started and not moving:
                 break
-            if self._stop.is_set() or not self._sim.is_alive():  # shutting down: it never ends
-                handle.abort()
-                result.error.code, result.message = ErrorCode.INTERNAL, 'the twin stopped'
+            if failed or self._stop.is_set() or not self._sim.is_alive():
+                handle.abort()  # (shutting down, the path never ends)
+                result.error.code = ErrorCode.INTERNAL
+                result.message = (
+                    f'the twin could not start the path: {failed[0]}'
+                    if failed
+                    else ('the twin stopped')
+                )
                 return result
             if handle.is_cancel_requested:
                 self._submit(lambda: self.twin.stop(tool))

@@ -105,6 +105,8 @@ class Twin:
             for n in ('finger_top', 'finger_bottom')
         ]
         self._paths: dict[str, _Path | None] = {'fingertip': None, 'gripper': None}
+        self.paths_started = {'fingertip': 0, 'gripper': 0}
+        """How many paths each tool was given (a caller sees its own begin, however short)."""
         self._fingers: tuple[FloatArray, float, int, int] | None = None
         first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, 'cell0')
         self._friction = TableFriction(
@@ -211,6 +213,7 @@ class Twin:
         path = _Path(list(waypoints))
         self._paths[tool] = path
         self._begin(tool, path)
+        self.paths_started[tool] += 1
 
     def check_path(self, tool: str, waypoints: list[Waypoint]) -> None:
         """SlideInputError naming the first waypoint ``tool`` cannot go to, as an arm's
