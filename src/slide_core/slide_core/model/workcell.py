@@ -268,6 +268,11 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
             f'gripper.min_grip: {gripper.min_grip} m is longer than the pads '
             f'({gripper.finger_depth} m)'
         )
+    if gripper.max_opening <= 2 * gripper.height_margin:
+        raise WorkcellError(
+            f'gripper.max_opening: {gripper.max_opening} m leaves no room for an object '
+            f'inside its height_margin of {gripper.height_margin} m above and below'
+        )
     raw = doc.get('obstacles') or []
     if not isinstance(raw, list):
         raise WorkcellError('obstacles: must be a list of {centre: [x, y], half_size: [hx, hy]}')
@@ -279,7 +284,18 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         half = _pair(o.get('half_size'), f'obstacles[{i}].half_size')
         if min(half) <= 0:
             raise WorkcellError(f'obstacles[{i}].half_size: must be positive, got {half}')
-        obstacles.append(Obstacle(_pair(o.get('centre'), f'obstacles[{i}].centre'), half))
+        centre = _pair(o.get('centre'), f'obstacles[{i}].centre')
+        if (
+            centre[0] + half[0] <= 0.0
+            or centre[0] - half[0] >= table.depth
+            or abs(centre[1]) - half[1] >= table.width / 2
+        ):
+            raise WorkcellError(
+                f'obstacles[{i}]: centre {list(centre)}, half_size {list(half)} lies wholly '
+                f'off the table (x from 0 at the free edge to {table.depth} m, y within '
+                f'+-{table.width / 2:g} m): is it in the table frame?'
+            )
+        obstacles.append(Obstacle(centre, half))
     camera = _section(doc, 'camera')
     extrinsics = camera.get('extrinsics')
     if not isinstance(extrinsics, str) or not extrinsics:

@@ -64,6 +64,19 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
             r'^obstacles\[0\]\.half_size: must be two finite numbers',
         ),
         (('planner',), {1: 2, 'zz': 3}, r'^planner: setting names are words, got 1$'),
+        # Taken, and no object could ever fit the gripper, or be kept from a box that is
+        # nowhere near the table (in the robot's base frame, say).
+        (('gripper', 'max_opening'), 0.004, r'^gripper\.max_opening: .* leaves no room'),
+        (
+            ('obstacles',),
+            [{'centre': [1.6, 0.0], 'half_size': [0.05, 0.05]}],
+            r'^obstacles\[0\]: centre \[1\.6, 0\.0\], .* lies wholly off the table',
+        ),
+        (
+            ('obstacles',),
+            [{'centre': [0.4, -0.9], 'half_size': [0.05, 0.05]}],
+            r'^obstacles\[0\]: .* wholly off the table',
+        ),
     ],
 )
 def test_bad_fields_are_named(path, value, message):
