@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,7 @@ import matplotlib
 matplotlib.use('Agg')
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Circle, Polygon  # noqa: E402
+from matplotlib.patches import Polygon  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -51,49 +49,6 @@ def draw_object(ax: Axes, grid: Grid, X_WO: FloatArray, color: str, alpha: float
         ax.add_patch(
             Polygon((p + corners) @ R.T + X_WO[:2], closed=True, fc=color, ec='none', alpha=alpha)
         )
-
-
-@dataclass(frozen=True)
-class Track:
-    """One trajectory of the object in a push panel: X_WO (T+1, 3), drawn as its path and
-    its final cell centres (``filled``: the final cells as squares instead)."""
-
-    label: str
-    X_WO: FloatArray
-    color: str
-    filled: bool = False
-
-
-def push_figure(
-    path: str | Path,
-    grid: Grid,
-    mass: FloatArray,
-    friction: FloatArray,
-    panels: Sequence[tuple[str, Sequence[Track], FloatArray | None]],
-    title: str,
-) -> Path:
-    """Mass and friction maps, then one panel per push: (title, tracks, fingertip path
-    (T+1, 2) or None). The first track's start pose is drawn in grey."""
-    fig, axes = _maps_figure(grid, mass, friction, len(panels), 4.2)
-    for ax, (label, tracks, tip) in zip(axes[2:], panels, strict=True):
-        draw_object(ax, grid, tracks[0].X_WO[0], 'tab:gray', 0.35)
-        for track in tracks:
-            X = track.X_WO
-            if track.filled:
-                draw_object(ax, grid, X[-1], track.color, 0.55)
-            else:
-                cells = grid.p_OC @ rotation(X[-1, 2]).T + X[-1, :2]
-                ax.scatter(*cells.T, s=4, color=track.color)
-            ax.plot(*X[:, :2].T, color=track.color, lw=1.2, label=track.label)
-        if tip is not None:
-            ax.plot(*tip.T, color='k', lw=2, label='fingertip')
-            ax.add_patch(Circle((float(tip[-1, 0]), float(tip[-1, 1])), 0.008, fc='k'))
-        ax.set_aspect('equal')
-        ax.autoscale_view()
-        ax.set_title(label, fontsize=9)
-        ax.set_xlabel('x_W [m]')
-        ax.legend(loc='lower left', fontsize=6)
-    return _save(fig, path, title)
 
 
 def object_figure(
