@@ -350,11 +350,3 @@ def select(specs: list[NodeSpec], names: Sequence[str]) -> list[NodeSpec]:
             f'{", ".join(s.name for s in specs)}'
         )
     return [s for s in specs if s.name in names]
-
-
-def twin_parameter(specs: list[NodeSpec], name: str) -> Any:
-    """A parameter of the twin node (tests)."""
-    for s in specs:
-        if s.name == 'twin':
-            return s.parameters.get(name)
-    return None

@@ -177,15 +177,9 @@ def belief_from_msg(msg: Any) -> Belief:
     grid, _ = grid_from_msg(msg.grid)
     if not msg.models:
         raise MessageError('the belief has no models')
-    try:
-        mass = np.stack(
-            [grid.from_map(np.reshape(m.mass, grid.shape), 'mass') for m in msg.models]
-        )
-        friction = np.stack(
-            [grid.from_map(np.reshape(m.friction, grid.shape), 'friction') for m in msg.models]
-        )
-    except (ValueError, GridError) as exc:
-        raise MessageError(f"the belief's maps do not fit its grid: {exc}") from None
+    maps = [maps_from_msg(grid, m) for m in msg.models]
+    mass = np.stack([m for m, _ in maps])
+    friction = np.stack([f for _, f in maps])
     loss = np.array([float(m.loss) for m in msg.models])
     weight = np.asarray(msg.probabilities, dtype=float)
     if weight.size == len(msg.models) and not abs(float(weight.sum()) - 1.0) <= 1e-6:
@@ -238,7 +232,7 @@ def maps_from_msg(grid: Grid, model: Any) -> tuple[FloatArray, FloatArray]:
             np.reshape(np.asarray(model.friction, float), grid.shape), 'friction'
         )
     except (ValueError, GridError) as exc:
-        raise MessageError(f'the maps do not fit the grid: {exc}') from None
+        raise MessageError(f"the belief's maps do not fit its grid: {exc}") from None
     return mass, friction
 
 
