@@ -94,11 +94,25 @@ class PerceptionConfig:
             'icp_distance',
             'max_motion',
             'max_rmse',
+            'max_table_tilt_deg',
         )
         for name in positive:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise SlideInputError(f'perception {name} must be positive, got {value}')
+        # (NaN took a table tilted 30 degrees, -1 refused every table, 0 points made
+        # every speck an object)
+        if not (math.isfinite(self.view_margin) and self.view_margin >= 0):
+            raise SlideInputError(f'perception view_margin must be >= 0, got {self.view_margin}')
+        n = self.min_cluster_points
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise SlideInputError(
+                f'perception min_cluster_points must be a whole number >= 1, got {n}'
+            )
+        if not self.max_table_tilt_deg < 90.0:
+            raise SlideInputError(
+                f'perception max_table_tilt_deg must be below 90, got {self.max_table_tilt_deg}'
+            )
         for name in ('fill_fraction', 'min_fitness', 'min_table_fraction'):
             value = getattr(self, name)
             if not 0 < value <= 1:
@@ -106,6 +120,11 @@ class PerceptionConfig:
         lo, hi = np.asarray(self.workspace_min), np.asarray(self.workspace_max)
         if lo.shape != (3,) or hi.shape != (3,) or not np.all(lo < hi):
             raise SlideInputError('workspace_min must be below workspace_max on every axis')
+        if self.min_height >= self.workspace_max[2]:
+            raise SlideInputError(
+                f'perception min_height {self.min_height} m is not below the workspace top '
+                f'({self.workspace_max[2]} m): no object could be seen'
+            )
         smallest, largest = CELL_SIZE_RANGE  # as object and belief files have them
         if not smallest <= self.cell_size <= largest:
             raise SlideInputError(

@@ -27,7 +27,7 @@ def to_table_frame(p_K: np.ndarray, R_WK: np.ndarray, p_WK: np.ndarray) -> np.nd
         x = p_K[i, 0]
         y = p_K[i, 1]
         z = p_K[i, 2]
-        if z > 0.0 and math.isfinite(x) and math.isfinite(y):
+        if z > 0.0 and math.isfinite(x) and math.isfinite(y) and math.isfinite(z):
             out[j, 0] = R_WK[0, 0] * x + R_WK[0, 1] * y + R_WK[0, 2] * z + p_WK[0]
             out[j, 1] = R_WK[1, 0] * x + R_WK[1, 1] * y + R_WK[1, 2] * z + p_WK[1]
             out[j, 2] = R_WK[2, 0] * x + R_WK[2, 1] * y + R_WK[2, 2] * z + p_WK[2]

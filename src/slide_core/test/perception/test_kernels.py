@@ -17,9 +17,10 @@ def test_table_frame_keeps_finite_points_with_depth_in_order() -> None:
     p_K[::7, 2] = 0.0
     p_K[::11, 0] = np.nan
     p_K[::13, 1] = np.inf
+    p_K[::17, 2] = np.inf  # (came out as [nan, nan, inf])
     R, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     t = rng.normal(size=3)
-    keep = (p_K[:, 2] > 0) & np.isfinite(p_K[:, 0]) & np.isfinite(p_K[:, 1])
+    keep = (p_K[:, 2] > 0) & np.isfinite(p_K).all(axis=1)
     np.testing.assert_allclose(to_table_frame(p_K, R, t), p_K[keep] @ R.T + t, atol=1e-14)
     assert to_table_frame(np.zeros((0, 3)), R, t).shape == (0, 3)
 

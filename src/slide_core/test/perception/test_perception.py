@@ -256,6 +256,20 @@ def test_config_is_checked():
         PerceptionConfig(cell_size=0.0)
     with pytest.raises(SlideInputError, match='workspace'):
         PerceptionConfig(workspace_min=(1.0, 0.0, 0.0), workspace_max=(0.0, 1.0, 1.0))
+    # Taken: NaN accepted a table tilted 30 degrees, -1 refused every table, no points
+    # made every speck an object, and no object could rise above min_height.
+    for field, value in (
+        ('max_table_tilt_deg', float('nan')),
+        ('max_table_tilt_deg', -1.0),
+        ('max_table_tilt_deg', 90.0),
+        ('view_margin', float('nan')),
+        ('view_margin', -0.5),
+        ('min_cluster_points', 0),
+        ('min_cluster_points', 2.5),
+        ('min_height', 1e6),
+    ):
+        with pytest.raises(SlideInputError, match=field):
+            PerceptionConfig(**{field: value})
 
 
 # -- what the camera sees ------------------------------------------------------------------
