@@ -53,6 +53,7 @@ from slide_core.perception import (
     ObjectEstimate,
     PerceptionConfig,
     PerceptionError,
+    PerceptionStatus,
     PoseTracker,
     acquire,
     camera_frame,
@@ -64,6 +65,14 @@ from slide_ros.executors import TolerantSingleThreadedExecutor
 
 CLOUD_QOS = qos_profile_sensor_data
 KEEP_OUT_HISTORY = 200  # tool poses kept per tool (a few seconds at the tools' rates)
+KEEP_OUT_REACH_S = 0.5
+"""How far [s] a cloud's stamp may lie before the oldest tool pose kept and still be cut
+with it: further back, where the tool was is not known (or the camera and the arm stamp on
+different clocks), and the frame is refused; a cloud stamped at 0 had the fingertip cut
+where it stood seconds before, 20 cm away, and left in the object."""
+LOST_FRAMES_HINT = 15
+"""Tracked frames in a row without a pose after which ``/diagnostics`` says to reacquire
+(the object moved further than ``max_motion`` between two frames, say)."""
 
 
 def _seconds(stamp: Any) -> float:
@@ -145,7 +154,9 @@ class PerceptionNode(Node):
             'cell_size',
             0.02,
             ParameterDescriptor(
-                description='grid cell edge [m]', floating_point_range=_range(0.005, 0.1)
+                description='grid cell edge [m]',
+                # (at least twice the registration's voxel: 5 mm was offered, then refused)
+                floating_point_range=_range(2 * PerceptionConfig.voxel_size, 0.1),
             ),
         ).value
         ws_min = p(
@@ -213,6 +224,8 @@ class PerceptionNode(Node):
         ).value
         if not extrinsics:
             raise SlideInputError('perception needs the extrinsics_file parameter (X_WK)')
+        if not isinstance(self.table_frame, str) or not self.table_frame.strip():
+            raise SlideInputError('table_frame must name the frame of grid and pose')
         self.R_WK, self.p_WK = load_extrinsics(extrinsics)
         self.extrinsics = extrinsics
         self.camera_frame = camera_frame(extrinsics)
@@ -232,6 +245,7 @@ class PerceptionNode(Node):
         self._pusher: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self._gripper: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self.bad_messages = 0
+        self.lost_frames = 0  # tracked frames in a row without a pose
 
         self.pub_grid = self.create_publisher(ObjectGrid, 'object/grid', LATCHED_QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'object/pose', POSE_QOS)
@@ -312,6 +326,7 @@ class PerceptionNode(Node):
         with self._lock:
             self.estimate = None
             self.tracker = None
+            self.lost_frames = 0
         response.success = True
         response.message = 'object forgotten: the next frame acquires it'
         return response
@@ -319,13 +334,25 @@ class PerceptionNode(Node):
     # -- work ---------------------------------------------------------------------------------
     def _keep_out(self, stamp: float) -> tuple[KeepOut, ...]:
         """The tools to cut out of a frame stamped ``stamp`` [s], each at the pose it had
-        then (interpolated between the poses around it; the nearest beyond them)."""
+        then (interpolated between the poses around it; the latest after them). A
+        PerceptionError (``keep_out_unknown``) when the frame is older than a tool's
+        poses reach back (``KEEP_OUT_REACH_S``)."""
         bodies = []
-        for history, stack in (
-            (self._pusher, self.pusher_keep_out),
-            (self._gripper, self.gripper_keep_out),
+        for tool, history, stack in (
+            ('pusher', self._pusher, self.pusher_keep_out),
+            ('gripper', self._gripper, self.gripper_keep_out),
         ):
-            p = _at(list(history), stamp)
+            kept = list(history)
+            if kept and stamp < min(t for t, _ in kept) - KEEP_OUT_REACH_S:
+                oldest = min(t for t, _ in kept)
+                raise PerceptionError(
+                    PerceptionStatus.KEEP_OUT_UNKNOWN,
+                    f'the cloud is stamped {oldest - stamp:.1f} s before the oldest {tool} '
+                    'pose kept: where the tool was is not known, so it cannot be cut out '
+                    '(are the camera and the arm on different clocks, or is the cloud '
+                    'unstamped?)',
+                )
+            p = _at(kept, stamp)
             if p is None:
                 continue
             for radius, bottom, top in stack:
@@ -349,8 +376,8 @@ class PerceptionNode(Node):
         t0 = time.perf_counter()
         p_W = to_table_frame(p_K, self.R_WK, self.p_WK)
         view = CameraView.of(p_K, self.R_WK, self.p_WK)
-        keep_out = self._keep_out(_seconds(stamp))
         try:
+            keep_out = self._keep_out(_seconds(stamp))
             if self.tracker is None:
                 estimate = acquire(p_W, self.config, keep_out, view)
                 self.estimate, self.tracker = estimate, PoseTracker(estimate, self.config)
@@ -369,7 +396,21 @@ class PerceptionNode(Node):
                     'rmse_mm': f'{result.rmse * 1e3:.2f}',
                 }
         except PerceptionError as exc:
-            self._report(DiagnosticStatus.WARN, exc.status.value, str(exc))
+            message = str(exc)
+            if self.tracker is not None:
+                self.lost_frames += 1
+                if self.lost_frames >= LOST_FRAMES_HINT:
+                    # (the tracker keeps its last pose: it never found the object again)
+                    message += (
+                        f'; no pose for {self.lost_frames} frames: if the object was moved, '
+                        'call ~/reacquire'
+                    )
+            self._report(
+                DiagnosticStatus.WARN,
+                exc.status.value,
+                message,
+                {'lost_frames': str(self.lost_frames)},
+            )
             return
         except Exception as exc:  # noqa: BLE001 - one frame perception cannot handle
             # (open3d refuses degenerate clouds with RuntimeError, numpy with ValueError):
@@ -377,6 +418,7 @@ class PerceptionNode(Node):
             text = re.sub(r'\x1b\[[0-9;]*m', '', str(exc)).strip() or type(exc).__name__
             self._bad('bad_cloud', f'perception failed on this frame: {text.splitlines()[0]}')
             return
+        self.lost_frames = 0
         pose = PoseStamped()
         pose.header.stamp = stamp
         pose.header.frame_id = self.table_frame

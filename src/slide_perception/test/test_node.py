@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
-from slide_perception.node import PerceptionNode  # noqa: E402
+from slide_perception.node import LOST_FRAMES_HINT, PerceptionNode  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_core.geometry import rotation  # noqa: E402
@@ -225,5 +225,71 @@ def test_missing_extrinsics_is_a_clear_error():
     try:
         with pytest.raises(ValueError, match='extrinsics_file'):
             PerceptionNode(context=context)
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_a_moved_object_is_said_to_need_reacquiring_and_an_old_frame_is_not_cut_blind():
+    spec = load_object('box')
+    twin = Twin(spec, load_workcell(), (0.4, -0.1, 0.4))
+    h = Harness()
+    try:
+        with RgbdCamera(twin.model) as camera:
+            first = point_cloud(camera.capture(twin.data), world=False)
+            q = twin.model.jnt_qposadr[0]
+            twin.data.qpos[q] += 0.08  # pushed 8 cm between two frames: beyond max_motion
+            twin.settle(0.05)
+            moved = point_cloud(camera.capture(twin.data), world=False)
+        assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
+        h.send(first)
+        assert h.spin_until(lambda: len(h.poses) == 1)
+
+        # Every frame after it was 'poor_registration' for ever, with nothing said of what
+        # would end it.
+        def lost() -> int:
+            values = {v.key: v.value for v in h.diagnostics[-1].values}
+            return int(values.get('lost_frames', 0))
+
+        for _ in range(2 * LOST_FRAMES_HINT):  # (a frame may be overtaken by the next)
+            n = len(h.diagnostics)
+            h.send(moved)
+            assert h.spin_until(lambda n=n: len(h.diagnostics) > n)
+            hinted = 'call ~/reacquire' in h.diagnostics[-1].message
+            assert hinted == (lost() >= LOST_FRAMES_HINT), h.diagnostics[-1].message
+            if hinted:
+                break
+        assert hinted
+        assert len(h.poses) == 1
+
+        # A tool pose stamped at 1000 s and a frame at 0 s (unstamped, or another clock):
+        # the fingertip was cut where it had been, or nowhere, and left in the object.
+        pusher = h.probe.create_publisher(PoseStamped, '/pusher/pose', 10)
+        assert h.spin_until(lambda: pusher.get_subscription_count() > 0)
+        pose = PoseStamped()
+        pose.header.frame_id = 'table'
+        pose.header.stamp.sec = 1000
+        pose.pose.position.x, pose.pose.position.z = 0.3, 0.017
+        pusher.publish(pose)
+        h.spin_until(lambda: False, 0.3)
+        h.send(moved)
+        assert h.spin_until(lambda: 'keep_out_unknown' in statuses(h))
+        assert 'before the oldest pusher pose' in h.diagnostics[-1].message
+    finally:
+        h.close()
+
+
+def test_an_empty_table_frame_is_refused():
+    # Taken: every grid and pose went out with no frame.
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match='table_frame'):
+            PerceptionNode(
+                context=context,
+                parameter_overrides=[
+                    Parameter('extrinsics_file', value=str(EXTRINSICS)),
+                    Parameter('table_frame', value=' '),
+                ],
+            )
     finally:
         rclpy.shutdown(context=context)

@@ -28,6 +28,8 @@ class PerceptionStatus(enum.Enum):
     SEVERAL_OBJECTS = 'several_objects'
     PARTIAL_VIEW = 'partial_view'
     POOR_REGISTRATION = 'poor_registration'
+    KEEP_OUT_UNKNOWN = 'keep_out_unknown'
+    """Where a tool to cut out of the frame was then is not known."""
 
 
 class PerceptionError(SlideInputError):
