@@ -305,7 +305,12 @@ def _in_box(points: FloatArray, lo: ArrayLike, hi: ArrayLike) -> NDArray[np.bool
 
 # -- table ------------------------------------------------------------------------------------
 def fit_table(points_W: FloatArray, config: PerceptionConfig, seed: int = 0) -> TablePlane:
-    """RANSAC plane of the table in a cloud p_W (N, 3) already in the table frame."""
+    """RANSAC plane of the table in a cloud p_W (N, 3) already in the table frame.
+
+    The table is the lowest large plane: nothing on it lies below it. Where the plane with
+    the most points leaves ``min_table_fraction`` of them lower than ``min_height`` below
+    it, the plane of those is taken instead (a tray filling most of the view had its top
+    taken for the table, and then no object was found on it)."""
     import open3d as o3d
 
     if points_W.shape[0] == 0:
@@ -318,16 +323,21 @@ def fit_table(points_W: FloatArray, config: PerceptionConfig, seed: int = 0) -> 
             'table and the extrinsics file right?',
         )
     cloud = _o3d_cloud(work).voxel_down_sample(config.voxel_size)
-    o3d.utility.random.seed(seed)
-    model, inliers = cloud.segment_plane(config.table_inlier_distance, 3, 200)
-    n = np.asarray(model[:3], dtype=float)
-    d = float(model[3])
-    scale = float(np.linalg.norm(n))
-    n, d = n / scale, d / scale
-    if n[2] < 0:
-        n, d = -n, -d
-    tilt = math.degrees(math.acos(min(1.0, float(n[2]))))
     total = len(cloud.points)
+    o3d.utility.random.seed(seed)
+    while True:
+        model, inliers = cloud.segment_plane(config.table_inlier_distance, 3, 200)
+        n = np.asarray(model[:3], dtype=float)
+        d = float(model[3])
+        scale = float(np.linalg.norm(n))
+        n, d = n / scale, d / scale
+        if n[2] < 0:
+            n, d = -n, -d
+        below = np.flatnonzero(np.asarray(cloud.points) @ n + d < -config.min_height)
+        if len(below) < max(config.min_table_fraction * total, 3 * config.min_cluster_points):
+            break
+        cloud = cloud.select_by_index(below)
+    tilt = math.degrees(math.acos(min(1.0, float(n[2]))))
     if len(inliers) < config.min_table_fraction * total or tilt > config.max_table_tilt_deg:
         raise PerceptionError(
             PerceptionStatus.NO_TABLE,

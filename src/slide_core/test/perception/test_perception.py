@@ -221,6 +221,24 @@ def test_a_tilted_plane_is_not_the_table():
     assert err.value.status is PerceptionStatus.NO_TABLE
 
 
+def test_a_tray_filling_most_of_the_view_is_not_the_table():
+    # Its top held the most points: it was taken for the table, 25 mm up, and then no
+    # object was found on it.
+    rng = np.random.default_rng(1)
+    table = table_points(lo=(0.15, -0.2), hi=(0.65, 0.2))
+    tray = box_top((0.4, 0.0, 0.0), size=(0.40, 0.30), height=0.025)
+    table = table[
+        (np.abs(table[:, 0] - 0.4) > 0.2 + SPACING) | (np.abs(table[:, 1]) > 0.15 + SPACING)
+    ]
+    cloud = np.vstack((table, tray))
+    cloud += rng.normal(0.0, 0.0005, cloud.shape)
+    assert len(tray) > len(table)
+    assert abs(fit_table(cloud, CFG).offset) < 0.002
+    est = acquire(cloud, CFG)
+    assert est.grid.n == 300  # 20 x 15 cells of 2 cm
+    assert np.allclose(est.grid.heights[est.grid.occupancy], 0.025, atol=0.002)
+
+
 def test_the_pusher_is_cut_out_not_a_second_object():
     tip = np.array([0.3, -0.2])
     pusher = table_points(tip - 0.01, tip + 0.01, z=0.02)
