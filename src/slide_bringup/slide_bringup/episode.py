@@ -191,7 +191,10 @@ def run_episode(
         from slide_core.io.plot import episode_figure
 
         belief = outcome.state.belief
-        episode_figure(png, spec.grid, belief, outcome.state.trace, config, _title(result))
+        try:
+            episode_figure(png, spec.grid, belief, outcome.state.trace, config, _title(result))
+        except (OSError, ValueError, KeyError) as exc:  # the picture, never the result
+            say(f'no picture: {exc}')
     return result
 
 

@@ -128,7 +128,9 @@ def plan_axes(
     path (dotted), target waypoint (x) and fingertip stroke (arrow), the final pose, the
     grasp's finger pads, and the most probable model's centre of mass at start and end."""
     _draw_table(ax, config.table.depth, config.table.width)
-    start = np.asarray(trace['X_start'])
+    # Where planning started; an episode that ended in exploration has only its first pose
+    # (drawing it raised KeyError, and slide episode lost the whole result).
+    start = np.asarray(trace['X_start'] if 'X_start' in trace else trace['X_initial'])
     draw_object(ax, grid, start, 'tab:blue', 0.35)
     ax.annotate('start', (float(start[0]), float(start[1])), color='tab:blue')
     if 'goal' in trace:
