@@ -221,12 +221,45 @@ def belief_to_dict(
     return doc
 
 
+BELIEF_KEYS = frozenset(
+    {
+        'kind',
+        'name',
+        'method',
+        'support',
+        'push_moment',
+        'provenance',
+        'cell_size',
+        'occupancy',
+        'heights',
+        'models',
+        'coverage',
+        'outline',
+    }
+)
+"""The keys of a belief file; ``MODEL_KEYS`` those of each of its models."""
+MODEL_KEYS = frozenset({'weight', 'loss', 'mass', 'friction'})
+
+
 def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
-    """A belief from its YAML document (raises BeliefError naming what is wrong)."""
+    """A belief from its YAML document (raises BeliefError naming what is wrong, and an
+    unknown key: ``push_momnet: true`` was read as a belief without the push's moment)."""
     if not isinstance(doc, dict) or doc.get('kind') != BELIEF_KIND:
         raise BeliefError(
             f'{source}: not a slide belief (kind: {BELIEF_KIND}); write one with slide identify'
         )
+    unknown = sorted(str(k) for k in set(doc) - BELIEF_KEYS)
+    if unknown:
+        raise BeliefError(
+            f'{source}: unknown key {unknown[0]!r}: the keys are {", ".join(sorted(BELIEF_KEYS))}'
+        )
+    for k, m in enumerate(doc.get('models') or []):
+        extra = sorted(str(key) for key in set(m) - MODEL_KEYS) if isinstance(m, dict) else []
+        if extra:
+            raise BeliefError(
+                f'{source}: model {k}: unknown key {extra[0]!r}: the keys are '
+                f'{", ".join(sorted(MODEL_KEYS))}'
+            )
     try:
         coverage = doc.get('coverage')
         outline = doc.get('outline')

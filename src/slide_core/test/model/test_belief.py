@@ -82,6 +82,13 @@ def test_yaml_round_trip_and_a_failed_write_keeps_the_old_file(hammer, tmp_path,
     old.write_text(yaml.safe_dump(doc))
     assert load_belief(old).support == 'cell-mass'
     assert load_belief(old).push_moment is False
+    # A misspelt key is named: push_momnet was read as a belief without the moment.
+    for where, key in ((doc, 'push_momnet'), (doc['models'][0], 'wieght')):
+        where[key] = True
+        old.write_text(yaml.safe_dump(doc))
+        with pytest.raises(BeliefError, match=f"unknown key '{key}'"):
+            load_belief(old)
+        del where[key]
     doc['push_moment'] = 'yes'
     old.write_text(yaml.safe_dump(doc))
     with pytest.raises(BeliefError, match=r'old\.yaml: push_moment must be true or false'):
