@@ -46,7 +46,7 @@ from rosbags.typesys.store import Typestore
 
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path, check_output
-from slide_core.identification import random_push
+from slide_core.identification import MAX_POSE_GAP_S, random_push
 from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
 from slide_sim.twin import PushRecording, Twin
@@ -95,8 +95,14 @@ class Tracking:
     sigma_rad: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.hz) and 0.0 < self.hz <= 100.0):
-            raise SlideInputError(f'the pose rate must be in (0, 100] Hz, got {self.hz}')
+        # Identification refuses a push with a gap of MAX_POSE_GAP_S in its poses: a slower
+        # rate made a bag that none of its pushes could be read from.
+        low = 2.0 / MAX_POSE_GAP_S
+        if not (math.isfinite(self.hz) and low <= self.hz <= 100.0):
+            raise SlideInputError(
+                f'the pose rate must be {low:g} to 100 Hz, got {self.hz:g} (identification '
+                f'needs a pose at least every {MAX_POSE_GAP_S:g} s)'
+            )
         # A tracker off by more than these has lost the object (perception refuses frames
         # whose registration is worse than 4 mm); noise beyond them is no tracking.
         if not (math.isfinite(self.sigma_m) and 0.0 <= self.sigma_m <= MAX_SIGMA_M):

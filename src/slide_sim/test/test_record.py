@@ -101,8 +101,10 @@ def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path,
     spec = load_object('book')
     record(spec, workcell, 1, seed=4, out=tmp_path / 'true')
     record(spec, workcell, 1, seed=4, out=tmp_path / 'seen', tracking=Tracking(30.0, 1e-3, 1e-2))
-    with pytest.raises(SlideInputError, match='pose rate'):
-        Tracking(0.0)
+    for hz in (0.0, 1e-9, 1.5):  # (a bag none of whose pushes identification could read)
+        with pytest.raises(SlideInputError, match='pose rate must be 2 to 100 Hz'):
+            Tracking(hz)
+    assert Tracking(2.0).hz == 2.0
     with pytest.raises(SlideInputError, match='noise in x and y must be 0 to 10 mm, got -1 mm'):
         Tracking(30.0, -1e-3)
     # Noise no tracker has (1e300 m was taken) is refused in the units the CLI asks for.

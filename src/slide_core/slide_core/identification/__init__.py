@@ -101,6 +101,7 @@ from slide_core.identification.identify import (
 from slide_core.identification.optimisers import OPTIMISERS, Progress
 from slide_core.identification.pushes import (
     CONTACT_FORCE_N,
+    MAX_POSE_GAP_S,
     SETTLE_S,
     STEP_S,
     PushData,
@@ -119,6 +120,7 @@ from slide_core.identification.training import TrainingSet
 __all__ = [
     'COM_DIRECTIONS',
     'CONTACT_FORCE_N',
+    'MAX_POSE_GAP_S',
     'DENSITY_MAX',
     'FRICTION_BOUND',
     'MAX_MODELS',
