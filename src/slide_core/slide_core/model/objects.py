@@ -289,9 +289,10 @@ def library_names() -> list[str]:
 
 
 def load_object(name_or_path: str | Path) -> ObjectSpec:
-    """A library object by name, or a specification file by path."""
+    """A library object by name, or a specification file by path (a folder of that name,
+    such as a bag recorded as ``--out hammer``, does not hide the library's hammer)."""
     candidate = Path(name_or_path)
-    if candidate.suffix in ('.yaml', '.yml') or candidate.exists():
+    if candidate.suffix in ('.yaml', '.yml') or candidate.is_file():
         return load_spec(candidate)
     path = library_dir() / f'{name_or_path}.yaml'
     if not path.exists():

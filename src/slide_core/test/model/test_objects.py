@@ -49,6 +49,15 @@ def test_library_has_eight_heterogeneous_objects_of_28_to_88_cells() -> None:
     )
 
 
+def test_a_folder_named_like_a_library_object_does_not_hide_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bag recorded as --out hammer: 'hammer: cannot read the object file (Is a directory)'.
+    (tmp_path / 'hammer').mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_object('hammer').name == 'hammer'
+
+
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     spec = load_object('spray_gun')
     path = save_spec(spec, tmp_path / 'gun.yaml')
