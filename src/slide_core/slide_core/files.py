@@ -19,14 +19,27 @@ from slide_core.errors import SlideInputError
 
 
 def check_output(
-    path: str | Path, suffixes: tuple[str, ...], what: str, directory: bool = False
+    path: str | Path,
+    suffixes: tuple[str, ...],
+    what: str,
+    directory: bool = False,
+    inputs: tuple[str | Path, ...] = (),
 ) -> Path:
     """Return ``path`` if a file with one of ``suffixes`` (a new folder, with
     ``directory``) can be written there, else raise SlideInputError saying why (wrong
-    suffix, a folder or file in the way, no writable parent)."""
+    suffix, a folder or file in the way, no writable parent, or one of the command's
+    ``inputs``, or a path inside an input folder: ``slide identify BAG --out
+    BAG/metadata.yaml`` overwrote the bag's metadata)."""
     p = Path(path)
     if suffixes and p.suffix.lower() not in suffixes:
         raise SlideInputError(f'{what} must name a {" or ".join(suffixes)} file, got {p}')
+    target = p.resolve()
+    for given in inputs:
+        source = Path(given).resolve()
+        if target == source or source in target.parents:
+            raise SlideInputError(
+                f'{what} {p} would overwrite the input {given}: give a path outside it'
+            )
     if directory and (p.exists() or p.is_symlink()):
         raise SlideInputError(f'{what} {p} exists: give a new path')
     if p.is_dir():

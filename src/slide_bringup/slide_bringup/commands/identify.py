@@ -95,7 +95,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.args import parse_range
     from slide_bringup.cli import CliError
     from slide_core.files import atomic_path, check_output
-    from slide_core.identification import TrainingSet, identify, push_fingerprint
+    from slide_core.identification import (
+        MAX_MODELS,
+        TrainingSet,
+        identify,
+        push_fingerprint,
+    )
     from slide_core.io import read_pushes
     from slide_core.io.plot import belief_figure
     from slide_core.model import load_workcell, save_belief
@@ -104,10 +109,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
     if args.com_directions < 0:
         raise CliError(f'--com-directions must be >= 0, got {args.com_directions}')
+    if args.method == 'probabilistic' and args.com_directions + args.models > MAX_MODELS:
+        raise CliError(
+            f'--com-directions {args.com_directions} with --models {args.models}: at most '
+            f'{MAX_MODELS} models in all'
+        )
     # Outputs are checked before the work, and written only when all of it succeeded.
-    check_output(args.out, ('.yaml', '.yml'), '--out')
+    inputs = tuple(p for p in (args.bag, args.extrinsics) if p is not None)
+    check_output(args.out, ('.yaml', '.yml'), '--out', inputs=inputs)
+    if args.out.is_file() and not _is_belief_file(args.out):
+        # (an object spec given as --out was replaced by the belief)
+        raise CliError(f'--out {args.out} exists and is not a belief file: give a new path')
     if args.png is not None:
-        check_output(args.png, ('.png',), '--png')
+        check_output(args.png, ('.png',), '--png', inputs=inputs)
     if args.extrinsics is not None:
         if args.poses == 'topic':
             raise CliError('--extrinsics is for poses from the camera clouds (--poses cloud)')
@@ -211,3 +225,15 @@ def format_text(result: dict[str, Any]) -> str:
         f'belief: {result["out"]}' + (f', picture: {result["png"]}' if result['png'] else '')
     )
     return '\n'.join(lines)
+
+
+def _is_belief_file(path: Path) -> bool:
+    """Whether ``path`` holds a slide belief (one that --out may replace)."""
+    from slide_core.model import BELIEF_KIND
+
+    try:
+        with path.open(encoding='utf-8') as f:
+            head = f.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return f'kind: {BELIEF_KIND}' in head
