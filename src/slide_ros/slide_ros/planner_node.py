@@ -26,7 +26,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from visualization_msgs.msg import MarkerArray
 
 from slide_core.errors import NoSolutionError, SlideInputError
-from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, rotation
 from slide_core.io import (
     MessageError,
     belief_from_msg,
@@ -76,15 +76,6 @@ PARAMS = (
 
 class Cancelled(Exception):  # noqa: N818 - the caller asked; not a fault
     pass
-
-
-def same_cells(a: Grid, b: Grid) -> bool:
-    """Whether two grids have the same cells (size, shape and occupancy)."""
-    return bool(
-        a.shape == b.shape
-        and abs(a.cell_size - b.cell_size) < 1e-9
-        and np.array_equal(a.occupancy, b.occupancy)
-    )
 
 
 class PlannerNode(SlideNode):
@@ -183,7 +174,7 @@ class PlannerNode(SlideNode):
         belief = self._belief(goal.belief)
         if belief is not None:
             self._in_frame('the belief', goal.belief.header)
-            if not same_cells(belief.grid, grid):
+            if not belief.grid.same_cells(grid):
                 # The contact came off the belief's cells, off this object (the executor's
                 # outline check was all that stopped it).
                 raise SlideInputError(

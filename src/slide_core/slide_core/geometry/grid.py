@@ -226,6 +226,15 @@ class Grid:
             raise GridError(f'cell {i} does not exist: the grid has {self.n} cells')
         return int(i)
 
+    def same_cells(self, other: Grid) -> bool:
+        """Whether ``other`` has the same cells: their size, the grid's shape and which are
+        occupied (a belief is about this object's grid only then)."""
+        return bool(
+            self.shape == other.shape
+            and abs(self.cell_size - other.cell_size) < 1e-9
+            and np.array_equal(self.occupancy, other.occupancy)
+        )
+
     def is_connected(self) -> bool:
         """True when the occupied cells form one 4-connected piece."""
         _, count = ndimage.label(self.occupancy)
