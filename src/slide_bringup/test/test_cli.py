@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from slide_bringup import __version__
 from slide_bringup.cli import main
@@ -258,6 +259,22 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
         'identify', str(bag), '--com-directions', '-1', '--out', str(tmp_path / 'x.yaml')
     )
     assert refused.returncode == 2 and '--com-directions' in refused.stderr
+    refused = _run(  # 200 directions made a belief of 71 models, past the cap of 64
+        'identify', str(bag), '--com-directions', '60', '--out', str(tmp_path / 'x.yaml')
+    )
+    assert refused.returncode == 2 and 'at most 64 models' in refused.stderr, refused.stderr
+    # An input, or a file that is not a belief, is not overwritten (the bag's own
+    # metadata.yaml, and an object spec, had been replaced by the belief).
+    spec = tmp_path / 'spec.yaml'
+    spec.write_text('name: box\n')
+    for out_path, reason in (
+        (bag / 'metadata.yaml', 'would overwrite the input'),
+        (spec, 'is not a belief file'),
+    ):
+        before = out_path.read_bytes()
+        refused = _run('identify', str(bag), '--out', str(out_path))
+        assert refused.returncode == 2 and reason in refused.stderr, refused.stderr
+        assert out_path.read_bytes() == before
     # The rollout refinement refines the default fit, with the push's moment.
     refined = tmp_path / 'refined.yaml'
     out = _run(
@@ -297,6 +314,14 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     assert bad.returncode == 2 and 'asked for' in bad.stderr
     other = _run('evaluate', str(png), str(bag))
     assert other.returncode == 2
+    # A belief whose cells have another size is about another object, whatever their
+    # pattern (18 mm cells were evaluated against the bag's 20 mm ones).
+    doc = yaml.safe_load(model.read_text())
+    doc['cell_size'] = 0.018
+    smaller = tmp_path / 'smaller.yaml'
+    smaller.write_text(yaml.safe_dump(doc))
+    out = _run('evaluate', str(smaller), str(bag), '--test', '3')
+    assert out.returncode == 2 and 'another object' in out.stderr, out.stderr
 
 
 def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no-untyped-def]

@@ -113,8 +113,13 @@ def identify(
         raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
     if not 1 <= K <= MAX_MODELS:
         raise IdentificationError(f'K must be 1 to {MAX_MODELS} models, got {K}')
-    if com_directions < 0:
-        raise IdentificationError(f'com_directions must be 0 or more, got {com_directions}')
+    if com_directions < 0 or (method == 'probabilistic' and com_directions > MAX_MODELS - K):
+        # (each direction may add a model: 200 directions gave a 71-model belief past the
+        # cap, 1e8 took 15 s)
+        raise IdentificationError(
+            f'com_directions must be 0 to {MAX_MODELS - K} with {K} models (at most '
+            f'{MAX_MODELS} in all), got {com_directions}'
+        )
     if method == 'probabilistic' and budget < K:
         raise IdentificationError(
             f'a budget of {budget} simulations cannot evaluate each of the {K} models once: '
