@@ -34,6 +34,8 @@ def parse_range(text: str) -> list[int]:
     try:
         for part in text.split(','):
             part = part.strip()
+            if not part or not set(part) <= set('0123456789- '):
+                raise ValueError  # (int() read '3_0' as 30 and '+3' as 3)
             if '-' in part[1:]:
                 a, b = (int(v) for v in part.split('-', 1))
                 if a < 0 or b < a:

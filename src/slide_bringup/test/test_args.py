@@ -13,7 +13,7 @@ from slide_core.errors import SlideInputError
 def test_ranges_and_lists():
     assert parse_range('0-2,5') == [0, 1, 2, 5]
     assert parse_range('3') == [3]
-    for bad in ('3-1', '', 'a-b', '-1', '1,,2', '0-'):
+    for bad in ('3-1', '', 'a-b', '-1', '1,,2', '0-', '3_0', '+3', '1-+4', ' 2 3'):
         with pytest.raises(SlideInputError, match='not like'):
             parse_range(bad)
 
