@@ -373,4 +373,12 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     X = np.array([5.0, 5.0, 0.0])
     code, result = plan()
     assert code == 2 and 'off the table' in result['error']
+    # A yaw is an angle: a turn more is the same pose; 1e20 rad is no angle at all (it
+    # found no goal where its wrapped value found one).
+    X = np.array([0.4, 0.05, 0.3 + 4 * np.pi])
+    code, turned = plan()
+    assert code == 0 and turned['pose'] == pytest.approx([0.4, 0.05, 0.3])
+    X = np.array([0.4, 0.05, 1e20])
+    code, result = plan()
+    assert code == 2 and 'the yaw 1e+20 rad is not within' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2

@@ -58,10 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--png', type=Path, help='picture of the decision')
 
 
+MAX_YAW = 100.0
+"""[rad] the largest yaw --pose and --goal take (it is wrapped to [-pi, pi))."""
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from slide_core.files import check_output
+    from slide_core.geometry import wrap_angle
     from slide_core.model import load_belief, load_workcell
     from slide_core.planning import (
         PlanningError,
@@ -79,8 +84,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     belief = load_belief(args.belief)
     workcell = load_workcell()
     config = planner_config(workcell, overhang_weight=args.overhang_weight)
-    X = np.array(args.pose, dtype=float)
     for flag, pose in (('--pose', args.pose), ('--goal', args.goal)):
+        if pose is not None and not abs(pose[2]) <= MAX_YAW:
+            # (1e20 rad found no goal where its wrapped value, 1.8956, found one: the
+            # planner's turns lose every digit of such an angle)
+            raise ValueError(f'{flag}: the yaw {pose[2]:g} rad is not within +-{MAX_YAW:g} rad')
+    X = np.array(args.pose, dtype=float)
+    X[2] = float(wrap_angle(X[2]))
+    if args.goal is not None:
+        args.goal[2] = float(wrap_angle(args.goal[2]))
+    for flag, pose in (('--pose', X), ('--goal', args.goal)):
         if pose is not None:
             _check_on_table(flag, np.array(pose, dtype=float), belief, workcell.table)
     out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
