@@ -254,6 +254,11 @@ class IdentificationNode(SlideNode):
             f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
             f'({found.simulations} simulations)'
         )
+        pressed = bounds.pressed(belief.mass[belief.best], belief.friction[belief.best])
+        for line in pressed:
+            self.get_logger().warning(f'the most probable model: {line}')
+        if pressed:
+            result.message += '; the most probable model: ' + '; '.join(pressed)
         result.belief = msg
         result.simulations = found.simulations
         result.seconds = found.seconds

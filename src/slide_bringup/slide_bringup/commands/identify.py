@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_core.files import atomic_path, check_output
     from slide_core.identification import (
         MAX_MODELS,
+        Bounds,
         TrainingSet,
         identify,
         push_fingerprint,
@@ -173,6 +174,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 push_height=height if found.belief.push_moment else None,
             )
     belief = found.belief
+    for line in Bounds.from_grid(grid).pressed(
+        belief.mass[belief.best], belief.friction[belief.best]
+    ):
+        warnings.append(f'the most probable model: {line}')
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     provenance = {
         'bag': str(args.bag),
         'train_pushes': [pd.index for pd in pushes],

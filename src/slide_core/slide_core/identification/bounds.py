@@ -58,6 +58,29 @@ class Bounds:
     def middle(self) -> FloatArray:
         return (self.lower() + self.upper()) / 2
 
+    def pressed(self, mass: FloatArray, friction: FloatArray, share: float = 0.25) -> list[str]:
+        """What a model's per-cell ``mass`` and ``friction`` (n,) press against: one line
+        for each of the mass and friction bounds that at least ``share`` of the cells sit
+        on (within 1%). Such a fit found what the bounds allowed, not what the pushes say:
+        an object of friction 1.5 came out 64% heavy at the friction bound of 1, one of
+        20000 kg/m^3 at the density bound, both without a word."""
+        lines = []
+        on_mass = float(np.mean(mass >= 0.99 * self.mass_max))
+        if on_mass >= share:
+            lines.append(
+                f'{on_mass:.0%} of the cells sit at the mass bound (their volume of the '
+                'densest material allowed): the object may be denser than the bound, and '
+                'its maps are not what the pushes say'
+            )
+        on_friction = float(np.mean(friction >= 0.99 * self.friction_max))
+        if on_friction >= share:
+            lines.append(
+                f'{on_friction:.0%} of the cells sit at the friction bound '
+                f'({self.friction_max:g}): the object may be grippier than that, and its '
+                'masses are then off too'
+            )
+        return lines
+
 
 def check_limits(density_max: float, friction_max: float) -> None:
     """IdentificationError unless the density bound [kg/m^3] is positive and at most the
