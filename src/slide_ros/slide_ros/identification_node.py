@@ -30,6 +30,7 @@ from slide_core.identification import (
     COM_DIRECTIONS,
     DENSITY_MAX,
     FRICTION_BOUND,
+    MAX_COM_DIRECTIONS,
     MAX_MODELS,
     Bounds,
     IdentificationCancelledError,
@@ -74,7 +75,7 @@ PARAMS = (
         'probabilistic: the belief also holds, per direction (this many), the model with the '
         'centre of mass furthest along it that the pushes allow (0: the K models alone)',
         low=0,
-        high=32,
+        high=MAX_COM_DIRECTIONS,
     ),
     Param(
         'support',
@@ -100,7 +101,6 @@ class IdentificationNode(SlideNode):
         IdentificationSettings(
             K=int(self.p['default_models']), budget=int(self.p['default_budget'])
         )
-        self._check_models(int(self.p['default_models']), 'default_models')
         self._lock = threading.Lock()
         # One identification at a time: two ran at once, and the latched /belief ended with
         # whichever finished last, the older goal's.
@@ -148,22 +148,10 @@ class IdentificationNode(SlideNode):
             K=int(goal.num_models) or int(self.p['default_models']),
             budget=int(goal.budget) or int(self.p['default_budget']),
         )
-        if settings.method == 'probabilistic':
-            self._check_models(settings.K, 'num_models')
         density_max = float(goal.density_max) or DENSITY_MAX
         friction_max = float(goal.friction_max) or FRICTION_BOUND
         check_limits(density_max, friction_max)
         return settings, density_max, friction_max
-
-    def _check_models(self, K: int, what: str) -> None:
-        """SlideInputError when K models and their centre-of-mass spread (one model per
-        direction at most) exceed MAX_MODELS."""
-        directions = int(self.get_parameter('com_directions').value)
-        if K + directions > MAX_MODELS:
-            raise SlideInputError(
-                f'{what} {K} and com_directions {directions} make more than {MAX_MODELS} '
-                'models: ask for fewer'
-            )
 
     def _execute(self, handle: Any) -> Identify.Result:
         try:

@@ -114,11 +114,17 @@ from slide_core.identification.pushes import (
     smoothed_poses,
 )
 from slide_core.identification.refine import WINDOW_S, refine
-from slide_core.identification.spread import COM_DIRECTIONS, com_spread, shift_com
+from slide_core.identification.spread import (
+    COM_DIRECTIONS,
+    MAX_COM_DIRECTIONS,
+    com_spread,
+    shift_com,
+)
 from slide_core.identification.training import TrainingSet
 
 __all__ = [
     'COM_DIRECTIONS',
+    'MAX_COM_DIRECTIONS',
     'CONTACT_FORCE_N',
     'MAX_POSE_GAP_S',
     'DENSITY_MAX',

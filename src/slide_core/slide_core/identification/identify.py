@@ -16,7 +16,12 @@ from slide_core.identification.errors import (
     IdentificationFailedError,
 )
 from slide_core.identification.optimisers import OPTIMISERS, Counter, Progress
-from slide_core.identification.spread import COM_DIRECTIONS, EVALUATIONS_PER_RAY, com_spread
+from slide_core.identification.spread import (
+    COM_DIRECTIONS,
+    EVALUATIONS_PER_RAY,
+    MAX_COM_DIRECTIONS,
+    com_spread,
+)
 from slide_core.identification.training import TrainingSet
 from slide_core.model import Belief
 
@@ -113,12 +118,9 @@ def identify(
         raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
     if not 1 <= K <= MAX_MODELS:
         raise IdentificationError(f'K must be 1 to {MAX_MODELS} models, got {K}')
-    if com_directions < 0 or (method == 'probabilistic' and com_directions > MAX_MODELS - K):
-        # (each direction may add a model: 200 directions gave a 71-model belief past the
-        # cap, 1e8 took 15 s)
+    if not 0 <= com_directions <= MAX_COM_DIRECTIONS:
         raise IdentificationError(
-            f'com_directions must be 0 to {MAX_MODELS - K} with {K} models (at most '
-            f'{MAX_MODELS} in all), got {com_directions}'
+            f'com_directions must be 0 to {MAX_COM_DIRECTIONS}, got {com_directions}'
         )
     if method == 'probabilistic' and budget < K:
         raise IdentificationError(

@@ -62,6 +62,9 @@ from slide_core.identification.training import TrainingSet
 COM_DIRECTIONS = 4
 """Directions the centre of mass is moved along by default: the principal axes, both ways
 (0: none; see the module docstring for what the spread buys and costs)."""
+MAX_COM_DIRECTIONS = 32
+"""The most directions (each may add a model to the belief: 200 gave 71 models past the
+64 fitted ones allowed, 1e8 took 15 s)."""
 
 FIRST_SHIFT_M = 0.004
 """The first step [m] along a direction; steps double, then bisect."""

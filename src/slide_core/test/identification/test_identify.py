@@ -211,8 +211,8 @@ def test_bad_requests_are_refused():
     with pytest.raises(IdentificationError, match='K must be 1 to 64 models, got 65'):
         identify(train, 'probabilistic', K=65, budget=10**6)
     # Each centre-of-mass direction may add a model: 200 made a belief of 71.
-    with pytest.raises(IdentificationError, match='com_directions must be 0 to 56 with 8'):
-        identify(train, 'probabilistic', K=8, budget=10**6, com_directions=57)
+    with pytest.raises(IdentificationError, match='com_directions must be 0 to 32, got 200'):
+        identify(train, 'probabilistic', K=8, budget=10**6, com_directions=200)
     assert identify(train, 'analytic', K=8, budget=7).belief.K == 1  # one model: K unused
     flat = Grid(0.02, np.ones((1, 2), bool), np.zeros((1, 2)))
     with pytest.raises(IdentificationError, match='height'):
