@@ -51,10 +51,11 @@ FRICTION_MAX = 2.0
 """Largest Coulomb coefficient slide accepts for a cell against the table [-]."""
 MAX_DENSITY = 22_600.0
 """Densest material (osmium) [kg/m^3]: no cell weighs more than its volume of it."""
-MIN_DENSITY = 1.0
-"""[kg/m^3], less than air's 1.2: a cell lighter than its volume of this is a typo, not a
+MIN_DENSITY = 0.01
+"""[kg/m^3], a hundredth of air's: a cell lighter than its volume of this is a typo, not a
 part of an object resting on the table (a foam tray's floor under its rim's height is
-about 2). A cell of 1e-300 kg had been taken, and the twin's MuJoCo refused the scene."""
+about 2 kg/m^3, a cell a sheet of paper covers in part under a declared 2 cm height
+about 0.05). A cell of 1e-300 kg had been taken, and the twin's MuJoCo refused the scene."""
 MAX_HEIGHT = 0.5
 """Tallest cell [m]."""
 MAX_CELLS = 2500
@@ -232,7 +233,7 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
         r, c = np.argwhere(light)[0]
         raise SpecError(
             f'mass: {mass[r, c]:.4g} kg at row {r}, column {c} is less than its '
-            f'{volume[r, c] * 1e6:.3g} cm^3 of air weighs (at least {MIN_DENSITY:g} kg/m^3); '
+            f'{volume[r, c] * 1e6:.3g} cm^3 at {MIN_DENSITY:g} kg/m^3 weigh (a hundredth of air); '
             'give empty cells 0'
         )
     description = doc.get('description', '')
