@@ -308,7 +308,8 @@ def record(
     (with camera clouds at ``cloud_hz`` during pushes when it is positive, object poses as
     ``tracking`` measures them).
 
-    Returns a summary (pushes done, whether the object fell, message counts, duration).
+    Returns a summary (pushes done, whether the object fell, message counts, duration;
+    ``ok`` false when it fell: the pushes stop there, and the bag holds them).
     """
     if pushes < 1:
         raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
@@ -351,11 +352,15 @@ def record(
                 if camera is not None:
                     camera.close()
             counts = dict(bag.counts)
+    fell = twin.fell()
     return {
+        # The bag holds what was done; a run that ended with the object off the table did
+        # not do what was asked (it said so and exited 0).
+        'ok': not fell,
         'bag': str(out),
         'object': spec.name,
         'pushes': done,
-        'fell': twin.fell(),
+        'fell': fell,
         'sim_seconds': round(twin.time, 3),
         'messages': counts,
     }

@@ -24,7 +24,7 @@ def read(bag: Path) -> dict[str, list[tuple[int, bytes]]]:
 def test_bag_holds_every_push_and_topic_and_reads_back(tmp_path: Path, workcell) -> None:
     bag = tmp_path / 'hammer'
     summary = record(load_object('hammer'), workcell, 2, seed=3, out=bag)
-    assert summary['pushes'] == 2 and not summary['fell']
+    assert summary['pushes'] == 2 and not summary['fell'] and summary['ok']
     data = read(bag)
     assert set(data) == set(TOPICS)
     assert len(data['/push/start']) == len(data['/push/end']) == len(data['/push/primitive']) == 2
@@ -134,3 +134,13 @@ def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path,
     err = seen[:, 1:] - true[at, 1:]
     assert np.std(err[:, :2]) == pytest.approx(1e-3, rel=0.2)
     assert np.std(err[:, 2]) == pytest.approx(1e-2, rel=0.25)
+
+
+def test_a_recording_that_ended_with_a_fall_is_not_ok(tmp_path: Path, workcell) -> None:
+    # Started with its centre of mass past the edge, the box falls in its first push: the
+    # bag keeps that push, and the run says it did not do what was asked (it exited 0).
+    summary = record(
+        load_object('box'), workcell, 3, seed=0, out=tmp_path / 'b', X_WO=(-0.01, 0.0, 0.0)
+    )
+    assert summary['fell'] and summary['pushes'] == 1 and summary['ok'] is False
+    assert (tmp_path / 'b' / 'metadata.yaml').is_file()
