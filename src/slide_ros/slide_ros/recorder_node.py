@@ -291,11 +291,11 @@ class RecorderNode(SlideNode):
             if item is None:
                 self._pending = pending
                 return
-            if self._error:
-                continue  # drained, not written
             topic, typ, t_ns, data = item
             with self._queued_lock:
                 self._queued -= len(data)
+            if self._error:
+                continue  # drained, not written
             try:
                 if topic:
                     if topic not in conns:

@@ -10,10 +10,10 @@ the belief: :data:`slide_ros.topics.EPISODE_TOPICS`) are published latched.
 What a bag cannot give is said, not raised: topics of unknown or uninstalled types, and
 topics recorded with another definition of their type than the one installed (an older
 slide_interfaces: its bytes would not decode, and subscribers drop them without a word),
-are left out with the reason, and the bag's own warnings (cut short, metadata that disagrees) come
-with the result. Replaying the camera's clouds into the perception node rebuilds the grid
-and the poses; replaying the pushes (fingertip poses, wrenches, markers) lets the
-identification node identify from them.
+are left out with the reason, and the bag's own warnings (cut short, metadata that
+disagrees) come with the result. Replaying the camera's clouds into the perception node
+rebuilds the grid and the poses; replaying the pushes (fingertip poses, wrenches, markers)
+lets the identification node identify from them.
 """
 
 from __future__ import annotations
