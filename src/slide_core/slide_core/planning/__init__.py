@@ -73,6 +73,7 @@ from slide_core.planning.config import (
 from slide_core.planning.goal import (
     Goal,
     goal_acceptable,
+    goal_refusal,
     hold_quantile,
     landing_turn,
     select_goal,
@@ -118,6 +119,7 @@ __all__ = [
     'fall_probability',
     'final_grasp',
     'goal_acceptable',
+    'goal_refusal',
     'grasp_at',
     'grasp_waypoints',
     'hold_quantile',

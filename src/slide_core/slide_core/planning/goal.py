@@ -88,12 +88,32 @@ def yaw_seen(grid: Grid, config: PlannerConfig) -> bool:
 
 def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
     """The grasp if X_WO would do as a goal (graspable, valid, balanced, held), else None."""
+    return _judge_goal(belief, X_WO, config)[0]
+
+
+def goal_refusal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str | None:
+    """Why X_WO would not do as a goal (the first condition of :func:`goal_acceptable`
+    that fails, in words), or None when it would."""
+    return _judge_goal(belief, X_WO, config)[1] or None
+
+
+def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp | None, str]:
     if not is_valid(belief, X_WO, config):
-        return None
+        if not in_workspace(belief.grid, X_WO, config):
+            return None, 'the object would leave the table or overlap an obstacle there'
+        return None, 'less than 1 - epsilon of the belief stays balanced there, with its margin'
     grasp = grasp_at(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
-    if grasp is None or hold_quantile(belief, X_WO, grasp, config) > config.hold_max:
-        return None
-    return grasp
+    if grasp is None:
+        return None, (
+            f'no grasp of its overhang holds {config.gripper.min_grip * 100:.1f} cm of it '
+            'between the pads'
+        )
+    hold = hold_quantile(belief, X_WO, grasp, config)
+    if hold > config.hold_max:
+        return None, (
+            f'the pads would be asked {hold:.2f} of what they resist (at most {config.hold_max})'
+        )
+    return grasp, ''
 
 
 def hold_quantile(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
@@ -201,7 +221,7 @@ def _best_goal(
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
             margins = com_margins_of(belief, X)
-            p_stay = float(belief.weight @ (margins >= need_k))
+            p_stay = min(1.0, float(belief.weight @ (margins >= need_k)))
             if p_stay < 1.0 - config.epsilon - 1e-12:
                 continue
             margin = margin_quantile(belief, margins, config.epsilon)

@@ -164,7 +164,7 @@ def stay_weight(
     for k in range(com.shape[0]):
         if out[k] >= need[k]:
             p += weight[k]
-    return p
+    return min(1.0, p)  # (a sum of weights that make 1 can come to 1.0000000000000002)
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ import numpy as np
 from slide_core.geometry import FloatArray, check_pose, se2_distance
 from slide_core.model import Belief
 from slide_core.planning.config import PlannerConfig, PlanningError
-from slide_core.planning.goal import goal_acceptable
+from slide_core.planning.goal import goal_acceptable, goal_refusal
 from slide_core.planning.grasp import Grasp, grasp_at
 from slide_core.planning.path import SE2Path, plan_path
 from slide_core.planning.push import PushPlan, select_push
@@ -88,10 +88,11 @@ def next_step(
     if reached(belief, X, config):
         return Step(True, None, None, None, time.perf_counter() - t0)
     G = check_pose(X_goal, 'X_goal')
-    if goal_acceptable(belief, G, config) is None:
+    refusal = goal_refusal(belief, G, config)
+    if refusal is not None:
         raise PlanningError(
-            f'the goal {np.round(G, 4).tolist()} would not do as a goal under this belief '
-            '(graspable, balanced and held there for 1 - epsilon of it)'
+            f'the goal {np.round(G, 4).tolist()} would not do as a goal under this belief: '
+            f'{refusal}'
         )
     say('path')
     path = plan_path(belief, X, X_goal, config, seed=seed)

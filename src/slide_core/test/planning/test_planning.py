@@ -31,6 +31,7 @@ from slide_core.planning import (
     UncertainBeliefError,
     carried_area,
     goal_acceptable,
+    goal_refusal,
     grasp_at,
     hold_ratios,
     in_workspace,
@@ -93,6 +94,20 @@ def test_stay_probability_weighs_the_models_that_stay() -> None:
     X = np.array([0.02, 0.0, 0.0])  # 8 cm out: the uniform bar stays, the heavy one falls
     assert stay_probability(models, X) == pytest.approx(0.7)
     assert stay_probability(models, [0.3, 0.0, 0.0]) == 1.0
+    # Eight weights that make 1 add up to 1.0000000000000002 (an episode's goal said so).
+    w = [
+        0.02068603485554424,
+        0.13121105548153006,
+        0.1669214666517238,
+        0.1742112255745375,
+        0.002646899565646987,
+        0.1554413964030656,
+        0.17659940627386336,
+        0.17228251519408852,
+    ]
+    eight = Belief.create(BAR, np.stack([M] * 8), np.stack([MU] * 8), w)
+    assert stay_probability(eight, [0.3, 0.0, 0.0]) == 1.0
+    assert select_goal(eight, [0.3, 0.0, 0.0], CONFIG).stay_probability <= 1.0
 
 
 def test_a_pushed_pose_needs_the_lean_of_the_push_more_margin() -> None:
@@ -247,6 +262,14 @@ def test_no_push_is_planned_towards_a_goal_the_belief_no_longer_accepts() -> Non
     with pytest.raises(PlanningError, match='would not do as a goal under this belief') as e:
         next_step(heavy, X, goal.X_WO, CONFIG)
     assert not isinstance(e.value, UncertainBeliefError)
+    # It says which condition fails (a goal inside an obstacle was refused in general words).
+    assert 'the pads would be asked' in str(e.value)
+    under = (float(goal.X_WO[0]), float(goal.X_WO[1]))  # the object's middle, on the table
+    boxed = replace(CONFIG, obstacles=(Obstacle(under, (0.01, 0.01)),))
+    assert goal_refusal(light, goal.X_WO, boxed) == (
+        'the object would leave the table or overlap an obstacle there'
+    )
+    assert goal_refusal(light, goal.X_WO, CONFIG) is None
 
 
 def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
