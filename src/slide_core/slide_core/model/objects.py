@@ -220,22 +220,16 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
         grid = _with_outline(grid, doc['outline'])
     # A cell's volume: its square's, or its part inside the outline.
     volume = cell_size**2 * heights * grid.to_map(grid.area, fill=1.0)
-    heavy = occupied & (mass > MAX_DENSITY * volume)
-    if heavy.any():
-        r, c = np.argwhere(heavy)[0]
-        raise SpecError(
-            f'mass: {mass[r, c]:.4g} kg at row {r}, column {c} is more than its '
-            f'{volume[r, c] * 1e6:.3g} cm^3 of the densest material ({MAX_DENSITY:g} kg/m^3) '
-            'weighs'
-        )
-    light = occupied & (mass < MIN_DENSITY * volume)
-    if light.any():
-        r, c = np.argwhere(light)[0]
-        raise SpecError(
-            f'mass: {mass[r, c]:.4g} kg at row {r}, column {c} is less than its '
-            f'{volume[r, c] * 1e6:.3g} cm^3 at {MIN_DENSITY:g} kg/m^3 weigh (a hundredth of air); '
-            'give empty cells 0'
-        )
+    for bad, than, what in (
+        (mass > MAX_DENSITY * volume, 'more', f'the densest material ({MAX_DENSITY:g} kg/m^3)'),
+        (mass < MIN_DENSITY * volume, 'less', f'{MIN_DENSITY:g} kg/m^3 (a hundredth of air)'),
+    ):
+        if (occupied & bad).any():
+            r, c = np.argwhere(occupied & bad)[0]
+            raise SpecError(
+                f'mass: {mass[r, c]:.4g} kg at row {r}, column {c} is {than} than its '
+                f'{volume[r, c] * 1e6:.3g} cm^3 of {what} weighs'
+            )
     description = doc.get('description', '')
     if not isinstance(description, str):
         raise SpecError('description: must be a string')
