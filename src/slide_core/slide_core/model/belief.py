@@ -253,7 +253,8 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         raise BeliefError(
             f'{source}: unknown key {unknown[0]!r}: the keys are {", ".join(sorted(BELIEF_KEYS))}'
         )
-    for k, m in enumerate(doc.get('models') or []):
+    models = doc.get('models')
+    for k, m in enumerate(models if isinstance(models, list) else []):
         extra = sorted(str(key) for key in set(m) - MODEL_KEYS) if isinstance(m, dict) else []
         if extra:
             raise BeliefError(
