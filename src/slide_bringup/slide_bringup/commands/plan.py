@@ -84,28 +84,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     belief = load_belief(args.belief)
     workcell = load_workcell()
     config = planner_config(workcell, overhang_weight=args.overhang_weight)
+    poses: dict[str, Any] = {}
     for flag, pose in (('--pose', args.pose), ('--goal', args.goal)):
-        if pose is not None and not abs(pose[2]) <= MAX_YAW:
+        if pose is None:
+            continue
+        if not abs(pose[2]) <= MAX_YAW:
             # (1e20 rad found no goal where its wrapped value, 1.8956, found one: the
             # planner's turns lose every digit of such an angle)
             raise ValueError(f'{flag}: the yaw {pose[2]:g} rad is not within +-{MAX_YAW:g} rad')
-    X = np.array(args.pose, dtype=float)
-    X[2] = float(wrap_angle(X[2]))
-    if args.goal is not None:
-        args.goal[2] = float(wrap_angle(args.goal[2]))
-    for flag, pose in (('--pose', X), ('--goal', args.goal)):
-        if pose is not None:
-            _check_on_table(flag, np.array(pose, dtype=float), belief, workcell.table)
+        P = np.array(pose, dtype=float)
+        P[2] = float(wrap_angle(P[2]))
+        _check_on_table(flag, P, belief, workcell.table)
+        poses[flag] = P
+    X, given_goal = poses['--pose'], poses.get('--goal')
     out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
-    out['goal_chosen'] = args.goal is None
+    out['goal_chosen'] = given_goal is None
     trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
     try:
-        if args.goal is None:
+        if given_goal is None:
             goal = select_goal(belief, X, config)
             X_goal = goal.X_WO
             out['goal'] = goal.to_dict()
         else:
-            X_goal = np.array(args.goal, dtype=float)
+            X_goal = given_goal
             out['goal'] = {'X_WO': X_goal.tolist()}
         trace['goal'] = X_goal.tolist()
         step = next_step(belief, X, X_goal, config, seed=step_seed(args.seed, args.index))
