@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     from slide_core.io import read_pushes
     from slide_core.io.plot import belief_figure
-    from slide_core.model import load_workcell, save_belief
+    from slide_core.model import is_belief_file, load_workcell, save_belief
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Outputs are checked before the work, and written only when all of it succeeded.
     inputs = tuple(p for p in (args.bag, args.extrinsics) if p is not None)
     check_output(args.out, ('.yaml', '.yml'), '--out', inputs=inputs)
-    if args.out.is_file() and not _is_belief_file(args.out):
+    if args.out.is_file() and not is_belief_file(args.out):
         # (an object spec given as --out was replaced by the belief)
         raise CliError(f'--out {args.out} exists and is not a belief file: give a new path')
     if args.png is not None:
@@ -229,15 +229,3 @@ def format_text(result: dict[str, Any]) -> str:
         f'belief: {result["out"]}' + (f', picture: {result["png"]}' if result['png'] else '')
     )
     return '\n'.join(lines)
-
-
-def _is_belief_file(path: Path) -> bool:
-    """Whether ``path`` holds a slide belief (one that --out may replace)."""
-    from slide_core.model import BELIEF_KIND
-
-    try:
-        with path.open(encoding='utf-8') as f:
-            head = f.read(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
-    return f'kind: {BELIEF_KIND}' in head

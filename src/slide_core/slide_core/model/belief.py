@@ -241,10 +241,23 @@ BELIEF_KEYS = frozenset(
 MODEL_KEYS = frozenset({'weight', 'loss', 'mass', 'friction'})
 
 
+def _is_belief_doc(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get('kind') == BELIEF_KIND
+
+
+def is_belief_file(path: str | Path) -> bool:
+    """Whether ``path`` is a YAML file that says it is a slide belief (one a new belief
+    may replace; whether it is a valid one is :func:`load_belief`'s to say)."""
+    try:
+        return _is_belief_doc(read_yaml(path, BeliefError, 'belief file'))
+    except BeliefError:
+        return False
+
+
 def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
     """A belief from its YAML document (raises BeliefError naming what is wrong, and an
     unknown key: ``push_momnet: true`` was read as a belief without the push's moment)."""
-    if not isinstance(doc, dict) or doc.get('kind') != BELIEF_KIND:
+    if not _is_belief_doc(doc):
         raise BeliefError(
             f'{source}: not a slide belief (kind: {BELIEF_KIND}); write one with slide identify'
         )
