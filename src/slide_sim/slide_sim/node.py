@@ -395,11 +395,9 @@ class TwinNode(Node):
             if failed or self._stop.is_set() or not self._sim.is_alive():
                 handle.abort()  # (shutting down, the path never ends)
                 result.error.code = ErrorCode.INTERNAL
-                result.message = (
-                    f'the twin could not start the path: {failed[0]}'
-                    if failed
-                    else ('the twin stopped')
-                )
+                result.message = 'the twin stopped'
+                if failed:
+                    result.message = f'the twin could not start the path: {failed[0]}'
                 return result
             if handle.is_cancel_requested:
                 self._submit(lambda: self.twin.stop(tool))
