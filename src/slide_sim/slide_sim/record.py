@@ -21,7 +21,9 @@ perception node.
 
 Object poses are the twin's truth at 100 Hz by default; ``tracking`` (:class:`Tracking`)
 writes them as a camera tracker measures them instead: fewer a second, each with Gaussian
-noise, from its own random stream (the pushes stay those of the seed).
+noise, from its own random stream (the pushes stay those of the seed). Either way they hold
+the object's whole orientation: one that tips over leans in them, and a reader does not
+take that push for a planar one.
 
 The slide_interfaces types are registered in the bag from their .msg definitions, found
 through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time from a
@@ -43,9 +45,11 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys.store import Typestore
+from transforms3d import quaternions
 
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path, check_output
+from slide_core.geometry import FloatArray
 from slide_core.identification import MAX_POSE_GAP_S, random_push
 from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
@@ -158,12 +162,17 @@ class _Bag:
         self.writer.write(self.conns[topic], EPOCH_NS + int(round(t * 1e9)), data)
         self.counts[topic] += 1
 
-    def pose(self, X: Any) -> Any:
+    def pose(self, X: Any, lean: FloatArray | None = None) -> Any:
+        """A Pose at (x, y, z) turned by yaw X[3] about the vertical, after ``lean`` (a
+        (w, x, y, z) quaternion with no yaw of its own, :func:`lean_of`; none: level)."""
         T = self.T
+        w, x, y, z = math.cos(X[3] / 2), 0.0, 0.0, math.sin(X[3] / 2)
+        if lean is not None:
+            w, x, y, z = quaternions.qmult((w, x, y, z), lean)
         return T['geometry_msgs/msg/Pose'](
             position=T['geometry_msgs/msg/Point'](x=float(X[0]), y=float(X[1]), z=float(X[2])),
             orientation=T['geometry_msgs/msg/Quaternion'](
-                x=0.0, y=0.0, z=math.sin(X[3] / 2), w=math.cos(X[3] / 2)
+                x=float(x), y=float(y), z=float(z), w=float(w)
             ),
         )
 
@@ -246,6 +255,16 @@ class _Camera:
         self.camera.close()
 
 
+def lean_of(q_WO: FloatArray) -> FloatArray:
+    """The lean of an orientation q_WO (w, x, y, z) without its yaw (the yaw of
+    :meth:`Twin.object_pose`, atan2(R_10, R_00)): q_WO = R_z(yaw) lean."""
+    R = quaternions.quat2mat(q_WO)
+    yaw = math.atan2(R[1, 0], R[0, 0])
+    return np.asarray(
+        quaternions.qmult((math.cos(yaw / 2), 0.0, 0.0, -math.sin(yaw / 2)), q_WO), dtype=float
+    )
+
+
 def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
     T = bag.T
     t0, t1 = float(rec.t[rec.start]), float(rec.t[rec.end])
@@ -277,10 +296,15 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
         Pose = T['geometry_msgs/msg/PoseStamped']
         X = bag.measured(rec.X_WO[k], t)
         if X is not None:
+            # With the object's lean: a tracker that sees it tip says so, and a reader then
+            # does not take the push for a planar one.
+            lean = lean_of(rec.q_WO[k])
             bag.write(
                 '/object/pose',
                 t,
-                Pose(header=bag.header(t, bag.frame), pose=bag.pose((X[0], X[1], 0.0, X[2]))),
+                Pose(
+                    header=bag.header(t, bag.frame), pose=bag.pose((X[0], X[1], 0.0, X[2]), lean)
+                ),
             )
         if k % POSE_DECIMATION == 0:
             p = rec.p_WF[k]

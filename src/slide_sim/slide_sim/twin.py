@@ -46,6 +46,8 @@ class PushRecording:
         primitive: the push.
         start, end: indices in the arrays where the pusher's straight stroke began and ended.
         fell: whether the object had fallen off the table by the end of the push.
+        q_WO: (N, 4) the object's whole orientation (w, x, y, z): X_WO's yaw, and how far it
+            leant when it tipped over (a camera tracker that sees it lean would say so).
     """
 
     t: FloatArray
@@ -56,6 +58,7 @@ class PushRecording:
     start: int
     end: int
     fell: bool = False
+    q_WO: FloatArray = field(default_factory=lambda: np.zeros((0, 4)))
 
 
 class Twin:
@@ -129,6 +132,10 @@ class Twin:
         pos = self.data.xpos[self._obj]
         R = self.data.xmat[self._obj].reshape(3, 3)
         return np.array([pos[0], pos[1], math.atan2(R[1, 0], R[0, 0])])
+
+    def object_orientation(self) -> FloatArray:
+        """(w, x, y, z) unit quaternion of the object frame in the table frame."""
+        return np.array(self.data.xquat[self._obj], dtype=float)
 
     def object_height(self) -> float:
         return float(self.data.xpos[self._obj][2])
@@ -362,7 +369,13 @@ class Twin:
             self.step()
 
     def _sample(self) -> tuple:
-        return (self.time, self.object_pose(), self.fingertip(), self.wrench())
+        return (
+            self.time,
+            self.object_pose(),
+            self.fingertip(),
+            self.wrench(),
+            self.object_orientation(),
+        )
 
     def follow(
         self,
@@ -372,9 +385,9 @@ class Twin:
     ) -> tuple[list[tuple], int, int]:
         """Drive the fingertip through ``waypoints`` and wait until it is there.
 
-        Samples (time, object pose, fingertip, wrench) are logged every physics step from
-        the start of the waypoint whose phase is ``record`` to the end of the next one;
-        returns them with the indices where that waypoint's motion began and ended.
+        Samples (time, object pose, fingertip, wrench, object orientation) are logged every
+        physics step from the start of the waypoint whose phase is ``record`` to the end of
+        the next one; returns them with the indices where that waypoint's motion began and ended.
         ``on_step`` is called after every logged step (to render camera frames, say)."""
         phases = [wp.phase for wp in waypoints]
         r = phases.index(record) if record in phases else -1
@@ -409,8 +422,8 @@ class Twin:
         X = self.object_pose() if X_WO is None else np.asarray(X_WO, dtype=float)
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
         log, i0, i1 = self.follow(waypoints, 'stroke', on_step)
-        t, X_WO_, p, w = (np.array(v) for v in zip(*log, strict=True))
-        return PushRecording(t, X_WO_, p, w, primitive, i0, i1, self.fell())
+        t, X_WO_, p, w, q = (np.array(v) for v in zip(*log, strict=True))
+        return PushRecording(t, X_WO_, p, w, primitive, i0, i1, self.fell(), q)
 
     def move_gripper(self, waypoints: list[Waypoint]) -> None:
         """Drive the gripper through ``waypoints`` and wait until it is there."""

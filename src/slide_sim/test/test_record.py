@@ -9,6 +9,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from slide_core.errors import SlideInputError
+from slide_core.io import read_pushes
 from slide_core.model import load_object
 from slide_sim.record import TOPICS, Tracking, record
 
@@ -144,3 +145,6 @@ def test_a_recording_that_ended_with_a_fall_is_not_ok(tmp_path: Path, workcell) 
     )
     assert summary['fell'] and summary['pushes'] == 1 and summary['ok'] is False
     assert (tmp_path / 'b' / 'metadata.yaml').is_file()
+    # Its poses lean as the box did, so identification does not fit maps to the fall.
+    with pytest.raises(SlideInputError, match=r'push 0: the object leant up to \d+ degrees'):
+        read_pushes(tmp_path / 'b')

@@ -7,8 +7,9 @@ perception here (:mod:`slide_core.io.perceive`); ``/pusher/pose`` (the fingertip
 frame); a wrench, ``/ft/wrench`` or else ``/netft/wrench``; ``/push/start`` and
 ``/push/end`` (the stroke's start and end, with the push's index; a push ends SETTLE_S after
 its stroke, before the fingertip retracts; a push without its end marker was aborted or
-cut short and is not used). ``/ground_truth`` is read only by :func:`read_ground_truth`, never by
-:func:`read_pushes`, so identification cannot see it.
+cut short and is not used, nor is one during which an object pose leans past ``MAX_TILT``:
+the object tipped over or fell). ``/ground_truth`` is read only by
+:func:`read_ground_truth`, never by :func:`read_pushes`, so identification cannot see it.
 
 Frames are honest: every series is used in the frame its header names (an unnamed frame is
 taken to be the table's, and said). Poses must be in the table frame. A wrench in the table
@@ -46,7 +47,7 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, GridError
 from slide_core.identification import SETTLE_S, STEP_S, PushData, build_push
 from slide_core.io.bagfile import Bag, open_bag
-from slide_core.io.messages import MessageError, grid_from_msg, ns_to_s, stamp_to_s
+from slide_core.io.messages import MAX_TILT, MessageError, grid_from_msg, ns_to_s, stamp_to_s
 from slide_core.io.series import (
     CLOUD_TOPIC,
     Series,
@@ -280,6 +281,7 @@ def read_pushes(
                 'marker; the stroke is not read'
             )
 
+    tilted = series['/object/pose'].tilted
     skipped: list[Skipped] = []
     built: list[PushData] = []
     chosen: Grid | None = None
@@ -311,6 +313,17 @@ def read_pushes(
         reason = clock_jump(series, jumps, t0 - offset, stop - offset)
         if reason:
             skipped.append(Skipped(i, reason))
+            continue
+        leant = [tilt for t, tilt in tilted if t0 <= t <= stop]
+        if leant:
+            skipped.append(
+                Skipped(
+                    i,
+                    f'the object leant up to {math.degrees(max(leant)):.0f} degrees during it '
+                    f'({len(leant)} pose(s) past {math.degrees(MAX_TILT):.0f}): it tipped over '
+                    'or fell, which the planar model cannot replay',
+                )
+            )
             continue
         grid = _grid_at(grids, t0 - offset)
         if chosen is None:

@@ -66,19 +66,29 @@ object lying flat on the table leans only by the estimator's noise; beyond, it h
 over, lies on something, or its pose is in a frame other than the table's."""
 
 
-def pose_to_planar(pose: Any) -> FloatArray:
-    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN, on the zero
-    quaternion, which is no rotation, and on a pose tilted more than ``MAX_TILT``: its
-    yaw alone would plan for a tipped object as if it lay flat)."""
+def pose_tilt(pose: Any) -> float:
+    """The angle [rad] between a ``geometry_msgs/Pose``'s z axis and its frame's (0 for NaN,
+    which :func:`pose_to_planar` refuses on its own); MessageError on the zero quaternion,
+    which is no rotation."""
     q = pose.orientation
     norm2 = float(q.x) ** 2 + float(q.y) ** 2 + float(q.z) ** 2 + float(q.w) ** 2
     if norm2 < 1e-12:
         raise MessageError('the pose orientation is the zero quaternion: not a rotation')
     cos_tilt = 1.0 - 2.0 * (float(q.x) ** 2 + float(q.y) ** 2) / norm2  # R_zz
-    if math.isfinite(cos_tilt) and cos_tilt < math.cos(MAX_TILT):
-        tilt = math.degrees(math.acos(max(-1.0, cos_tilt)))
+    if not math.isfinite(cos_tilt):
+        return 0.0
+    return math.acos(max(-1.0, min(1.0, cos_tilt)))
+
+
+def pose_to_planar(pose: Any) -> FloatArray:
+    """(x, y, yaw) of a ``geometry_msgs/Pose`` (raises MessageError on NaN, on the zero
+    quaternion, which is no rotation, and on a pose tilted more than ``MAX_TILT``: its
+    yaw alone would plan for a tipped object as if it lay flat)."""
+    q = pose.orientation
+    tilt = pose_tilt(pose)
+    if tilt > MAX_TILT:
         raise MessageError(
-            f"the pose is tilted {tilt:.1f} degrees from its frame's plane (at most "
+            f"the pose is tilted {math.degrees(tilt):.1f} degrees from its frame's plane (at most "
             f'{math.degrees(MAX_TILT):.0f}): the planar model needs the object lying flat '
             'on the table; check that the pose is in the table frame, or whether the '
             'object has tipped over'

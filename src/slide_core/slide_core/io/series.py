@@ -13,10 +13,12 @@ import numpy as np
 from slide_core.geometry import FloatArray
 from slide_core.io.bagfile import Bag
 from slide_core.io.messages import (
+    MAX_TILT,
     MessageError,
     grid_from_msg,
     marker_from_msg,
     ns_to_s,
+    pose_tilt,
     pose_to_planar,
     stamp_to_s,
 )
@@ -53,7 +55,8 @@ MAX_TOOL_AGE_S = 0.2
 @dataclass
 class Series:
     """One topic's messages: log times [s], header stamps [s] (NaN for a push marker
-    without one), values (rows), frames."""
+    without one), values (rows), frames; of a pose topic also the stamps [s] and leans
+    [rad] of the poses tilted beyond ``MAX_TILT`` (the object tipped over: not rows)."""
 
     topic: str
     log: list[float] = field(default_factory=list)
@@ -61,6 +64,7 @@ class Series:
     rows: list[Any] = field(default_factory=list)
     frames: list[str] = field(default_factory=list)
     bad: int = 0
+    tilted: list[tuple[float, float]] = field(default_factory=list)
 
     def add(self, log: float, stamp: float, row: Any, frame: str) -> None:
         self.log.append(log)
@@ -162,6 +166,10 @@ def read_series(bag: Bag, topics: list[str]) -> dict[str, Series]:
                     raise MessageError('not finite')
                 s.add(log, stamp_to_s(msg.header.stamp), row, str(msg.header.frame_id))
             else:  # poses: (x, y, yaw, z, qx, qy, qz, qw)
+                tilt = pose_tilt(msg.pose) if topic == '/object/pose' else 0.0
+                if tilt > MAX_TILT:
+                    s.tilted.append((stamp_to_s(msg.header.stamp), tilt))
+                    continue
                 q = msg.pose.orientation
                 row = np.array(
                     [*pose_to_planar(msg.pose), msg.pose.position.z, q.x, q.y, q.z, q.w],
