@@ -41,7 +41,9 @@ Progress = Callable[[str], None]
 
 @dataclass
 class EpisodeResult:
-    """What one episode did (see ``to_dict`` for the JSON)."""
+    """What one episode did (see ``to_dict`` for the JSON). ``X_final``, ``overhang_m`` and
+    ``stay_probability`` describe the pose the object was grasped at, or else where it came
+    to rest; an object that fell while it was pushed has none: empty and None."""
 
     object: str
     seed: int
@@ -55,10 +57,10 @@ class EpisodeResult:
     regoals: int = 0
     relearned: int = 0
     reached: bool = False
-    stay_probability: float = 0.0
+    stay_probability: float | None = 0.0
     goal_stay_probability: float = 0.0
     goal_truly_balanced: bool = False
-    overhang_m: float = 0.0
+    overhang_m: float | None = 0.0
     lifted_m: float = 0.0
     identification_s: float = 0.0
     planning_s: float = 0.0
@@ -111,14 +113,19 @@ def score(
     r.simulations = st.simulations
     # Where the object lay when the task grasped it (the pose it decided on), not where the
     # gripper has since carried it: a held object turns and its 'overhang' means nothing.
-    X = np.asarray(st.trace['X_final'], dtype=float) if 'X_final' in st.trace else None
-    if X is None:
-        X = twin.object_pose()
-    r.X_final = X.tolist()
-    r.overhang_m = overhang(spec.grid, X)
-    if st.belief is not None:
-        r.stay_probability = stay_probability(st.belief, X, config.balance_margin)
     r.fell = task.outcome is Outcome.FELL or (st.report is not None and st.report.fell)
+    X = np.asarray(st.trace['X_final'], dtype=float) if 'X_final' in st.trace else None
+    if X is None and r.fell:
+        # Fallen off the table while pushed: its planar pose and the balance there would
+        # describe a toppled object as if it lay on the table.
+        r.X_final, r.overhang_m, r.stay_probability = [], None, None
+    else:
+        if X is None:
+            X = twin.object_pose()
+        r.X_final = X.tolist()
+        r.overhang_m = overhang(spec.grid, X)
+        if st.belief is not None:
+            r.stay_probability = stay_probability(st.belief, X, config.balance_margin)
     if st.report is not None:
         r.lifted_m = st.report.lifted_m
     r.trace = st.trace
@@ -200,7 +207,7 @@ def run_episode(
 
 def _title(r: EpisodeResult) -> str:
     verdict = 'lifted' if r.success else ('fell' if r.fell else 'failed')
-    return (
-        f'{r.object}, seed {r.seed}, {r.method}: {verdict} after {r.pushes} pushes, '
-        f'overhang {r.overhang_m * 100:.1f} cm, P(stay) {r.stay_probability:.2f}'
-    )
+    head = f'{r.object}, seed {r.seed}, {r.method}: {verdict} after {r.pushes} pushes'
+    if r.overhang_m is None or r.stay_probability is None:
+        return head
+    return f'{head}, overhang {r.overhang_m * 100:.1f} cm, P(stay) {r.stay_probability:.2f}'

@@ -57,6 +57,22 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
         assert key in d
 
 
+def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
+    # A 50 cm tall column of 1.5 kg tips over at its first pushes. The result gave the
+    # overhang and the stay probability at the planar pose of the toppled object.
+    from slide_bringup.commands.episode import format_text
+    from slide_core.model import ObjectSpec
+
+    grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
+    tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
+    r = run_episode(tall, 0, 'probabilistic')
+    assert r.fell and r.outcome == 'fell' and not r.success
+    assert r.X_final == [] and r.overhang_m is None and r.stay_probability is None
+    out = r.to_dict()
+    assert out['overhang_m'] is None and out['stay_probability'] is None
+    assert 'no final pose (it fell while pushed)' in format_text({**out, 'png': None})
+
+
 def test_each_method_gives_the_planner_its_models() -> None:
     spec = load_object('crimp')
     rng = np.random.default_rng(0)

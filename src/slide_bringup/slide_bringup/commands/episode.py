@@ -136,6 +136,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _rest(result: dict[str, Any]) -> str:
+    """Overhang and stay probability where the object lay at the end, if it lay anywhere."""
+    if result['overhang_m'] is None or result['stay_probability'] is None:
+        return 'no final pose (it fell while pushed)'
+    return (
+        f'overhang {100 * result["overhang_m"]:.1f} cm, P(stay) {result["stay_probability"]:.2f}'
+    )
+
+
 def format_text(result: dict[str, Any]) -> str:
     verdict = 'lifted and held' if result['success'] else 'FAILED'
     lines = [
@@ -144,8 +153,7 @@ def format_text(result: dict[str, Any]) -> str:
         f'{result["identification_s"]:.1f} s',
         f'  {result["pushes"]} planned pushes, planning {result["planning_s"]:.1f} s '
         f'({result["simulations"]} model rollouts)',
-        f'  overhang {100 * result["overhang_m"]:.1f} cm, P(stay) {result["stay_probability"]:.2f}'
-        f', lifted {100 * result["lifted_m"]:.1f} cm, fell: {result["fell"]}',
+        f'  {_rest(result)}, lifted {100 * result["lifted_m"]:.1f} cm, fell: {result["fell"]}',
         f'  total {result["total_s"]:.1f} s',
     ]
     if result['failure']:
