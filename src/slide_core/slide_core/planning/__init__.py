@@ -62,6 +62,7 @@ from slide_core.planning.balance import (
     needed_margins,
     push_leans,
     stay_probability,
+    workspace_problem,
 )
 from slide_core.planning.config import (
     PlannerConfig,
@@ -126,6 +127,7 @@ __all__ = [
     'hold_floor',
     'hold_ratios',
     'in_workspace',
+    'workspace_problem',
     'is_valid',
     'landing_turn',
     'margin_quantile',

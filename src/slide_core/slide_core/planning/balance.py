@@ -129,23 +129,43 @@ def margin_quantile(belief: Belief, margins: FloatArray, epsilon: float) -> floa
 def in_workspace(grid: Grid, X_WO: Any, config: PlannerConfig) -> bool:
     """True when no cell leaves the table except over the free edge and none overlaps an
     obstacle (cell squares tested by their corners and centres)."""
+    return not workspace_problem(grid, X_WO, config)
+
+
+def workspace_problem(grid: Grid, X_WO: Any, config: PlannerConfig) -> str:
+    """Why X_WO is not in the workspace (:func:`in_workspace`), in words: the table's
+    side it would leave past, or the obstacle it would overlap; '' when it is."""
     X = check_pose(X_WO, 'X_WO')
     t = config.table
     corners, _ = outline_of(grid)  # the footprint's extremes are outline corners
     if not kernels.on_table(corners, X[0], X[1], X[2], t.depth, t.width / 2):
-        return False
+        p = to_world(X, corners)
+        sides = [
+            name
+            for name, out in (
+                (f'its far side (x > {t.depth:g} m)', p[:, 0].max() > t.depth),
+                (f'a side (|y| > {t.width / 2:g} m)', np.abs(p[:, 1]).max() > t.width / 2),
+            )
+            if out
+        ]
+        return f'the object would reach off the table past {" and ".join(sides)}'
     if not config.obstacles:
-        return True
+        return ''
     pts = to_world(X, np.concatenate((cell_corners(grid).reshape(-1, 2), grid.p_OC)))
-    for ob in config.obstacles:
-        if float(ob.distance(pts).min()) == 0.0:  # a sample point inside the box
-            return False
+    for k, ob in enumerate(config.obstacles):
+        inside = float(ob.distance(pts).min()) == 0.0  # a sample point inside the box
         # A thin obstacle between sample points: test its corners against the cells.
         c = np.asarray(ob.centre) + np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * ob.half_size
         c_O = (c - X[:2]) @ rotation(float(X[2]))
-        if np.any(np.all(np.abs(c_O[:, None] - grid.p_OC[None]) <= grid.cell_size / 2, axis=2)):
-            return False
-    return True
+        if inside or np.any(
+            np.all(np.abs(c_O[:, None] - grid.p_OC[None]) <= grid.cell_size / 2, axis=2)
+        ):
+            return (
+                f'the object would overlap obstacle {k} (centre '
+                f'{ob.centre[0]:g}, {ob.centre[1]:g} m, half size '
+                f'{ob.half_size[0]:g} x {ob.half_size[1]:g} m)'
+            )
+    return ''
 
 
 def is_valid(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:

@@ -29,6 +29,7 @@ from slide_core.planning.balance import (
     margin_quantile,
     needed_margins,
     push_leans,
+    workspace_problem,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
 from slide_core.planning.grasp import Grasp, grasp_at, hold_floor, hold_ratios
@@ -99,8 +100,9 @@ def goal_refusal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str | None
 
 def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp | None, str]:
     if not is_valid(belief, X_WO, config):
-        if not in_workspace(belief.grid, X_WO, config):
-            return None, 'the object would leave the table or overlap an obstacle there'
+        problem = workspace_problem(belief.grid, X_WO, config)
+        if problem:
+            return None, problem
         return None, 'less than 1 - epsilon of the belief stays balanced there, with its margin'
     grasp = grasp_at(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
     if grasp is None:

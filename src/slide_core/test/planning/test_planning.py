@@ -262,14 +262,24 @@ def test_no_push_is_planned_towards_a_goal_the_belief_no_longer_accepts() -> Non
     with pytest.raises(PlanningError, match='would not do as a goal under this belief') as e:
         next_step(heavy, X, goal.X_WO, CONFIG)
     assert not isinstance(e.value, UncertainBeliefError)
-    # It says which condition fails (a goal inside an obstacle was refused in general words).
+    # It says which condition fails: a goal inside an obstacle was refused in general
+    # words ('leave the table or overlap an obstacle'), and which obstacle is named.
     assert 'the pads would be asked' in str(e.value)
     under = (float(goal.X_WO[0]), float(goal.X_WO[1]))  # the object's middle, on the table
-    boxed = replace(CONFIG, obstacles=(Obstacle(under, (0.01, 0.01)),))
+    far = (0.7, 0.0)
+    boxed = replace(CONFIG, obstacles=(Obstacle(far, (0.01, 0.01)), Obstacle(under, (0.01, 0.01))))
     assert goal_refusal(light, goal.X_WO, boxed) == (
-        'the object would leave the table or overlap an obstacle there'
+        f'the object would overlap obstacle 1 (centre {under[0]:g}, {under[1]:g} m, half size '
+        '0.01 x 0.01 m)'
     )
     assert goal_refusal(light, goal.X_WO, CONFIG) is None
+    t = CONFIG.table
+    assert goal_refusal(light, [t.depth, 0.0, 0.0], CONFIG) == (
+        f'the object would reach off the table past its far side (x > {t.depth:g} m)'
+    )
+    assert goal_refusal(light, [0.3, t.width / 2, 0.5], CONFIG) == (
+        f'the object would reach off the table past a side (|y| > {t.width / 2:g} m)'
+    )
 
 
 def test_goal_is_graspable_balanced_and_safe_for_the_whole_belief() -> None:
