@@ -248,6 +248,11 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         _number(f, 'mu', 'fingertip', positive=False),
         _number(f, 'height', 'fingertip'),
     )
+    if 2 * fingertip.radius >= min(table.depth, table.width):
+        raise WorkcellError(
+            f'fingertip.radius: {fingertip.radius} m is as wide as the table ({table.depth} x '
+            f'{table.width} m): it could not come down beside an object on it (is it in m?)'
+        )
     if fingertip.clearance < 0:
         raise WorkcellError(
             f'fingertip.height: {fingertip.height} m puts the fingertip into the table '

@@ -67,6 +67,9 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         # Taken, and no object could ever fit the gripper, or be kept from a box that is
         # nowhere near the table (in the robot's base frame, say).
         (('gripper', 'max_opening'), 0.004, r'^gripper\.max_opening: .* leaves no room'),
+        # A 5 m fingertip (mm taken for m) was read, and an episode failed at its first
+        # push with a waypoint out of reach.
+        (('fingertip', 'radius'), 5.0, r'^fingertip\.radius: 5\.0 m is as wide as the table'),
         (
             ('obstacles',),
             [{'centre': [1.6, 0.0], 'half_size': [0.05, 0.05]}],
