@@ -61,6 +61,7 @@ from slide_core.perception import (
     to_table_frame,
 )
 from slide_interfaces.msg import ObjectGrid
+from slide_perception.realsense import FilterSettings
 from slide_ros.executors import TolerantSingleThreadedExecutor
 
 CLOUD_QOS = qos_profile_sensor_data
@@ -70,6 +71,8 @@ KEEP_OUT_REACH_S = 0.5
 with it: further back, where the tool was is not known (or the camera and the arm stamp on
 different clocks), and the frame is refused; a cloud stamped at 0 had the fingertip cut
 where it stood seconds before, 20 cm away, and left in the object."""
+DECIMATION = FilterSettings.decimation
+"""The decimation a pyrealsense2 source applies unless told otherwise."""
 LOST_FRAMES_HINT = 15
 """Tracked frames in a row without a pose after which ``/diagnostics`` says to reacquire
 (the object moved further than ``max_motion`` between two frames, say)."""
@@ -213,7 +216,7 @@ class PerceptionNode(Node):
         )
         decimation = p(
             'decimation',
-            2,
+            DECIMATION,
             ParameterDescriptor(
                 description='pyrealsense2 source: decimation filter magnitude',
                 integer_range=[IntegerRange(from_value=1, to_value=8, step=1)],
@@ -257,9 +260,22 @@ class PerceptionNode(Node):
         self.create_service(Trigger, '~/reacquire', self._reacquire)
         self.capture = None
         if source == 'topic':
+            # (both were taken and did nothing: the cloud comes as it was published)
+            if serial:
+                raise SlideInputError(
+                    f'serial {serial!r} picks the camera of source pyrealsense2; with source '
+                    'topic the cloud comes from the points topic: set source:=pyrealsense2, '
+                    'or leave serial out'
+                )
+            if decimation != DECIMATION:
+                raise SlideInputError(
+                    f'decimation {decimation} filters the frames of source pyrealsense2; with '
+                    "source topic thin the cloud where it is made (realsense2_camera's "
+                    'decimation_filter), or leave decimation out'
+                )
             self.create_subscription(PointCloud2, 'points', self._on_cloud, CLOUD_QOS)
         elif source == 'pyrealsense2':
-            from slide_perception.realsense import FilterSettings, RealSenseCapture
+            from slide_perception.realsense import RealSenseCapture
 
             self.capture = RealSenseCapture(serial, settings=FilterSettings(decimation))
         else:

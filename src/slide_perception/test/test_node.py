@@ -293,3 +293,27 @@ def test_an_empty_table_frame_is_refused():
             )
     finally:
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize(
+    ('name', 'value', 'match'),
+    [
+        ('serial', '123456789', 'picks the camera of source pyrealsense2'),
+        ('decimation', 4, 'decimation_filter'),
+    ],
+)
+def test_camera_settings_that_a_topic_source_ignores_are_refused(name, value, match):
+    # Taken and without effect: the cloud comes from the topic as its driver made it.
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match=match):
+            PerceptionNode(
+                context=context,
+                parameter_overrides=[
+                    Parameter('extrinsics_file', value=str(EXTRINSICS)),
+                    Parameter(name, value=value),
+                ],
+            )
+    finally:
+        rclpy.shutdown(context=context)
