@@ -17,7 +17,7 @@ pytest.importorskip('rclpy')
 
 from rclpy.context import Context  # noqa: E402
 
-from slide_core.model import Waypoint  # noqa: E402
+from slide_core.model import Waypoint, load_object, load_workcell  # noqa: E402
 from slide_ros.backends import ToolPose, TwinBackend  # noqa: E402
 from slide_ros.testing import Peer, spinning  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
@@ -327,3 +327,28 @@ def test_a_path_shorter_than_a_step_ends_at_once(twin: TwinNode) -> None:
         took = time.monotonic() - t0
         assert motion.completed, motion.message
         assert took < 1.5, took  # (2 s and more before)
+
+
+def test_a_path_that_ends_pressed_into_the_object_fails_where_the_tool_stopped(
+    twin: TwinNode,
+) -> None:
+    # Its set point's arrival was reported as the tool's: the fingertip held 9 mm above the
+    # book's top by the book SUCCEEDED. A path that ends in free space still succeeds with
+    # the tool there, though its carriage lags 5 mm behind at the end of a retract.
+    book = load_object('book')
+    top = float(book.grid.heights.max())
+    half = load_workcell().fingertip.length / 2
+    with twin_backend('backend_test_pressed') as (peer, backend, start):
+        over = Waypoint(np.array([0.4, 0.0, top + half + 0.03]), 0.1, 0.0, 'over')
+        press = Waypoint(np.array([0.4, 0.0, top + half - 0.01]), 0.05, 0.0, 'press')
+        motion = backend.follow('fingertip', [over, press], lambda i, t: None, lambda: False)
+        assert not motion.completed
+        assert 'the fingertip stopped' in motion.message and 'mm from the end' in motion.message
+        up = backend.follow('fingertip', [over], lambda i, t: None, lambda: False)
+        assert up.completed, up.message
+        # (the pose topic may still hold one from before the end)
+        peer.wait(
+            lambda: np.linalg.norm(backend.tool_pose('fingertip').p_W - over.p_W) < 0.002,
+            5,
+            'the fingertip at the end of its path',
+        )

@@ -57,6 +57,13 @@ from slide_sim.scene import random_start
 from slide_sim.twin import Twin
 
 OPTICAL_FRAME = 'camera_color_optical_frame'
+GOAL_TOLERANCE_M = 0.001
+"""How near [m] its path's end a tool must come for the path to have SUCCEEDED (the
+fingertip's carriage is 5 mm behind its set point at the end of a retract, and within
+0.1 mm of it 0.2 s later)."""
+GOAL_SETTLE_S = 1.0
+"""How long [s, the twin's clock] a tool has after its set point reached the path's end
+to come within GOAL_TOLERANCE_M of it; then the path is MOTION_FAILED."""
 PARAMS = (
     Param('object', 'hammer', 'library object name or object .yaml file'),
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
@@ -129,7 +136,8 @@ class TwinNode(Node):
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
         # Per tool: moving, waypoint index, paths started (all as of the last step).
-        self._status = {'fingertip': (False, -1, 0), 'gripper': (False, -1, 0)}
+        # Per tool: moving, waypoint index, paths started, distance [m] to its set point.
+        self._status = {'fingertip': (False, -1, 0, 0.0), 'gripper': (False, -1, 0, 0.0)}
         # The tools (and the gripper's fingers) a goal holds from its acceptance to its end.
         self._busy: set[str] = set()
         self._poses = {'fingertip': np.zeros(4), 'gripper': np.zeros(4)}
@@ -219,6 +227,7 @@ class TwinNode(Node):
                         twin.moving(tool),
                         twin.waypoint(tool),
                         twin.paths_started[tool],
+                        twin.tool_lag(tool),
                     )
                 self._poses['fingertip'] = np.array([*twin.fingertip(), 0.0])
                 self._poses['gripper'] = twin.gripper_pose()
@@ -387,11 +396,27 @@ class TwinNode(Node):
         # Wait until the physics thread took the path (a path shorter than a step may be
         # done by then: waiting to see it moving took 2 s), then until it is done.
         feedback = FollowPath.Feedback()
+        settle_until = math.inf  # on the twin's clock, once the set point is at the end
         while True:
             with self._lock:
-                moving, index, begun = self._status[tool]
+                moving, index, begun, lag = self._status[tool]
             if begun > started and not moving:
-                break
+                # Done when the tool is at the path's end, as an arm's controller checks its
+                # goal tolerance: the set point's arrival had been reported as the tool's.
+                if lag <= GOAL_TOLERANCE_M:
+                    break
+                if math.isinf(settle_until):
+                    settle_until = self.twin.time + GOAL_SETTLE_S
+                elif self.twin.time > settle_until:
+                    handle.abort()
+                    result.error.code = ErrorCode.MOTION_FAILED
+                    result.message = (
+                        f'the {tool} stopped {lag * 1000:.1f} mm from the end of its path '
+                        f'{GOAL_SETTLE_S:g} s after its set point got there (held back: '
+                        'pressed against something?)'
+                    )
+                    result.pose = self._pose_msg(tool)
+                    return result
             if failed or self._stop.is_set() or not self._sim.is_alive():
                 handle.abort()  # (shutting down, the path never ends)
                 result.error.code = ErrorCode.INTERNAL

@@ -262,7 +262,17 @@ class Twin:
         self._paths[tool] = None
 
     def moving(self, tool: str) -> bool:
+        """Whether ``tool``'s set point is still on its path."""
         return self._paths[tool] is not None
+
+    def tool_lag(self, tool: str) -> float:
+        """Distance [m] from ``tool`` to its set point: the fingertip's carriage follows it
+        through position controllers, behind it while moving and short of it when something
+        holds it back; the gripper's hand is placed where it is set (0)."""
+        if tool != 'fingertip':
+            return 0.0
+        p_set = self._setpoint('fingertip') + np.array([0.0, 0.0, self.tip_z])
+        return float(np.linalg.norm(self.fingertip() - p_set))
 
     def waypoint(self, tool: str) -> int:
         """Index of the waypoint ``tool`` is moving to or resting at (-1 when idle)."""
