@@ -1,8 +1,8 @@
 """The pre-grasp graph: ``ros2 launch slide_bringup pregrasp.launch.py``.
 
     ros2 launch slide_bringup pregrasp.launch.py backend:=twin object:=hammer
-    ros2 launch slide_bringup pregrasp.launch.py backend:=fr3 sensor_address:=192.168.1.1 \\
-        rviz:=true record:=/data/episode_07
+    ros2 launch slide_bringup pregrasp.launch.py backend:=fr3 robot_ip:=172.16.0.2 \\
+        sensor_address:=192.168.1.1 rviz:=true record:=/data/episode_07
 
 The node list, parameters and remappings come from :func:`slide_bringup.graph.pregrasp`,
 the one description that the pip-only runner (``slide launch pregrasp``) reads too. On
@@ -28,16 +28,19 @@ def node_actions(arguments: dict[str, str]) -> list[dict[str, Any]]:
     for spec in pregrasp(arguments):
         if spec.package == 'slide_ros' and spec.executable == 'recorder_node':
             continue  # on the robot PC, ros2 bag record records (see generate_launch_description)
-        out.append(
-            {
-                'package': spec.package,
-                'executable': spec.executable,
-                'name': spec.name,
-                'parameters': [dict(spec.parameters)],
-                'remappings': list(spec.remappings),
-                'output': 'screen',
-            }
-        )
+        action: dict[str, Any] = {
+            'package': spec.package,
+            'executable': spec.executable,
+            'name': spec.name,
+            'parameters': [dict(spec.parameters)],
+            'remappings': list(spec.remappings),
+            'output': 'screen',
+        }
+        if spec.namespace:
+            action['namespace'] = spec.namespace
+        if spec.arguments:
+            action['arguments'] = list(spec.arguments)
+        out.append(action)
     return out
 
 
@@ -48,34 +51,58 @@ def generate_launch_description() -> Any:
         ExecuteProcess,
         IncludeLaunchDescription,
         OpaqueFunction,
+        RegisterEventHandler,
+        Shutdown,
     )
+    from launch.event_handlers import OnProcessExit
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+    from launch_ros.parameter_descriptions import ParameterValue
 
     from slide_bringup.graph import ARGUMENTS, ARMS, arguments, camera_extrinsics, config_dir
     from slide_ros.topics import EPISODE_TOPICS
 
+    def typed(parameters: dict[str, Any]) -> dict[str, Any]:
+        # launch_ros reads a plain string parameter as YAML: object:=123 reached the twin
+        # as an integer, and 'true' as a bool. Strings stay strings.
+        return {
+            k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
+            for k, v in parameters.items()
+        }
+
     def setup(context: Any) -> list[Any]:
         given = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
         a = arguments(given)
-        actions: list[Any] = [Node(**kwargs) for kwargs in node_actions(a)]
+        nodes = {
+            kwargs['name']: Node(**{**kwargs, 'parameters': [typed(kwargs['parameters'][0])]})
+            for kwargs in node_actions(a)
+        }
+        actions: list[Any] = list(nodes.values())
         cfg = config_dir(a['config_dir'])
         if a['backend'] != 'twin':
             from ament_index_python.packages import get_package_share_directory
 
             arm = ARMS[a['backend']]
             share = get_package_share_directory(str(arm['moveit_package']))
+            moveit_arguments = {
+                k: str(v).format(**a) for k, v in dict(arm['moveit_arguments']).items()
+            }
             actions.append(
                 IncludeLaunchDescription(
-                    PythonLaunchDescriptionSource(f'{share}/launch/{arm["moveit_launch"]}')
+                    PythonLaunchDescriptionSource(f'{share}/launch/{arm["moveit_launch"]}'),
+                    launch_arguments=moveit_arguments.items(),
                 )
             )
         actions.append(_camera_tf(Node, camera_extrinsics(cfg)))
-        if a['rviz'] == 'true':
+        if a['exit_on_done'] == 'true':
+            # The behaviour node exits when the episode ends; the graph goes with it.
             actions.append(
-                Node(
-                    package='rviz2', executable='rviz2', arguments=['-d', str(cfg / 'slide.rviz')]
+                RegisterEventHandler(
+                    OnProcessExit(
+                        target_action=nodes['behaviour'],
+                        on_exit=[Shutdown(reason='the episode ended')],
+                    )
                 )
             )
         if a['record']:

@@ -40,9 +40,10 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
     'record': ('', 'record the episode topics to this bag folder'),
     'exit_on_done': (
         'false',
-        'stop every node when the episode ends (its outcome is the exit code)',
+        'stop every node when the episode ends (under slide launch its outcome is the exit code)',
     ),
     'sensor_address': ('192.168.1.1', 'fr3/lbr: the Net F/T sensor'),
+    'robot_ip': ('', "fr3: the arm's controller, for the vendor's bring-up (required there)"),
     'config_dir': (
         '',
         "folder with workcell.yaml and the camera extrinsics (default: the package's)",
@@ -70,6 +71,9 @@ ARMS = {
         'gripper_action': '/fr3_gripper/gripper_action',
         'moveit_package': 'franka_fr3_moveit_config',
         'moveit_launch': 'moveit.launch.py',
+        # Its launch arguments ({name} from ours); it requires robot_ip, and starts RViz of
+        # its own unless told not to (rviz:=true starts slide's).
+        'moveit_arguments': {'robot_ip': '{robot_ip}', 'use_rviz': 'false'},
     },
     'lbr': {
         'planning_group': 'arm',
@@ -77,6 +81,7 @@ ARMS = {
         'gripper_action': '/gripper_controller/gripper_cmd',
         'moveit_package': 'lbr_bringup',
         'moveit_launch': 'move_group.launch.py',
+        'moveit_arguments': {},
     },
 }
 
@@ -95,6 +100,8 @@ class NodeSpec:
     parameters: dict[str, Any] = field(default_factory=dict)
     remappings: tuple[tuple[str, str], ...] = ()
     robot_only: bool = False  # started by the launch file on the robot PC only
+    namespace: str = ''  # '' : the root namespace
+    arguments: tuple[str, ...] = ()  # command-line arguments before --ros-args
 
 
 def config_dir(value: str = '') -> Path:
@@ -140,6 +147,8 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
         raise GraphError(f'seed must be 0 to {SEED_MAX}, got {seed}')
     ft_offset(out['ft_offset'])
     force_limit(out['force_limit'])
+    if out['backend'] == 'fr3' and not out['robot_ip']:
+        raise GraphError("backend fr3 needs robot_ip:=ADDRESS (the arm's controller)")
     return out
 
 
@@ -251,8 +260,14 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 'realsense2_camera',
                 'realsense2_camera_node',
                 'camera',
-                {'pointcloud.enable': True, 'align_depth.enable': True},
+                # The cloud in the colour optical frame, and no TF of its own: the launch
+                # file publishes that frame from the hand-eye extrinsics (a second parent,
+                # camera_link, broke the tree).
+                {'pointcloud.enable': True, 'align_depth.enable': True, 'publish_tf': False},
                 robot_only=True,
+                # Its topics are private (~/depth/color/points): in the namespace 'camera',
+                # as realsense2_camera's own rs_launch.py starts it, the cloud is CLOUD_TOPIC.
+                namespace='camera',
             )
         )
     nodes += [
@@ -337,7 +352,8 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     if a['record']:
         nodes.append(NodeSpec('slide_ros', 'recorder_node', 'recorder', {'bag': a['record']}))
     if a['rviz'] == 'true':
-        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz', {}, robot_only=True))
+        rviz = ('-d', str(cfg / 'slide.rviz'))
+        nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz', {}, robot_only=True, arguments=rviz))
     return nodes
 
 

@@ -69,7 +69,8 @@ def command(spec: NodeSpec) -> list[str]:
     from slide_ros.params import ros_args
 
     args = ros_args(spec.parameters, spec.remappings)
-    return [str(executable(spec)), *args, '-r', f'__node:={spec.name}']
+    where = ['-r', f'__ns:=/{spec.namespace}'] if spec.namespace else []
+    return [str(executable(spec)), *spec.arguments, *args, *where, '-r', f'__node:={spec.name}']
 
 
 class Graph:

@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_bringup.graph import ARGUMENTS, GraphError, pregrasp, select  # noqa: E402
+from slide_bringup.graph import ARGUMENTS, CLOUD_TOPIC, GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
 from slide_core.geometry import Grid, outline_grid, rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
@@ -490,7 +490,7 @@ def test_the_launch_file_and_the_runner_give_the_nodes_the_same_parameters(
             if flag == '-p':
                 key, text = value.split(':=', 1)
                 params[key] = yaml.safe_load(text)  # as rcl reads a -p value
-            elif flag == '-r' and not value.startswith('__node:='):
+            elif flag == '-r' and not value.startswith(('__node:=', '__ns:=')):
                 remaps.append(tuple(value.split(':=', 1)))
         expected = action['parameters'][0]
         assert params == expected, name
@@ -501,12 +501,33 @@ def test_the_launch_file_and_the_runner_give_the_nodes_the_same_parameters(
 
 
 def test_a_robot_backend_runs_the_camera_and_moveit_instead_of_the_twin() -> None:
-    given = {'backend': 'fr3', 'sensor_address': '192.168.1.7'}
+    given = {'backend': 'fr3', 'sensor_address': '192.168.1.7', 'robot_ip': '172.16.0.2'}
     actions = {a['name']: a for a in _launch_module().node_actions(given)}
     assert 'twin' not in actions and actions['camera']['package'] == 'realsense2_camera'
     assert actions['netft']['parameters'][0]['address'] == '192.168.1.7'
     executor = actions['executor']['parameters'][0]
     assert executor['backend'] == 'moveit_py' and executor['planning_group'] == 'fr3_arm'
+    assert not any(k.startswith('moveit_') for k in executor)
+    # realsense2_camera's cloud is private (~/depth/color/points): started as 'camera' in
+    # the root namespace it was /camera/depth/color/points, and perception, RViz and the
+    # bag listened to /camera/camera/... . Its own TF gave the optical frame two parents.
+    camera = actions['camera']
+    assert f'/{camera["namespace"]}/{camera["name"]}/depth/color/points' == CLOUD_TOPIC
+    assert ('points', CLOUD_TOPIC) in actions['perception']['remappings']
+    assert camera['parameters'][0]['publish_tf'] is False
+    # The vendor's bring-up requires the arm's address.
+    with pytest.raises(GraphError, match='backend fr3 needs robot_ip'):
+        pregrasp({'backend': 'fr3'})
+
+
+def test_rviz_starts_once_with_slides_configuration() -> None:
+    # Two started: the graph's rviz2 without a configuration, and the launch file's own.
+    actions = [
+        a for a in _launch_module().node_actions({'rviz': 'true'}) if a['package'] == 'rviz2'
+    ]
+    (rviz,) = actions
+    assert rviz['arguments'][0] == '-d' and rviz['arguments'][1].endswith('slide.rviz')
+    assert Path(rviz['arguments'][1]).is_file()
 
 
 def test_the_support_argument_reaches_identification_and_a_bad_one_is_refused() -> None:
@@ -530,7 +551,8 @@ def test_every_backend_reads_the_extrinsics_the_workcell_file_names(tmp_path) ->
         text.replace('extrinsics: twin_camera.yaml', 'extrinsics: hand_eye.yaml')
     )
     for backend in ('twin', 'fr3', 'lbr'):
-        specs = {s.name: s for s in pregrasp({'backend': backend, 'config_dir': str(tmp_path)})}
+        given = {'backend': backend, 'config_dir': str(tmp_path), 'robot_ip': '172.16.0.2'}
+        specs = {s.name: s for s in pregrasp(given)}
         path = specs['perception'].parameters['extrinsics_file']
         assert path == str(tmp_path / 'hand_eye.yaml'), backend
 
