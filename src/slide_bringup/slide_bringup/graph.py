@@ -69,6 +69,7 @@ ARMS = {
         'planning_group': 'fr3_arm',
         'end_effector_link': 'fr3_hand_tcp',
         'gripper_action': '/fr3_gripper/gripper_action',
+        'gripper_held': 'reached_goal',
         'moveit_package': 'franka_fr3_moveit_config',
         'moveit_launch': 'moveit.launch.py',
         # Its launch arguments ({name} from ours); it requires robot_ip, and starts RViz of
@@ -79,6 +80,7 @@ ARMS = {
         'planning_group': 'arm',
         'end_effector_link': 'link_ee',
         'gripper_action': '/gripper_controller/gripper_cmd',
+        'gripper_held': 'stalled',
         'moveit_package': 'lbr_bringup',
         'moveit_launch': 'move_group.launch.py',
         'moveit_arguments': {},

@@ -140,6 +140,21 @@ PARAMS = (
         '/fr3_gripper/gripper_action',
         'moveit_py: control_msgs/GripperCommand action of the gripper',
     ),
+    Param(
+        'gripper_held',
+        'reached_goal',
+        'moveit_py: the GripperCommand result field that says the object is held: '
+        "reached_goal (franka_gripper's grasp) or stalled (a position-and-effort controller)",
+        choices=('reached_goal', 'stalled'),
+    ),
+    Param(
+        'max_tool_speed',
+        1.0,
+        "moveit_py: the arm's Pilz cartesian_limits.max_trans_vel [m/s], what a LIN plan's "
+        "velocity scaling 1 means (a value below the arm's runs pushes faster than planned)",
+        low=0.01,
+        high=5.0,
+    ),
     *LIFECYCLE_PARAMS,
 )
 

@@ -13,7 +13,7 @@ machines (no MoveIt there); everything around it is tested with the twin backend
   shutdown): when it comes mid-segment, the trajectory execution manager's
   ``stop_execution()`` halts the controllers there, not at the segment's end.
 - Gripper: a ``control_msgs/GripperCommand`` action (``gripper_action``): position = half
-  the opening, max_effort; held when the gripper stalled on an object.
+  the opening, max_effort; held as the gripper says it (``gripper_held``: :func:`held`).
 - Tool poses: forward kinematics of the current state.
 
 Set the parameters for the arm: Franka FR3 ``planning_group:=fr3_arm``,
@@ -31,13 +31,16 @@ from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
+from transforms3d import quaternions
 
+from slide_core.geometry import FloatArray
 from slide_core.model import Waypoint, Workcell
 from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, run_goal
 from slide_ros.lifecycle import NotReady
 
-MAX_TOOL_SPEED = 0.25  # m/s: what velocity scaling 1.0 means for a LIN motion (Pilz default)
 STOP_WAIT_S = 2.0  # s: how long a stopped segment's execute call is given to return
+SQUEEZE_M = 0.002  # m per finger inside the object's width, for grippers that hold by stalling
+PILZ = 'pilz_industrial_motion_planner'
 
 
 class MoveItBackend:
@@ -51,6 +54,10 @@ class MoveItBackend:
         self.link = str(params['end_effector_link'])
         self.offset = np.asarray(params['fingertip_offset'], dtype=float)
         self.gripper_action = str(params['gripper_action'])
+        # What velocity scaling 1 means for a LIN plan: the arm's Pilz cartesian limit (the
+        # 0.25 m/s once assumed here ran pushes 4 times faster than planned on a 1 m/s one).
+        self.max_tool_speed = float(params['max_tool_speed'])
+        self.held_by = str(params['gripper_held'])
         self.moveit = MoveItPy(node_name=f'{node.get_name()}_moveit')
         self.arm = self.moveit.get_planning_component(self.group_name)
         self._gripper: Any = None
@@ -70,25 +77,11 @@ class MoveItBackend:
         """The end-effector link's pose that puts ``tool`` at ``wp`` (tool pointing down)."""
         goal = PoseStamped()
         goal.header.frame_id = self.frame
-        c, s = math.cos(wp.yaw), math.sin(wp.yaw)
-        # Tool z down (a fingertip pointing at the table), x along the yaw.
-        R = np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
         offset = self.offset if tool == 'fingertip' else np.zeros(3)
-        p = np.asarray(wp.p_W, dtype=float) - R @ offset
+        p, q = link_pose(np.asarray(wp.p_W, dtype=float), wp.yaw, offset)
         goal.pose.position.x, goal.pose.position.y, goal.pose.position.z = (float(v) for v in p)
-        w = math.sqrt(max(0.0, 1 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
-        if w > 1e-6:
-            q = (
-                (R[2, 1] - R[1, 2]) / (4 * w),
-                (R[0, 2] - R[2, 0]) / (4 * w),
-                (R[1, 0] - R[0, 1]) / (4 * w),
-                w,
-            )
-        else:  # a half turn: the largest diagonal entry picks the axis
-            x = math.sqrt(max(0.0, 1 + R[0, 0] - R[1, 1] - R[2, 2])) / 2
-            q = (x, (R[0, 1] + R[1, 0]) / (4 * x), (R[0, 2] + R[2, 0]) / (4 * x), 0.0)
         o = goal.pose.orientation
-        o.x, o.y, o.z, o.w = q
+        o.x, o.y, o.z, o.w = (float(v) for v in q)
         return goal
 
     def follow(
@@ -109,14 +102,20 @@ class MoveItBackend:
                 pose_stamped_msg=self._link_goal(tool, wp), pose_link=self.link
             )
             request = PlanRequestParameters(self.moveit, 'pilz_lin')
+            # (loaded from 'pilz_lin.plan_request_params', which the arm's configuration
+            # may not have: the pipeline was left '' and nothing was planned)
+            request.planning_pipeline = PILZ
             request.planner_id = 'LIN'
-            request.max_velocity_scaling_factor = min(1.0, wp.speed / MAX_TOOL_SPEED)
+            request.max_velocity_scaling_factor = min(1.0, wp.speed / self.max_tool_speed)
             request.max_acceleration_scaling_factor = 0.5
             plan = self.arm.plan(single_plan_parameters=request)
             if not plan:
                 return Motion(False, message=f'no straight-line plan to waypoint {i}')
-            if not self._execute(plan.trajectory, should_stop):
+            done = self._execute(plan.trajectory, should_stop)
+            if done is None:
                 return Motion(False, True, 'stopped')
+            if done:
+                return Motion(False, message=f'waypoint {i}: the arm did not follow: {done}')
             end = time.monotonic() + wp.dwell_s
             while time.monotonic() < end:
                 if should_stop():
@@ -124,16 +123,19 @@ class MoveItBackend:
                 time.sleep(0.01)
         return Motion(True)
 
-    def _execute(self, trajectory: Any, should_stop: Callable[[], bool]) -> bool:
-        """Execute one segment, watching ``should_stop`` while it runs; False when it was
-        stopped (the controllers halted where the arm was). ``moveit.execute`` blocks for
-        the whole segment: a cancel or an F/T limit mid-stroke waited for its end."""
+    def _execute(self, trajectory: Any, should_stop: Callable[[], bool]) -> str | None:
+        """Execute one segment, watching ``should_stop`` while it runs: '' when the arm
+        followed it, why not when the controllers did not (aborted by a reflex or a path
+        tolerance, timed out), None when it was stopped (the controllers halted where the arm
+        was). ``moveit.execute`` blocks for the whole segment: a cancel or an F/T limit
+        mid-stroke waited for its end."""
         done = threading.Event()
         failed: list[BaseException] = []
+        status: list[Any] = []
 
         def run() -> None:
             try:
-                self.moveit.execute(trajectory, controllers=[])
+                status.append(self.moveit.execute(trajectory, controllers=[]))
             except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
                 failed.append(exc)
             finally:
@@ -142,12 +144,21 @@ class MoveItBackend:
         threading.Thread(target=run, name='moveit-execute', daemon=True).start()
         while not done.wait(0.01):
             if should_stop():
-                self.moveit.get_trajactory_execution_manager().stop_execution()  # sic: its name
+                self._execution_manager().stop_execution()
                 done.wait(STOP_WAIT_S)
-                return False
+                return None
         if failed:
             raise failed[0]
-        return True
+        return execution_failure(status[0] if status else None)
+
+    def _execution_manager(self) -> Any:
+        """The trajectory execution manager, by its name in moveit_py since 2.11 (moveit2
+        #2951) or by the misspelt one before it."""
+        for name in ('get_trajectory_execution_manager', 'get_trajactory_execution_manager'):
+            get = getattr(self.moveit, name, None)
+            if get is not None:
+                return get()
+        raise RuntimeError('moveit_py offers no trajectory execution manager to stop the arm')
 
     def gripper(
         self, width: float, max_effort: float, should_stop: Callable[[], bool]
@@ -155,13 +166,16 @@ class MoveItBackend:
         from control_msgs.action import GripperCommand  # noqa: PLC0415 - robot PC only
 
         goal = GripperCommand.Goal()
-        goal.command.position = float(width) / 2
+        squeeze = self.held_by == 'stalled' and max_effort > 0
+        # A position-and-effort controller holds by stalling on the object short of its
+        # goal: the goal lies SQUEEZE_M inside the object's width.
+        goal.command.position = max(0.0, float(width) / 2 - (SQUEEZE_M if squeeze else 0.0))
         goal.command.max_effort = float(max_effort)
         what = f'the gripper ({self.gripper_action})'
         result = run_goal(self.node, self._gripper, goal, GRIPPER_WAIT_S, should_stop, what)
         if result is None:
             return None
-        return 2.0 * float(result.position), bool(result.stalled and not result.reached_goal)
+        return 2.0 * float(result.position), held(result, self.held_by)
 
     def tool_pose(self, tool: str) -> ToolPose | None:
         with self.moveit.get_planning_scene_monitor().read_only() as scene:
@@ -172,3 +186,37 @@ class MoveItBackend:
             p = p + R @ self.offset
         yaw = math.atan2(R[1, 0], R[0, 0])
         return ToolPose(p, np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]), time.time())
+
+
+def execution_failure(status: Any) -> str:
+    """Why ``MoveItPy.execute`` did not run a trajectory to its end ('' when it did), from
+    the ``ExecutionStatus`` it returns (true when it succeeded; its ``status`` names the
+    outcome: ABORTED, PREEMPTED, TIMED_OUT, ...). Older bindings returned nothing, or a bool.
+    It had been taken for success whatever it said."""
+    if status is None or bool(status):
+        return ''
+    detail = getattr(status, 'status', None)
+    return str(detail) if detail else 'the controllers did not finish it'
+
+
+def held(result: Any, held_by: str) -> bool:
+    """Whether a ``control_msgs/GripperCommand`` result says the object is between the
+    fingers. Grippers say it differently: franka_gripper's action grasps, and its
+    ``reached_goal`` is the grasp's success (the object's width within its tolerance of the
+    goal's), ``stalled`` never set; a position-and-effort controller (ros2_control's
+    GripperActionController) ``stalled`` on the object short of a goal inside it. Taking
+    ``stalled and not reached_goal`` for every gripper read every Franka grasp as empty."""
+    if held_by == 'reached_goal':
+        return bool(result.reached_goal)
+    return bool(result.stalled and not result.reached_goal)
+
+
+def link_pose(p_WT: FloatArray, yaw: float, p_LT_L: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The position p_WL (3,) and orientation (x, y, z, w) of the end-effector link L that
+    puts the tool point T at p_WT (3,) [m] with the tool pointing down (L's z axis at the
+    table) and L's x axis along ``yaw`` [rad]; T is p_LT_L (3,) in L. (The hand-written
+    quaternion divided by zero at a yaw of pi: every such pose is a half turn.)"""
+    c, s = math.cos(yaw), math.sin(yaw)
+    R_WL = np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
+    w, x, y, z = quaternions.mat2quat(R_WL)
+    return p_WT - R_WL @ p_LT_L, np.array([x, y, z, w])

@@ -1,4 +1,5 @@
-"""The moveit_py backend's segment execution stops mid-segment when told.
+"""The moveit_py backend's segment execution stops mid-segment when told, and a segment
+the controllers did not finish is not taken for done.
 
 MoveIt is not on the development machines (the backend runs on the robot PC): a stand-in
 for MoveItPy takes its place, with the two calls the backend makes of it, ``execute``
@@ -7,33 +8,60 @@ for MoveItPy takes its place, with the two calls the backend makes of it, ``exec
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
+import numpy as np
 import pytest
+from transforms3d import quaternions
 
 pytest.importorskip('rclpy')
 
-from slide_ros.moveit_backend import MoveItBackend  # noqa: E402
+from slide_ros.moveit_backend import MoveItBackend, execution_failure, held, link_pose  # noqa: E402
+
+
+class Status:
+    """moveit_py's ExecutionStatus: true when it succeeded, ``status`` names the outcome."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+    def __bool__(self) -> bool:
+        return self.status == 'SUCCEEDED'
 
 
 class StandInMoveIt:
-    """A MoveItPy whose segments last ``segment_s`` unless stopped."""
+    """A MoveItPy whose segments last ``segment_s`` unless stopped, and end with
+    ``outcome``."""
 
-    def __init__(self, segment_s: float, fail: bool = False) -> None:
-        self.segment_s, self.fail = segment_s, fail
+    def __init__(self, segment_s: float, fail: bool = False, outcome: str = 'SUCCEEDED') -> None:
+        self.segment_s, self.fail, self.outcome = segment_s, fail, outcome
         self.stopped = threading.Event()
 
-    def execute(self, trajectory: object, controllers: list[str]) -> None:
+    def execute(self, trajectory: object, controllers: list[str]) -> Status:
         if self.fail:
             raise RuntimeError('controller failed')
         self.stopped.wait(self.segment_s)
+        return Status(self.outcome)
 
-    def get_trajactory_execution_manager(self) -> StandInMoveIt:  # sic: MoveItPy's name
+    def get_trajectory_execution_manager(self) -> StandInMoveIt:  # moveit_py 2.11 and later
         return self
 
     def stop_execution(self) -> None:
         self.stopped.set()
+
+
+class OlderMoveIt(StandInMoveIt):
+    """moveit_py before 2.11: the manager under its misspelt name, execute returns None."""
+
+    get_trajectory_execution_manager = None  # type: ignore[assignment]
+
+    def get_trajactory_execution_manager(self) -> StandInMoveIt:  # sic
+        return self
+
+    def execute(self, trajectory: object, controllers: list[str]) -> None:  # type: ignore[override]
+        super().execute(trajectory, controllers)
 
 
 def backend(moveit: StandInMoveIt) -> MoveItBackend:
@@ -42,18 +70,58 @@ def backend(moveit: StandInMoveIt) -> MoveItBackend:
     return b
 
 
-def test_a_stop_mid_segment_halts_the_controllers_there() -> None:
+@pytest.mark.parametrize('kind', [StandInMoveIt, OlderMoveIt])
+def test_a_stop_mid_segment_halts_the_controllers_there(kind: type[StandInMoveIt]) -> None:
     # moveit.execute blocked for the whole segment: a cancel or the F/T limit mid-stroke
-    # waited for its end (here 30 s).
-    moveit = StandInMoveIt(segment_s=30.0)
+    # waited for its end (here 30 s). The manager's name was the misspelt one only, which
+    # moveit_py 2.11 renamed: the stop raised AttributeError and the arm went on.
+    moveit = kind(segment_s=30.0)
     t0 = time.monotonic()
-    assert backend(moveit)._execute(object(), lambda: time.monotonic() - t0 > 0.2) is False
+    assert backend(moveit)._execute(object(), lambda: time.monotonic() - t0 > 0.2) is None
     assert moveit.stopped.is_set() and time.monotonic() - t0 < 2.0
 
 
 def test_a_segment_runs_to_its_end_and_a_failure_is_raised() -> None:
-    moveit = StandInMoveIt(segment_s=0.1)
-    assert backend(moveit)._execute(object(), lambda: False) is True
-    assert not moveit.stopped.is_set()
+    for kind in (StandInMoveIt, OlderMoveIt):
+        moveit = kind(segment_s=0.1)
+        assert backend(moveit)._execute(object(), lambda: False) == ''
+        assert not moveit.stopped.is_set()
     with pytest.raises(RuntimeError, match='controller failed'):
         backend(StandInMoveIt(0.0, fail=True))._execute(object(), lambda: False)
+
+
+def test_a_segment_the_controllers_aborted_is_not_taken_for_done() -> None:
+    # execute's ExecutionStatus was ignored: a reflex or a path tolerance that aborted the
+    # stroke was a completed push.
+    moveit = StandInMoveIt(segment_s=0.0, outcome='ABORTED')
+    assert backend(moveit)._execute(object(), lambda: False) == 'ABORTED'
+    assert execution_failure(Status('TIMED_OUT')) == 'TIMED_OUT'
+    assert execution_failure(Status('SUCCEEDED')) == execution_failure(None) == ''
+    assert execution_failure(True) == ''
+    assert execution_failure(False) == 'the controllers did not finish it'
+
+
+@pytest.mark.parametrize('yaw', [0.0, 0.7, -2.0, math.pi, -math.pi, 3.0 * math.pi])
+def test_the_link_pose_points_the_tool_down_at_every_yaw(yaw: float) -> None:
+    # At a yaw of pi the hand-written quaternion divided by zero: (0, inf, nan, 0).
+    p_WT = np.array([0.3, -0.1, 0.05])
+    p_LT_L = np.array([0.0, 0.0, 0.1])
+    p_WL, (x, y, z, w) = link_pose(p_WT, yaw, p_LT_L)
+    R = quaternions.quat2mat([w, x, y, z])
+    assert np.isfinite([x, y, z, w]).all() and math.isclose(x * x + y * y + z * z + w * w, 1.0)
+    np.testing.assert_allclose(R[:, 2], [0.0, 0.0, -1.0], atol=1e-12)  # the tool points down
+    np.testing.assert_allclose(R[:, 0], [math.cos(yaw), math.sin(yaw), 0.0], atol=1e-12)
+    np.testing.assert_allclose(p_WL + R @ p_LT_L, p_WT, atol=1e-12)
+
+
+def test_each_gripper_says_held_in_its_own_field() -> None:
+    # franka_gripper grasps: reached_goal is the grasp's success and stalled is never set,
+    # so 'stalled and not reached_goal' read every Franka grasp as empty.
+    class Result:
+        def __init__(self, stalled: bool, reached_goal: bool) -> None:
+            self.stalled, self.reached_goal = stalled, reached_goal
+
+    assert held(Result(False, True), 'reached_goal')
+    assert not held(Result(False, False), 'reached_goal')
+    assert held(Result(True, False), 'stalled')
+    assert not held(Result(False, True), 'stalled')
