@@ -21,9 +21,37 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------
-# 1. System packages: a compiler and CMake (interface package), OSMesa (headless MuJoCo
-#    rendering), libusb (open3d, pyrealsense2).
+# 1. Which ROS.
+ros_dir="${SLIDE_ROS_DISTRO_DIR:-/opt/ros/jazzy}"
+if [ -f "$ros_dir/setup.bash" ]; then ros_from=apt; else ros_from=pip; fi
+log "ROS 2 Jazzy from $ros_from"
+
+# ---------------------------------------------------------------------------------------
+# 2. The interpreter .venv is made from.
+if [ -z "${PYTHON:-}" ]; then
+  if [ "$ros_from" = apt ]; then PYTHON=/usr/bin/python3
+  elif command -v python3.11 >/dev/null; then PYTHON=python3.11
+  else PYTHON=python3
+  fi
+fi
+command -v "$PYTHON" >/dev/null || die "no Python interpreter '$PYTHON'; install Python 3.11 or set PYTHON"
+pyver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+if [ "$ros_from" = pip ] && [ "$pyver" != 3.11 ]; then
+  die "the ROS 2 Jazzy wheels need Python 3.11, '$PYTHON' is $pyver; set PYTHON=/path/to/python3.11"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 3. System packages: a compiler and CMake (interface package), OSMesa (headless MuJoCo
+#    rendering), libusb (open3d, pyrealsense2), and for a Debian interpreter its headers
+#    and venv module when it lacks them (a fresh Debian or Ubuntu has neither).
 apt_packages=(cmake g++ make libosmesa6 libusb-1.0-0)
+has_headers() {
+  "$PYTHON" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+}
+if [ "$(dirname "$(readlink -f "$(command -v "$PYTHON")")")" = /usr/bin ]; then
+  has_headers || apt_packages+=("python$pyver-dev")
+  "$PYTHON" -c 'import ensurepip' 2>/dev/null || apt_packages+=("python$pyver-venv")
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -43,26 +71,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------
-# 2. Which ROS.
-ros_dir="${SLIDE_ROS_DISTRO_DIR:-/opt/ros/jazzy}"
-if [ -f "$ros_dir/setup.bash" ]; then ros_from=apt; else ros_from=pip; fi
-log "ROS 2 Jazzy from $ros_from"
-
-# ---------------------------------------------------------------------------------------
-# 3. The virtual environment.
-if [ -z "${PYTHON:-}" ]; then
-  if [ "$ros_from" = apt ]; then PYTHON=/usr/bin/python3
-  elif command -v python3.11 >/dev/null; then PYTHON=python3.11
-  else PYTHON=python3
-  fi
-fi
-command -v "$PYTHON" >/dev/null || die "no Python interpreter '$PYTHON'; install Python 3.11 or set PYTHON"
-pyver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-if [ "$ros_from" = pip ] && [ "$pyver" != 3.11 ]; then
-  die "the ROS 2 Jazzy wheels need Python 3.11, '$PYTHON' is $pyver; set PYTHON=/path/to/python3.11"
-fi
-"$PYTHON" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
-  || die "Python headers for $PYTHON are missing (Debian: apt-get install python$pyver-dev)"
+# 4. The virtual environment.
+has_headers || die "Python headers for $PYTHON are missing (Debian: apt-get install python$pyver-dev)"
 
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp_dir/python" 2>/dev/null)" != "$ros_from $pyver" ]; then
   rm -rf "$venv"
@@ -80,7 +90,7 @@ fi
 vpy="$venv/bin/python"
 
 # ---------------------------------------------------------------------------------------
-# 4. Python packages, pinned. Reinstalled only when a requirements file changes.
+# 5. Python packages, pinned. Reinstalled only when a requirements file changes.
 if [ "$ros_from" = pip ]; then
   req_files=(requirements/ros-wheels.in requirements/python.in requirements/constraints.txt)
   req_args=(-r requirements/ros-wheels.in -r requirements/python.in -c requirements/constraints.txt)
@@ -100,7 +110,7 @@ if [ "$(cat "$stamp_dir/requirements" 2>/dev/null)" != "$req_hash" ]; then
 fi
 
 # ---------------------------------------------------------------------------------------
-# 5. Repair the wheels' CMake exports, which name the wheel builder's include paths.
+# 6. Repair the wheels' CMake exports, which name the wheel builder's include paths.
 if [ "$ros_from" = pip ] && [ ! -f "$stamp_dir/repaired" ]; then
   log "repairing the ROS wheels' CMake exports"
   "$vpy" - "$venv" <<'PY'
@@ -127,7 +137,7 @@ PY
 fi
 
 # ---------------------------------------------------------------------------------------
-# 6. Build the workspace.
+# 7. Build the workspace.
 # shellcheck source=scripts/env.sh
 source "$root/scripts/env.sh"
 command -v colcon >/dev/null || die "colcon not found (robot PC: apt-get install python3-colcon-common-extensions)"
@@ -143,6 +153,12 @@ fi
 tail -n 3 "$colcon_log" >&2
 # Numba's disk cache keys a compiled function on its own file only: one that calls a jitted
 # function of another module keeps the old machine code when only that module changed.
-# Compiled kernels are rebuilt on first use after each setup (a minute, once).
-find "$root/src" "$root/build" -name '*.nb[ic]' -delete 2>/dev/null || true
+# When any source changed since the last setup, compiled kernels are dropped and rebuilt on
+# first use (a minute, once); with nothing changed they are kept.
+sources="$(cd "$root" && find src -name '*.py' -not -path '*/__pycache__/*' -print0 | sort -z \
+  | xargs -0 sha1sum | sha1sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp_dir/sources" 2>/dev/null)" != "$sources" ]; then
+  find "$root/src" "$root/build" -name '*.nb[ic]' -delete 2>/dev/null || true
+  echo "$sources" >"$stamp_dir/sources"
+fi
 log "done: run commands with scripts/run.sh CMD (e.g. scripts/run.sh slide --help)"
