@@ -382,3 +382,17 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     code, result = plan()
     assert code == 2 and 'the yaw 1e+20 rad is not within' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2
+
+
+def test_a_launch_that_is_not_ok_says_why() -> None:
+    # 'ok': false came with exit codes only.
+    from slide_bringup.commands.launch import launch_result
+
+    fine = launch_result(['twin', 'behaviour'], {'twin': 0, 'behaviour': 0}, Path('logs'), 0)
+    assert fine['ok'] is True and 'reason' not in fine
+    died = launch_result(['twin', 'behaviour'], {'twin': -9, 'behaviour': 3}, Path('logs'), 3)
+    assert died['ok'] is False
+    assert died['reason'] == (
+        'the episode ended with exit code 3; node(s) that died or did not end cleanly: '
+        'twin (-9), behaviour (3); their logs are in logs'
+    )

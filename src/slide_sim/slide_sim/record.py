@@ -377,7 +377,7 @@ def record(
                     camera.close()
             counts = dict(bag.counts)
     fell = twin.fell()
-    return {
+    summary: dict[str, Any] = {
         # The bag holds what was done; a run that ended with the object off the table did
         # not do what was asked (it said so and exited 0).
         'ok': not fell,
@@ -388,3 +388,9 @@ def record(
         'sim_seconds': round(twin.time, 3),
         'messages': counts,
     }
+    if fell:
+        summary['reason'] = (
+            f'the object fell in push {done - 1} of {pushes}: the bag holds the pushes up to '
+            'it (identification leaves that one out)'
+        )
+    return summary

@@ -144,6 +144,7 @@ def test_a_recording_that_ended_with_a_fall_is_not_ok(tmp_path: Path, workcell) 
         load_object('box'), workcell, 3, seed=0, out=tmp_path / 'b', X_WO=(-0.01, 0.0, 0.0)
     )
     assert summary['fell'] and summary['pushes'] == 1 and summary['ok'] is False
+    assert summary['reason'].startswith('the object fell in push 0 of 3')
     assert (tmp_path / 'b' / 'metadata.yaml').is_file()
     # Its poses lean as the box did, so identification does not fit maps to the fall.
     with pytest.raises(SlideInputError, match=r'push 0: the object leant up to \d+ degrees'):

@@ -83,11 +83,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise
     finally:
         codes = graph.stop(on_exit=died)  # and one that did not end cleanly
-    return {
+    return launch_result(names, codes, log_dir, code)
+
+
+def launch_result(
+    names: list[str], codes: dict[str, int], log_dir: Path, code: int | None
+) -> dict[str, Any]:
+    """What ``slide launch`` reports: the nodes, their exit codes, where their logs are, the
+    episode's exit code (None without ``exit_on_done``), and when not ok the reason."""
+    failed = {n: c for n, c in codes.items() if c != 0}
+    reasons: list[str] = []
+    if code not in (None, 0):
+        reasons.append(f'the episode ended with exit code {code}')
+    if failed:
+        reasons.append(
+            'node(s) that died or did not end cleanly: '
+            + ', '.join(f'{n} ({c})' for n, c in failed.items())
+            + f'; their logs are in {log_dir}'
+        )
+    out: dict[str, Any] = {
         'nodes': names,
         'exit_codes': codes,
         'logs': str(log_dir),
         'episode_exit_code': code,
         # Not ok when a node died or did not end cleanly, whatever the episode did.
-        'ok': code in (None, 0) and all(c == 0 for c in codes.values()),
+        'ok': not reasons,
     }
+    if reasons:
+        out['reason'] = '; '.join(reasons)
+    return out
