@@ -458,7 +458,12 @@ class PerceptionNode(Node):
         grid, X = estimate.grid, estimate.X_WO
         R = rotation(float(X[2]))
         heights = grid.heights[grid.occupancy]
-        markers = []
+        # The last grid's cubes go first: an object acquired anew with fewer cells left the
+        # old ones beyond its count standing.
+        gone = Marker()
+        gone.header.stamp, gone.header.frame_id = stamp, self.table_frame
+        gone.ns, gone.id, gone.action = 'object_cells', -1, Marker.DELETEALL
+        markers = [gone]
         for i, (p_OC, h, a) in enumerate(zip(grid.p_OC, heights, grid.area, strict=True)):
             m = Marker()
             m.header.stamp = stamp

@@ -317,3 +317,32 @@ def test_camera_settings_that_a_topic_source_ignores_are_refused(name, value, ma
             )
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_an_object_acquired_anew_leaves_no_cube_of_the_last_one() -> None:
+    # The cubes were only ever added: acquired again with fewer cells, the old ones with
+    # higher ids stood on in RViz.
+    from builtin_interfaces.msg import Time
+    from visualization_msgs.msg import Marker
+
+    from slide_core.geometry import Grid
+    from slide_core.perception import ObjectEstimate, TablePlane
+
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        node = PerceptionNode(
+            context=context,
+            parameter_overrides=[Parameter('extrinsics_file', value=str(EXTRINSICS))],
+        )
+        grid = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.02))
+        table = TablePlane((0.0, 0.0, 1.0), 0.0, 100)
+        estimate = ObjectEstimate(grid, np.array([0.4, 0.0, 0.3]), np.zeros((1, 3)), table)
+        markers = node._markers(estimate, Time()).markers
+        assert markers[0].action == Marker.DELETEALL and markers[0].ns == 'object_cells'
+        cubes = markers[1:]
+        assert len(cubes) == grid.n and all(m.ns == 'object_cells' for m in cubes)
+        assert len({m.id for m in markers}) == len(markers)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

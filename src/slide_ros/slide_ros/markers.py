@@ -112,7 +112,14 @@ def arrow(
     return m
 
 
+CLEAR_ID = -1
+"""The id of a namespace's DELETEALL marker: none that it clears has it (RViz flags two
+markers of one namespace and id in one array as an error: the plan's first predicted
+footprint is id 0)."""
+
+
 def clear(ns: str, frame: str, stamp: Any) -> Marker:
-    m = _marker(ns, 0, Marker.DELETEALL, frame, stamp)
+    """A DELETEALL of ``ns``: before a namespace's new markers in the same array."""
+    m = _marker(ns, CLEAR_ID, Marker.DELETEALL, frame, stamp)
     m.action = Marker.DELETEALL
     return m

@@ -7,7 +7,7 @@ import numpy as np
 
 from slide_core.geometry import Grid, rotation
 from slide_core.model import Belief
-from slide_ros.markers import footprint
+from slide_ros.markers import clear, footprint
 
 OUTLINE = np.array([[-0.03, -0.02], [0.03, -0.02], [0.02, 0.02], [-0.02, 0.02]])
 
@@ -29,3 +29,18 @@ def test_the_footprint_is_the_real_outline_when_the_grid_has_one() -> None:
     squares = drawn(Grid(0.02, occ, np.full(occ.shape, 0.02)), np.zeros(3))
     assert squares.shape == (10, 2, 2)
     np.testing.assert_allclose(np.abs(squares).max(axis=(0, 1)), [0.03, 0.02])
+
+
+def test_a_namespace_is_cleared_by_a_marker_none_of_its_own_shares_an_id_with() -> None:
+    # The clear had id 0, as the first predicted footprint in the same array has: RViz
+    # shows an error on the Plan display for every push.
+    from visualization_msgs.msg import Marker
+
+    grid = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.02))
+    belief = Belief.create(grid, np.full(grid.n, 0.01), np.full(grid.n, 0.3))
+    array = [clear('plan/predicted', 'table', Time())] + [
+        footprint(belief, np.zeros(3), 'plan/predicted', k, (0.2, 0.4, 1.0, 1.0), 'table', Time())
+        for k in range(3)
+    ]
+    assert array[0].action == Marker.DELETEALL
+    assert len({(m.ns, m.id) for m in array}) == len(array)
