@@ -14,7 +14,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from slide_bringup.description import urdf_template, workcell_urdf
-from slide_bringup.graph import config_dir
+from slide_bringup.graph import config_dir, rviz_config
 from slide_core.model import load_workcell
 
 
@@ -32,6 +32,8 @@ def generate_launch_description() -> LaunchDescription:
             Node(
                 package='rviz2',
                 executable='rviz2',
+                # (without it RViz opened on a 'map' frame that nothing publishes)
+                arguments=['-d', str(rviz_config(cfg))],
                 condition=IfCondition(LaunchConfiguration('rviz')),
             ),
         ]

@@ -8,7 +8,8 @@ The node list, parameters and remappings come from :func:`slide_bringup.graph.pr
 the one description that the pip-only runner (``slide launch pregrasp``) reads too. On
 the robot PC this file adds what only exists there: realsense2_camera, the arm vendor's
 MoveIt bring-up, RViz with ``config/slide.rviz``, the table -> camera transform from the
-extrinsics file (tf2_ros), and ``ros2 bag record`` of the episode topics for ``record:=``.
+extrinsics file (tf2_ros), the twin's workcell for RViz (robot_state_publisher), and
+``ros2 bag record`` of the episode topics for ``record:=``.
 
 ``launch`` and ``launch_ros`` are imported only when the launch file runs
 (:func:`generate_launch_description`); :func:`node_actions` is plain Python, so tests
@@ -95,6 +96,20 @@ def generate_launch_description() -> Any:
                 )
             )
         actions.append(_camera_tf(Node, camera_extrinsics(cfg)))
+        if a['backend'] == 'twin':
+            # The workcell's table for RViz's Robot display (on the robot the arm vendor's
+            # bring-up publishes its own robot_description).
+            from slide_bringup.description import urdf_template, workcell_urdf
+            from slide_core.model import load_workcell
+
+            urdf = workcell_urdf(load_workcell(cfg / 'workcell.yaml'), urdf_template(cfg))
+            actions.append(
+                Node(
+                    package='robot_state_publisher',
+                    executable='robot_state_publisher',
+                    parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}],
+                )
+            )
         if a['exit_on_done'] == 'true':
             # The behaviour node exits when the episode ends; the graph goes with it.
             actions.append(

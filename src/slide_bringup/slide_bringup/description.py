@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from slide_bringup.graph import installed_config
 from slide_core.errors import SlideInputError
 from slide_core.model import Workcell
 
@@ -17,8 +18,13 @@ TEMPLATE = 'workcell.urdf.in'
 
 def urdf_template(cfg: Path) -> Path:
     """The template beside the configuration folder ``cfg``: ``urdf/`` next to
-    ``config/`` at the repository root, as in the installed ``share/slide_bringup``."""
-    return cfg.parent / 'urdf' / TEMPLATE
+    ``config/`` at the repository root, as in the installed ``share/slide_bringup``; for a
+    folder of one's own with no ``urdf/`` beside it, the installed one."""
+    own = cfg.parent / 'urdf' / TEMPLATE
+    shipped = installed_config()
+    if own.is_file() or shipped is None:
+        return own
+    return shipped.parent / 'urdf' / TEMPLATE
 
 
 def workcell_urdf(cell: Workcell, template: Path) -> str:

@@ -114,11 +114,32 @@ def config_dir(value: str = '') -> Path:
     env = os.environ.get('SLIDE_CONFIG_DIR')
     if env:
         return Path(env)
+    shipped = installed_config()
+    if shipped is not None:
+        return shipped
+    raise GraphError('cannot find the config folder: pass config_dir:=DIR or set SLIDE_CONFIG_DIR')
+
+
+def installed_config() -> Path | None:
+    """The installed ``share/slide_bringup/config`` (None when it is not installed)."""
     for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
         candidate = Path(prefix) / 'share' / 'slide_bringup' / 'config'
         if prefix and candidate.is_dir():
             return candidate
-    raise GraphError('cannot find the config folder: pass config_dir:=DIR or set SLIDE_CONFIG_DIR')
+    return None
+
+
+RVIZ_CONFIG = 'slide.rviz'
+
+
+def rviz_config(cfg: Path) -> Path:
+    """RViz's configuration: ``cfg``'s own, else the one slide ships (a config_dir:= with
+    only the workcell and the extrinsics in it started RViz with no displays)."""
+    own = cfg / RVIZ_CONFIG
+    shipped = installed_config()
+    if own.is_file() or shipped is None:
+        return own
+    return shipped / RVIZ_CONFIG
 
 
 def arguments(given: Mapping[str, str]) -> dict[str, str]:
@@ -221,9 +242,34 @@ def camera_extrinsics(cfg: Path) -> Path:
     ``camera: extrinsics:``, for the twin and the robot alike. (The robot backends read a
     ``camera.yaml`` that nothing documented or shipped, while the workcell file, which the
     twin's camera and offline identification read, says where the hand-eye result is.)"""
+    import yaml
+
     from slide_core.model import load_workcell
 
-    return load_workcell(cfg / 'workcell.yaml').camera_extrinsics
+    cell = load_workcell(cfg / 'workcell.yaml')
+    path = cell.camera_extrinsics
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise GraphError(f'cannot read the camera extrinsics {path}: {exc}') from None
+    parent = doc.get('parent_frame') if isinstance(doc, dict) else None
+    if parent != cell.table.frame_id:
+        # (the camera's transform hung off a frame nothing else used, and perception's
+        # cloud was mapped into a table frame the rest of the graph did not call its own)
+        raise GraphError(
+            f"{path}: parent_frame {parent!r} is not the workcell's table frame "
+            f'{cell.table.frame_id!r} ({cfg / "workcell.yaml"}): the extrinsics must give '
+            'the camera in the table frame'
+        )
+    return path
+
+
+def table_frame(cfg: Path) -> str:
+    """The table frame's name: ``table.frame_id`` of ``cfg/workcell.yaml``, the one place
+    it is written (the twin and perception took their own default)."""
+    from slide_core.model import load_workcell
+
+    return load_workcell(cfg / 'workcell.yaml').table.frame_id
 
 
 def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
@@ -233,6 +279,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     cfg = config_dir(a['config_dir'])
     workcell = str(cfg / 'workcell.yaml')
     extrinsics = str(camera_extrinsics(cfg))
+    frame = table_frame(cfg)
     seed = int(a['seed'])
     twin = a['backend'] == 'twin'
     nodes: list[NodeSpec] = []
@@ -245,6 +292,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
                 {
                     'object': a['object'],
                     'workcell_file': workcell,
+                    'table_frame': frame,
                     'seed': seed,
                     # A 500 Hz sensor and 30 Hz tool poses leave the CPU to perception.
                     'ft_rate_hz': 500.0,
@@ -294,7 +342,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             'slide_perception',
             'perception_node',
             'perception',
-            {'extrinsics_file': extrinsics},
+            {'extrinsics_file': extrinsics, 'table_frame': frame},
             (('points', CLOUD_TOPIC),),
         ),
         NodeSpec(
@@ -354,7 +402,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     if a['record']:
         nodes.append(NodeSpec('slide_ros', 'recorder_node', 'recorder', {'bag': a['record']}))
     if a['rviz'] == 'true':
-        rviz = ('-d', str(cfg / 'slide.rviz'))
+        rviz = ('-d', str(rviz_config(cfg)))
         nodes.append(NodeSpec('rviz2', 'rviz2', 'rviz', {}, robot_only=True, arguments=rviz))
     return nodes
 

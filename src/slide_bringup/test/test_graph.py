@@ -555,6 +555,25 @@ def test_every_backend_reads_the_extrinsics_the_workcell_file_names(tmp_path) ->
         specs = {s.name: s for s in pregrasp(given)}
         path = specs['perception'].parameters['extrinsics_file']
         assert path == str(tmp_path / 'hand_eye.yaml'), backend
+    # RViz's configuration: a folder of one's own without slide.rviz gets the shipped one
+    # (RViz had started with no displays).
+    actions = _launch_module().node_actions({'config_dir': str(tmp_path), 'rviz': 'true'})
+    (rviz,) = [a for a in actions if a['package'] == 'rviz2']
+    assert Path(rviz['arguments'][1]).is_file()
+    # The table frame is the workcell's, for the twin and perception too (they took their
+    # own default), and the camera must be given in it.
+    (tmp_path / 'workcell.yaml').write_text(
+        (tmp_path / 'workcell.yaml').read_text().replace('frame_id: table', 'frame_id: bench')
+    )
+    with pytest.raises(GraphError, match="parent_frame 'table' is not the workcell's table"):
+        pregrasp({'config_dir': str(tmp_path)})
+    hand_eye = (tmp_path / 'hand_eye.yaml').read_text()
+    (tmp_path / 'hand_eye.yaml').write_text(
+        hand_eye.replace('parent_frame: table', 'parent_frame: bench')
+    )
+    specs = {s.name: s for s in pregrasp({'config_dir': str(tmp_path)})}
+    assert specs['twin'].parameters['table_frame'] == 'bench'
+    assert specs['perception'].parameters['table_frame'] == 'bench'
 
 
 def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:
