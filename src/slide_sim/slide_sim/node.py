@@ -135,8 +135,8 @@ class TwinNode(Node):
         self._contact = (np.zeros(3), 0)
         # (sim time, qpos, mocap positions, ROS time of the state) for the camera thread.
         self._snapshot: tuple[float, np.ndarray, np.ndarray, Any] | None = None
-        # Per tool: moving, waypoint index, paths started (all as of the last step).
-        # Per tool: moving, waypoint index, paths started, distance [m] to its set point.
+        # Per tool: moving, waypoint index, paths started, distance [m] to its set point
+        # (all as of the last step).
         self._status = {'fingertip': (False, -1, 0, 0.0), 'gripper': (False, -1, 0, 0.0)}
         # The tools (and the gripper's fingers) a goal holds from its acceptance to its end.
         self._busy: set[str] = set()
