@@ -202,21 +202,27 @@ def test_the_arm_above_the_pusher_is_cut_out_with_its_cylinders():
         h.close()
 
 
+def refused(name: str, value: object, match: str) -> None:
+    """A perception node given ``name`` = ``value`` (and the extrinsics) refuses it with a
+    message matching ``match``."""
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match=match):
+            PerceptionNode(
+                context=context,
+                parameter_overrides=[
+                    Parameter('extrinsics_file', value=str(EXTRINSICS)),
+                    Parameter(name, value=value),
+                ],
+            )
+    finally:
+        rclpy.shutdown(context=context)
+
+
 def test_a_keep_out_that_is_not_whole_cylinders_is_refused():
     for value, match in (([0.014, -0.05], 'whole triples'), ([0.05, 0.1, 0.0], 'cylinder 0')):
-        context = Context()
-        rclpy.init(context=context)
-        try:
-            with pytest.raises(ValueError, match=match):
-                PerceptionNode(
-                    context=context,
-                    parameter_overrides=[
-                        Parameter('extrinsics_file', value=str(EXTRINSICS)),
-                        Parameter('gripper_keep_out', value=value),
-                    ],
-                )
-        finally:
-            rclpy.shutdown(context=context)
+        refused('gripper_keep_out', value, match)
 
 
 def test_missing_extrinsics_is_a_clear_error():
@@ -280,19 +286,7 @@ def test_a_moved_object_is_said_to_need_reacquiring_and_an_old_frame_is_not_cut_
 
 def test_an_empty_table_frame_is_refused():
     # Taken: every grid and pose went out with no frame.
-    context = Context()
-    rclpy.init(context=context)
-    try:
-        with pytest.raises(ValueError, match='table_frame'):
-            PerceptionNode(
-                context=context,
-                parameter_overrides=[
-                    Parameter('extrinsics_file', value=str(EXTRINSICS)),
-                    Parameter('table_frame', value=' '),
-                ],
-            )
-    finally:
-        rclpy.shutdown(context=context)
+    refused('table_frame', ' ', 'table_frame')
 
 
 @pytest.mark.parametrize(
@@ -304,19 +298,7 @@ def test_an_empty_table_frame_is_refused():
 )
 def test_camera_settings_that_a_topic_source_ignores_are_refused(name, value, match):
     # Taken and without effect: the cloud comes from the topic as its driver made it.
-    context = Context()
-    rclpy.init(context=context)
-    try:
-        with pytest.raises(ValueError, match=match):
-            PerceptionNode(
-                context=context,
-                parameter_overrides=[
-                    Parameter('extrinsics_file', value=str(EXTRINSICS)),
-                    Parameter(name, value=value),
-                ],
-            )
-    finally:
-        rclpy.shutdown(context=context)
+    refused(name, value, match)
 
 
 def test_an_object_acquired_anew_leaves_no_cube_of_the_last_one() -> None:

@@ -308,6 +308,16 @@ def test_no_goal_is_chosen_for_an_object_that_is_not_on_the_table() -> None:
     assert select_goal(belief, [0.03, 0.0, 0.0], CONFIG) is not None
 
 
+def pronged() -> Belief:
+    """An 8 cm square with a prong 1 cm wide and 10 cm long: it stays with the prong far
+    out, but the pads' sides miss the prong wherever it sticks out."""
+    occupancy = np.zeros((8, 18))
+    occupancy[:, :8] = occupancy[4, 8:] = 1
+    grid = Grid.from_occupancy(occupancy, 0.01)
+    p = np.full(grid.n, 0.001)
+    return Belief.create(grid, p, p * 400)
+
+
 def test_a_goal_search_that_finds_none_computes_each_grasp_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -322,14 +332,8 @@ def test_a_goal_search_that_finds_none_computes_each_grasp_once(
         return grasp_at(grid, X, *rest)
 
     monkeypatch.setattr(goal_module, 'grasp_at', counted)
-    # An 8 cm square with a prong 1 cm wide and 10 cm long: the pads' sides miss the
-    # prong wherever it sticks out.
-    occupancy = np.zeros((8, 18))
-    occupancy[:, :8] = occupancy[4, 8:] = 1
-    pronged = Grid.from_occupancy(occupancy, 0.01)
-    p = np.full(pronged.n, 0.001)
     with pytest.raises(PlanningError, match='the pads hold less than 4.0 cm'):
-        select_goal(Belief.create(pronged, p, p * 400), [0.4, 0.0, 0.0], CONFIG)
+        select_goal(pronged(), [0.4, 0.0, 0.0], CONFIG)
     assert len(asked) > 100 and len(set(asked)) == len(asked)
 
 
@@ -352,14 +356,9 @@ def test_no_goal_says_which_condition_no_pose_met() -> None:
     # Only this one is a matter of more pushes.
     with pytest.raises(UncertainBeliefError, match='0.75 of the belief stays and is held, not'):
         select_goal(models, [0.4, 0.0, 0.0], CONFIG)
-    # An 8 cm square with a prong 1 cm wide and 10 cm long: it stays with the prong far out,
-    # but the pads' sides miss the prong.
-    occupancy = np.zeros((8, 18))
-    occupancy[:, :8] = occupancy[4, 8:] = 1
-    pronged = Grid.from_occupancy(occupancy, 0.01)
-    p = np.full(pronged.n, 0.001)
+    # A prong the pads' sides miss.
     with pytest.raises(PlanningError, match='the pads hold less than 4.0 cm'):
-        select_goal(Belief.create(pronged, p, p * 400), [0.4, 0.0, 0.0], CONFIG)
+        select_goal(pronged(), [0.4, 0.0, 0.0], CONFIG)
     # A box along the whole edge leaves no room for any goal.
     wall = Obstacle((0.1, 0.0), (0.1, 1.0))
     walled = PlannerConfig(**{**CONFIG.__dict__, 'obstacles': (wall,)})
