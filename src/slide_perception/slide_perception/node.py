@@ -25,6 +25,7 @@ Service ``~/reacquire`` (std_srvs/Trigger) forgets the object; the next frame ac
 from __future__ import annotations
 
 from collections import deque
+import math
 import re
 import sys
 import threading
@@ -45,7 +46,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import rotation
+from slide_core.geometry import FloatArray, rotation
 from slide_core.io import cloud_to_xyz, grid_to_msg, set_planar_pose, xyz_to_cloud
 from slide_core.perception import (
     CameraView,
@@ -71,6 +72,8 @@ KEEP_OUT_REACH_S = 0.5
 with it: further back, where the tool was is not known (or the camera and the arm stamp on
 different clocks), and the frame is refused; a cloud stamped at 0 had the fingertip cut
 where it stood seconds before, 20 cm away, and left in the object."""
+MARKER_PERIOD_S = 0.2
+"""How often [s] at most the cells are drawn again at the tracked pose."""
 DECIMATION = FilterSettings.decimation
 """The decimation a pyrealsense2 source applies unless told otherwise."""
 LOST_FRAMES_HINT = 15
@@ -249,6 +252,7 @@ class PerceptionNode(Node):
         self._gripper: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self.bad_messages = 0
         self.lost_frames = 0  # tracked frames in a row without a pose
+        self._drawn = -math.inf  # when the cells were last drawn (monotonic [s])
 
         self.pub_grid = self.create_publisher(ObjectGrid, 'object/grid', LATCHED_QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'object/pose', POSE_QOS)
@@ -440,6 +444,12 @@ class PerceptionNode(Node):
         pose.header.frame_id = self.table_frame
         set_planar_pose(pose.pose, X_WO)
         self.pub_pose.publish(pose)
+        now = time.monotonic()
+        if self.estimate is not None and now - self._drawn >= MARKER_PERIOD_S:
+            # The cells where the object is now: drawn once, at the acquisition pose, they
+            # stayed there while the object was pushed away.
+            self.pub_markers.publish(self._markers(self.estimate, X_WO, stamp))
+            self._drawn = now
         if self.pub_cloud.get_subscription_count():
             cloud_msg = PointCloud2()
             cloud_msg.header = pose.header
@@ -452,10 +462,12 @@ class PerceptionNode(Node):
         msg.header.stamp = stamp
         msg.header.frame_id = self.table_frame
         self.pub_grid.publish(grid_to_msg(estimate.grid, estimate.X_WO, msg))
-        self.pub_markers.publish(self._markers(estimate, stamp))
+        self.pub_markers.publish(self._markers(estimate, estimate.X_WO, stamp))
+        self._drawn = time.monotonic()
 
-    def _markers(self, estimate: ObjectEstimate, stamp: Any) -> MarkerArray:
-        grid, X = estimate.grid, estimate.X_WO
+    def _markers(self, estimate: ObjectEstimate, X: FloatArray, stamp: Any) -> MarkerArray:
+        """The object's cells as cubes at the pose X (3,) (x, y, yaw), table frame."""
+        grid = estimate.grid
         R = rotation(float(X[2]))
         heights = grid.heights[grid.occupancy]
         # The last grid's cubes go first: an object acquired anew with fewer cells left the

@@ -301,9 +301,9 @@ def test_camera_settings_that_a_topic_source_ignores_are_refused(name, value, ma
     refused(name, value, match)
 
 
-def test_an_object_acquired_anew_leaves_no_cube_of_the_last_one() -> None:
-    # The cubes were only ever added: acquired again with fewer cells, the old ones with
-    # higher ids stood on in RViz.
+def test_the_cells_are_drawn_where_the_object_is_and_none_of_the_last_grid_stays() -> None:
+    # The cubes were only ever added, at the acquisition pose: acquired again with fewer
+    # cells, the old ones with higher ids stood on in RViz.
     from builtin_interfaces.msg import Time
     from visualization_msgs.msg import Marker
 
@@ -320,11 +320,16 @@ def test_an_object_acquired_anew_leaves_no_cube_of_the_last_one() -> None:
         grid = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.02))
         table = TablePlane((0.0, 0.0, 1.0), 0.0, 100)
         estimate = ObjectEstimate(grid, np.array([0.4, 0.0, 0.3]), np.zeros((1, 3)), table)
-        markers = node._markers(estimate, Time()).markers
+        markers = node._markers(estimate, estimate.X_WO, Time()).markers
         assert markers[0].action == Marker.DELETEALL and markers[0].ns == 'object_cells'
         cubes = markers[1:]
         assert len(cubes) == grid.n and all(m.ns == 'object_cells' for m in cubes)
         assert len({m.id for m in markers}) == len(markers)
+        # Drawn where the object is now (they stayed at the acquisition pose).
+        X = np.array([0.2, 0.1, -0.5])
+        moved = node._markers(estimate, X, Time()).markers[1:]
+        centres = np.array([[m.pose.position.x, m.pose.position.y] for m in moved])
+        np.testing.assert_allclose(centres, X[:2] + grid.p_OC @ rotation(-0.5).T, atol=1e-9)
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
