@@ -7,8 +7,8 @@ Cancel stops the optimiser; nothing half-made is returned or published.
 
 Publishes the latest belief on ``/belief`` (slide_interfaces/ModelBelief, latched) and
 RViz markers on ``/belief/markers``: the most probable model's mass and friction maps over
-the object at its latest pose (``/object/pose``), every model's centre of mass sized by
-its weight.
+the object at its latest pose (``/object/pose``, drawn again as it moves), every model's
+centre of mass sized by its weight.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from slide_core.io import (
     read_pushes,
     record_from_msg,
 )
-from slide_core.model import load_workcell
+from slide_core.model import Belief, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_core.task import IdentificationSettings
 from slide_interfaces.action import Identify
@@ -56,6 +56,10 @@ from slide_ros.markers import belief_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED, RELIABLE
 
+REDRAW_PERIOD_S = 0.2
+"""How often [s] the belief's maps are looked at again, to be drawn where the object is."""
+REDRAW_MOVE_M, REDRAW_TURN_RAD = 0.002, 0.02
+"""How far the object moves [m], or turns [rad], before its maps are drawn again."""
 PARAMS = (
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
     Param(
@@ -106,9 +110,11 @@ class IdentificationNode(SlideNode):
         # whichever finished last, the older goal's.
         self._slot = GoalSlot()
         self._pose: Any = None
+        self._drawn: tuple[Belief, np.ndarray] | None = None  # the belief's maps, where drawn
         self.pub_belief = self.create_publisher(ModelBelief, '/belief', LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, '/belief/markers', LATCHED)
         self.create_subscription(PoseStamped, '/object/pose', self._on_pose, RELIABLE)
+        self.create_timer(REDRAW_PERIOD_S, self._redraw)
         self.server = ActionServer(
             self,
             Identify,
@@ -236,7 +242,9 @@ class IdentificationNode(SlideNode):
         msg.header.frame_id = self.frame
         msg.grid.header = msg.header
         self.pub_belief.publish(msg)
-        self.pub_markers.publish(belief_markers(belief, X, self.frame, msg.header.stamp))
+        with self._lock:
+            self.pub_markers.publish(belief_markers(belief, X, self.frame, msg.header.stamp))
+            self._drawn = (belief, X)
         result.error.code = ErrorCode.SUCCESS
         result.message = (
             f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
@@ -253,6 +261,27 @@ class IdentificationNode(SlideNode):
         self.get_logger().info(result.message)
         handle.succeed()
         return result
+
+    def _redraw(self) -> MarkerArray | None:
+        """The belief's maps drawn again where the object is now, when it has moved since
+        (they stayed at the pose it was identified at while the object was pushed away);
+        the markers published, or None."""
+        pose = self._pose
+        with self._lock:
+            if self._drawn is None or pose is None:
+                return None
+            belief, X_drawn = self._drawn
+            try:
+                X = pose_to_planar(pose.pose)
+            except MessageError:
+                return None
+            turn = abs(math.remainder(float(X[2] - X_drawn[2]), math.tau))
+            if np.linalg.norm(X[:2] - X_drawn[:2]) < REDRAW_MOVE_M and turn < REDRAW_TURN_RAD:
+                return None
+            markers = belief_markers(belief, X, self.frame, self.get_clock().now().to_msg())
+            self.pub_markers.publish(markers)
+            self._drawn = (belief, X)
+            return markers
 
     def _object_pose(self, goal: Any) -> np.ndarray:
         """The object's pose to draw the belief at: the latest observed, else the grid's."""

@@ -61,6 +61,8 @@ def belief_markers(belief: Belief, X_WO: FloatArray, frame: str, stamp: Any) -> 
         out.markers.append(m)
     coms = belief.com() @ rotation(float(X_WO[2])).T + X_WO[:2]
     top = float(heights.max())
+    # (a belief of fewer models left the last one's extra spheres standing)
+    out.markers.append(clear('belief/com', frame, stamp))
     for i, (c, w) in enumerate(zip(coms, belief.weight, strict=True)):
         m = _marker('belief/com', i, Marker.SPHERE, frame, stamp)
         m.pose.position.x, m.pose.position.y, m.pose.position.z = (

@@ -87,3 +87,39 @@ def test_defaults_that_cannot_identify_are_refused_at_start_up() -> None:
             node_with(context, default_budget=4, default_models=8)
     finally:
         context.try_shutdown()
+
+
+def test_the_belief_is_drawn_where_the_object_is_now() -> None:
+    # Drawn once, at the pose it was identified at, the maps stayed there while the object
+    # was pushed away.
+    from geometry_msgs.msg import PoseStamped
+    import numpy as np
+
+    from slide_core.geometry import Grid, cell_positions
+    from slide_core.io import set_planar_pose
+    from slide_core.model import Belief
+
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        node = node_with(context)
+        grid = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.02))
+        belief = Belief.create(grid, np.full(grid.n, 0.01), np.full(grid.n, 0.3))
+        assert node._redraw() is None  # nothing identified yet
+        node._drawn = (belief, np.array([0.4, 0.0, 0.0]))
+        pose = PoseStamped()
+        X = np.array([0.401, 0.0, 0.005])  # moved 1 mm: not drawn again
+        set_planar_pose(pose.pose, X)
+        node._pose = pose
+        assert node._redraw() is None
+        X = np.array([0.3, 0.05, 0.6])
+        set_planar_pose(pose.pose, X)
+        markers = node._redraw()
+        assert markers is not None
+        (mass,) = [m for m in markers.markers if m.ns == 'belief/mass']
+        drawn = np.array([[p.x, p.y] for p in mass.points])
+        np.testing.assert_allclose(drawn, cell_positions(grid, X), atol=1e-9)
+        assert node._redraw() is None  # drawn there already
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

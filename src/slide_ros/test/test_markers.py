@@ -7,7 +7,7 @@ import numpy as np
 
 from slide_core.geometry import Grid, rotation
 from slide_core.model import Belief
-from slide_ros.markers import clear, footprint
+from slide_ros.markers import belief_markers, clear, footprint
 
 OUTLINE = np.array([[-0.03, -0.02], [0.03, -0.02], [0.02, 0.02], [-0.02, 0.02]])
 
@@ -44,3 +44,15 @@ def test_a_namespace_is_cleared_by_a_marker_none_of_its_own_shares_an_id_with() 
     ]
     assert array[0].action == Marker.DELETEALL
     assert len({(m.ns, m.id) for m in array}) == len(array)
+
+
+def test_a_belief_of_fewer_models_leaves_no_sphere_of_the_last_one() -> None:
+    from visualization_msgs.msg import Marker
+
+    grid = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.02))
+    belief = Belief.create(grid, np.full((2, grid.n), 0.01), np.full((2, grid.n), 0.3))
+    markers = belief_markers(belief, np.zeros(3), 'table', Time()).markers
+    cleared = [m for m in markers if m.action == Marker.DELETEALL]
+    assert [m.ns for m in cleared] == ['belief/com']
+    spheres = [m for m in markers if m.ns == 'belief/com' and m.action != Marker.DELETEALL]
+    assert len(spheres) == 2 and len({(m.ns, m.id) for m in markers}) == len(markers)
