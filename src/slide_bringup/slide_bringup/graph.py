@@ -16,11 +16,14 @@ import math
 import os
 from pathlib import Path
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ati_netft.filters import FORCE_LIMIT_MAX_N
 
 from slide_core.task import SEED_MAX
+
+if TYPE_CHECKING:
+    from slide_core.model import Workcell
 
 ARGUMENTS: dict[str, tuple[str, str]] = {
     'backend': ('twin', 'twin, fr3 or lbr'),
@@ -242,11 +245,16 @@ def camera_extrinsics(cfg: Path) -> Path:
     ``camera: extrinsics:``, for the twin and the robot alike. (The robot backends read a
     ``camera.yaml`` that nothing documented or shipped, while the workcell file, which the
     twin's camera and offline identification read, says where the hand-eye result is.)"""
-    import yaml
-
     from slide_core.model import load_workcell
 
-    cell = load_workcell(cfg / 'workcell.yaml')
+    return _extrinsics(load_workcell(cfg / 'workcell.yaml'))
+
+
+def _extrinsics(cell: Workcell) -> Path:
+    """``cell``'s camera extrinsics file; GraphError unless it gives the camera in the
+    workcell's table frame."""
+    import yaml
+
     path = cell.camera_extrinsics
     try:
         doc = yaml.safe_load(path.read_text())
@@ -258,18 +266,10 @@ def camera_extrinsics(cfg: Path) -> Path:
         # cloud was mapped into a table frame the rest of the graph did not call its own)
         raise GraphError(
             f"{path}: parent_frame {parent!r} is not the workcell's table frame "
-            f'{cell.table.frame_id!r} ({cfg / "workcell.yaml"}): the extrinsics must give '
-            'the camera in the table frame'
+            f'{cell.table.frame_id!r} ({cell.source}): the extrinsics must give the camera '
+            'in the table frame'
         )
     return path
-
-
-def table_frame(cfg: Path) -> str:
-    """The table frame's name: ``table.frame_id`` of ``cfg/workcell.yaml``, the one place
-    it is written (the twin and perception took their own default)."""
-    from slide_core.model import load_workcell
-
-    return load_workcell(cfg / 'workcell.yaml').table.frame_id
 
 
 def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
@@ -278,8 +278,12 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     rdt, tcp, http = ft_ports(a['ft_ports']) if a['backend'] == 'twin' else (0, 0, 0)
     cfg = config_dir(a['config_dir'])
     workcell = str(cfg / 'workcell.yaml')
-    extrinsics = str(camera_extrinsics(cfg))
-    frame = table_frame(cfg)
+    from slide_core.model import load_workcell
+
+    cell = load_workcell(cfg / 'workcell.yaml')
+    extrinsics = str(_extrinsics(cell))
+    # The table frame's name is the workcell's (the twin and perception took their own).
+    frame = cell.table.frame_id
     seed = int(a['seed'])
     twin = a['backend'] == 'twin'
     nodes: list[NodeSpec] = []

@@ -26,6 +26,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from visualization_msgs.msg import MarkerArray
 
 from slide_core.errors import NoSolutionError, SlideError, SlideInputError
+from slide_core.geometry import wrap_angle
 from slide_core.identification import (
     COM_DIRECTIONS,
     DENSITY_MAX,
@@ -275,7 +276,7 @@ class IdentificationNode(SlideNode):
                 X = pose_to_planar(pose.pose)
             except MessageError:
                 return None
-            turn = abs(math.remainder(float(X[2] - X_drawn[2]), math.tau))
+            turn = abs(float(wrap_angle(X[2] - X_drawn[2])))
             if np.linalg.norm(X[:2] - X_drawn[:2]) < REDRAW_MOVE_M and turn < REDRAW_TURN_RAD:
                 return None
             markers = belief_markers(belief, X, self.frame, self.get_clock().now().to_msg())

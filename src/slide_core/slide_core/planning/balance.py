@@ -114,8 +114,14 @@ def stay_probability(belief: Belief, X_WO: Any, margin: float | FloatArray = 0.0
     """Probability that the object stays at X_WO: the weight of the belief whose centre
     of mass is at least ``margin`` metres inside the support polygon (one number, or (K,)
     one per model: :func:`needed_margins` while pushed)."""
-    # (at most 1: weights that sum to 1 add up to 1.0000000000000002 at times)
-    return min(1.0, float(belief.weight @ (com_margins_of(belief, X_WO) >= margin)))
+    return staying_weight(belief, com_margins_of(belief, X_WO), margin)
+
+
+def staying_weight(belief: Belief, margins: FloatArray, margin: float | FloatArray) -> float:
+    """The weight of the belief whose margins (K,) [m] are at least ``margin`` (one number,
+    or (K,) one per model), at most 1 (weights that sum to 1 add up to 1.0000000000000002 at
+    times)."""
+    return min(1.0, float(belief.weight @ (margins >= margin)))
 
 
 def margin_quantile(belief: Belief, margins: FloatArray, epsilon: float) -> float:

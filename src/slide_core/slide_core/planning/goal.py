@@ -29,6 +29,7 @@ from slide_core.planning.balance import (
     margin_quantile,
     needed_margins,
     push_leans,
+    staying_weight,
     workspace_problem,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
@@ -245,7 +246,7 @@ def _best_goal(
         for o in np.arange(need, 0.7 * x_ext, 0.005):
             X = np.array([-x_min - o, 0.0, yaw])
             margins = com_margins_of(belief, X)
-            p_stay = min(1.0, float(belief.weight @ (margins >= need_k)))
+            p_stay = staying_weight(belief, margins, need_k)
             if p_stay < 1.0 - config.epsilon - 1e-12:
                 continue
             margin = margin_quantile(belief, margins, config.epsilon)
@@ -300,9 +301,7 @@ def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
     return wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
 
 
-def _no_goal(
-    belief: Belief, X_WO: Any, config: PlannerConfig, grasps: _Grasps | None = None
-) -> PlanningError:
+def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig, grasps: _Grasps) -> PlanningError:
     """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
     conditions that no pose it tries meets, in the order a person would fix them (the
     gripper's opening; sticking out far enough for the most probable model; a hold for the
@@ -319,7 +318,6 @@ def _no_goal(
             f'{room * 100:.1f} cm (its opening less {g.height_margin * 100:.1f} cm of room '
             'above and below)'
         )
-    grasps = grasps or _Grasps(belief, config)
     need = g.clearance + g.min_grip + config.grasp_margin
     corners = boundary_rings(grid).reshape(-1, 2)
     i_best = int(np.argmax(belief.weight))
