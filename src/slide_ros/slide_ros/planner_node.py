@@ -8,13 +8,16 @@
   waypoint aimed at and the push, with each model's predicted pose), or the grasp at the
   observed pose (``grasp_only``).
 
-Every action honours cancel (between its stages; a cancelled goal returns nothing). Markers:
+Every action honours cancel (between its stages, and the goal search between the yaws it
+tries, with its progress as feedback; a cancelled goal returns nothing). Markers:
 ``/plan/markers`` (goal footprint, the chosen push, the predicted outcomes), the path on
 ``/plan/path`` (nav_msgs/Path, latched) and the goal on ``/plan/goal`` (latched).
 """
 
 from __future__ import annotations
 
+import math
+import time
 import traceback
 from typing import Any
 
@@ -72,6 +75,10 @@ PARAMS = (
     ),
     *LIFECYCLE_PARAMS,
 )
+
+
+FEEDBACK_PERIOD_S = 0.1
+"""Least time [s] between two feedback messages of the goal search."""
 
 
 class Cancelled(Exception):  # noqa: N818 - the caller asked; not a fault
@@ -204,7 +211,20 @@ class PlannerNode(SlideNode):
         belief = belief_from_msg(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
         self._check(handle)
-        chosen = select_goal(belief, X, self.config)
+        feedback = SelectGoal.Feedback()
+        last = [-math.inf]
+
+        def on_progress(fraction: float) -> None:
+            # A failing search of a large object takes tens of seconds: it stops on cancel
+            # at its next yaw, and says how far it is at most 10 times a second.
+            self._check(handle)
+            now = time.monotonic()
+            if fraction >= 1.0 or now - last[0] >= FEEDBACK_PERIOD_S:
+                last[0] = now
+                feedback.progress = float(fraction)
+                handle.publish_feedback(feedback)
+
+        chosen = select_goal(belief, X, self.config, on_progress)
         self._check(handle)
         out.goal_pose = self._stamped(chosen.X_WO)
         out.stay_probability = chosen.stay_probability

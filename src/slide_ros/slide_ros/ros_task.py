@@ -356,8 +356,12 @@ class RosDecider:
         goal = SelectGoal.Goal(
             belief=self._belief_msg(belief, X_WO), object_pose=self._stamped(X_WO)
         )
+
+        def feedback(msg: Any) -> None:
+            self.progress(f'goal selection: {msg.feedback.progress:.0%} of the search')
+
         r = self._ok(
-            self.caller.call(self.goal_client, 'goal selection', goal, TIMEOUTS['plan']),
+            self.caller.call(self.goal_client, 'goal selection', goal, TIMEOUTS['plan'], feedback),
             'goal selection',
         )
         X_goal = pose_to_planar(r.goal_pose.pose)

@@ -1,5 +1,6 @@
 """The planner node over real DDS: goals in another frame, or with a belief of another
-object, are refused with the reason, not planned as if they were the table's."""
+object, are refused with the reason, not planned as if they were the table's; a long goal
+search reports its progress and stops on cancel."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from slide_core.geometry import Grid  # noqa: E402
 from slide_core.io import belief_to_msg, grid_to_msg, set_planar_pose  # noqa: E402
 from slide_core.model import Belief, load_object  # noqa: E402
 from slide_interfaces.action import ChooseExploration, SelectGoal  # noqa: E402
@@ -105,3 +107,30 @@ def test_goals_in_another_frame_or_of_another_object_are_refused(
     assert 'the belief is of another grid' in refused.result.message
     goal.belief = belief_of('box')
     assert answer(explore, goal).status == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_a_long_goal_search_gives_feedback_and_stops_on_cancel(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # The goal search of a 70 cm square takes seconds (a failing one of a larger object,
+    # tens): it published no feedback, and went on after a cancel to its end.
+    peer, goals, _ = planner
+    grid = Grid.from_occupancy(np.ones((35, 35)), 0.02)
+    light = np.full(grid.n, 0.2 / grid.n)
+    goal = SelectGoal.Goal()
+    goal.belief = belief_to_msg(
+        Belief.create(grid, light, light * 40), X_BOX, ModelBelief(), MassFrictionModel, 0.05
+    )
+    goal.belief.header.frame_id = goal.belief.grid.header.frame_id = 'table'
+    goal.object_pose.header.frame_id = 'table'
+    set_planar_pose(goal.object_pose.pose, np.array([0.5, 0.0, 0.0]))
+    progress: list[float] = []
+    handle = peer.result(
+        goals.send_goal_async(goal, lambda m: progress.append(m.feedback.progress)), 10
+    )
+    peer.wait(lambda: bool(progress), 60, 'the first feedback')
+    peer.result(handle.cancel_goal_async(), 10)
+    done = peer.result(handle.get_result_async(), 10)
+    assert done.status == GoalStatus.STATUS_CANCELED, done.result.message
+    assert done.result.error.code == ErrorCode.CANCELED
+    assert 0.0 < progress[-1] < 1.0  # it stopped partway, not at its end

@@ -58,6 +58,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--png', type=Path, help='picture of the decision')
 
 
+def _select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Any:
+    """:func:`slide_core.planning.select_goal`, with a bar of its search on a terminal's
+    stderr (a large object's takes tens of seconds)."""
+    import sys
+
+    from tqdm import tqdm
+
+    from slide_core.planning import select_goal
+
+    with tqdm(
+        total=100,
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        desc='goal search',
+        bar_format='{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]',
+        leave=False,
+    ) as bar:
+
+        def progress(fraction: float) -> None:
+            bar.update(round(100 * fraction) - bar.n)
+
+        return select_goal(belief, X_WO, config, progress)
+
+
 MAX_YAW = 100.0
 """[rad] the largest yaw --pose and --goal take (it is wrapped to [-pi, pi))."""
 
@@ -72,7 +96,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         PlanningError,
         next_step,
         planner_config,
-        select_goal,
         step_seed,
     )
     from slide_core.task import push_trace
@@ -102,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
     try:
         if given_goal is None:
-            goal = select_goal(belief, X, config)
+            goal = _select_goal(belief, X, config)
             X_goal = goal.X_WO
             out['goal'] = goal.to_dict()
         else:

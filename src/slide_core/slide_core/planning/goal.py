@@ -4,6 +4,7 @@ stays balanced for 1 - epsilon of the belief, while the last push brings it ther
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 import math
 from typing import Any
@@ -132,7 +133,12 @@ ROBUST_YAW_OFFSETS = (0.0, 0.5, 0.25, 0.75)
 looked for: at the sampled yaws, then halfway and a quarter of the way between them."""
 
 
-def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
+def select_goal(
+    belief: Belief,
+    X_WO: Any,
+    config: PlannerConfig,
+    progress: Callable[[float], None] | None = None,
+) -> Goal:
     """The goal pose at the edge for an object now at X_WO (see the module docstring).
 
     Goals whose grasp still holds with the object turned by :func:`landing_turn` either way
@@ -147,7 +153,11 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
     failed is that too little of the belief stays; PlanningError too when X_WO puts no
     cell of the object over the table (no object rests there: a pose in another frame, or
-    of something else)."""
+    of something else).
+
+    ``progress``, when given, is called with the fraction [0, 1] of the longest search
+    done after each yaw it has tried (a failing search of a large object takes tens of
+    seconds); an exception it raises stops the search and reaches the caller (a cancel)."""
     X0 = check_pose(X_WO, 'X_WO')
     _check_on_table(belief.grid, X0, config)
     turn = landing_turn(belief, config)
@@ -157,14 +167,37 @@ def select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Goal:
     # of the way between are tried too.
     free = not yaw_seen(belief.grid, config)
     grasps = _Grasps(belief, config)
+    # The passes: one per robust offset, the goal without the landing turn, why no goal.
+    tick = _Ticks(len(ROBUST_YAW_OFFSETS) + 2, config.goal_yaws, progress)
     for offset in ROBUST_YAW_OFFSETS:
-        goal = _best_goal(belief, X0, config, grasps, turn, offset * step)
+        goal = _best_goal(belief, X0, config, grasps, turn, offset * step, tick)
         if goal is not None:
+            tick.finish()
             return replace(goal, yaw_free=free)
-    goal = _best_goal(belief, X0, config, grasps, 0.0)
+    goal = _best_goal(belief, X0, config, grasps, 0.0, tick=tick)
     if goal is None:
-        raise _no_goal(belief, X0, config, grasps)
+        error = _no_goal(belief, X0, config, grasps, tick)
+        tick.finish()
+        raise error
+    tick.finish()
     return replace(goal, yaw_free=free)
+
+
+class _Ticks:
+    """Counts the yaws a goal search has tried, out of ``passes`` passes of ``yaws``
+    each, for a progress callback (none: counts nothing)."""
+
+    def __init__(self, passes: int, yaws: int, progress: Callable[[float], None] | None) -> None:
+        self.total, self.done, self.progress = max(passes * yaws, 1), 0, progress
+
+    def __call__(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(min(self.done / self.total, 1.0))
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress(1.0)
 
 
 class _Grasps:
@@ -213,10 +246,11 @@ def _best_goal(
     grasps: _Grasps,
     turn: float,
     offset: float = 0.0,
+    tick: Callable[[], None] | None = None,
 ) -> Goal | None:
     """The best-scoring goal whose grasp holds at its yaw and at ``turn`` [rad] either
     side of it (0: at its yaw alone), at the sampled yaws turned by ``offset`` [rad], or
-    None."""
+    None. ``tick`` is called after each yaw."""
     grid = belief.grid
     rho = belief.radius()
     corners = boundary_rings(grid).reshape(-1, 2)
@@ -228,6 +262,8 @@ def _best_goal(
     anchor = -(half_width - rho)
     need_k = needed_margins(belief, config)
     for yaw in yaws:
+        if tick is not None:
+            tick()
         R = rotation(float(yaw))
         turned = corners @ R.T
         x_min = float(turned[:, 0].min())
@@ -301,7 +337,13 @@ def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
     return wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
 
 
-def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig, grasps: _Grasps) -> PlanningError:
+def _no_goal(
+    belief: Belief,
+    X_WO: Any,
+    config: PlannerConfig,
+    grasps: _Grasps,
+    tick: Callable[[], None] | None = None,
+) -> PlanningError:
     """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
     conditions that no pose it tries meets, in the order a person would fix them (the
     gripper's opening; sticking out far enough for the most probable model; a hold for the
@@ -326,6 +368,8 @@ def _no_goal(belief: Belief, X_WO: Any, config: PlannerConfig, grasps: _Grasps) 
     least_hold = math.inf  # the most probable model's smallest hold ratio where it is held
     p_held = 0.0  # the most of the belief that stays and is held at one pose
     for yaw in _goal_yaws(X0, config):
+        if tick is not None:
+            tick()
         R = rotation(float(yaw))
         x = (corners @ R.T)[:, 0]
         for o in np.arange(need, 0.7 * float(np.ptp(x)), 0.005):

@@ -337,6 +337,33 @@ def test_a_goal_search_that_finds_none_computes_each_grasp_once(
     assert len(asked) > 100 and len(set(asked)) == len(asked)
 
 
+def test_a_goal_search_reports_its_progress_and_stops_when_the_callback_raises() -> None:
+    # A failing search of a large object ran for tens of seconds with no word and no way
+    # to stop it: the planner's action could neither give feedback nor honour a cancel.
+    seen: list[float] = []
+    with pytest.raises(PlanningError, match='the pads hold less than 4.0 cm'):
+        select_goal(pronged(), [0.4, 0.0, 0.0], CONFIG, seen.append)
+    assert len(seen) > CONFIG.goal_yaws and seen[-1] == 1.0
+    assert all(0.0 < f <= 1.0 for f in seen) and seen == sorted(seen)
+    found: list[float] = []
+    select_goal(uniform(), [0.4, 0.0, 0.0], CONFIG, found.append)
+    assert found[-1] == 1.0 and found == sorted(found)
+
+    class StopError(Exception):
+        pass
+
+    calls: list[float] = []
+
+    def stop(fraction: float) -> None:
+        calls.append(fraction)
+        if len(calls) == 3:
+            raise StopError
+
+    with pytest.raises(StopError):
+        select_goal(pronged(), [0.4, 0.0, 0.0], CONFIG, stop)
+    assert len(calls) == 3  # no yaw was tried after it
+
+
 def test_no_goal_says_which_condition_no_pose_met() -> None:
     thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
     with pytest.raises(PlanningError, match='7.5 cm tall and the gripper takes 7.0 cm'):
