@@ -21,7 +21,7 @@ import yaml
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid, GridError, check_object_grid, grid_radius
-from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY
+from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY, MIN_DENSITY
 from slide_core.model.workcell import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
@@ -306,6 +306,17 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         raise BeliefError(f'{source}: malformed belief ({exc})') from None
     if abs(weight.sum() - 1.0) > 1e-6:
         raise BeliefError(f'{source}: the weights sum to {weight.sum():.6g}, not 1')
+    # Identification keeps every cell above a thousandth of its bound (thousands of times
+    # this): a lighter one is a file in other units or written by hand.
+    volume = max_cell_mass(grid) / MAX_DENSITY
+    light = np.isfinite(mass) & (mass < MIN_DENSITY * volume[None])
+    if light.any():
+        k, i = (int(v) for v in np.argwhere(light)[0])
+        raise BeliefError(
+            f'{source}: model {k}, cell {i}: {mass[k, i]:.4g} kg is less than its '
+            f'{volume[i] * 1e6:.3g} cm^3 of {MIN_DENSITY:g} kg/m^3 (a hundredth of air) '
+            'weighs: are the masses in kg?'
+        )
     try:
         # Files from before the support model was recorded were identified with m_i g,
         # and those from before the push's moment was recorded without it.

@@ -150,6 +150,17 @@ def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, t
         load_belief(path)
 
 
+def test_a_belief_file_lighter_than_air_is_refused(hammer, tmp_path):
+    # A cell of a nanogram (a hand-written file, or one in other units) was planned with.
+    path = save_belief(_belief(hammer), tmp_path / 'b.yaml')
+    doc = yaml.safe_load(path.read_text())
+    row = doc['models'][1]['mass'][3]
+    row[row.index(next(v for v in row if v))] = 1e-12
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(BeliefError, match=r'b\.yaml: model 1, cell \d+: 1e-12 kg is less than'):
+        load_belief(path)
+
+
 def test_a_beliefs_file_keeps_the_grids_outline(tmp_path):
     occ = np.ones((2, 3), bool)
     outline = np.array([[-0.03, -0.02], [0.03, -0.02], [0.02, 0.02], [-0.02, 0.02]])
