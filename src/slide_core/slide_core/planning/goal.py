@@ -117,7 +117,24 @@ def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp
         return None, (
             f'the pads would be asked {hold:.2f} of what they resist (at most {config.hold_max})'
         )
+    both = _staying_and_held(belief, X_WO, grasp, config)
+    if both < 1.0 - config.epsilon - 1e-12:
+        return None, (
+            f'only {both:.2f} of the belief both stays and is held there, not '
+            f'{1.0 - config.epsilon:.2f}'
+        )
     return grasp, ''
+
+
+def _staying_and_held(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
+    """The weight of the belief that both stays balanced at X_WO (each model with
+    :func:`slide_core.planning.balance.needed_margins`) and whose hold ratio at ``grasp``
+    is within ``config.hold_max``: the models the task lifts. Each condition alone can
+    hold for 1 - epsilon while together they hold for less (one model falls, another
+    slips from the pads)."""
+    held = hold_ratios(belief, X_WO, grasp, config.gripper) <= config.hold_max
+    margins = np.where(held, com_margins_of(belief, X_WO), -np.inf)
+    return staying_weight(belief, margins, needed_margins(belief, config))
 
 
 def hold_quantile(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
@@ -304,9 +321,15 @@ def _best_goal(
             grasp = grasps(X)
             if grasp is None:
                 continue
-            hold = hold_quantile(belief, X, grasp, config)
+            ratios = hold_ratios(belief, X, grasp, g)
+            hold = -margin_quantile(belief, -ratios, config.epsilon)  # hold_quantile's
             if hold > config.hold_max:
                 continue
+            held = ratios <= config.hold_max
+            if staying_weight(belief, np.where(held, margins, -np.inf), need_k) < (
+                1.0 - config.epsilon - 1e-12
+            ):
+                continue  # enough stay and enough are held, but not the same ones
             if turn > 0.0 and any(
                 grasps(X + np.array([0.0, 0.0, d])) is None for d in (-turn, turn)
             ):

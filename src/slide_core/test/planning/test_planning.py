@@ -364,6 +364,27 @@ def test_a_goal_search_reports_its_progress_and_stops_when_the_callback_raises()
     assert len(calls) == 3  # no yaw was tried after it
 
 
+def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
+    # One model in 25 falls there (its mass at the end that sticks out) and another slips
+    # from the pads (a 3 kg one): each condition held for 0.96, the goal was taken, and
+    # only 0.92 of the belief would have been lifted.
+    x = BAR.p_OC[:, 0]
+    out, back = x > 0.05, x < -0.05
+    models = [
+        np.where(out, 0.12 / out.sum(), 1e-5),
+        np.where(back, 0.12 / back.sum(), 1e-5),
+        np.full(BAR.n, 3.0 / BAR.n),
+        np.full(BAR.n, 0.12 / BAR.n),
+    ]
+    belief = Belief.create(BAR, np.stack(models), np.stack([MU] * 4), [0.04, 0.04, 0.04, 0.88])
+    with pytest.raises(UncertainBeliefError, match='at most 0.92 of the belief stays and is'):
+        select_goal(belief, [0.4, 0.0, 0.0], CONFIG)
+    assert goal_refusal(belief, [0.045, 0.0, 0.0], CONFIG) == (
+        'only 0.92 of the belief both stays and is held there, not 0.95'
+    )
+    assert goal_refusal(Belief.create(BAR, models[3], MU), [0.045, 0.0, 0.0], CONFIG) is None
+
+
 def test_no_goal_says_which_condition_no_pose_met() -> None:
     thick = Grid(0.02, np.ones((3, 10), bool), np.full((3, 10), 0.075))
     with pytest.raises(PlanningError, match='7.5 cm tall and the gripper takes 7.0 cm'):
