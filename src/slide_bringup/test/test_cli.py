@@ -293,6 +293,22 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     assert ev['test'] == [3]
     assert 0 <= ev['add_error_m'] < 0.05 and 0 <= ev['uniform_add_error_m'] < 0.05
     assert ev['com_error_m'] is not None and isinstance(ev['truth_in_support'], bool)
+    assert ev['held_out'] is True and ev['skipped'] == []
+    # A push asked for that cannot be read is said and listed (it was dropped without a
+    # word): here push 2's end marker is lost.
+    cut = _without_end_of(bag, 2, tmp_path / 'cut')
+    out = _run('evaluate', str(model), str(cut), '--test', '2-3', '--json')
+    assert out.returncode == 0, out.stderr
+    assert [s['index'] for s in json.loads(out.stdout)['skipped']] == [2]
+    assert json.loads(out.stdout)['test'] == [3] and 'push 2 skipped' in out.stderr
+    # A belief that does not say what it was identified from (the behaviour node's) is not
+    # called held out: its episode's pushes were reported as held-out error.
+    doc = yaml.safe_load(model.read_text())
+    doc['provenance'] = {'source': 'behaviour node episode', 'outcome': 'succeeded'}
+    episode = tmp_path / 'episode.yaml'
+    episode.write_text(yaml.safe_dump(doc))
+    out = _run('evaluate', str(episode), str(bag), '--test', '1')
+    assert out.returncode == 0 and 'possibly training' in out.stdout, out.stdout
     # Training pushes are not held out in any copy of the bag or by any path to it (the
     # check compared the folders' names: all three passed as held out).
     copy = tmp_path / 'elsewhere' / 'renamed'
@@ -322,6 +338,28 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     smaller.write_text(yaml.safe_dump(doc))
     out = _run('evaluate', str(smaller), str(bag), '--test', '3')
     assert out.returncode == 2 and 'another object' in out.stderr, out.stderr
+
+
+def _without_end_of(bag: Path, index: int, out: Path) -> Path:
+    """A copy of ``bag`` without push ``index``'s end marker."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from slide_core.io import interfaces_typestore
+
+    store = interfaces_typestore()
+    mcap = StoragePlugin.MCAP
+    with AnyReader([bag]) as reader, Writer(out, version=9, storage_plugin=mcap) as w:
+        conns = {
+            c.topic: w.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+        }
+        for conn, t_ns, raw in reader.messages():
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == '/push/end' and msg.index == index:
+                continue
+            w.write(conns[conn.topic], t_ns, raw)
+    return out
 
 
 def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no-untyped-def]

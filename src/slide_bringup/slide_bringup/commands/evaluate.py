@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,9 +33,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     belief = load_belief(args.model)
     test = parse_range(args.test)
-    grid, pushes = read_pushes(args.bag, test)
+    read = read_pushes(args.bag, test)
+    for line in read.report():  # a push asked for and left out is said, not dropped
+        print(f'slide evaluate: {line}', file=sys.stderr, flush=True)
+    grid, pushes = read.grid, read.pushes
     trained = _trained(load_provenance(args.model), args.model, args.bag, pushes)
-    overlap = sorted(pd.index for pd in pushes if pd.index in trained)
+    overlap = sorted(pd.index for pd in pushes if trained is not None and pd.index in trained)
     if overlap and not args.allow_training_pushes:
         raise ValueError(
             f'pushes {overlap} of {args.bag} trained {args.model}: they are not held out '
@@ -52,7 +56,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'model': str(args.model),
         'bag': str(args.bag),
         'test': [pd.index for pd in pushes],
-        'held_out': not overlap,
+        'skipped': [{'index': k.index, 'reason': k.reason} for k in read.skipped],
+        'warnings': list(read.warnings),
+        # None: the belief does not say what it was identified from (a behaviour node's).
+        'held_out': None if trained is None else not overlap,
         'add_error_m': ev.add_error_m,
         'uniform_add_error_m': ev.uniform_add_error_m,
         'expected_add_error_m': ev.expected_add_error_m,
@@ -65,11 +72,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _trained(
     provenance: dict[str, Any], model: Path, bag: Path, pushes: list[PushData]
-) -> set[int]:
+) -> set[int] | None:
     """Indices of ``pushes`` the belief was identified from, by what was recorded of them
     (:func:`push_fingerprint`: a copy of the bag, another path to it, its .mcap given
     directly are all the same bag; another bag of the same name is not). Belief files
-    written before the fingerprints say only the bag's name and the pushes' indices."""
+    written before the fingerprints say only the bag's name and the pushes' indices; None
+    when the file says neither (a behaviour node's belief, identified from its episode's
+    pushes: whether these are among them is not known)."""
     from slide_core.identification import push_fingerprint
 
     def listed(key: str, kind: type) -> list[Any] | None:
@@ -86,10 +95,10 @@ def _trained(
     if prints is not None:
         trained = set(prints)
         return {pd.index for pd in pushes if push_fingerprint(pd) in trained}
-    indices = listed('train_pushes', int) or []
+    indices = listed('train_pushes', int)
     named = provenance.get('bag')
-    if not isinstance(named, str) or not named:
-        return set()
+    if not isinstance(named, str) or not named or indices is None:
+        return None
     return set(indices) if Path(named).resolve().name == _bag_name(bag) else set()
 
 
@@ -100,9 +109,13 @@ def _bag_name(bag: Path) -> str:
 
 
 def format_text(result: dict[str, Any]) -> str:
+    held_out = {
+        True: 'held-out',
+        False: 'training (NOT held-out)',
+        None: 'possibly training (the belief does not say what it was identified from)',
+    }[result['held_out']]
     lines = [
-        f'{"held-out" if result["held_out"] else "training (NOT held-out)"} pushes '
-        f'{result["test"]} (objects moved {100 * result["moved_m"]:.1f} cm):',
+        f'{held_out} pushes {result["test"]} (objects moved {100 * result["moved_m"]:.1f} cm):',
         f'  mean cell error {100 * result["add_error_m"]:.2f} cm (most probable model), '
         f'{100 * result["expected_add_error_m"]:.2f} cm (belief-weighted), '
         f'{100 * result["uniform_add_error_m"]:.2f} cm (uniform maps)',
