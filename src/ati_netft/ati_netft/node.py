@@ -53,6 +53,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import QuaternionStamped, WrenchStamped
+from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
@@ -165,6 +166,25 @@ class BadParameterError(ValueError):
 class NetFTNode(LifecycleNode):
     def __init__(self, **kwargs: object) -> None:
         super().__init__('netft', **kwargs)  # type: ignore[arg-type]
+        # rclpy raised RCLError out of ~/change_state for a transition asked by its id that
+        # the current state lacks (a manager's configure of the active driver), and the
+        # driver's process died of it: such a request is answered success false.
+        service = self._service_change_state
+        served = service.callback
+
+        def change_state(request: ChangeState.Request, response: ChangeState.Response) -> object:
+            wanted = request.transition
+            if not wanted.label and all(
+                t[0] != wanted.id for t in self._state_machine.available_transitions
+            ):
+                self.get_logger().warning(
+                    f'lifecycle transition {wanted.id} refused: none such from {self.state}'
+                )
+                response.success = False
+                return response
+            return served(request, response)
+
+        service.callback = change_state
         d = ParameterDescriptor
         p = self.declare_parameter
         p('address', '192.168.1.1', d(description='sensor IP address or host name'))

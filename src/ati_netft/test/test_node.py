@@ -306,6 +306,11 @@ def test_lifecycle_transitions_stop_and_restart_the_stream(emulator: NetFTEmulat
             request.transition.id = transition
             assert h.call('/netft/change_state', ChangeState, request).success
         assert h.spin_until(lambda: len(h.wrenches) > 10)
+        # A configure of the active driver (by id, as a lifecycle manager asks) is refused;
+        # rclpy raised out of the service and the driver's process died.
+        request.transition.id = Transition.TRANSITION_CONFIGURE
+        assert not h.call('/netft/change_state', ChangeState, request).success
+        assert h.node.state == 'active'
         request.transition.id = Transition.TRANSITION_DEACTIVATE
         assert h.call('/netft/change_state', ChangeState, request).success
         assert h.spin_until(lambda: emulator.client is None)  # the sensor was told to stop

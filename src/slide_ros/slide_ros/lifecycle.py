@@ -57,6 +57,35 @@ class SlideNode(LifecycleNode):
         self._backoff_max = 30.0
         self._retry_timer: Any = None
         self._bad_input = False  # the last configure failed on something a retry cannot fix
+        service = getattr(self, '_service_change_state', None)
+        if service is not None:
+            service.callback = self._refusing_unavailable(service.callback)
+
+    @property
+    def lifecycle_state(self) -> str:
+        """The lifecycle state's label: unconfigured, inactive, active, finalized (or a
+        transition's, while one runs)."""
+        return str(self._state_machine.current_state[1])
+
+    def _refusing_unavailable(self, served: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+        """``~/change_state``'s callback, answering success false to a transition the
+        current state does not have. rclpy's raised RCLError for one asked by its id (a
+        manager's configure of an active node), and the node's process died of it."""
+
+        def change_state(request: Any, response: Any) -> Any:
+            wanted = request.transition
+            available = self._state_machine.available_transitions
+            if not wanted.label and all(t[0] != wanted.id for t in available):
+                self.get_logger().warning(
+                    f'lifecycle transition {wanted.id} refused: there is none such from '
+                    f'{self.lifecycle_state} (available: '
+                    f'{", ".join(str(t[1]) for t in available) or "none"})'
+                )
+                response.success = False
+                return response
+            return served(request, response)
+
+        return change_state
 
     def start_up(self, values: dict[str, Any]) -> None:
         """Begin the autostart (call at the end of the subclass's constructor)."""
@@ -69,6 +98,14 @@ class SlideNode(LifecycleNode):
     def _autostart(self) -> None:
         self._retry_timer.cancel()
         self.destroy_timer(self._retry_timer)
+        # A lifecycle manager may have moved the node on while a retry waited: configuring
+        # it again raised out of this timer, and the node's process died.
+        state = self.lifecycle_state
+        if state == 'inactive':
+            self.trigger_activate()
+            return
+        if state != 'unconfigured':
+            return  # active, finalized: there is nothing left to start
         if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
             self.trigger_activate()
             return

@@ -208,3 +208,69 @@ def test_a_fault_in_a_nodes_own_callback_still_ends_it() -> None:
     out = _listener("raise RuntimeError('a bug of ours')")
     assert out.returncode == 1, out.stderr
     assert 'RuntimeError: a bug of ours' in out.stderr  # not taken for a lost message
+
+
+FLAKY = textwrap.dedent(
+    """
+    from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
+    from slide_ros.params import declare
+
+    class Flaky(SlideNode):
+        def __init__(self):
+            super().__init__('flaky')
+            self.tries = 0
+            self.start_up(declare(self, LIFECYCLE_PARAMS))
+
+        def configure(self):
+            self.tries += 1
+            if self.tries == 1:
+                raise NotReady('the arm is not up yet')
+
+    raise SystemExit(run(Flaky, 'flaky'))
+    """
+)
+
+
+@pytest.mark.ros
+def test_a_lifecycle_manager_and_the_autostart_retry_do_not_end_the_node() -> None:
+    # A manager configured the node while its start-up retry waited: the retry configured
+    # it again, rclpy raised 'Transition is not registered' out of the timer and the process
+    # died. A configure asked of the active node (by its id, as a manager does) did too.
+    import signal
+
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState, GetState
+
+    from slide_ros.testing import Peer
+
+    node = subprocess.Popen(
+        [sys.executable, '-c', FLAKY, '--ros-args', '-p', 'retry_backoff_s:=2.0'],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peer = Peer('lifecycle_manager')
+    try:
+        change = peer.node.create_client(ChangeState, '/flaky/change_state')
+        state = peer.node.create_client(GetState, '/flaky/get_state')
+
+        def ask(transition: int) -> bool:
+            request = ChangeState.Request(transition=Transition(id=transition))
+            return bool(peer.result(change.call_async(request), 10).success)
+
+        def label() -> str:
+            return str(peer.result(state.call_async(GetState.Request()), 10).current_state.label)
+
+        peer.wait(lambda: change.service_is_ready() and state.service_is_ready(), 30, 'flaky')
+        peer.wait(lambda: label() == 'unconfigured', 10, 'the first configure to fail')
+        assert ask(Transition.TRANSITION_CONFIGURE)  # the manager's, before the retry
+        peer.wait(lambda: label() == 'active', 10, 'the retry to activate it')
+        assert not ask(Transition.TRANSITION_CONFIGURE)  # refused, not fatal
+        assert label() == 'active' and node.poll() is None
+        node.send_signal(signal.SIGINT)
+        _, err = node.communicate(timeout=30)
+    finally:
+        peer.close()
+        if node.poll() is None:
+            node.kill()
+    assert node.returncode == 0, err
+    assert 'not registered' not in err and 'lifecycle transition 1 refused' in err, err
