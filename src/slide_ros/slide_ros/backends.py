@@ -95,7 +95,12 @@ CANCEL_WAIT_S = 15.0
 """How long [s] :func:`cancel_goal` waits for a cancelled goal to end."""
 
 
-def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
+def cancel_goal(
+    node: Node,
+    handle: Any,
+    result_future: Any,
+    silent: Callable[[], str | None] | None = None,
+) -> None:
     """Cancel an action goal of ``node``'s and wait for it to end, or for the process to end
     first (once ``node``'s context has shut down no answer can come).
 
@@ -104,7 +109,8 @@ def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
     runs to its end, and the tool refuses the next command (the retract) while it moves. So
     the request is sent again every :data:`CANCEL_RETRY_S` until the server has accepted
     it or the goal has ended (cancelling is idempotent). TimeoutError when the goal has not
-    ended within :data:`CANCEL_WAIT_S`."""
+    ended within :data:`CANCEL_WAIT_S`; ServerGone as soon as ``silent()`` says why the
+    server seems gone (no one is left to answer)."""
 
     def ending() -> bool:
         return not node.context.ok()
@@ -118,6 +124,10 @@ def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
             if ending():
                 return
             now = time.monotonic()
+            if silent is not None and now > ask_again:
+                quiet = silent()
+                if quiet is not None:
+                    raise ServerGone(f'the cancelled goal was not seen to end: {quiet}')
             if now > end:
                 raise TimeoutError(
                     f'the goal did not end within {CANCEL_WAIT_S:g} s of being cancelled'
@@ -133,6 +143,15 @@ def cancel_goal(node: Node, handle: Any, result_future: Any) -> None:
             return
 
 
+SERVER_CHECK_S = 0.5
+"""How often [s] :func:`run_goal` looks whether the action server is still there."""
+
+
+class ServerGone(RuntimeError):  # noqa: N818 - a condition of the graph
+    """The action server running a goal went silent or left (its process died): the
+    goal's fate is unknown, and no answer will come."""
+
+
 def run_goal(
     node: Node,
     client: Any,
@@ -141,23 +160,68 @@ def run_goal(
     should_stop: Callable[[], bool],
     what: str,
     feedback: Callable[[Any], None] | None = None,
+    silent: Callable[[], str | None] | None = None,
 ) -> Any:
     """Send ``goal`` with ``node``'s ``client`` (its feedback to ``feedback``) and wait for
     its result (the action's Result message), or None when ``should_stop()`` came true
     first: the goal is then cancelled (:func:`cancel_goal`) unless the process is ending.
-    RuntimeError naming ``what`` when the server refuses the goal; TimeoutError when an
-    answer does not come in time."""
+    RuntimeError naming ``what`` when the server refuses the goal; ServerGone when
+    ``silent()`` (before sending, then every :data:`SERVER_CHECK_S`) says why the server
+    seems gone: a twin that died mid-grasp left the goal
+    waiting out the whole timeout, and its cancel 15 s more; TimeoutError when an answer
+    does not come in time."""
+    quiet = silent() if silent is not None else None
+    if quiet is not None:
+        raise ServerGone(f'{what} is not answering: {quiet}')
     handle = wait_for(client.send_goal_async(goal, feedback_callback=feedback), 5.0)
     if not handle.accepted:
         raise RuntimeError(f'{what} refused the command')
     result_future = handle.get_result_async()
-    if wait_for(result_future, timeout_s, should_stop) is None:
+    gone: list[str | None] = [None]
+    checked = [time.monotonic()]
+
+    def stop_or_gone() -> bool:
+        now = time.monotonic()
+        if silent is not None and now - checked[0] >= SERVER_CHECK_S:
+            checked[0] = now
+            gone[0] = silent()
+        return gone[0] is not None or should_stop()
+
+    if wait_for(result_future, timeout_s, stop_or_gone) is None:
+        if gone[0] is not None:
+            raise ServerGone(f'{what} stopped answering: {gone[0]}')
         if node.context.ok():  # else the process is ending: nothing can be sent
-            cancel_goal(node, handle, result_future)
+            cancel_goal(node, handle, result_future, silent)
         return None
     return result_future.result().result
 
 
+FOLLOW_SLACK = 2.0
+"""A path may take this many times its length at its speeds, plus its dwells and
+:data:`FOLLOW_MARGIN_S`, before :meth:`TwinBackend.follow` gives up on its answer."""
+FOLLOW_MARGIN_S = 30.0
+FOLLOW_UNKNOWN_S = 600.0
+
+
+def follow_timeout(start: Any, waypoints: list[Waypoint]) -> float:
+    """How long [s] a path from ``start`` ((3,) [m]; None: not known, then
+    :data:`FOLLOW_UNKNOWN_S`) through ``waypoints`` may take before its answer is
+    overdue."""
+    if start is None:
+        return FOLLOW_UNKNOWN_S
+    seconds = FOLLOW_MARGIN_S
+    p = np.asarray(start, dtype=float)
+    for wp in waypoints:
+        q = np.asarray(wp.p_W, dtype=float)
+        if wp.speed > 0:
+            seconds += FOLLOW_SLACK * float(np.linalg.norm(q - p)) / float(wp.speed)
+        seconds += FOLLOW_SLACK * max(float(wp.dwell_s), 0.0)
+        p = q
+    return seconds
+
+
+POSE_SILENCE_S = 3.0
+"""How long [s] the twin's tool poses may stop before a motion's server counts as gone."""
 GRIPPER_WAIT_S = 30.0
 """How long [s] a gripper command may take before it is a failure."""
 HANDSHAKE_WAIT_S = 2.0
@@ -177,6 +241,7 @@ class TwinBackend:
             node, GripperCommand, f'{ns}/gripper', callback_group=callback_group
         )
         self._poses: dict[str, ToolPose] = {}
+        self._heard: dict[str, float] = {}  # when each tool's latest pose came [monotonic s]
         self._lock = threading.Lock()
         for tool in ('fingertip', 'gripper'):
             node.create_subscription(
@@ -193,6 +258,18 @@ class TwinBackend:
         pose = ToolPose(np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w]), stamp)
         with self._lock:
             self._poses[tool] = pose
+            self._heard[tool] = time.monotonic()
+
+    def _silent(self, tool: str) -> str | None:
+        """Why the twin seems gone (no ``tool`` pose for :data:`POSE_SILENCE_S` since its
+        first), or None. Its poses come at ``tool_rate_hz`` (at least 1 Hz) for as long as
+        it runs; an action server that died is still reported ready for as long as DDS
+        takes to notice (tens of seconds, or never within the same process)."""
+        with self._lock:
+            heard = self._heard.get(tool)
+        if heard is None or time.monotonic() - heard <= POSE_SILENCE_S:
+            return None
+        return f'no {tool} pose for {time.monotonic() - heard:.1f} s'
 
     def connect(self, timeout_s: float) -> None:
         """Wait for the twin's servers, then until each has answered a goal it refuses
@@ -248,10 +325,21 @@ class TwinBackend:
                 seen[0] = i
                 on_waypoint(i, stamp if stamp > 0.0 else None)
 
+        last = self.tool_pose(tool)
+        timeout_s = follow_timeout(None if last is None else last.p_W, waypoints)
         try:
             result = run_goal(
-                self.node, self._follow, goal, 600.0, should_stop, 'the arm', feedback
+                self.node,
+                self._follow,
+                goal,
+                timeout_s,
+                should_stop,
+                'the arm',
+                feedback,
+                lambda: self._silent(tool),
             )
+        except ServerGone as exc:
+            return Motion(False, message=str(exc))
         except RuntimeError:
             return Motion(False, message='the arm refused the path')
         if result is None:
@@ -264,7 +352,15 @@ class TwinBackend:
         self, width: float, max_effort: float, should_stop: Callable[[], bool]
     ) -> tuple[float, bool] | None:
         goal = GripperCommand.Goal(width=float(width), max_effort=float(max_effort))
-        result = run_goal(self.node, self._grip, goal, GRIPPER_WAIT_S, should_stop, 'the gripper')
+        result = run_goal(
+            self.node,
+            self._grip,
+            goal,
+            GRIPPER_WAIT_S,
+            should_stop,
+            'the gripper',
+            silent=lambda: self._silent('gripper'),
+        )
         if result is None:
             return None
         if result.error.code != ErrorCode.SUCCESS:

@@ -27,8 +27,9 @@ push (``max_wrench_gap_s``: the driver's force limit and the push's record both 
 push does not start, or stops, as on a limit), a tare the driver refused or did not answer
 (the push does not start), a failed motion, the node deactivated mid-motion (it stops as
 on a cancel), a fault of the arm or of this code (INTERNAL, with the reason). Every failure
-leaves the tool retracted. One goal at a time: a push or grasp sent while another is
-taken is refused when it arrives.
+retracts the tool; a retract the arm does not complete (an arm, or a twin, that stopped
+answering: the twin backend notices within 3 s) is MOTION_FAILED saying so. One goal at a
+time: a push or grasp sent while another is taken is refused when it arrives.
 """
 
 from __future__ import annotations
@@ -181,6 +182,11 @@ class Failure(Exception):  # noqa: N818 - carries an error code for the result
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class RetractFailed(RuntimeError):  # noqa: N818 - the arm did not pull the tool clear
+    """A retract's motion did not complete: where the tool is, is not known (an arm that
+    stopped answering, or a controller's error)."""
 
 
 class ExecutorNode(SlideNode):
@@ -420,7 +426,10 @@ class ExecutorNode(SlideNode):
             waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
         up = LIFT if tool == 'fingertip' else p[2] + 0.1
         waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
-        self.backend.follow(tool, waypoints, lambda _i, _t: None, self.stopping.is_set)
+        motion = self.backend.follow(tool, waypoints, lambda _i, _t: None, self.stopping.is_set)
+        if not motion.completed and not self.stopping.is_set():
+            # Said, not taken for done: each goal's reason read "retracted" or "raised".
+            raise RetractFailed(f'the {tool} was not pulled clear: {motion.message}')
 
     def _push(self, handle: Any) -> Push.Result:
         result = Push.Result()
@@ -451,14 +460,24 @@ class ExecutorNode(SlideNode):
                 handle.abort()
             self.get_logger().info(f'{tool} goal: {f}')
             return False
+        except RetractFailed as exc:  # the goal stopped, and the tool is not known clear
+            self.get_logger().error(f'{tool} goal: {exc}')
+            result.error.code = ErrorCode.MOTION_FAILED
+            result.message = str(exc)
+            if handle.is_cancel_requested:
+                result.message = f'cancelled, but {exc}'
+            handle.abort()
+            return False
         except Exception as exc:  # noqa: BLE001 - any fault: the tool rises, the goal says why
             self.get_logger().error(f'{tool}: {traceback.format_exc()}')
+            after = f'{tool} pulled up'
             try:
                 self._retract(tool)
             except Exception as again:  # noqa: BLE001 - said; the goal still gets its answer
                 self.get_logger().error(f'{tool}: the retract after the fault failed: {again}')
+                after = f'and the {tool} could not be pulled up: {again}'
             result.error.code = ErrorCode.INTERNAL
-            result.message = f'{type(exc).__name__}: {exc} ({tool} pulled up)'
+            result.message = f'{type(exc).__name__}: {exc} ({after})'
             handle.abort()
             return False
         finally:

@@ -18,7 +18,14 @@ pytest.importorskip('rclpy')
 from rclpy.context import Context  # noqa: E402
 
 from slide_core.model import Waypoint, load_object, load_workcell  # noqa: E402
-from slide_ros.backends import ToolPose, TwinBackend  # noqa: E402
+from slide_ros.backends import (  # noqa: E402
+    FOLLOW_MARGIN_S,
+    FOLLOW_UNKNOWN_S,
+    POSE_SILENCE_S,
+    ToolPose,
+    TwinBackend,
+    follow_timeout,
+)
 from slide_ros.testing import Peer, spinning  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
 from slide_sim.testing import twin_parameters  # noqa: E402
@@ -352,3 +359,48 @@ def test_a_path_that_ends_pressed_into_the_object_fails_where_the_tool_stopped(
             5,
             'the fingertip at the end of its path',
         )
+
+
+def test_a_twin_that_dies_mid_motion_fails_the_motion_in_seconds() -> None:
+    # The motion waited out its 600 s for an answer (DDS still reported the dead twin's
+    # server ready), holding the executor's one goal slot; its cancel waited 15 s more.
+    peer = Peer('backend_test_dying')
+    ended: dict[str, Any] = {}
+    try:
+        with running_twin() as twin:
+            backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+            backend.connect(30.0)
+            peer.wait(lambda: backend.tool_pose('fingertip') is not None, 10, 'a pose')
+            pose = backend.tool_pose('fingertip')
+            assert pose is not None
+            slow = Waypoint(pose.p_W + np.array([0.0, 0.0, 0.05]), 0.002, 0.0, 'up')  # 25 s
+
+            def move() -> None:
+                ended['motion'] = backend.follow('fingertip', [slow], lambda i, t: None, bool)
+                ended['at'] = time.monotonic()
+
+            mover = threading.Thread(target=move)
+            mover.start()
+            peer.wait(lambda: twin.twin.waypoint('fingertip') >= 0, 10, 'the motion')
+        died = time.monotonic()
+        mover.join(30.0)
+        assert not mover.is_alive(), 'the motion still waits for the dead twin'
+        motion = ended['motion']
+        assert not motion.completed and not motion.stopped
+        assert motion.message.startswith('the arm stopped answering: no fingertip pose for')
+        assert ended['at'] - died < POSE_SILENCE_S + 2.0
+        # The next command is refused at once, not sent to nobody.
+        start = time.monotonic()
+        again = backend.follow('fingertip', [slow], lambda i, t: None, bool)
+        assert not again.completed and time.monotonic() - start < 1.0
+        assert again.message.startswith('the arm is not answering: no fingertip pose for')
+    finally:
+        peer.close()
+
+
+def test_a_paths_answer_is_overdue_after_twice_its_time_and_a_margin() -> None:
+    start = np.zeros(3)
+    path = [Waypoint(np.array([0.1, 0.0, 0.0]), 0.01, 2.0, 'a'),
+            Waypoint(np.array([0.1, 0.0, 0.3]), 0.1, 0.0, 'b')]  # fmt: skip
+    assert follow_timeout(start, path) == pytest.approx(FOLLOW_MARGIN_S + 2 * (10 + 2 + 3))
+    assert follow_timeout(None, path) == FOLLOW_UNKNOWN_S

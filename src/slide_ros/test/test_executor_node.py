@@ -260,3 +260,27 @@ def test_a_push_planned_for_another_fingertip_is_refused() -> None:
     assert answer.result.error.code == ErrorCode.INVALID_GOAL
     assert 'fingertip radius of 0.012 m' in answer.result.message
     assert arm.motions == []
+
+
+class SilentArm(StubArm):
+    """An arm that stops answering once the grasp's first path is sent (the twin's process
+    died): every motion from then on fails as the twin backend reports it."""
+
+    def follow(self, tool, waypoints, on_waypoint, should_stop):  # type: ignore[no-untyped-def]
+        self.motions.append((tool, [w.phase for w in waypoints], 'silent'))
+        return Motion(False, message='the arm stopped answering: no gripper pose for 3.0 s')
+
+
+def test_a_retract_that_did_not_happen_is_not_reported_as_done() -> None:
+    # The retract's own failure was ignored: the goal read as if the gripper had been
+    # raised (or, after a fault, "pulled up") while the arm answered nothing.
+    arm = SilentArm(0.02)
+    with executor_on(arm) as (node, peer, _, grasp):
+        handle = peer.result(grasp.send_goal_async(grasp_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_ABORTED
+    assert answer.result.error.code == ErrorCode.MOTION_FAILED
+    assert answer.result.message == (
+        'the gripper was not pulled clear: the arm stopped answering: no gripper pose for 3.0 s'
+    )
+    assert [m[0] for m in arm.motions] == ['gripper', 'gripper']  # the approach, the retract
