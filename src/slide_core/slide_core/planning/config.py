@@ -93,36 +93,44 @@ class PlannerConfig:
     seen_turn: float = 0.005
 
     def __post_init__(self) -> None:
+        # Upper bounds catch a unit slip (mm or cm written as m, a percentage as a
+        # fraction): 50 for hold_max planned goals the pads cannot hold.
         checks = {
-            'epsilon': 0.0 <= self.epsilon < 1.0,
-            'balance_margin': self.balance_margin >= 0.0,
-            'grasp_margin': self.grasp_margin >= 0.0,
-            'push_speed': self.push_speed > 0.0,
-            'push_max': self.push_max > self.push_min > 0.0,
-            'sim_step': 0.0 < self.sim_step <= 0.01,
-            'waypoint_step': self.waypoint_step > 0.0,
-            'lookahead': self.lookahead > 0.0,
-            'rrt_iterations': self.rrt_iterations >= 10,
-            'rrt_range': self.rrt_range > 0.0,
-            'refine_iterations': self.refine_iterations >= 0,
-            'exhaustive_per_side': self.exhaustive_per_side >= 1,
-            'goal_yaws': self.goal_yaws >= 1,
-            'goal_y_step': self.goal_y_step > 0.0,
-            'overhang_weight': self.overhang_weight >= 0.0,
-            'hold_weight': self.hold_weight >= 0.0,
-            'hold_max': self.hold_max > 0.0,
-            'seen_turn': self.seen_turn >= 0.0,
+            'epsilon': (0.0 <= self.epsilon < 1.0, '[0, 1)'),
+            'balance_margin': (0.0 <= self.balance_margin <= 0.2, '[0, 0.2] m'),
+            'grasp_margin': (0.0 <= self.grasp_margin <= 0.2, '[0, 0.2] m'),
+            'push_speed': (0.0 < self.push_speed <= 0.5, '(0, 0.5] m/s'),
+            'push_min': (0.0 < self.push_min < self.push_max, '(0, push_max) m'),
+            'push_max': (self.push_min < self.push_max <= 0.5, '(push_min, 0.5] m'),
+            'sim_step': (0.0 < self.sim_step <= 0.01, '(0, 0.01] m'),
+            'waypoint_step': (0.0 < self.waypoint_step <= 0.5, '(0, 0.5] m'),
+            'lookahead': (0.0 < self.lookahead <= 1.0, '(0, 1] m'),
+            'rrt_iterations': (self.rrt_iterations >= 10, 'at least 10'),
+            'rrt_range': (0.0 < self.rrt_range <= 1.0, '(0, 1] m'),
+            'refine_iterations': (self.refine_iterations >= 0, 'at least 0'),
+            'exhaustive_per_side': (self.exhaustive_per_side >= 1, 'at least 1'),
+            'goal_yaws': (self.goal_yaws >= 1, 'at least 1'),
+            'goal_y_step': (0.0 < self.goal_y_step <= 1.0, '(0, 1] m'),
+            'overhang_weight': (self.overhang_weight >= 0.0, 'at least 0'),
+            'hold_weight': (self.hold_weight >= 0.0, 'at least 0'),
+            'hold_max': (0.0 < self.hold_max <= 1.0, '(0, 1]: 1 is what the pads resist'),
+            'seen_turn': (0.0 <= self.seen_turn <= 0.05, '[0, 0.05] m'),
         }
-        bad = [k for k, ok in checks.items() if not ok]
+        bad: dict[str, str] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == 'int' and (isinstance(value, bool) or not isinstance(value, Integral)):
-                bad.append(f'{f.name} (a whole number)')  # 12.5 yaws failed deep in planning
+                bad[f.name] = 'a whole number'  # 12.5 yaws failed deep in planning
             elif f.type == 'float' and not math.isfinite(value):
-                bad.append(f'{f.name} (finite)')
+                bad[f.name] = 'finite'
+        for key, (ok, allowed) in checks.items():
+            if not ok and key not in bad:
+                bad[key] = allowed
         if bad:
+            said = '; '.join(f'{k} = {getattr(self, k)!r}, not {why}' for k, why in bad.items())
             raise PlannerSettingsError(
-                f'planner settings out of range: {", ".join(bad)} (see PlannerConfig)'
+                f'planner settings out of range: {said} (set in the planner: section of the '
+                'workcell file, or by an option)'
             )
 
 

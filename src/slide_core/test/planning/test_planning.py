@@ -616,10 +616,25 @@ def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
     with pytest.raises(PlannerSettingsError, match='epsilon'):
         planner_config(CELL, epsilon='0.1')
     # 12.5 yaws was a TypeError deep in goal selection; an infinite speed was taken.
-    with pytest.raises(PlannerSettingsError, match=r'goal_yaws \(a whole number\)'):
+    with pytest.raises(PlannerSettingsError, match='goal_yaws = 12.5, not a whole number'):
         planner_config(CELL, goal_yaws=12.5)
-    with pytest.raises(PlannerSettingsError, match=r'push_speed \(finite\)'):
+    with pytest.raises(PlannerSettingsError, match='push_speed = inf, not finite'):
         planner_config(CELL, push_speed=float('inf'))
+    # Each bad setting once (NaN was named twice), and a unit slip's upper bound: a hold
+    # ratio of 50 (a percentage) planned goals the pads cannot hold; 5 m of seen_turn made
+    # every object round.
+    with pytest.raises(PlannerSettingsError) as nan:
+        planner_config(CELL, overhang_weight=float('nan'))
+    assert str(nan.value).count('overhang_weight') == 1
+    for key, value, allowed in (
+        ('hold_max', 50.0, r'\(0, 1\]'),
+        ('seen_turn', 5.0, r'\[0, 0.05\] m'),
+        ('push_max', 8.0, r'\(push_min, 0.5\] m'),
+        ('push_speed', 5.0, r'\(0, 0.5\] m/s'),
+        ('grasp_margin', 1.0, r'\[0, 0.2\] m'),
+    ):
+        with pytest.raises(PlannerSettingsError, match=f'{key} = {value}, not {allowed}'):
+            planner_config(CELL, **{key: value})
     assert planner_config(CELL, goal_yaws=np.int64(12)).goal_yaws == 12
     with pytest.raises(SlideInputError, match='weights must be'):
         Belief.create(BAR, M, MU, [0.5, 0.5])
