@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml
 from slide_core.geometry import FloatArray, Grid
+from slide_core.model.objects import FRICTION_MAX
 from slide_core.model.values import finite_number, shown
 
 WORKCELL_FILE = 'workcell.yaml'
@@ -166,7 +167,17 @@ def workcell_path(path: str | Path | None = None) -> Path:
     return Path(path) if path is not None else config_dir() / WORKCELL_FILE
 
 
-def _number(section: dict[str, Any], key: str, where: str, positive: bool = True) -> float:
+def _number(
+    section: dict[str, Any],
+    key: str,
+    where: str,
+    positive: bool = True,
+    most: float | None = None,
+    unit: str = 'm',
+) -> float:
+    """``section[key]``: finite, positive (or not negative), and at most ``most`` [unit]
+    (a bound that catches a length in mm or cm: a fingertip 17 m above the table, a
+    gripper opening 80 m, loaded)."""
     if key not in section:
         raise WorkcellError(f'{where}.{key}: missing')
     value = section[key]
@@ -176,6 +187,11 @@ def _number(section: dict[str, Any], key: str, where: str, positive: bool = True
         raise WorkcellError(f'{where}.{key}: must be positive, got {value}')
     if not positive and value < 0:
         raise WorkcellError(f'{where}.{key}: must not be negative, got {value}')
+    if most is not None and value > most:
+        raise WorkcellError(
+            f'{where}.{key}: {value} {unit} is more than a workcell has ({most} {unit} at most)'
+            + (': is it in m?' if unit == 'm' else '')
+        )
     return float(value)
 
 
@@ -236,17 +252,17 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         raise WorkcellError('table.frame_id: must be a non-empty string')
     table = Table(
         frame_id,
-        _number(t, 'depth', 'table'),
-        _number(t, 'width', 'table'),
-        _number(t, 'thickness', 'table'),
-        _number(t, 'height', 'table'),
+        _number(t, 'depth', 'table', most=5.0),
+        _number(t, 'width', 'table', most=5.0),
+        _number(t, 'thickness', 'table', most=0.5),
+        _number(t, 'height', 'table', most=2.0),
     )
     f = _section(doc, 'fingertip')
     fingertip = Fingertip(
-        _number(f, 'radius', 'fingertip'),
-        _number(f, 'length', 'fingertip'),
-        _number(f, 'mu', 'fingertip', positive=False),
-        _number(f, 'height', 'fingertip'),
+        _number(f, 'radius', 'fingertip', most=0.1),
+        _number(f, 'length', 'fingertip', most=0.5),
+        _number(f, 'mu', 'fingertip', positive=False, most=FRICTION_MAX, unit='(Coulomb)'),
+        _number(f, 'height', 'fingertip', most=0.3),
     )
     if 2 * fingertip.radius >= min(table.depth, table.width):
         raise WorkcellError(
@@ -260,13 +276,13 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         )
     g = _section(doc, 'gripper')
     gripper = Gripper(
-        _number(g, 'max_opening', 'gripper'),
-        _number(g, 'finger_depth', 'gripper'),
-        _number(g, 'finger_width', 'gripper'),
-        _number(g, 'clearance_under_table', 'gripper', positive=False),
-        _number(g, 'min_grip', 'gripper'),
-        _number(g, 'height_margin', 'gripper', positive=False),
-        _number(g, 'force', 'gripper'),
+        _number(g, 'max_opening', 'gripper', most=0.5),
+        _number(g, 'finger_depth', 'gripper', most=0.3),
+        _number(g, 'finger_width', 'gripper', most=0.3),
+        _number(g, 'clearance_under_table', 'gripper', positive=False, most=0.5),
+        _number(g, 'min_grip', 'gripper', most=0.3),
+        _number(g, 'height_margin', 'gripper', positive=False, most=0.1),
+        _number(g, 'force', 'gripper', most=2000.0, unit='N'),
     )
     if gripper.min_grip > gripper.finger_depth:
         raise WorkcellError(

@@ -49,7 +49,7 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         (('table', 'width'), 10**400, r'^table\.width: must be a finite number, got 1000'),
         (('fingertip', 'radius'), True, r'^fingertip\.radius: must be a finite number'),
         (('fingertip', 'height'), 0.001, r'^fingertip\.height: .* into the table'),
-        (('gripper', 'min_grip'), 0.5, r'^gripper\.min_grip: .* longer than the pads'),
+        (('gripper', 'min_grip'), 0.05, r'^gripper\.min_grip: .* longer than the pads'),
         (('camera', 'extrinsics'), '', r'^camera\.extrinsics: must name'),
         (('obstacles',), [{'centre': [0.1], 'half_size': [0.1, 0.1]}], r'^obstacles\[0\]'),
         # Planned around as if it were nowhere, or everywhere (the planner took both).
@@ -69,7 +69,22 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         (('gripper', 'max_opening'), 0.004, r'^gripper\.max_opening: .* leaves no room'),
         # A 5 m fingertip (mm taken for m) was read, and an episode failed at its first
         # push with a waypoint out of reach.
-        (('fingertip', 'radius'), 5.0, r'^fingertip\.radius: 5\.0 m is as wide as the table'),
+        (('fingertip', 'radius'), 5.0, r'^fingertip\.radius: 5\.0 m is more than a workcell'),
+        (('table', 'depth'), 0.012, r'^fingertip\.radius: 0\.008 m is as wide as the table'),
+        # Lengths in mm were loaded: a fingertip 17 m above the table, any object fitting
+        # an 80 m opening.
+        (
+            ('fingertip', 'height'),
+            17,
+            r'^fingertip\.height: 17 m is more .* \(0\.3 m at most\): is it in m\?$',
+        ),
+        (('gripper', 'max_opening'), 80, r'^gripper\.max_opening: 80 m is more'),
+        (('table', 'height'), 750, r'^table\.height: 750 m is more'),
+        (
+            ('fingertip', 'mu'),
+            30,
+            r'^fingertip\.mu: 30 \(Coulomb\) is more .* \(2\.0 \(Coulomb\) at most\)$',
+        ),
         (
             ('obstacles',),
             [{'centre': [1.6, 0.0], 'half_size': [0.05, 0.05]}],
