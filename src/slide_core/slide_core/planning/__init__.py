@@ -54,6 +54,7 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
 from __future__ import annotations
 
 from slide_core.planning.balance import (
+    cells_overlap_box,
     com_margins_of,
     fall_probability,
     in_workspace,
@@ -127,6 +128,7 @@ __all__ = [
     'hold_floor',
     'hold_ratios',
     'in_workspace',
+    'cells_overlap_box',
     'workspace_problem',
     'is_valid',
     'landing_turn',

@@ -13,6 +13,7 @@ import pytest
 from slide_core.errors import SlideInputError
 from slide_core.geometry import (
     Grid,
+    cell_corners,
     cell_positions,
     com_margins,
     outline_grid,
@@ -30,6 +31,7 @@ from slide_core.planning import (
     PlanningError,
     UncertainBeliefError,
     carried_area,
+    cells_overlap_box,
     goal_acceptable,
     goal_refusal,
     grasp_at,
@@ -47,6 +49,7 @@ from slide_core.planning import (
     select_goal,
     select_push,
     stay_probability,
+    workspace_problem,
     yaw_seen,
 )
 
@@ -383,6 +386,60 @@ def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
         'only 0.92 of the belief both stays and is held there, not 0.95'
     )
     assert goal_refusal(Belief.create(BAR, models[3], MU), [0.045, 0.0, 0.0], CONFIG) is None
+
+
+def _clipped_area(square: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Area [m^2] of the convex polygon ``square`` (4, 2) inside the box [lo, hi]
+    (Sutherland-Hodgman clipping by the box's four sides)."""
+    poly = [tuple(p) for p in square]
+    for axis, bound, keep_below in ((0, hi[0], True), (0, lo[0], False),
+                                    (1, hi[1], True), (1, lo[1], False)):  # fmt: skip
+        out: list[tuple[float, float]] = []
+        for i, p in enumerate(poly):
+            q = poly[(i + 1) % len(poly)]
+            p_in = (p[axis] <= bound) if keep_below else (p[axis] >= bound)
+            q_in = (q[axis] <= bound) if keep_below else (q[axis] >= bound)
+            if p_in:
+                out.append(p)
+            if p_in != q_in:
+                t = (bound - p[axis]) / (q[axis] - p[axis])
+                out.append((p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])))
+        poly = out
+        if not poly:
+            return 0.0
+    x, y = np.array(poly).T
+    return float(0.5 * abs(x @ np.roll(y, 1) - y @ np.roll(x, 1)))
+
+
+def test_a_thin_obstacle_across_the_object_is_seen() -> None:
+    # A 4 mm rail crossing the bar between its cells' corners and centres, its own corners
+    # outside the bar, was not seen: the goal lay across it.
+    rail = Obstacle((0.05, 0.0), (0.002, 0.3))
+    railed = replace(CONFIG, obstacles=(rail,))
+    assert not in_workspace(BAR, [0.045, 0.0, 0.0], railed)
+    assert workspace_problem(BAR, [0.045, 0.0, 0.0], railed).startswith(
+        'the object would overlap obstacle 0'
+    )
+    goal = select_goal(uniform(), [0.4, 0.0, 0.0], railed)
+    assert in_workspace(BAR, goal.X_WO, railed)
+    # Each cell square against boxes of every size and place, at any yaw, as clipping the
+    # square by the box finds them.
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        yaw = rng.uniform(-np.pi, np.pi)
+        centre, half = rng.uniform(-0.03, 0.03, 2), rng.uniform(0.0005, 0.02, 2)
+        p_WC = rng.uniform(-0.03, 0.03, (1, 2))
+        square = p_WC + cell_corners(Grid.from_occupancy(np.ones((1, 1)), 0.02))[0] @ (
+            rotation(yaw).T
+        )
+        area = _clipped_area(square, centre - half, centre + half)
+        assert cells_overlap_box(p_WC, yaw, 0.02, centre, half) == (area > 1e-12), (
+            yaw,
+            centre,
+            half,
+            p_WC,
+            area,
+        )
 
 
 def test_no_goal_says_which_condition_no_pose_met() -> None:
