@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import enum
 import math
 from pathlib import Path
@@ -172,12 +172,16 @@ class TablePlane:
 
 @dataclass(frozen=True)
 class Segmentation:
-    """The object's points in one frame: p_W (M, 3) and their heights (M,) above the table."""
+    """The object's points in one frame: p_W (M, 3) and their heights (M,) above the table;
+    table_W (K, 3): the points at the table's height (within half its inlier band) inside
+    the object's bounding box: the table seen through an opening in it (a ring's middle),
+    which its footprint leaves open (:func:`slide_core.perception.shape.footprint_image`)."""
 
     points_W: FloatArray
     heights: FloatArray
     table: TablePlane
     clusters: int
+    table_W: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))
 
 
 def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
@@ -425,7 +429,11 @@ def segment(
     _check_in_view(obj, points_W, config, view)
     heights = plane.height(obj)
     _check_not_thin(heights, h, config)
-    return Segmentation(obj, heights, plane, int(objects.size))
+    lo, hi = obj[:, :2].min(axis=0), obj[:, :2].max(axis=0)
+    through = (np.abs(h) <= config.table_inlier_distance / 2) & np.all(
+        (points_W[:, :2] >= lo) & (points_W[:, :2] <= hi), axis=1
+    )
+    return Segmentation(obj, heights, plane, int(objects.size), points_W[through])
 
 
 THIN_SIGMAS = 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -46,29 +47,56 @@ class ObjectEstimate:
     table: TablePlane
 
 
-def footprint_image(
-    xy: FloatArray,
-    origin: FloatArray,
-    shape: tuple[int, int],
-    pitch: float,
-    gap: float = 0.0,
+OPEN_HOLE_SEEN = 0.3
+"""Share of an enclosed gap in a footprint that points at the table's height must cover for
+the gap to be an opening in the object (a ring's middle); less, and it is filled as the
+camera's dropout on its top (a shiny patch), or a floor too thin to stand above the
+table's noise (a tray's)."""
+
+
+def _pixels(
+    xy: FloatArray, origin: FloatArray, shape: tuple[int, int], pitch: float
 ) -> NDArray[np.bool_]:
-    """Covered sub-cells (rows, cols) of points xy (M, 2); row 0 at +y, pixel (0, 0)'s
-    lower-left corner at origin + (0, (rows - 1) * pitch). Gaps between samples up to
-    ``gap`` [m] wide (at least one pixel) are closed: a surface sampled every few
-    millimetres covers the space between its samples. The image keeps ``gap`` of empty
-    border, or its edge pixels are eroded."""
     rows, cols = shape
     c = np.floor((xy[:, 0] - origin[0]) / pitch).astype(int)
     r = rows - 1 - np.floor((xy[:, 1] - origin[1]) / pitch).astype(int)
     ok = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
     image = np.zeros(shape, dtype=bool)
     image[r[ok], c[ok]] = True
+    return image
+
+
+def footprint_image(
+    xy: FloatArray,
+    origin: FloatArray,
+    shape: tuple[int, int],
+    pitch: float,
+    gap: float = 0.0,
+    table_xy: FloatArray | None = None,
+) -> NDArray[np.bool_]:
+    """Covered sub-cells (rows, cols) of points xy (M, 2); row 0 at +y, pixel (0, 0)'s
+    lower-left corner at origin + (0, (rows - 1) * pitch). Gaps between samples up to
+    ``gap`` [m] wide (at least one pixel) are closed: a surface sampled every few
+    millimetres covers the space between its samples. The image keeps ``gap`` of empty
+    border, or its edge pixels are eroded.
+
+    A gap the footprint encloses is filled, unless the table was seen in it: points at the
+    table's height ``table_xy`` (K, 2) cover :data:`OPEN_HOLE_SEEN` of it (then it is an
+    opening: a frame filled in had the pads grasp 4 cm of a 3 cm rim)."""
     k = max(1, math.ceil(gap / pitch / 2))
     i, j = np.mgrid[-k : k + 1, -k : k + 1]
     disk = i**2 + j**2 <= k * k + k  # a digital disc of radius k (3 x 3 for k = 1)
-    image = ndimage.binary_closing(image, disk, border_value=0)
-    image = ndimage.binary_fill_holes(image)
+    image = ndimage.binary_closing(_pixels(xy, origin, shape, pitch), disk, border_value=0)
+    filled = ndimage.binary_fill_holes(image)
+    if table_xy is not None and table_xy.shape[0] > 0 and (filled & ~image).any():
+        seen = ndimage.binary_closing(
+            _pixels(table_xy, origin, shape, pitch), disk, border_value=0
+        )
+        holes, n = ndimage.label(filled & ~image)
+        share = ndimage.mean(seen, holes, range(1, n + 1))
+        opening = np.flatnonzero(np.asarray(share) >= OPEN_HOLE_SEEN) + 1
+        filled &= ~np.isin(holes, opening)
+    image = filled
     labels, count = ndimage.label(image)
     if count > 1:
         image = labels == 1 + int(np.argmax(ndimage.sum(image, labels, range(1, count + 1))))
@@ -111,15 +139,26 @@ def _lattice(xy_P: FloatArray, w: float, reach: float) -> tuple[FloatArray, int,
     return corner, rows, cols
 
 
-def _raster(xy_P: FloatArray, lattice: tuple[FloatArray, int, int], w: float, sub: int) -> _Raster:
+def _raster(
+    xy_P: FloatArray,
+    lattice: tuple[FloatArray, int, int],
+    w: float,
+    sub: int,
+    table_P: FloatArray | None = None,
+) -> _Raster:
     """The covered share of each cell of ``lattice`` (:func:`_lattice`) by the points xy_P
-    (M, 2), on sub-cells of w / sub."""
+    (M, 2), on sub-cells of w / sub; the table seen at table_P (K, 2) keeps an enclosed gap
+    open (:func:`footprint_image`)."""
     origin, rows, cols = lattice
     # The image reaches RASTER_BORDER sub-cells past the grid: footprint_image's closing
     # erodes the pixels on its border, which took a whole sub-cell off every edge cell.
     pad, pitch = RASTER_BORDER, w / sub
     image = footprint_image(
-        xy_P, origin - pad * pitch, (rows * sub + 2 * pad, cols * sub + 2 * pad), pitch
+        xy_P,
+        origin - pad * pitch,
+        (rows * sub + 2 * pad, cols * sub + 2 * pad),
+        pitch,
+        table_xy=table_P,
     )
     fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
@@ -193,7 +232,8 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     # Principal axes of the covered area (not of the points: their density varies).
     lo = xy.min(axis=0) - 2 * pitch
     n_px = np.ceil((xy.max(axis=0) + 2 * pitch - lo) / pitch).astype(int)
-    cover = footprint_image(xy, lo, (int(n_px[1]), int(n_px[0])), pitch)
+    table_xy = seg.table_W[:, :2]
+    cover = footprint_image(xy, lo, (int(n_px[1]), int(n_px[0])), pitch, table_xy=table_xy)
     rr, cc = np.nonzero(cover)
     centres = np.column_stack(
         (lo[0] + (cc + 0.5) * pitch, lo[1] + (cover.shape[0] - 1 - rr + 0.5) * pitch)
@@ -213,6 +253,7 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     R = rotation(yaw)
     # Points in the lattice frame P (origin at the area centroid, axes along the cells).
     xy_P = (xy - mean) @ R
+    table_P = (table_xy - mean) @ R
     # Each cell's covered share is measured on sub-cells about one sample spacing wide: a
     # sample then stands for about one sub-cell, so the outline is neither grown by half of
     # a coarser sub-cell (the fifths read up to 0.17 over on a disc's rim) nor shrunk by
@@ -221,10 +262,10 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
     fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
     lattice = _lattice(xy_P, w, LATTICE_REACH * w / fine)
-    ras = _raster(xy_P, lattice, w, sub)
+    ras = _raster(xy_P, lattice, w, sub, table_P)
     rows, cols, origin = ras.rows, ras.cols, ras.origin
     centre_P = origin + np.array([cols, rows]) * w / 2
-    fine_ras = _raster(xy_P, lattice, w, fine) if fine > sub else ras
+    fine_ras = _raster(xy_P, lattice, w, fine, table_P) if fine > sub else ras
     # A cell belongs when the fifths see it covered to the fill fraction, or when the fine
     # sub-cells see the footprint reach into it past its blurred edge: a round rim's cells
     # then carry their share instead of being cut off with the outline's part over them.
@@ -252,7 +293,11 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     missing = occupancy & (heights <= 0)
     if missing.any():  # a covered cell without its own points: its neighbours' median
         known = np.where(occupancy & (heights > 0), heights, np.nan)
-        fill = ndimage.generic_filter(known, np.nanmedian, size=3, mode='constant', cval=np.nan)
+        with warnings.catch_warnings():  # a cell with none known about it: the overall one
+            warnings.simplefilter('ignore', RuntimeWarning)
+            fill = ndimage.generic_filter(
+                known, np.nanmedian, size=3, mode='constant', cval=np.nan
+            )
         heights[missing] = np.nan_to_num(fill[missing], nan=float(np.nanmedian(known)))
     # Each kept cell carries the share of its square the fine sub-cells cover. A cell kept
     # on the fifths' evidence that the finer sub-cells barely see (a few stray samples)

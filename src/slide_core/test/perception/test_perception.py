@@ -124,6 +124,26 @@ def test_each_cell_carries_the_share_of_it_the_object_covers():
     assert est.grid.area.sum() == pytest.approx(truth.sum(), rel=0.03)
 
 
+def test_an_opening_the_table_shows_through_stays_open_and_a_dropout_is_filled():
+    # A 24 cm frame with a 3 cm rim was taken for a solid plate (its hole filled): mass and
+    # support over the hole, and grasps counted 4 cm of a 3 cm rim.
+    frame = box_top((0.4, 0.0, 0.0), (0.24, 0.24), 0.02)
+    ring = np.abs(frame[:, :2] - [0.4, 0.0]).max(axis=1) >= 0.09
+    est = acquire(scene(frame[ring]), CFG)
+    assert est.grid.area.sum() * 0.02**2 == pytest.approx(0.24**2 - 0.18**2, rel=0.03)
+    assert not est.grid.occupancy[3:9, 3:9].any()
+    # A patch of the top the camera did not see (a shiny spot) is part of the object...
+    box = box_top((0.4, 0.0, 0.0), (0.16, 0.12), 0.03)
+    cloud = scene(box)  # (the table under it hidden)
+    dark = (np.linalg.norm(cloud[:, :2] - [0.4, 0.0], axis=1) < 0.03) & (cloud[:, 2] > 0.02)
+    assert acquire(cloud[~dark], CFG).grid.area.sum() == pytest.approx(48.0, rel=0.02)
+    spot = np.linalg.norm(box[:, :2] - [0.4, 0.0], axis=1) < 0.03
+    # ... and so is a tray's floor too thin to stand above the table's noise (3 mm).
+    floor = box.copy()
+    floor[spot, 2] = 0.003
+    assert acquire(scene(floor), CFG).grid.area.sum() == pytest.approx(48.0, rel=0.02)
+
+
 @pytest.mark.parametrize(
     ('a', 'b', 'yaw'), [(0.05, 0.05, 0.0), (0.062, 0.041, 0.4), (0.035, 0.066, 2.0)]
 )
