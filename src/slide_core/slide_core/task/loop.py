@@ -203,6 +203,9 @@ class Task:
                 st.belief = None
                 self.say(f'no interim belief ({exc}); this push is drawn at random')
         for attempt in range(self.settings.push_retries + 1):
+            # Looked at again: the object may have been moved while the belief so far was
+            # identified (a hand), and the push chosen, and checked, where it had been.
+            self.observe()
             assert st.grid is not None and st.X_WO is not None
             try:
                 primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
@@ -221,7 +224,6 @@ class Task:
             except WorldError as exc:
                 self._push_failed(exc, Stage.EXPLORE, attempt)
                 self.say(f'exploratory push failed ({exc}); choosing one again from here')
-                self.observe()
                 continue
             st.samples.append(samples)
             st.pushes.append(data)
@@ -380,8 +382,9 @@ class Task:
         self.say(f'new goal {np.round(goal.X_WO, 3).tolist()}')
         return True
 
-    def push_once(self) -> None:
-        """Execute the planned push; a failed one is re-planned up to ``push_retries``."""
+    def push_once(self) -> bool:
+        """Execute the planned push; a failed one is re-planned up to ``push_retries``.
+        True when a re-plan found the loop over (at the goal, or no plan from here)."""
         st = self.state
         for attempt in range(self.settings.push_retries + 1):
             step = st.step
@@ -409,21 +412,41 @@ class Task:
                         f'{np.round(X_planned, 3).tolist()}',
                         retryable=True,
                     )
-                self._push(p.primitive)
+                samples = self._push(p.primitive)
             except WorldError as exc:
                 self._leave(Stage.PUSH, t0)
                 trace['failed'] = str(exc)  # planned, not pushed: the trace says so
                 self._push_failed(exc, Stage.PUSH, attempt)
                 self.say(f'push failed ({exc}); planning again')
                 if self.plan_once():
-                    return
+                    return True
                 continue
+            except Aborted as exc:
+                trace['failed'] = str(exc)  # stopped on the way: not a push that was made
+                raise
             st.planned += 1
             self._leave(Stage.PUSH, t0)
             every = self.settings.relearn_every
-            if every and st.planned % every == 0:
-                self.relearn()
-            return
+            if every:
+                self._check_readable(samples)
+                if st.planned % every == 0:
+                    self.relearn()
+            return False
+        return False
+
+    def _check_readable(self, samples: PushSamples) -> None:
+        """Leave the planned push just made (the last of ``state.samples``) out of every
+        identification when identification cannot read it (a gap in the forces): each
+        relearning identifies again from every push so far, and one such push had every
+        later one fail."""
+        st = self.state
+        assert st.grid is not None
+        k = len(st.samples) - 1
+        try:
+            samples.to_data(st.grid, k)
+        except IdentificationError as exc:
+            st.unreadable.add(k)
+            self.say(f'push {st.planned} is left out of identification: {exc}')
 
     def _push_failed(self, exc: WorldError, stage: Stage, attempt: int) -> None:
         """After a push (attempt ``attempt``, from 0) that the world failed with ``exc``:
@@ -448,7 +471,11 @@ class Task:
         push was added or the identification fails."""
         st = self.state
         assert st.grid is not None
-        usable = [s for s in st.samples if on_table(st.grid, s.X_WO)]
+        usable = [
+            s
+            for k, s in enumerate(st.samples)
+            if on_table(st.grid, s.X_WO) and k not in st.unreadable
+        ]
         if len(usable) <= st.belief_pushes:
             return
         t0 = self._enter(Stage.IDENTIFY)
@@ -476,6 +503,9 @@ class Task:
             st.grasp = self.decider.grasp_at(st.belief, st.X_reached)
         if st.grasp is None:
             why = f' ({st.no_plan})' if st.no_plan else ''
+            if not st.no_plan and not st.reached:
+                budget = self.settings.push_budget
+                why = f' (the push budget of {budget} was spent before the goal)'
             raise TaskFailure(Outcome.NO_GRASP, Stage.GRASP, f'no grasp at the final pose{why}')
         st.trace['grasp'] = st.grasp.to_dict()
         self.say(f'grasping at {np.round(st.grasp.p_WE, 3).tolist()}')
@@ -503,8 +533,8 @@ class Task:
         over: at the goal, no plan from here, or the push budget spent."""
         if self.state.planned >= self.settings.push_budget or self.plan_once():
             return True
-        self.push_once()
-        return self.state.planned >= self.settings.push_budget
+        # (Ignored, a re-plan that found the loop over was made again, with its goal search.)
+        return self.push_once() or self.state.planned >= self.settings.push_budget
 
     # -- the whole task --------------------------------------------------------------------
     def run(self) -> TaskResult:

@@ -138,7 +138,9 @@ class TaskState:
     from ``belief_pushes`` pushes the last time; ``goal_belief``: the ``belief_pushes`` of
     the belief the goal was chosen under; ``beliefs``: every belief a planned push was
     decided under, by its ``belief_pushes`` (each trace entry of a push names its own, with
-    the goal and the index it was planned for, so the decision can be made again)."""
+    the goal and the index it was planned for, so the decision can be made again);
+    ``unreadable``: the indices in ``samples`` of planned pushes identification cannot read
+    (left out when it identifies again)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -162,6 +164,7 @@ class TaskState:
     relearned: int = 0
     goal_belief: int = 0
     beliefs: dict[int, Belief] = field(default_factory=dict)
+    unreadable: set[int] = field(default_factory=set)
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)

@@ -619,3 +619,86 @@ def test_identification_leaves_out_the_exploratory_pushes_made_over_the_edge() -
         t.identify()
     assert failure.value.outcome is Outcome.IDENTIFICATION_FAILED
     assert "over the table's edge during every one of the 3" in failure.value.reason
+
+
+def test_an_object_moved_before_an_exploratory_push_is_pushed_where_it_is_now() -> None:
+    # Moved while the belief so far was identified, it was pushed at the pose seen after
+    # the last push: chosen, and checked, for the middle of the table, made near the edge.
+    seen: list[np.ndarray] = []
+
+    class Watching(Explorer):
+        def exploration(self, grid, X_WO, belief, done):  # type: ignore[no-untyped-def]
+            seen.append(np.array(X_WO))
+            return super().exploration(grid, X_WO, belief, done)
+
+    t, arm, _ = faulty([])
+    t.decider = Watching()
+    arm.pose = X_REACHED + np.array([-0.15, 0.0, 0.4])
+    t.explore_once()
+    assert np.array_equal(seen[0], arm.pose)
+
+
+def test_a_planned_push_identification_cannot_read_is_left_out_of_relearning() -> None:
+    # One unreadable planned push (a gap in the forces) was in every later relearning, and
+    # each failed: the belief froze for the rest of the episode.
+    class GapOnce(PushingArm):
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            self.pushes += 1
+            if self.pushes == 2:
+                t = np.array([0.0, 0.5])  # two poses: too few to read
+                zero = np.zeros((2, 2))
+                return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+            return pushed_at(0.1)
+
+    learner = Learner()
+    t, _, decider = faulty([])
+    t.world, t.decider = GapOnce(X_REACHED), learner
+    learner.step = decider.step  # type: ignore[attr-defined]
+    said: list[str] = []
+    t._events = lambda _stage, message: said.append(message)
+    for _ in range(3):
+        assert t.push_once() is False
+    assert t.state.unreadable == {1} and learner.given == [1, 2]
+    assert t.state.relearned == 2
+    assert any(m.startswith('push 2 is left out of identification:') for m in said)
+
+
+def test_a_push_stopped_by_an_abort_is_not_in_the_trace_as_made() -> None:
+    from slide_core.task.world import Aborted
+
+    class Stopped(FaultyArm):
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            raise Aborted('aborted during push')
+
+    t, _, _ = faulty([])
+    t.world = Stopped(X_REACHED)
+    with pytest.raises(Aborted):
+        t.push_once()
+    assert t.state.trace['pushes'][-1]['failed'] == 'aborted during push'
+    assert t.state.planned == 0
+
+
+def test_a_replan_that_ends_the_loop_after_a_failed_push_ends_it() -> None:
+    # The closed loop ignored it and planned again: a second goal search, counted as a
+    # second new goal.
+    t, _, _ = faulty([PushFailed('executor: stale pose')])
+    plans: list[bool] = []
+
+    def plan_once(self: Task) -> bool:
+        plans.append(len(plans) > 0)  # the first finds a push, the re-plan none
+        return plans[-1]
+
+    t.plan_once = plan_once.__get__(t)  # type: ignore[method-assign]
+    assert t.closed_loop_step() is True and plans == [False, True]
+
+
+def test_no_grasp_after_the_push_budget_says_the_budget_was_spent() -> None:
+    t, _, _ = faulty([])
+    t.state.reached = False
+    t.decider.grasp_at = lambda belief, X: None  # type: ignore[attr-defined]
+    with pytest.raises(TaskFailure) as failure:
+        t.final_grasp()
+    assert failure.value.outcome is Outcome.NO_GRASP
+    assert failure.value.reason == (
+        'no grasp at the final pose (the push budget of 25 was spent before the goal)'
+    )
