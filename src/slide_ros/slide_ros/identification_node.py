@@ -37,6 +37,7 @@ from slide_core.identification import (
     IdentificationCancelledError,
     TrainingSet,
     check_limits,
+    fit_problems,
     identify,
 )
 from slide_core.io import (
@@ -251,7 +252,7 @@ class IdentificationNode(SlideNode):
             f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
             f'({found.simulations} simulations)'
         )
-        pressed = bounds.pressed(belief.mass[belief.best], belief.friction[belief.best])
+        pressed = fit_problems(train, belief, bounds)
         for line in pressed:
             self.get_logger().warning(f'the most probable model: {line}')
         if pressed:

@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_core.files import atomic_path, check_output
     from slide_core.identification import (
         MAX_COM_DIRECTIONS,
-        Bounds,
         TrainingSet,
+        fit_problems,
         identify,
         push_fingerprint,
     )
@@ -172,9 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 push_height=height if found.belief.push_moment else None,
             )
     belief = found.belief
-    for line in Bounds.from_grid(grid).pressed(
-        belief.mass[belief.best], belief.friction[belief.best]
-    ):
+    for line in fit_problems(train, belief):
         warnings.append(f'the most probable model: {line}')
         print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     provenance = {

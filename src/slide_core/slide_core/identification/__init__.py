@@ -95,6 +95,7 @@ from slide_core.identification.identify import (
     MAX_MODELS,
     METHODS,
     Identification,
+    fit_problems,
     identify,
     softmax_weights,
 )
@@ -159,6 +160,7 @@ __all__ = [
     'evaluate',
     'final_errors',
     'identify',
+    'fit_problems',
     'in_hull',
     'outline_point',
     'push_fingerprint',

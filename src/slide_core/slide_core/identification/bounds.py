@@ -14,6 +14,7 @@ from slide_core.model import FRICTION_MAX, MAX_DENSITY
 DENSITY_MAX = 8000.0  # kg/m^3: steel; no cell is heavier than its volume of it
 FRICTION_BOUND = 1.0  # the largest friction coefficient identification tries
 MASS_FLOOR = 1e-3  # of a cell's mass bound: masses stay positive (the simulator needs it)
+FLOOR_SHARE = 0.9  # cells at the mass floor beyond which a fit found nothing (Bounds.pressed)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,15 @@ class Bounds:
                 f'{on_friction:.0%} of the cells sit at the friction bound '
                 f'({self.friction_max:g}): the object may be grippier than that, and its '
                 'masses are then off too'
+            )
+        # Nearly every cell at its floor: the fit found nothing to push against (a wrench
+        # that reads about 0 N, or the wrong way, came out as a 1.6 g hammer, unreported).
+        on_floor = float(np.mean(mass <= 1.01 * self.mass_min))
+        if on_floor >= FLOOR_SHARE:
+            lines.append(
+                f'{on_floor:.0%} of the cells sit at the mass floor (a thousandth of the '
+                'bound): the pushes show almost no force moving the object; does the F/T '
+                'wrench read the push, in the right frame and sign?'
             )
         return lines
 

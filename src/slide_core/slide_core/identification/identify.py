@@ -181,3 +181,26 @@ def identify(
     )
     found_in = (*boxes, *[bounds] * (masses.shape[0] - len(boxes)))
     return Identification(belief, used, time.perf_counter() - t0, counter.trace, found_in)
+
+
+EXPLAINED_MIN = 0.5
+"""Share of the measured wrenches a fit must explain before :func:`fit_problems` says it
+does not (the library's twin pushes: over 0.9)."""
+
+
+def fit_problems(train: TrainingSet, belief: Belief, bounds: Bounds | None = None) -> list[str]:
+    """What is wrong with the most probable model of ``belief`` fitted to ``train``, one
+    line each: the bounds it presses (:meth:`Bounds.pressed`), and a fit that explains less
+    than :data:`EXPLAINED_MIN` of the measured wrenches (a wrench in the wrong frame or
+    sign: a sign flip explained 18% and came out as a confident belief, without a word)."""
+    k = belief.best
+    lines = (bounds or Bounds.from_grid(train.grid)).pressed(belief.mass[k], belief.friction[k])
+    loss = float(train.loss(belief.mass[k], belief.friction[k])[0])
+    share = train.explained(loss)
+    if share < EXPLAINED_MIN:
+        lines.append(
+            f'it explains {share:.0%} of the measured push wrenches (their mean square '
+            f'{train.wrench_square:.3g} N^2, {loss:.3g} N^2 left): check that the F/T wrench '
+            "is in the right frame and sign (the sensor mount), and the poses are the object's"
+        )
+    return lines

@@ -24,7 +24,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import make_smoothing_spline
 from scipy.stats import median_abs_deviation
 
-from slide_core.geometry import FloatArray, Grid, distance_to_footprint, rotation
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    distance_to_footprint,
+    grid_radius,
+    rotation,
+)
 from slide_core.identification.errors import IdentificationError
 from slide_core.model import APPROACH
 from slide_core.physics import RigidModel, WrenchPush, contact_cell
@@ -48,6 +54,9 @@ MAX_WRENCH_GAP_S = 0.25
 5 cm/s), its edges included: the steps of a gap would be taken as motion without force. (The
 executor stops a live push at 0.5 s of silence, ``max_wrench_gap_s``: there the arm is at
 stake, here the data.)"""
+MOVED_UNFELT_M = 0.01
+"""How far [m] (its points at the object's radius) an object may move in a push whose
+force never stands above the sensor's noise (the pose's noise; else the wrench was lost)."""
 MAX_POSE_GAP_S = 1.0
 """The longest a push's object poses may be missing [s], its window's ends included: the
 smoothing would draw the motion of a gap as a straight line, or the push would end early
@@ -246,6 +255,16 @@ def build_push(
     yaw = np.unwrap(P[:, 3])
     touching = W[np.hypot(W[:, 1], W[:, 2]) >= touch, 0]
     t_contact = float(touching[0]) if len(touching) else None
+    moved = float(np.hypot(*(P[-1, 1:3] - P[0, 1:3]))) + float(
+        abs(yaw[-1] - yaw[0]) * grid_radius(grid)
+    )
+    if t_contact is None and moved > MOVED_UNFELT_M:
+        # Its steps were fitted as a push of 0 N: a dead channel made a 1.6 g hammer.
+        raise IdentificationError(
+            f'{source}: push {index}: the object moved {moved * 100:.1f} cm while the F/T '
+            f'never read a touch (above {touch:.2g} N): is its wrench read, and was it tared '
+            'in free air?'
+        )
     X = smoothed_poses(P[:, 0], np.column_stack((P[:, 1:3], yaw)), t, t_contact)
     mid = t[:-1] + dt / 2
     tip = np.column_stack([np.interp(mid, Tp[:, 0], Tp[:, 1]), np.interp(mid, Tp[:, 0], Tp[:, 2])])

@@ -212,6 +212,18 @@ class TrainingSet:
             res -= mu @ self._tipping.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
+    @property
+    def wrench_square(self) -> float:
+        """The measured wrenches' mean square [N^2]: the loss of a model that predicts no
+        wrench at all."""
+        return float(np.mean(np.sum(self.w**2, axis=1))) if self.steps else 0.0
+
+    def explained(self, loss: float) -> float:
+        """The share [0, 1] of :attr:`wrench_square` a model of ``loss`` [N^2] explains
+        (1 when no wrench was measured)."""
+        ww = self.wrench_square
+        return 1.0 if ww <= 0.0 else max(0.0, 1.0 - float(loss) / ww)
+
     def loss(self, m: ArrayLike, mu: ArrayLike) -> FloatArray:
         """(K,) losses [N^2] of hypotheses (K, n)."""
         res = self.residual(np.atleast_2d(m), np.atleast_2d(mu))

@@ -266,3 +266,23 @@ def test_bounds_that_bound_nothing_are_refused(density_max, friction_max, reason
     # blaming "NaN poses or forces" in the pushes.
     with pytest.raises(IdentificationError, match=reason):
         Bounds.from_grid(GRID, density_max, friction_max)
+
+
+def test_a_fit_that_explains_little_of_the_wrenches_or_finds_no_mass_says_so():
+    # A wrench in the wrong sign (a sensor mount taken the wrong way round) was fitted into
+    # a confident belief with every cell at the mass floor, and nothing said so.
+    from dataclasses import replace
+
+    from slide_core.identification import fit_problems
+
+    train, _, _ = synthetic()
+    found = identify(train, 'analytic', budget=300, seed=1).belief
+    assert fit_problems(train, found) == []
+    assert train.explained(float(found.loss[0])) > 0.99
+    flipped = replace(train, w=-train.w)
+    wrong = identify(flipped, 'analytic', budget=300, seed=1).belief
+    problems = fit_problems(flipped, wrong)
+    assert any(p.startswith('100% of the cells sit at the mass floor') for p in problems)
+    (explains,) = [p for p in problems if p.startswith('it explains')]
+    assert 'check that the F/T wrench is in the right frame and sign' in explains
+    assert flipped.explained(float(wrong.loss[0])) < 0.5

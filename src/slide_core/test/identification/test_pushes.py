@@ -197,3 +197,17 @@ def test_a_push_is_not_read_across_a_gap_in_its_forces_or_poses(
     with pytest.raises(IdentificationError, match=f'push 3: no {series} for '):
         build(lost)
     build(kept)  # shorter gaps: within what a loaded machine's streams show
+
+
+def test_a_push_that_moved_the_object_with_no_force_felt_is_refused() -> None:
+    # A dead F/T channel (or one tared in contact) read about 0 N while the box slid 2 cm:
+    # its steps were fitted as a push of no force, and the belief was a 1.6 g hammer.
+    from slide_core.identification import IdentificationError
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    silent = np.random.default_rng(1).normal(0.0, 0.01, f_W.shape)
+    with pytest.raises(IdentificationError, match=r'push 2: the object moved 2\.0 cm while'):
+        push_from_samples(grid, 2, t, X, p_WF, silent, 0.0, 0.8)
+    # A push that missed (nothing felt, nothing moved) is read as before.
+    still = np.tile(X[0], (len(t), 1))
+    push_from_samples(grid, 2, t, still, p_WF, silent, 0.0, 0.8)
