@@ -263,6 +263,14 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
         'identify', str(bag), '--com-directions', '200', '--out', str(tmp_path / 'x.yaml')
     )
     assert refused.returncode == 2 and 'must be 0 to 32' in refused.stderr, refused.stderr
+    # Said by their flags before the bag is read (its name here is not even a bag).
+    for flags, reason in (
+        (('--models', '0'), '--models must be 1 to 64, got 0'),
+        (('--budget', '0'), '--budget must be at least 1 simulation'),
+        (('--models', '9', '--budget', '5'), '--budget 5 cannot evaluate each of the 9'),
+    ):
+        refused = _run('identify', str(tmp_path / 'nowhere'), *flags, '--out', str(model))
+        assert refused.returncode == 2 and reason in refused.stderr, refused.stderr
     # An input, or a file that is not a belief, is not overwritten (the bag's own
     # metadata.yaml, and an object spec, had been replaced by the belief).
     spec = tmp_path / 'spec.yaml'

@@ -89,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
 
 
+LEAST_PER_MODEL = 20
+"""Simulations per model below which ``slide identify`` warns that the fit barely moves
+(64 models on 100 came out as the grid's uniform start)."""
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
@@ -97,6 +102,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_core.files import atomic_path, check_output
     from slide_core.identification import (
         MAX_COM_DIRECTIONS,
+        MAX_MODELS,
         TrainingSet,
         fit_problems,
         identify,
@@ -108,6 +114,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
+    # Said before the bag is read (perceiving its clouds can take minutes), by their flags.
+    if not 1 <= args.models <= MAX_MODELS:
+        raise CliError(f'--models must be 1 to {MAX_MODELS}, got {args.models}')
+    if args.budget < 1:
+        raise CliError(f'--budget must be at least 1 simulation, got {args.budget}')
+    if args.method == 'probabilistic' and args.budget < args.models:
+        raise CliError(
+            f'--budget {args.budget} cannot evaluate each of the {args.models} --models once'
+        )
     if not 0 <= args.com_directions <= MAX_COM_DIRECTIONS:
         # (each may add a model: 200 gave 71 models, 1e8 took 15 s)
         raise CliError(
@@ -129,6 +144,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     train_pushes = None if args.train.strip() == 'all' else parse_range(args.train)
     read = read_pushes(args.bag, train_pushes, poses=args.poses, extrinsics=args.extrinsics)
     warnings = list(read.warnings)
+    if args.method == 'probabilistic' and args.budget < LEAST_PER_MODEL * args.models:
+        warnings.append(
+            f'--budget {args.budget} gives each of the {args.models} models about '
+            f'{args.budget // args.models} simulations: they stay near where they start '
+            f'(give at least {LEAST_PER_MODEL} per model)'
+        )
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     if args.extrinsics is not None and read.poses_from == '/object/pose':
         warnings.append(
             f'--extrinsics {args.extrinsics} was not used: the bag has /object/pose, so the '
