@@ -73,6 +73,7 @@ def footprint_image(
     pitch: float,
     gap: float = 0.0,
     table_xy: FloatArray | None = None,
+    keep_all: bool = False,
 ) -> NDArray[np.bool_]:
     """Covered sub-cells (rows, cols) of points xy (M, 2); row 0 at +y, pixel (0, 0)'s
     lower-left corner at origin + (0, (rows - 1) * pitch). Gaps between samples up to
@@ -82,7 +83,8 @@ def footprint_image(
 
     A gap the footprint encloses is filled, unless the table was seen in it: points at the
     table's height ``table_xy`` (K, 2) cover :data:`OPEN_HOLE_SEEN` of it (then it is an
-    opening: a frame filled in had the pads grasp 4 cm of a 3 cm rim)."""
+    opening: a frame filled in had the pads grasp 4 cm of a 3 cm rim). Of pieces apart, the
+    largest is kept (``keep_all``: every one)."""
     k = max(1, math.ceil(gap / pitch / 2))
     i, j = np.mgrid[-k : k + 1, -k : k + 1]
     disk = i**2 + j**2 <= k * k + k  # a digital disc of radius k (3 x 3 for k = 1)
@@ -98,6 +100,8 @@ def footprint_image(
         filled &= ~np.isin(holes, opening)
     image = filled
     labels, count = ndimage.label(image)
+    if count > 1 and keep_all:
+        return np.asarray(image, dtype=bool)
     if count > 1:
         image = labels == 1 + int(np.argmax(ndimage.sum(image, labels, range(1, count + 1))))
     return np.asarray(image, dtype=bool)
@@ -174,6 +178,46 @@ def _reaches_into(ras: _Raster) -> NDArray[np.bool_]:
     what reaches deeper into it, however small a share of the cell that is."""
     inner = ndimage.binary_erosion(ras.image)
     return np.asarray(inner.reshape(ras.rows, ras.sub, ras.cols, ras.sub).any(axis=(1, 3)))
+
+
+SECOND_PIECE = 0.2
+"""A piece of the footprint apart from its largest, on the finest sub-cells, at least this
+share of the largest's area (and of a cell), is another object or a gap in what the camera
+saw: :func:`build_grid` refuses it."""
+
+
+def _check_one_piece(
+    xy_P: FloatArray,
+    lattice: tuple[FloatArray, int, int],
+    w: float,
+    sub: int,
+    table_P: FloatArray,
+) -> None:
+    """PerceptionError(SEVERAL_OBJECTS) when the footprint on sub-cells of w / sub falls
+    into pieces apart (:data:`SECOND_PIECE`). Two boxes 8 mm apart, one cluster to the
+    segmentation, were taken for one object whose cells the coarse raster joined and the
+    fine one, keeping its largest piece, covered half of."""
+    origin, rows, cols = lattice
+    pad, pitch = RASTER_BORDER, w / sub
+    image = footprint_image(
+        xy_P,
+        origin - pad * pitch,
+        (rows * sub + 2 * pad, cols * sub + 2 * pad),
+        pitch,
+        table_xy=table_P,
+        keep_all=True,
+    )
+    labels, count = ndimage.label(image)
+    if count < 2:
+        return
+    areas = np.sort(np.bincount(labels.ravel())[1:])[::-1] * pitch * pitch
+    if areas[1] >= max(SECOND_PIECE * areas[0], w * w):
+        raise PerceptionError(
+            PerceptionStatus.SEVERAL_OBJECTS,
+            f'the footprint is in {count} pieces apart (the two largest '
+            f'{areas[0] * 1e4:.0f} and {areas[1] * 1e4:.0f} cm^2): two objects side by side, '
+            'or a band of the object the camera did not see; move them apart',
+        )
 
 
 def _outline(
@@ -263,6 +307,7 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
     lattice = _lattice(xy_P, w, LATTICE_REACH * w / fine)
     ras = _raster(xy_P, lattice, w, sub, table_P)
+    _check_one_piece(xy_P, lattice, w, fine, table_P)
     rows, cols, origin = ras.rows, ras.cols, ras.origin
     centre_P = origin + np.array([cols, rows]) * w / 2
     fine_ras = _raster(xy_P, lattice, w, fine, table_P) if fine > sub else ras

@@ -144,6 +144,16 @@ def test_an_opening_the_table_shows_through_stays_open_and_a_dropout_is_filled()
     assert acquire(scene(floor), CFG).grid.area.sum() == pytest.approx(48.0, rel=0.02)
 
 
+def test_two_objects_too_close_to_cluster_apart_are_still_two():
+    # 8 mm apart, one cluster to the segmentation: taken for one object whose cells covered
+    # half of what the grid claimed (the fine raster kept one box).
+    pair = scene(box_top((0.4, 0.044, 0.0)), box_top((0.4, -0.044, 0.0)))
+    with pytest.raises(PerceptionError) as refused:
+        acquire(pair, CFG)
+    assert refused.value.status == PerceptionStatus.SEVERAL_OBJECTS
+    assert 'the footprint is in 2 pieces apart' in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ('a', 'b', 'yaw'), [(0.05, 0.05, 0.0), (0.062, 0.041, 0.4), (0.035, 0.066, 2.0)]
 )
