@@ -130,9 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interrupted(prog: str, exc: KeyboardInterrupt, as_json: bool) -> int:
+    # What the command kept, when it says (slide record's bag of the pushes made).
+    kept = ''.join(f' ({note})' for note in getattr(exc, '__notes__', []))
     if isinstance(exc, Terminated):
-        return _fail(prog, EXIT_TERMINATED, 'terminated', as_json, None)
-    return _fail(prog, EXIT_INTERRUPTED, 'interrupted', as_json, None)
+        return _fail(prog, EXIT_TERMINATED, f'terminated{kept}', as_json, None)
+    return _fail(prog, EXIT_INTERRUPTED, f'interrupted{kept}', as_json, None)
 
 
 def _fail(prog: str, code: int, reason: str, as_json: bool, kind: str | None = 'error') -> int:

@@ -333,7 +333,9 @@ def record(
     ``tracking`` measures them).
 
     Returns a summary (pushes done, whether the object fell, message counts, duration;
-    ``ok`` false when it fell: the pushes stop there, and the bag holds them).
+    ``ok`` false when it fell: the pushes stop there, and the bag holds them). Interrupted
+    (KeyboardInterrupt, or the CLI's SIGTERM), the bag keeps the pushes made and the
+    interrupt goes on, with a note saying so; with none made, nothing is left.
     """
     if pushes < 1:
         raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
@@ -345,6 +347,7 @@ def record(
     twin = Twin(spec, cell, X_WO)
     frame = cell.table.frame_id
     topics = {**TOPICS, CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2'} if cloud_hz else TOPICS
+    interrupted: KeyboardInterrupt | None = None
     with atomic_path(out, directory=True) as tmp:
         with Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
             bag = _Bag(writer, store, frame, topics, tracking, seed)
@@ -356,26 +359,38 @@ def record(
                     camera()  # the object at rest, to acquire it from
                 done = 0
                 for i in range(pushes):
-                    primitive = random_push(
-                        spec.grid,
-                        twin.object_pose(),
-                        cell.table,
-                        cell.fingertip,
-                        rng,
-                        cell.obstacles,
-                    )
-                    rec = twin.push(primitive, on_step=camera)
-                    _write_push(bag, i, rec, twin)
-                    bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-                    bagfile.flush_chunk(writer)  # a cut file keeps every push before the cut
-                    done += 1
-                    progress(done, pushes)
+                    try:
+                        primitive = random_push(
+                            spec.grid,
+                            twin.object_pose(),
+                            cell.table,
+                            cell.fingertip,
+                            rng,
+                            cell.obstacles,
+                        )
+                        rec = twin.push(primitive, on_step=camera)
+                        _write_push(bag, i, rec, twin)
+                        bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                        bagfile.flush_chunk(writer)  # a cut file keeps every push before it
+                        done += 1
+                        progress(done, pushes)
+                    except KeyboardInterrupt as exc:
+                        # Ctrl-C or SIGTERM: the pushes done are kept (the whole bag was
+                        # thrown away, minutes of them); one cut short has no end marker,
+                        # and identification leaves it out.
+                        interrupted = exc
+                        break
                     if twin.fell():
                         break
+                if interrupted is not None and done == 0:
+                    raise interrupted
             finally:
                 if camera is not None:
                     camera.close()
             counts = dict(bag.counts)
+    if interrupted is not None:
+        interrupted.add_note(f'the bag {out} holds the {done} push(es) made before it')
+        raise interrupted
     fell = twin.fell()
     summary: dict[str, Any] = {
         # The bag holds what was done; a run that ended with the object off the table did

@@ -79,23 +79,38 @@ def test_bad_requests(tmp_path: Path, workcell) -> None:
         record(spec, workcell, 1, seed=0, out=tmp_path / 'file' / 'bag')
 
 
-def test_an_interrupted_recording_leaves_no_bag_behind(tmp_path: Path, workcell) -> None:
+def test_an_interrupted_recording_keeps_the_pushes_it_made(
+    tmp_path: Path, workcell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C after minutes of pushes threw the whole bag away.
     spec = load_object('toothpaste')
 
-    def interrupt(done: int, total: int) -> None:
+    def after_two(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        record(spec, workcell, 5, seed=0, out=tmp_path / 'kept', progress=after_two)
+    assert stopped.value.__notes__ == [f'the bag {tmp_path / "kept"} holds the 2 push(es) '
+                                       'made before it']  # fmt: skip
+    assert [pd.index for pd in read_pushes(tmp_path / 'kept').pushes] == [0, 1]
+    # Interrupted in its first push, it leaves no bag, nor the folders made for it.
+    from slide_sim import twin as twin_module
+
+    def interrupted(self: object, *args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        record(spec, workcell, 3, seed=0, out=tmp_path / 'bag', progress=interrupt)
-    # Nor the folders made for it.
-    with pytest.raises(KeyboardInterrupt):
-        record(spec, workcell, 3, seed=0, out=tmp_path / 'a' / 'b' / 'bag', progress=interrupt)
-    assert list(tmp_path.iterdir()) == []
+    with monkeypatch.context() as m:
+        m.setattr(twin_module.Twin, 'push', interrupted)
+        for out in (tmp_path / 'bag', tmp_path / 'a' / 'b' / 'bag'):
+            with pytest.raises(KeyboardInterrupt):
+                record(spec, workcell, 3, seed=0, out=out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['kept']
     # ... and the same path records cleanly afterwards, its data named after the bag (a
     # hidden temporary name was dropped by `cp bag/* elsewhere/`).
     assert record(spec, workcell, 1, seed=0, out=tmp_path / 'bag')['pushes'] == 1
     assert sorted(p.name for p in (tmp_path / 'bag').iterdir()) == ['bag.mcap', 'metadata.yaml']
-    assert [p.name for p in tmp_path.iterdir()] == ['bag']
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['bag', 'kept']
 
 
 def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path, workcell):
