@@ -217,11 +217,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         and out.get('lifted_true_m', 0.0) > LIFTED_M
         and out.get('truth_age_s', math.inf) < TRUTH_MAX_AGE_S
     )
+    if episode['success'] and not out['ok']:
+        # The gripper held after its lift; the twin says the object did not come up with
+        # it (the text said 'lifted and held' and gave no reason).
+        if out.get('truth_age_s', math.inf) >= TRUTH_MAX_AGE_S:
+            why = 'no recent truth from the twin to check it by'
+        elif out['fell']:
+            why = 'the twin says the object fell'
+        else:
+            why = (
+                f'the twin says the object rose {out.get("lifted_true_m", 0.0) * 100:.1f} cm '
+                f'(at least {LIFTED_M * 100:.0f} cm is a lift)'
+            )
+        out['reason'] = f'the graph reported a grasp that held, but {why}'
     return out
 
 
 def format_text(result: dict[str, Any]) -> str:
-    verdict = 'lifted and held' if result.get('success') else f'FAILED ({result["outcome"]})'
+    if not result.get('success'):
+        verdict = f'FAILED ({result["outcome"]})'
+    elif result.get('ok') is False:
+        verdict = "NOT LIFTED by the twin's truth"
+    else:
+        verdict = 'lifted and held'
     lines = [f'{result["object"]}, seed {result["seed"]}: {verdict}']
     for stage, seconds in result.get('stages', {}).items():
         lines.append(f'  {stage:10s} {seconds:7.1f} s')
@@ -235,7 +253,7 @@ def format_text(result: dict[str, Any]) -> str:
             f'{result.get("overhang_m", 0.0) * 100:.1f} cm over the table edge, '
             f'tilted {result.get("tilt_true_deg", 0.0):.0f} degrees at the end'
         )
-    if not result.get('success'):
+    if not result.get('success') or result.get('ok') is False:
         lines.append(f'  why: {result.get("reason")}')
     lines.append(f'  nodes: {", ".join(result["nodes"])}; logs {result["logs"]}')
     lines.append(f'  total {result["total_s"]:.1f} s')
