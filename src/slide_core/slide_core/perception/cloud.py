@@ -324,7 +324,7 @@ def fit_table(points_W: FloatArray, config: PerceptionConfig, seed: int = 0) -> 
         raise PerceptionError(
             PerceptionStatus.NO_TABLE,
             f'only {work.shape[0]} points inside the workspace box; is the camera aimed at the '
-            'table and the extrinsics file right?',
+            'table, the extrinsics file right, and the cloud in metres?',
         )
     cloud = _o3d_cloud(work).voxel_down_sample(config.voxel_size)
     total = len(cloud.points)
@@ -469,8 +469,14 @@ def _check_in_view(
     lo = np.asarray(config.workspace_min)[:2] + config.view_margin
     hi = np.asarray(config.workspace_max)[:2] - config.view_margin
     if not np.all((obj[:, :2] >= lo) & (obj[:, :2] <= hi)):
+        reach_lo, reach_hi = obj[:, :2].min(axis=0), obj[:, :2].max(axis=0)
         raise PerceptionError(
-            PerceptionStatus.PARTIAL_VIEW, 'the object reaches past the workspace box'
+            PerceptionStatus.PARTIAL_VIEW,
+            f'the object reaches past the workspace box (it spans x {reach_lo[0]:.3f} to '
+            f'{reach_hi[0]:.3f} m, y {reach_lo[1]:.3f} to {reach_hi[1]:.3f} m; the box, '
+            f'less {config.view_margin * 1000:.0f} mm: x {lo[0]:.3f} to {hi[0]:.3f}, y '
+            f'{lo[1]:.3f} to {hi[1]:.3f}): move the object in, or widen workspace_min / '
+            'workspace_max',
         )
     if view is not None:
         check_in_image(obj, view, config)

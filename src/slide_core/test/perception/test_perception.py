@@ -144,6 +144,15 @@ def test_an_opening_the_table_shows_through_stays_open_and_a_dropout_is_filled()
     assert acquire(scene(floor), CFG).grid.area.sum() == pytest.approx(48.0, rel=0.02)
 
 
+def test_an_object_past_the_workspace_box_is_told_where_and_what_to_change():
+    # 'the object reaches past the workspace box' named neither box nor setting.
+    with pytest.raises(PerceptionError) as refused:
+        acquire(scene(box_top((-0.13, 0.0, 0.0))), CFG)
+    assert refused.value.status == PerceptionStatus.PARTIAL_VIEW
+    assert 'it spans x -0.200 to -0.050 m' in str(refused.value)
+    assert str(refused.value).endswith('widen workspace_min / workspace_max')
+
+
 def test_two_objects_too_close_to_cluster_apart_are_still_two():
     # 8 mm apart, one cluster to the segmentation: taken for one object whose cells covered
     # half of what the grid claimed (the fine raster kept one box).
