@@ -54,6 +54,11 @@ MAX_WRENCH_GAP_S = 0.25
 5 cm/s), its edges included: the steps of a gap would be taken as motion without force. (The
 executor stops a live push at 0.5 s of silence, ``max_wrench_gap_s``: there the arm is at
 stake, here the data.)"""
+MAX_POSE_SPEED = 1.0
+"""[m/s] twice the fastest push (0.5 m/s): an object pose further from the last one than
+this allows is a tracking glitch (:func:`build_push`)."""
+MAX_TURN_RATE = 20.0
+"""[rad/s] twice a 0.5 m/s push's turn of an object 5 cm across about its far end."""
 MOVED_UNFELT_M = 0.01
 """How far [m] (its points at the object's radius) an object may move in a push whose
 force never stands above the sensor's noise (the pose's noise; else the wrench was lost)."""
@@ -202,8 +207,9 @@ def build_push(
     in time order, whatever order its rows come in (series merged from several sources),
     without its rows that hold a value that is not finite (a sensor's glitch anywhere in a
     long recording must not cost every push). Raises IdentificationError when the push
-    cannot be used: too short, series that do not overlap in time, or a gap longer than
-    MAX_POSE_GAP_S in its poses or MAX_WRENCH_GAP_S in its forces."""
+    cannot be used: too short, series that do not overlap in time, a gap longer than
+    MAX_POSE_GAP_S in its poses or MAX_WRENCH_GAP_S in its forces, a pose that jumps
+    (:func:`_check_jumps`), or an object that moved with no force felt."""
     if not (np.isfinite(dt) and dt > 0):
         raise IdentificationError(f'{source}: the time step must be positive, got {dt} s')
     if not (np.isfinite(t_start) and t_next > t_start):
@@ -242,6 +248,7 @@ def build_push(
                 f'{times[k] - t_start:.2f} s after its start (at most {limit:g} s): the '
                 'push is not read across a gap'
             )
+    _check_jumps(P, t_start, source, index)
     # (the whole series up to the push's end: the free air starts before its first pose)
     sensor = sensor_offset(
         wrench[wrench[:, 0] < P[-1, 0]], tips[tips[:, 0] <= P[-1, 0]], grid, P[0, 1:4], t_start
@@ -298,6 +305,27 @@ def build_push(
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
     return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+
+
+def _check_jumps(P: FloatArray, t_start: float, source: str, index: int) -> None:
+    """IdentificationError when two successive object poses of P (N, 4) rows (t, x, y,
+    yaw), at different times, lie further apart than :data:`MAX_POSE_SPEED` or
+    :data:`MAX_TURN_RATE` allow: a tracker's glitch or a flip of a symmetric outline (a
+    yaw that jumped by pi mid-push was smoothed into a turn and fitted)."""
+    dt = np.diff(P[:, 0])
+    later = dt > 0
+    step = np.hypot(np.diff(P[:, 1]), np.diff(P[:, 2]))
+    turn = np.abs(np.diff(np.unwrap(P[:, 3])))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        fast = later & ((step > MAX_POSE_SPEED * dt) | (turn > MAX_TURN_RATE * dt))
+    if fast.any():
+        k = int(np.argmax(fast))
+        raise IdentificationError(
+            f'{source}: push {index}: the object pose jumps {step[k] * 1000:.0f} mm and '
+            f'{turn[k]:.2f} rad in {dt[k] * 1000:.0f} ms at {P[k, 0] - t_start:.2f} s, faster '
+            f'than a push moves it (at most {MAX_POSE_SPEED:g} m/s, {MAX_TURN_RATE:g} rad/s): '
+            "a tracking glitch, or a flip of the object's outline; the push is not read"
+        )
 
 
 SMOOTHING_BIN_S = 0.02

@@ -211,3 +211,26 @@ def test_a_push_that_moved_the_object_with_no_force_felt_is_refused() -> None:
     # A push that missed (nothing felt, nothing moved) is read as before.
     still = np.tile(X[0], (len(t), 1))
     push_from_samples(grid, 2, t, still, p_WF, silent, 0.0, 0.8)
+
+
+@pytest.mark.parametrize(
+    ('glitch', 'what'),
+    [
+        ((0.03, 0.0, 0.0), 'jumps 30 mm and 0.00 rad'),
+        ((0.0, 0.0, np.pi), 'jumps 0 mm and 3.14 rad'),
+    ],
+)
+def test_a_pose_that_jumps_faster_than_a_push_moves_is_refused(
+    glitch: tuple[float, float, float], what: str
+) -> None:
+    # One pose 3 cm off (a tracker's glitch), or turned by pi (a flip of a symmetric
+    # outline), was smoothed into the motion and fitted: the centre of mass at the wrong
+    # end.
+    from slide_core.identification import IdentificationError
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    bad = X.copy()
+    bad[300] += glitch
+    with pytest.raises(IdentificationError, match=f'push 4: the object pose {what}'):
+        push_from_samples(grid, 4, t, bad, p_WF, f_W, 0.0, 0.8)
+    push_from_samples(grid, 4, t, X, p_WF, f_W, 0.0, 0.8)
