@@ -149,8 +149,10 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
     assert (old / 'belief.yaml').read_text() == 'kept: true\n'
 
 
-def test_a_terminated_recording_leaves_nothing_behind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_terminated_recording_keeps_the_pushes_it_made(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import signal
+
+    from slide_core.io import read_pushes
 
     assert SLIDE is not None
     bag = tmp_path / 'new' / 'bag'
@@ -165,11 +167,13 @@ def test_a_terminated_recording_leaves_nothing_behind(tmp_path) -> None:  # type
             break
     proc.send_signal(signal.SIGTERM)
     rest = proc.communicate(timeout=60)[1]
-    # SIGTERM (a service manager, `timeout`) left the half-written bag: it now cleans up
-    # as Ctrl-C does, folders made for it included.
+    # SIGTERM (a service manager, `timeout`) cleans up as Ctrl-C does: the pushes made are
+    # kept in a closed bag (it had left a half-written one, then thrown all of it away).
     assert proc.returncode == 143, rest
-    assert 'slide record: terminated' in rest
-    assert list(tmp_path.iterdir()) == []
+    assert f'slide record: terminated (the bag {bag} holds the ' in rest
+    made = read_pushes(bag).pushes
+    assert len(made) >= 1 and [pd.index for pd in made] == list(range(len(made)))
+    assert sorted(p.name for p in bag.iterdir()) == ['bag.mcap', 'metadata.yaml']
 
 
 def test_bad_arguments_give_one_line_reasons() -> None:
