@@ -247,6 +247,13 @@ class Player:
             self._publish_clock(last_ns)
             self.publishers[topic].publish(data)
             counts[topic] += 1
+        if t0 is None and held and not stopped:
+            # Nothing played comes after the start: the latched messages before it are
+            # still the state there (they were sent only with a first later message).
+            self._publish_clock(self.start_ns)
+            for latched, payload in held.items():
+                self.publishers[latched].publish(payload)
+                counts[latched] += 1
         warnings = (*self.bag.warnings, *self.bag.decode_warnings())
         return ReplayResult(
             str(self.bag.path),

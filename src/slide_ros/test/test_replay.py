@@ -195,6 +195,19 @@ def test_replay_publishes_every_message_at_its_time_with_the_clock(
     assert stamps == sorted(stamps)  # in the order of the bag's time
 
 
+def test_a_latched_message_before_the_start_is_sent_with_nothing_after_it(
+    twin_bag: Path,
+) -> None:
+    # The grid, the bag's first message, was held for the first message after the start,
+    # and with none played after it never went out: 0 sent, no word.
+    out = slide(
+        'replay', str(twin_bag), '--topics', '/object/grid', '--start-offset', '1',
+        '--wait', '0', '--json',
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)['messages'] == {'/object/grid': 1}
+
+
 def test_replay_refuses_what_it_cannot_play_in_one_line(
     twin_bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

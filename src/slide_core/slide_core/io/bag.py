@@ -348,7 +348,9 @@ def read_pushes(
                 )
             )
         except SlideInputError as exc:
-            skipped.append(Skipped(i, str(exc).removeprefix(f'{name}: ')))
+            # (the bag and the push are named by whoever reports it: said twice before)
+            reason = str(exc).removeprefix(f'{name}: ').removeprefix(f'push {i}: ')
+            skipped.append(Skipped(i, reason))
     if not built:
         detail = '; '.join(f'push {s.index}: {s.reason}' for s in skipped)
         raise SlideInputError(f'{name}: no complete push ({detail})')

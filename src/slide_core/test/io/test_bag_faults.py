@@ -414,6 +414,27 @@ def test_a_clock_that_jumps_skips_the_pushes_it_spoils(
     )
 
 
+def test_a_push_left_out_is_named_once(bag: Path, tmp_path: Path, store: Any):
+    # 'push 1 skipped: push 1: no wrench for ...': the reason named its push again.
+    with AnyReader([bag]) as reader:
+        marks = {
+            (c.topic, reader.deserialize(raw, c.msgtype).index): t
+            for c, t, raw in reader.messages()
+            if c.topic in ('/push/start', '/push/end')
+        }
+    middle = (marks['/push/start', 1] + marks['/push/end', 1]) // 2
+
+    def silent(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/ft/wrench' and middle - 2 * 10**8 <= t < middle + 2 * 10**8:
+            return []
+        return [(topic, t, msg)]
+
+    read = read_pushes(rewrite(bag, tmp_path / 'silent', store, silent))
+    (skip,) = read.skipped
+    assert skip.index == 1 and skip.reason.startswith('no wrench for '), skip.reason
+    assert read.report()[-1].startswith('push 1 skipped: no wrench for ')
+
+
 @pytest.mark.parametrize('sim_time', [False, True])
 def test_pushes_after_the_object_was_acquired_anew_are_not_read_on_the_first_grid(
     bag: Path, tmp_path: Path, store: Any, sim_time: bool
