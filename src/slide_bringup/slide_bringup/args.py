@@ -60,3 +60,17 @@ def parse_range(text: str) -> list[int]:
             f'push range {text!r} names push {", ".join(map(str, repeated))} more than once'
         )
     return out
+
+
+def add_sensor_mount(parser: argparse.ArgumentParser) -> None:
+    """``--sensor-mount X Y Z W``: the F/T sensor's orientation in the fingertip's frame,
+    for a bag whose wrenches are in the sensor's frame (the executor's ``sensor_mount``)."""
+    parser.add_argument(
+        '--sensor-mount',
+        type=float,
+        nargs=4,
+        metavar=('X', 'Y', 'Z', 'W'),
+        help="the F/T sensor's orientation on the fingertip, a quaternion (the executor's "
+        'sensor_mount), for wrenches recorded in the sensor frame (/netft/wrench without '
+        '/ft/wrench); default: square on it',
+    )

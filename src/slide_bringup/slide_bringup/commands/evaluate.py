@@ -7,6 +7,8 @@ from pathlib import Path
 import sys
 from typing import TYPE_CHECKING, Any
 
+from slide_bringup.args import add_sensor_mount
+
 if TYPE_CHECKING:
     from slide_core.identification import PushData
 
@@ -18,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('model', type=Path, help='belief file written by slide identify')
     parser.add_argument('bag', type=Path, help='rosbag2 folder with the test pushes')
     parser.add_argument('--test', default='5-9', help='test pushes, like 5-9')
+    add_sensor_mount(parser)
     parser.add_argument(
         '--allow-training-pushes',
         action='store_true',
@@ -33,7 +36,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     belief = load_belief(args.model)
     test = parse_range(args.test)
-    read = read_pushes(args.bag, test)
+    read = read_pushes(args.bag, test, sensor_mount=args.sensor_mount)
     for line in read.report():  # a push asked for and left out is said, not dropped
         print(f'slide evaluate: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes

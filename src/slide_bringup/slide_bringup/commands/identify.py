@@ -13,7 +13,7 @@ from pathlib import Path
 import sys
 from typing import Any
 
-from slide_bringup.args import seed
+from slide_bringup.args import add_sensor_mount, seed
 
 NAME = 'identify'
 HELP = 'identify mass and friction maps from the pushes of a bag; write the belief as YAML'
@@ -85,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the table carries the cells: a rigid body's linear pressure (default) or "
         "each cell's own weight (the papers')",
     )
+    add_sensor_mount(parser)
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
 
@@ -142,7 +143,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not args.extrinsics.is_file():
             raise CliError(f'--extrinsics {args.extrinsics}: no such file')
     train_pushes = None if args.train.strip() == 'all' else parse_range(args.train)
-    read = read_pushes(args.bag, train_pushes, poses=args.poses, extrinsics=args.extrinsics)
+    read = read_pushes(
+        args.bag,
+        train_pushes,
+        poses=args.poses,
+        extrinsics=args.extrinsics,
+        sensor_mount=args.sensor_mount,
+    )
     warnings = list(read.warnings)
     if args.method == 'probabilistic' and args.budget < LEAST_PER_MODEL * args.models:
         warnings.append(

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, GridError
@@ -54,6 +55,7 @@ from slide_core.io.series import (
     clock_jump,
     marker_times,
     planar_rows,
+    quaternion_matrix,
     read_series,
     stamp_offset,
     usable,
@@ -110,15 +112,32 @@ def _check_dt(dt: float) -> None:
         raise SlideInputError(f'the replay step must be 0.5 to 50 ms, got {dt * 1000:g} ms')
 
 
+def mount_rotation(q: ArrayLike) -> FloatArray:
+    """The rotation (3, 3) of a sensor mount given as a quaternion x, y, z, w (normalised);
+    SlideInputError unless it is four finite numbers of a norm near 1."""
+    try:
+        v = np.asarray(q, dtype=float)
+    except (TypeError, ValueError):
+        raise SlideInputError(f'a sensor mount is a quaternion x, y, z, w, got {q!r}') from None
+    if v.shape != (4,) or not np.isfinite(v).all() or not 0.5 < np.linalg.norm(v) < 2.0:
+        raise SlideInputError(f'a sensor mount is a unit quaternion x, y, z, w, got {v.tolist()}')
+    return quaternion_matrix(v)
+
+
 def read_pushes(
     path: str | Path,
     indices: list[int] | None = None,
     dt: float = STEP_S,
     poses: PoseSource = 'auto',
     extrinsics: str | Path | None = None,
+    sensor_mount: ArrayLike | None = None,
 ) -> BagPushes:
     """The object grid and the requested pushes (all when ``indices`` is None), on replay
     steps of ``dt`` seconds, with what was skipped and why.
+
+    ``sensor_mount``: the F/T sensor's orientation in the fingertip's frame (quaternion x,
+    y, z, w: the executor's parameter), for wrenches recorded in the sensor's frame
+    (``/netft/wrench`` without the executor's ``/ft/wrench``); None: square on it.
 
     ``poses``: 'topic' reads ``/object/pose`` and ``/object/grid``; 'cloud' runs perception
     on the recorded camera clouds with the camera ``extrinsics`` file (default: the
@@ -128,6 +147,7 @@ def read_pushes(
     topic or push."""
     path = Path(path)
     _check_dt(dt)
+    R_TS = None if sensor_mount is None else mount_rotation(sensor_mount)
     if poses not in ('auto', 'topic', 'cloud'):
         raise SlideInputError(f'poses must be auto, topic or cloud, got {poses!r}')
     bag = open_bag(path)
@@ -203,7 +223,7 @@ def read_pushes(
         elif problem:
             warnings.append(f'{topic}: {problem}')
     arrays[wrench_topic], jumps[wrench_topic], problem, wrench_from = wrench_rows(
-        series[wrench_topic], series['/pusher/pose'], table
+        series[wrench_topic], series['/pusher/pose'], table, R_TS
     )
     if problem:
         refused[wrench_topic] = problem

@@ -205,10 +205,14 @@ def planar_rows(s: Series, table: str) -> tuple[FloatArray, np.ndarray, str, boo
     return data[order], np.asarray(s.log, dtype=float)[~ok], problem, fatal
 
 
-def wrench_rows(s: Series, tool: Series, table: str) -> tuple[FloatArray, np.ndarray, str, str]:
+def wrench_rows(
+    s: Series, tool: Series, table: str, R_TS: FloatArray | None = None
+) -> tuple[FloatArray, np.ndarray, str, str]:
     """Rows (t, fx, fy) of the force on the object in the table frame, the log times of
     messages whose clock jumped, why the series cannot be used ('' when it can), and where
-    it came from."""
+    it came from. Wrenches in the sensor's frame are turned by the fingertip's orientation
+    (on ``tool``) and the sensor's in the fingertip's, R_TS (3, 3) (None: the same), as the
+    executor turns them (its ``sensor_mount``)."""
     ok, _ = s.jumps()
     jumped = np.asarray(s.log, dtype=float)[~ok]
     frames = sorted(set(s.frames))
@@ -238,13 +242,20 @@ def wrench_rows(s: Series, tool: Series, table: str) -> tuple[FloatArray, np.nda
         order = np.argsort(t_tool, kind='stable')
         t_tool = t_tool[order]
         R_all = np.array([quaternion_matrix(r[4:8]) for r in tool.rows])[order]
+        if R_TS is not None:  # the sensor turned on the fingertip (the executor's mount)
+            R_all = R_all @ np.asarray(R_TS, dtype=float)
         t_s = stamps[sensor]
         k = np.clip(np.searchsorted(t_tool, t_s, side='right') - 1, 0, len(t_tool) - 1)
         f_W[sensor] = np.einsum('nij,nj->ni', R_all[k], F[sensor, :3])
         stale = np.zeros(len(stamps), dtype=bool)
         stale[np.flatnonzero(sensor)[np.abs(t_s - t_tool[k]) > MAX_TOOL_AGE_S]] = True
         ok = ok & ~stale
-        where += ', turned into the table frame with the /pusher/pose orientation'
+        where += ', turned into the table frame with the /pusher/pose orientation' + (
+            ' and the sensor mount'
+            if R_TS is not None
+            else ' (the sensor taken as mounted square on the fingertip: give its mount when '
+            'it is turned)'
+        )
     data = np.column_stack((stamps, f_W[:, :2]))[ok]
     order = np.argsort(data[:, 0], kind='stable')
     return data[order], jumped, '', where

@@ -492,6 +492,35 @@ def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
     for a, b in zip(turned.pushes, read_pushes(bag).pushes, strict=True):
         np.testing.assert_allclose(a.push.f_W, b.push.f_W, atol=1e-9)
 
+    # A sensor turned a quarter on the fingertip (the executor's sensor_mount): read with
+    # its mount it is the same push; read without it, forces a quarter off, and said so.
+    quarter = math.pi / 2
+    c2, s2 = math.cos(yaw + quarter), math.sin(yaw + quarter)
+
+    def mounted(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+        if topic == '/pusher/pose':
+            q = msg.pose.orientation
+            q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
+        if topic == '/ft/wrench':
+            f = msg.wrench.force
+            f.x, f.y = c2 * f.x + s2 * f.y, -s2 * f.x + c2 * f.y
+            msg.header.frame_id = 'ft_sensor'
+            return [('/netft/wrench', t, msg)]
+        return [(topic, t, msg)]
+
+    types = {'/netft/wrench': 'geometry_msgs/msg/WrenchStamped'}
+    turned_out = rewrite(bag, tmp_path / 'mounted', store, mounted, types)
+    mount = [0.0, 0.0, math.sin(quarter / 2), math.cos(quarter / 2)]
+    right = read_pushes(turned_out, sensor_mount=mount)
+    assert right.wrench_from.endswith('and the sensor mount')
+    for a, b in zip(right.pushes, read_pushes(bag).pushes, strict=True):
+        np.testing.assert_allclose(a.push.f_W, b.push.f_W, atol=1e-9)
+    square = read_pushes(turned_out)
+    assert 'give its mount when it is turned' in square.wrench_from
+    assert not np.allclose(square.pushes[0].push.f_W, right.pushes[0].push.f_W, atol=1e-3)
+    with pytest.raises(SlideInputError, match='a sensor mount is a unit quaternion'):
+        read_pushes(turned_out, sensor_mount=[0.0, 0.0, 0.0])
+
     def camera_frame(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
         if topic == '/ft/wrench':
             msg.header.frame_id = 'camera_link'
