@@ -200,6 +200,7 @@ class PlannerNode(SlideNode):
             int(goal.seed),
             self.cell,
             self.config.push_speed,
+            int(goal.attempt),
         )
         self._check(handle)
         primitive_to_msg(primitive, self.cell.fingertip, out.primitive)

@@ -311,7 +311,12 @@ class RosDecider:
         return result
 
     def exploration(
-        self, grid: Grid, X_WO: FloatArray, belief: Belief | None, done: Sequence[Primitive]
+        self,
+        grid: Grid,
+        X_WO: FloatArray,
+        belief: Belief | None,
+        done: Sequence[Primitive],
+        attempt: int = 0,
     ) -> Primitive:
         goal = ChooseExploration.Goal()
         grid_to_msg(grid, X_WO, goal.object)
@@ -319,6 +324,7 @@ class RosDecider:
             goal.belief = self._belief_msg(belief, X_WO)
         goal.done = [primitive_to_msg(p, self.cell.fingertip, PushPrimitive()) for p in done]
         goal.seed = self.seed
+        goal.attempt = int(attempt)
         result = self._ok(
             self.caller.call(self.explore_client, 'exploration choice', goal, TIMEOUTS['plan']),
             'exploration choice',

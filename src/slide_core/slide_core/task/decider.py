@@ -106,17 +106,24 @@ def exploration_push(
     seed: int,
     workcell: Workcell,
     speed: float,
+    attempt: int = 0,
 ) -> Primitive:
     """Exploratory push ``index`` of an episode: random (:func:`random_push`) before any
     belief or under the 'random' policy, else the most distinctive push under ``belief``
-    (paper 2); the draws come from the stream ``[seed, 1, index]``."""
+    (paper 2); the draws come from the stream ``[seed, 1, index]``. Its ``attempt``-th try
+    after ones the world refused is random, from the stream ``[seed, 1, index, attempt]``:
+    the same push (the most distinctive one is the same from the same pose) was refused
+    again, and the retries were spent on it."""
     if policy not in EXPLORATION:
         raise SlideInputError(
             f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'
         )
-    rng = np.random.default_rng([abs(int(seed)), 1, int(index)])
+    if attempt < 0:
+        raise SlideInputError(f'attempt must not be negative, got {attempt}')
+    stream = [abs(int(seed)), 1, int(index)] + ([int(attempt)] if attempt else [])
+    rng = np.random.default_rng(stream)
     tip, obstacles = workcell.fingertip, workcell.obstacles
-    if policy == 'random' or belief is None:
+    if policy == 'random' or belief is None or attempt:
         return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     pool = on_table(candidates(belief, tip), grid, X_WO, workcell.table, tip, obstacles)
     if not pool:  # every side's push would leave the middle of the table, or hit an obstacle
@@ -183,6 +190,7 @@ class LocalDecider:
         X_WO: FloatArray,
         belief: Belief | None,
         done: Sequence[Primitive],
+        attempt: int = 0,
     ) -> Primitive:
         return exploration_push(
             grid,
@@ -193,6 +201,7 @@ class LocalDecider:
             self.seed,
             self.workcell,
             self.config.push_speed,
+            attempt,
         )
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:

@@ -208,7 +208,9 @@ class Task:
             self.observe()
             assert st.grid is not None and st.X_WO is not None
             try:
-                primitive = self.decider.exploration(st.grid, st.X_WO, st.belief, st.explored)
+                primitive = self.decider.exploration(
+                    st.grid, st.X_WO, st.belief, st.explored, attempt
+                )
             except NoSolutionError as exc:
                 raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
             n = len(st.explored) + 1

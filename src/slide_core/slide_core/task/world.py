@@ -89,8 +89,10 @@ class Decider(Protocol):
         X_WO: FloatArray,
         belief: Belief | None,
         done: Sequence[Primitive],
+        attempt: int = 0,
     ) -> Primitive:
-        """The next exploratory push (``belief`` is None before the first identification)."""
+        """The next exploratory push (``belief`` is None before the first identification);
+        ``attempt``: tries of it the world refused so far (a retry draws another push)."""
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
         """The belief from what the exploratory pushes measured."""

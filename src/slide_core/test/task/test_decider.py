@@ -16,3 +16,29 @@ def test_settings_that_cannot_identify_are_refused_when_made():
         IdentificationSettings(K=8, budget=7)
     assert IdentificationSettings(method='analytic', K=8, budget=7).budget == 7
     assert IdentificationSettings(K=8, budget=8).K == 8
+
+
+def test_a_retried_exploratory_push_is_another_push():
+    # From the same pose under the same belief the most distinctive push is the same one:
+    # each retry after the world refused it (an off-outline contact) sent it again.
+    import numpy as np
+
+    from slide_core.model import Belief, load_object, load_workcell
+    from slide_core.task import exploration_push
+
+    spec, cell = load_object('box'), load_workcell()
+    belief = Belief.create(spec.grid, spec.mass, spec.friction)
+    X = np.array([0.4, 0.0, 0.3])
+
+    def draw(attempt: int) -> object:
+        return exploration_push(
+            spec.grid, X, belief, 2, 'most-distinctive', 7, cell, 0.05, attempt
+        )
+
+    first, again = draw(0), draw(0)
+    assert (first.p_OA == again.p_OA).all()  # the same stream, the same push
+    tries = [draw(k) for k in (1, 2, 3)]
+    assert all(not np.allclose(t.p_OA, first.p_OA) for t in tries)
+    assert len({tuple(np.round(t.p_OA, 6)) for t in tries}) == 3
+    with pytest.raises(SlideInputError, match='attempt must not be negative'):
+        draw(-1)

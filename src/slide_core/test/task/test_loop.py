@@ -470,13 +470,17 @@ class Explorer:
 
     def __init__(self) -> None:
         self.drawn = 0
+        self.attempts: list[int] = []
         plan = SimpleNamespace(
             primitive=PRIMITIVE, expected_distance=0.01, p_WF0=np.zeros(2), simulations=0
         )
         self.step_ = Step(False, None, GOAL.X_WO, plan, 0.0)  # type: ignore[arg-type]
 
-    def exploration(self, grid: Grid, X_WO: np.ndarray, belief: object, done: object) -> Primitive:
+    def exploration(
+        self, grid: Grid, X_WO: np.ndarray, belief: object, done: object, attempt: int = 0
+    ) -> Primitive:
         self.drawn += 1
+        self.attempts.append(attempt)
         return PRIMITIVE
 
     def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
@@ -502,6 +506,7 @@ def test_a_failed_exploratory_push_is_chosen_again_and_a_fall_ends_as_one() -> N
     t, arm, decider = faulty([PushFailed('executor: stale pose')])
     t.explore_once()
     assert (arm.tried, decider.drawn, len(t.state.explored), len(t.state.pushes)) == (2, 2, 1, 1)
+    assert decider.attempts == [0, 1]  # the retry is drawn as one (not the same push again)
     for faults, outcome, reason in (
         ([PushFailed('gone', fell=True)], Outcome.FELL, 'gone'),
         ([PushFailed('stale'), PushFailed('stale again')], Outcome.PUSH_FAILED, 'stale again'),
@@ -627,9 +632,9 @@ def test_an_object_moved_before_an_exploratory_push_is_pushed_where_it_is_now() 
     seen: list[np.ndarray] = []
 
     class Watching(Explorer):
-        def exploration(self, grid, X_WO, belief, done):  # type: ignore[no-untyped-def]
+        def exploration(self, grid, X_WO, belief, done, attempt=0):  # type: ignore[no-untyped-def]
             seen.append(np.array(X_WO))
-            return super().exploration(grid, X_WO, belief, done)
+            return super().exploration(grid, X_WO, belief, done, attempt)
 
     t, arm, _ = faulty([])
     t.decider = Watching()
