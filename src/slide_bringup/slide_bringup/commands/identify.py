@@ -171,6 +171,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # the installed config).
     height = load_workcell().fingertip.push_heights(grid, args.push_moment)
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
+    if train.still:
+        warnings.append(
+            f'the object did not move in push(es) {list(train.still)}: they add nothing to '
+            'the fit (a push that missed it, or could not move it)'
+        )
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
     ) as bar:

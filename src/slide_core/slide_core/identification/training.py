@@ -72,6 +72,8 @@ class TrainingSet:
             (one number: the same for every step); its moment shifts the loads of step t by
             ``dN_t`` (:meth:`Support.tipping_loads`), so the friction forces are
             mu (N + dN_t). 0: no shift (the papers').
+        still: the indices of the pushes given in which the object never moved: they add
+            nothing (a push that missed, or one that could not move it).
     """
 
     grid: Grid
@@ -82,6 +84,7 @@ class TrainingSet:
     pushes: int
     support: str = DEFAULT_SUPPORT
     push_height: FloatArray | float = 0.0
+    still: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         arm = checked_heights(self.push_height, self.steps, 'step')
@@ -115,6 +118,7 @@ class TrainingSet:
         w_cell = grid.cell_size
         rho = float(np.sqrt(np.mean(np.sum(r**2, axis=1)))) or w_cell
         Qs, Gs, ws, arms = [], [], [], []
+        still: list[int] = []
         for pd in pushes:
             X = pd.X_steps
             dt = pd.push.dt
@@ -135,6 +139,7 @@ class TrainingSet:
             speed = np.linalg.norm(v_i, axis=2)
             moving = speed.max(axis=1) >= MIN_SPEED
             if not moving.any():
+                still.append(pd.index)
                 continue
             d_i = v_i / np.sqrt(speed**2 + SPEED_EPS**2)[..., None]
             cross_v = r[None, :, 0] * d_i[..., 1] - r[None, :, 1] * d_i[..., 0]
@@ -164,7 +169,9 @@ class TrainingSet:
             arms.append(h_cell[grid.nearest_cells(p)][keep])
         if not ws:
             raise IdentificationError(
-                'the object never moves in the training pushes: nothing to identify from'
+                'the object never moves in the training pushes: nothing to identify from '
+                '(did they touch it, and can they move it? see that the object poses follow '
+                'it)'
             )
         return cls(
             grid,
@@ -175,6 +182,7 @@ class TrainingSet:
             len(ws),
             check_support(support),
             np.concatenate(arms),
+            tuple(still),
         )
 
     @cached_property

@@ -234,3 +234,17 @@ def test_a_pose_that_jumps_faster_than_a_push_moves_is_refused(
     with pytest.raises(IdentificationError, match=f'push 4: the object pose {what}'):
         push_from_samples(grid, 4, t, bad, p_WF, f_W, 0.0, 0.8)
     push_from_samples(grid, 4, t, X, p_WF, f_W, 0.0, 0.8)
+
+
+def test_a_push_in_which_the_object_never_moved_is_named_as_adding_nothing() -> None:
+    # It was left out of the fit without a word, and listed among the pushes trained on.
+    from slide_core.identification import IdentificationError, TrainingSet
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    moving = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    still_X = np.tile(X[0], (len(t), 1))
+    missed = push_from_samples(grid, 3, t, still_X, p_WF, np.zeros_like(f_W), 0.0, 0.8)
+    assert TrainingSet.from_pushes(grid, [moving, missed]).still == (3,)
+    assert TrainingSet.from_pushes(grid, [moving]).still == ()
+    with pytest.raises(IdentificationError, match='did they touch it, and can they move it'):
+        TrainingSet.from_pushes(grid, [missed])
