@@ -246,9 +246,8 @@ def build_push(
             raise IdentificationError(
                 f'{source}: push {index}: no {what} for {gaps[k]:.2f} s from '
                 f'{times[k] - t_start:.2f} s after its start (at most {limit:g} s): the '
-                'push is not read across a gap'
+                'push is not read across a gap' + _UNITS * bool(t_next - t_start > LONGEST_PUSH_S)
             )
-    _check_jumps(P, t_start, source, index)
     # (the whole series up to the push's end: the free air starts before its first pose)
     sensor = sensor_offset(
         wrench[wrench[:, 0] < P[-1, 0]], tips[tips[:, 0] <= P[-1, 0]], grid, P[0, 1:4], t_start
@@ -257,7 +256,11 @@ def build_push(
     touch = sensor.touch_n
     steps = int(np.floor((P[-1, 0] - P[0, 0]) / dt))
     if steps < 2:
-        raise IdentificationError(f'{source}: push {index} lasts less than two steps')
+        short = bool(P[-1, 0] - P[0, 0] < 0.01 * dt)
+        raise IdentificationError(
+            f'{source}: push {index} lasts less than two steps' + _UNITS * short
+        )
+    _check_jumps(P, t_start, source, index)
     t = P[0, 0] + dt * np.arange(steps + 1)
     yaw = np.unwrap(P[:, 3])
     touching = W[np.hypot(W[:, 1], W[:, 2]) >= touch, 0]
@@ -305,6 +308,13 @@ def build_push(
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
     return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+
+
+_UNITS = ' (are its times in seconds?)'
+"""Said where a push's times look scaled: a gap in a push longer than LONGEST_PUSH_S, or a
+push of less than a hundredth of a step (milliseconds or microseconds read as seconds)."""
+LONGEST_PUSH_S = 300.0
+"""[s] no push lasts this long (50 cm at 2 mm/s): a longer one's times are not seconds."""
 
 
 def _check_jumps(P: FloatArray, t_start: float, source: str, index: int) -> None:

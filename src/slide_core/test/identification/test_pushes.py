@@ -248,3 +248,15 @@ def test_a_push_in_which_the_object_never_moved_is_named_as_adding_nothing() -> 
     assert TrainingSet.from_pushes(grid, [moving]).still == ()
     with pytest.raises(IdentificationError, match='did they touch it, and can they move it'):
         TrainingSet.from_pushes(grid, [missed])
+
+
+def test_times_in_the_wrong_unit_are_suspected_aloud() -> None:
+    # Milliseconds read as seconds: 'no object pose for 10.00 s from 2250.00 s after its
+    # start', with no word of the unit.
+    from slide_core.identification import IdentificationError
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    with pytest.raises(IdentificationError, match=r'are its times in seconds\?'):
+        push_from_samples(grid, 1, t * 1000, X, p_WF, f_W, 0.0, 800.0)
+    with pytest.raises(IdentificationError, match=r'two steps \(are its times in seconds\?\)'):
+        push_from_samples(grid, 1, t / 1e6, X, p_WF, f_W, 0.0, 0.8e-6)
