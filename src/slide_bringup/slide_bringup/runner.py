@@ -64,6 +64,21 @@ def executable(spec: NodeSpec) -> Path:
     return path
 
 
+def fresh_log_dir(base: Path) -> Path:
+    """A new folder under ``base`` named by the time to the second, made here (with -2, -3
+    ... after the name when another run took it: two runs started in the same second
+    shared one, and each node's log emptied the other's)."""
+    stamp = time.strftime('%Y%m%d-%H%M%S')
+    for k in range(1, 1000):
+        path = base / (stamp if k == 1 else f'{stamp}-{k}')
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return path
+    raise GraphError(f'no new log folder under {base} for {stamp}: give --log-dir')
+
+
 def command(spec: NodeSpec) -> list[str]:
     """The command line of one node."""
     from slide_ros.params import ros_args
@@ -71,6 +86,12 @@ def command(spec: NodeSpec) -> list[str]:
     args = ros_args(spec.parameters, spec.remappings)
     where = ['-r', f'__ns:=/{spec.namespace}'] if spec.namespace else []
     return [str(executable(spec)), *spec.arguments, *args, *where, '-r', f'__node:={spec.name}']
+
+
+AFTER_DEATH_S = 30.0
+"""How long [s] :meth:`Graph.wait_for` waits for its node once another died: enough for
+the behaviour to end its episode with the reason (a node gone mid-episode), where a node
+dead at start-up left it retrying its configure for ever."""
 
 
 class Graph:
@@ -145,7 +166,8 @@ class Graph:
         timeout_s: float | None = None,
         on_exit: Callable[[str, int], None] | None = None,
     ) -> int | None:
-        """Wait until node ``name`` exits; its exit code (None on timeout). Any other node
+        """Wait until node ``name`` exits; its exit code (None on timeout, or when another
+        node died and ``name`` had not ended :data:`AFTER_DEATH_S` later). Any other node
         that exits meanwhile is passed to ``on_exit`` (name, exit code) once."""
         target = next((r.process for r in self.nodes if r.spec.name == name), None)
         if target is None:
@@ -155,6 +177,11 @@ class Graph:
             for other, code in self.exited():
                 if other != name and on_exit is not None:
                     on_exit(other, code)
+                if other != name and code != 0:
+                    # A node it needs is gone: ``name`` would wait for it for ever (the
+                    # behaviour retries its configure until every node it needs is up).
+                    gone = time.monotonic() + AFTER_DEATH_S
+                    end = gone if end is None else min(end, gone)
             if target.poll() is not None:
                 return target.returncode
             if end is not None and time.monotonic() > end:

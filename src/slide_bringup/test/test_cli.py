@@ -41,6 +41,25 @@ def test_json_output_is_exactly_one_object_on_stdout() -> None:
     assert out.stdout.count('\n') == 1
     assert result['ok'] is True
     assert result['checks']['slide_core']['ok'] is True
+    assert result['checks']['nodes']['detail'] == '7 node executables installed'
+
+
+def test_doctor_fails_where_the_demo_could_not_start(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # With no workcell file it said 'all checks passed', and slide demo then failed at once.
+    import os
+
+    assert SLIDE is not None
+    env = {**os.environ, 'SLIDE_CONFIG_DIR': str(tmp_path)}
+    out = subprocess.run(
+        [SLIDE, 'doctor', '--json', '--skip-ros'], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 3, out.stderr
+    checks = json.loads(out.stdout)['checks']
+    assert (
+        not checks['workcell']['ok']
+        and 'cannot read the workcell file' in (checks['workcell']['detail'])
+    )
+    assert checks['slide_core']['ok']
 
 
 def test_unknown_subcommand_is_a_one_line_error() -> None:

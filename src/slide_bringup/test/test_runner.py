@@ -129,3 +129,31 @@ def test_sigterm_stops_the_graph_and_says_it_was_a_termination(tmp_path: Path) -
         assert child.stdout.readline().strip() == 'Terminated'
         child.wait(20)
         assert _gone(node, 10), f'node {node} outlived the stopped graph'
+
+
+def test_waiting_for_a_node_ends_once_another_died_and_it_did_not_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The behaviour retries its configure for ever while a node it needs is dead: with
+    # exit_on_done, `slide launch` waited for it until someone stopped it by hand.
+    from slide_bringup import runner
+
+    monkeypatch.setattr(runner, 'AFTER_DEATH_S', 1.0)
+    broken = NodeSpec('slide_perception', 'perception_node', 'perception', {})
+    with Graph([NETFT, broken], tmp_path / 'logs') as graph:
+        t0 = time.monotonic()
+        assert graph.wait_for('netft', on_exit=lambda *e: None) is None  # no timeout given
+        assert time.monotonic() - t0 < 30
+
+
+def test_runs_started_in_the_same_second_get_folders_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both wrote into one folder, each node's log emptying the other's.
+    from slide_bringup import runner
+
+    monkeypatch.setattr(runner.time, 'strftime', lambda _fmt: '20261128-201245')
+    folders = [runner.fresh_log_dir(tmp_path / 'out') for _ in range(3)]
+    assert [f.name for f in folders] == ['20261128-201245', '20261128-201245-2',
+                                         '20261128-201245-3']  # fmt: skip
+    assert all(f.is_dir() for f in folders)

@@ -115,7 +115,7 @@ class Watcher:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.graph import pregrasp
-    from slide_bringup.runner import Graph
+    from slide_bringup.runner import Graph, fresh_log_dir
     from slide_core.files import check_folder, check_output
     from slide_core.geometry import overhang
     from slide_core.io import grid_from_msg
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise ValueError(f'--timeout must be a positive number of seconds, got {args.timeout}')
     load_object(args.object)  # a bad object is bad input, before anything starts
-    log_dir = args.log_dir or Path('out/demo') / time.strftime('%Y%m%d-%H%M%S')
-    check_folder(log_dir, '--log-dir')
-    t0 = time.perf_counter()
+    if args.log_dir is not None:
+        check_folder(args.log_dir, '--log-dir')
+    t0, started = time.perf_counter(), time.time()
     specs = pregrasp(
         {
             'object': str(args.object),
@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
         }
     )  # the arguments are checked before anything of an earlier run is touched
+    log_dir = args.log_dir or fresh_log_dir(Path('out/demo'))
     # A --log-dir used before may hold an older run's beliefs: only this run's are kept
     # (the last, and those its planned pushes were decided under, belief.N.yaml).
     belief_file = log_dir / 'belief.yaml'
@@ -208,7 +209,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # The twin publishes its truth at 5 Hz: an old one would score a stale world.
         out['truth_messages'] = watcher.truth_count
         out['truth_age_s'] = round(truth_age, 2)
-    out['png'] = str(args.png) if args.png.exists() else None
+    # This run's picture only: an older run's at the same path was reported as this one's
+    # when the episode ended before its first belief.
+    drawn = args.png.exists() and args.png.stat().st_mtime >= started
+    out['png'] = str(args.png) if drawn else None
     out['belief'] = str(belief_file) if belief_file.exists() else None
     # The graph's word (the gripper holds after the lift), checked against the twin's truth.
     out['ok'] = bool(

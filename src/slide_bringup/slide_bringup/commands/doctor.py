@@ -11,7 +11,10 @@ import sys
 from typing import Any
 
 NAME = 'doctor'
-HELP = 'check the environment: Python, slide_core, ROS 2 (rclpy, DDS, actions), MuJoCo'
+HELP = (
+    'check the environment: Python, slide_core, ROS 2 (rclpy, DDS, actions), MuJoCo, the '
+    'workcell file and the nodes'
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +37,28 @@ def _ros_roundtrip() -> str:
     return f'Push action goal, 3 feedback, result in {rt.seconds:.2f} s'
 
 
+def _workcell() -> str:
+    """The workcell file and its camera calibration load (the demo refused to start
+    without them, while the doctor said every check passed)."""
+    from slide_core.model import load_workcell, workcell_path
+    from slide_core.perception import load_extrinsics
+
+    cell = load_workcell()
+    load_extrinsics(cell.camera_extrinsics)
+    return f'{workcell_path()}, camera {cell.camera_extrinsics.name}'
+
+
+def _nodes() -> str:
+    """Every node of the twin graph is installed (``slide demo`` starts them)."""
+    from slide_bringup.graph import pregrasp
+    from slide_bringup.runner import command
+
+    specs = pregrasp({})
+    for spec in specs:
+        command(spec)  # GraphError naming the package that is not built
+    return f'{len(specs)} node executables installed'
+
+
 def _mujoco() -> str:
     import mujoco
 
@@ -54,6 +79,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'slide_interfaces': lambda: (
             importlib.import_module('slide_interfaces.action') and 'generated types import'
         ),
+        'workcell': _workcell,
+        'nodes': _nodes,
     }
     if not args.skip_ros:
         checks['ros_action_roundtrip'] = _ros_roundtrip

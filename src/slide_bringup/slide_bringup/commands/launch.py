@@ -50,14 +50,14 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.graph import ARGUMENTS, pregrasp
-    from slide_bringup.runner import Graph
+    from slide_bringup.runner import Graph, fresh_log_dir
     from slide_bringup.signals import Terminated
 
     if args.list:
         return {name: {'default': d, 'help': h} for name, (d, h) in ARGUMENTS.items()}
     given = parse_assignments(args.assignments)
     specs = pregrasp(given)
-    log_dir = args.log_dir or Path('out/launch') / time.strftime('%Y%m%d-%H%M%S')
+    log_dir = args.log_dir or fresh_log_dir(Path('out/launch'))
     graph = Graph(specs, log_dir)
     graph.start()
     names = [s.name for s in specs]
