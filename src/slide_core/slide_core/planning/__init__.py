@@ -102,6 +102,7 @@ from slide_core.planning.push import (
     PushPlan,
     carried_area,
     leave_probability,
+    lost_probability,
     select_push,
 )
 
@@ -141,6 +142,7 @@ __all__ = [
     'reached',
     'resample',
     'leave_probability',
+    'lost_probability',
     'select_push',
     'select_goal',
     'push_leans',

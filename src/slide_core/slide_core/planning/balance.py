@@ -205,19 +205,24 @@ def is_valid(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
 def fall_probability(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> float:
     """Weight of the belief that would not stay balanced while pushed (each model with
     :func:`needed_margins`) at their own predicted poses X_K (K, 3)."""
+    return float(belief.weight @ falls(belief, X_K, config))
+
+
+def falls(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> NDArray[np.bool_]:
+    """(K,) which models would not stay balanced while pushed at their own predicted poses
+    X_K (K, 3) (:func:`fall_probability`)."""
     com = _com(belief)
     need = needed_margins(belief, config)
     corners, sides = outline_of(belief.grid)
     out = np.empty(1)
-    fall = 0.0
+    fell = np.zeros(belief.K, dtype=bool)
     for k in range(belief.K):
         X = X_K[k]
         kernels.support_margins(
             corners, sides, float(X[0]), float(X[1]), float(X[2]), com[k : k + 1], out
         )
-        if out[0] < need[k]:
-            fall += float(belief.weight[k])
-    return fall
+        fell[k] = out[0] < need[k]
+    return fell
 
 
 YAW_BINS = 720

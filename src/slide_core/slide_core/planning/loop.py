@@ -36,14 +36,17 @@ def final_grasp(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | Non
 
 
 def next_waypoint(waypoints: FloatArray, X_WO: Any, lookahead: float, rho: float) -> FloatArray:
-    """The waypoint a push aims at: the farthest of ``waypoints`` (N, 3) within
-    ``lookahead`` (SE(2) distance) of X_WO, at least the one after the start."""
+    """The waypoint a push aims at: along ``waypoints`` (N, 3), the last before the first
+    one beyond ``lookahead`` (SE(2) distance) of X_WO, at least the one after the start.
+    (The farthest within it skipped a detour: a path round the end of a rail came back
+    within reach across it, and the push aimed through the rail.)"""
     X = check_pose(X_WO, 'X_WO')
     if len(waypoints) < 2:
         return np.asarray(waypoints[-1], dtype=float)
     d = se2_distance(waypoints[1:], X[None, :], rho)
-    within = np.nonzero(d <= lookahead)[0]
-    return np.asarray(waypoints[1 + (int(within.max()) if len(within) else 0)], dtype=float)
+    beyond = np.nonzero(d > lookahead)[0]
+    k = int(beyond[0]) - 1 if len(beyond) else len(d) - 1
+    return np.asarray(waypoints[1 + max(k, 0)], dtype=float)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from slide_core.planning import (
     is_valid,
     landing_turn,
     leave_probability,
+    lost_probability,
     next_step,
     next_waypoint,
     plan_path,
@@ -526,6 +527,35 @@ def test_the_models_that_carry_the_object_off_the_table_or_onto_an_obstacle_are_
     assert leave_probability(two, np.array([[0.4, 0.3, 0.0], middle]), boxed) == pytest.approx(0.3)
     # Over the free edge is the balance test's.
     assert leave_probability(two, np.array([[0.05, 0.0, 0.0]] * 2), CONFIG) == 0.0
+    # A path (K, T, 3) leaves when any pose of it does; a model lost by falling and another
+    # by leaving add up (each was allowed epsilon on its own).
+    through = np.array([[middle, [0.4, 0.3, 0.0], middle], [middle] * 3])
+    assert leave_probability(two, through, boxed) == pytest.approx(0.3)
+    assert lost_probability(two, through, boxed) == pytest.approx(0.3)
+    falling = np.array([[middle] * 3, [middle, middle, [-0.05, 0.0, 0.0]]])
+    assert lost_probability(two, np.stack((through[0], falling[1])), boxed) == 1.0
+
+
+def test_a_push_that_sweeps_the_object_through_an_obstacle_is_not_chosen() -> None:
+    # Only the push's end pose was checked: the bar went through a 6 mm post it ended clear
+    # of, 29 of its 36 steps in it.
+    from slide_core.physics.quasistatic import push as rollout
+
+    post = Obstacle((0.36, 0.05), (0.003, 0.003))
+    posted = replace(CONFIG, obstacles=(post,))
+    X = np.array([0.40, 0.0, np.pi / 2])
+    plan = select_push(uniform(), X, X + [-0.08, 0.0, 0.0], posted)
+    d_W = rotation(X[2]) @ plan.primitive.d_O
+    poses = rollout(BAR, M, MU, X, plan.p_WF0, d_W, plan.primitive.travel, TIP.radius, TIP.mu)
+    assert all(in_workspace(BAR, Xi, posted) for Xi in poses.X_WO[0])
+
+
+def test_a_planned_push_is_no_longer_than_push_max() -> None:
+    # Its steps were rounded up: 0.084 m for a push_max of 0.08 m.
+    for sim_step, push_max in ((0.007, 0.08), (0.003, 0.05), (0.01, 0.015)):
+        config = replace(CONFIG, sim_step=sim_step, push_max=push_max)
+        plan = select_push(uniform(), [0.4, 0.0, 0.0], [0.25, 0.0, 0.0], config)
+        assert plan.primitive.travel <= push_max + 1e-12
 
 
 def test_the_gripper_comes_down_clear_of_the_overhang_whatever_its_pads_depth() -> None:
@@ -660,6 +690,11 @@ def test_next_waypoint_looks_ahead_within_reach() -> None:
     W = np.column_stack((np.linspace(0.0, 0.2, 11), np.zeros(11), np.zeros(11)))
     np.testing.assert_allclose(next_waypoint(W, [0, 0, 0], 0.06, 0.1), W[3])
     np.testing.assert_allclose(next_waypoint(W, [0, 0, 0], 0.001, 0.1), W[1])
+    # A path that goes round the end of a wall comes back within reach on its far side:
+    # the farthest waypoint within reach was there, across the wall; it is the last before
+    # the path first leaves reach.
+    out_and_back = np.array([[0, 0, 0], [0.03, 0, 0], [0.05, 0, 0], [0.2, 0, 0], [0.05, 0.02, 0]])
+    np.testing.assert_allclose(next_waypoint(out_and_back, [0, 0, 0], 0.06, 0.1), [0.05, 0, 0])
 
 
 def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
