@@ -35,16 +35,29 @@ def plan_path(
     belief: Belief, X_start: Any, X_goal: Any, config: PlannerConfig, seed: int = 1
 ) -> SE2Path:
     """RRT* (OMPL) from X_start to X_goal through valid poses (:func:`is_valid`), every
-    waypoint of the result valid; see :func:`rrt_star`. Up to PATH_ATTEMPTS seeds (``seed``,
-    ``seed + 1``, ...) are tried before PlanningError."""
+    waypoint of the result valid and the last at the goal; see :func:`rrt_star`. Up to
+    PATH_ATTEMPTS seeds (``seed``, ``seed + 1``, ...) are tried before PlanningError. (A
+    path OMPL found only part of the way, its end short of an unreachable goal, was pushed
+    along as if it led there: the object wandered beside a wall until the stall stop.)"""
     t0 = time.perf_counter()
+    short: SE2Path | None = None
     for attempt in range(PATH_ATTEMPTS):
         path = rrt_star(belief, X_start, X_goal, config, seed + attempt)
         if not is_valid(belief, X_start, config):
             return path  # straight from an invalid start, by design (see rrt_star)
         bad = [X for X in path.waypoints[1:] if not is_valid(belief, X, config)]
-        if not bad:
+        if not bad and path.exact:
             return SE2Path(path.waypoints, time.perf_counter() - t0, path.exact)
+        if not bad:
+            short = path
+    if short is not None:
+        end = short.waypoints[-1]
+        gap = float(se2_distance(end, check_pose(X_goal, 'X_goal'), belief.radius()))
+        raise PlanningError(
+            f'RRT* found no path from {np.round(X_start, 3).tolist()} to the goal (the '
+            f'nearest it came, {np.round(end, 3).tolist()}, is {gap * 100:.1f} cm from it; '
+            f'{PATH_ATTEMPTS} seeds tried): obstacles or the balance limit close it off'
+        )
     raise PlanningError(
         f'RRT* paths from {np.round(X_start, 3).tolist()} kept cutting an obstacle or the '
         f'balance limit between checked poses ({PATH_ATTEMPTS} seeds tried)'

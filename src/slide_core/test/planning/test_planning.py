@@ -491,6 +491,12 @@ def test_rrt_path_goes_around_an_obstacle_and_stays_valid() -> None:
     # Yaws that went round more than half a turn (as rollouts leave them) are fine.
     wound = plan_path(models, start + [0, 0, 2 * np.pi], goal - [0, 0, 2 * np.pi], config)
     assert se2_distance(wound.waypoints[-1], goal, models.radius()) < 2e-3
+    # A wall across the whole table: OMPL's path part of the way, 0.5 m short, was pushed
+    # along as if it led to the goal.
+    across = Obstacle((0.4, 0.0), (0.01, 0.6))
+    closed = PlannerConfig(**{**config.__dict__, 'obstacles': (across,)})
+    with pytest.raises(PlanningError, match=r'RRT\* found no path from .* to the goal'):
+        plan_path(models, [0.6, 0.0, 0.0], [0.03, 0.0, 0.0], closed)
 
 
 def test_planned_pushes_keep_the_fingertip_out_of_obstacles_and_start_from_a_clear_path() -> None:
