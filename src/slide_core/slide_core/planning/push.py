@@ -219,6 +219,7 @@ def select_push(
     # Sides whose push direction points against the wanted translation cannot help unless
     # the object mostly has to turn.
     dp = Xt[:2] - X[:2]
+    every = sides
     if np.linalg.norm(dp) > 0.5 * rho * abs(float(wrap_angle(Xt[2] - X[2]))) + 1e-9:
         R = rotation(float(X[2]))
         u = dp / np.linalg.norm(dp)
@@ -229,6 +230,16 @@ def select_push(
         offsets = np.array([0.0])
     cand = [(s, float(o) * s.half) for s in sides for o in offsets]
     cost, X_W = ev.run([c[0] for c in cand], [c[1] for c in cand])
+    if not np.isfinite(cost).any() and len(sides) < len(every):
+        # No fingertip fits where the sides that face the way to go start (the object's
+        # back against a box): the others can still turn or slide it.
+        cand = [(s, float(o) * s.half) for s in every for o in offsets]
+        cost, X_W = ev.run([c[0] for c in cand], [c[1] for c in cand])
+    if not np.isfinite(cost).any():
+        raise PlanningError(
+            'no push can start: the fingertip has no room to come down beside the object '
+            f'(obstacles, or the table, around it; target {np.round(Xt, 3).tolist()})'
+        )
     # Best step of each candidate; try them best first until one keeps the object safe.
     best_t = np.argmin(cost, axis=1)
     best_c = cost[np.arange(len(cand)), best_t]

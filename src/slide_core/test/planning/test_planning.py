@@ -556,6 +556,28 @@ def test_a_push_that_sweeps_the_object_through_an_obstacle_is_not_chosen() -> No
     assert all(in_workspace(BAR, Xi, posted) for Xi in poses.X_WO[0])
 
 
+def test_an_object_whose_back_is_against_a_box_is_pushed_from_a_side() -> None:
+    # No fingertip fits behind it, and the sides were never tried: 'every candidate push
+    # risks a fall', where nothing would fall.
+    box = Obstacle((0.55, 0.0), (0.1, 0.5))  # its face at x = 0.45, 3 mm from the bar
+    boxed = replace(CONFIG, obstacles=(box,))
+    X = np.array([0.347, 0.0, 0.0])
+    plan = select_push(uniform(), X, X + [-0.05, 0.0, 0.0], boxed)
+    assert abs(plan.primitive.d_O[0]) < 1e-9  # across the bar, from a long side
+    # Hemmed in on every side, it says that no push can start.
+    cage = tuple(
+        Obstacle(c, h)
+        for c, h in (
+            ((0.55, 0.0), (0.1, 0.5)),
+            ((0.15, 0.0), (0.1, 0.5)),
+            ((0.35, 0.14), (0.1, 0.1)),
+            ((0.35, -0.14), (0.1, 0.1)),
+        )
+    )
+    with pytest.raises(PlanningError, match='no push can start: the fingertip has no room'):
+        select_push(uniform(), [0.35, 0.0, 0.0], [0.3, 0.0, 0.0], replace(CONFIG, obstacles=cage))
+
+
 def test_a_planned_push_is_no_longer_than_push_max() -> None:
     # Its steps were rounded up: 0.084 m for a push_max of 0.08 m.
     for sim_step, push_max in ((0.007, 0.08), (0.003, 0.05), (0.01, 0.015)):
