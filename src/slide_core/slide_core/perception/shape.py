@@ -149,10 +149,13 @@ def _raster(
     w: float,
     sub: int,
     table_P: FloatArray | None = None,
+    one_piece: bool = False,
 ) -> _Raster:
     """The covered share of each cell of ``lattice`` (:func:`_lattice`) by the points xy_P
     (M, 2), on sub-cells of w / sub; the table seen at table_P (K, 2) keeps an enclosed gap
-    open (:func:`footprint_image`)."""
+    open (:func:`footprint_image`). Of pieces apart the largest is taken; with
+    ``one_piece``, PerceptionError(SEVERAL_OBJECTS) when another is large
+    (:data:`SECOND_PIECE`)."""
     origin, rows, cols = lattice
     # The image reaches RASTER_BORDER sub-cells past the grid: footprint_image's closing
     # erodes the pixels on its border, which took a whole sub-cell off every edge cell.
@@ -163,10 +166,38 @@ def _raster(
         (rows * sub + 2 * pad, cols * sub + 2 * pad),
         pitch,
         table_xy=table_P,
+        keep_all=True,
     )
+    labels, count = ndimage.label(image)
+    if count > 1:
+        areas = np.bincount(labels.ravel())[1:]
+        order = np.argsort(areas)[::-1]
+        if one_piece:
+            _refuse_pieces(np.asarray(areas[order] * pitch * pitch, dtype=float), w)
+        image = labels == 1 + int(order[0])
     fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
     return _Raster(origin, rows, cols, coverage, sub, pitch, fine)
+
+
+SECOND_PIECE = 0.2
+"""A piece of the footprint apart from its largest, on the finest sub-cells, at least this
+share of the largest's area (and of a cell), is another object or a gap in what the camera
+saw: :func:`build_grid` refuses it."""
+
+
+def _refuse_pieces(areas: FloatArray, w: float) -> None:
+    """PerceptionError(SEVERAL_OBJECTS) when the second of the footprint's pieces apart,
+    their areas (P,) [m^2] largest first, is large (:data:`SECOND_PIECE`). Two boxes 8 mm
+    apart, one cluster to the segmentation, were taken for one object whose cells the
+    coarse raster joined and the fine one, keeping its largest piece, covered half of."""
+    if areas[1] >= max(SECOND_PIECE * areas[0], w * w):
+        raise PerceptionError(
+            PerceptionStatus.SEVERAL_OBJECTS,
+            f'the footprint is in {len(areas)} pieces apart (the two largest '
+            f'{areas[0] * 1e4:.0f} and {areas[1] * 1e4:.0f} cm^2): two objects side by side, '
+            'or a band of the object the camera did not see; move them apart',
+        )
 
 
 def _reaches_into(ras: _Raster) -> NDArray[np.bool_]:
@@ -178,46 +209,6 @@ def _reaches_into(ras: _Raster) -> NDArray[np.bool_]:
     what reaches deeper into it, however small a share of the cell that is."""
     inner = ndimage.binary_erosion(ras.image)
     return np.asarray(inner.reshape(ras.rows, ras.sub, ras.cols, ras.sub).any(axis=(1, 3)))
-
-
-SECOND_PIECE = 0.2
-"""A piece of the footprint apart from its largest, on the finest sub-cells, at least this
-share of the largest's area (and of a cell), is another object or a gap in what the camera
-saw: :func:`build_grid` refuses it."""
-
-
-def _check_one_piece(
-    xy_P: FloatArray,
-    lattice: tuple[FloatArray, int, int],
-    w: float,
-    sub: int,
-    table_P: FloatArray,
-) -> None:
-    """PerceptionError(SEVERAL_OBJECTS) when the footprint on sub-cells of w / sub falls
-    into pieces apart (:data:`SECOND_PIECE`). Two boxes 8 mm apart, one cluster to the
-    segmentation, were taken for one object whose cells the coarse raster joined and the
-    fine one, keeping its largest piece, covered half of."""
-    origin, rows, cols = lattice
-    pad, pitch = RASTER_BORDER, w / sub
-    image = footprint_image(
-        xy_P,
-        origin - pad * pitch,
-        (rows * sub + 2 * pad, cols * sub + 2 * pad),
-        pitch,
-        table_xy=table_P,
-        keep_all=True,
-    )
-    labels, count = ndimage.label(image)
-    if count < 2:
-        return
-    areas = np.sort(np.bincount(labels.ravel())[1:])[::-1] * pitch * pitch
-    if areas[1] >= max(SECOND_PIECE * areas[0], w * w):
-        raise PerceptionError(
-            PerceptionStatus.SEVERAL_OBJECTS,
-            f'the footprint is in {count} pieces apart (the two largest '
-            f'{areas[0] * 1e4:.0f} and {areas[1] * 1e4:.0f} cm^2): two objects side by side, '
-            'or a band of the object the camera did not see; move them apart',
-        )
 
 
 def _outline(
@@ -306,11 +297,10 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     spacing = math.sqrt(float(cover.sum()) * pitch * pitch / xy.shape[0])
     fine = int(np.clip(round(w / spacing), sub, MAX_SUBDIVISION))
     lattice = _lattice(xy_P, w, LATTICE_REACH * w / fine)
-    ras = _raster(xy_P, lattice, w, sub, table_P)
-    _check_one_piece(xy_P, lattice, w, fine, table_P)
+    ras = _raster(xy_P, lattice, w, sub, table_P, one_piece=fine == sub)
     rows, cols, origin = ras.rows, ras.cols, ras.origin
     centre_P = origin + np.array([cols, rows]) * w / 2
-    fine_ras = _raster(xy_P, lattice, w, fine, table_P) if fine > sub else ras
+    fine_ras = _raster(xy_P, lattice, w, fine, table_P, one_piece=True) if fine > sub else ras
     # A cell belongs when the fifths see it covered to the fill fraction, or when the fine
     # sub-cells see the footprint reach into it past its blurred edge: a round rim's cells
     # then carry their share instead of being cut off with the outline's part over them.

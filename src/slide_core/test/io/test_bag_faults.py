@@ -467,26 +467,26 @@ def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
     bag: Path, tmp_path: Path, store: Any
 ):
     yaw = 0.6  # the fingertip (and the sensor on it) turned about z
-    c, s = math.cos(yaw), math.sin(yaw)
 
-    def sensor_frame(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
-        if topic == '/pusher/pose':
-            q = msg.pose.orientation
-            q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
-        if topic == '/ft/wrench':
-            f = msg.wrench.force
-            f.x, f.y = c * f.x + s * f.y, -s * f.x + c * f.y  # R_WS^T f_W
-            msg.header.frame_id = 'ft_sensor'
-            return [('/netft/wrench', t, msg)]
-        return [(topic, t, msg)]
+    def in_sensor_frame(mount: float) -> Rewrite:
+        """The bag as a sensor turned by ``mount`` on the fingertip at ``yaw`` records it."""
+        c, s = math.cos(yaw + mount), math.sin(yaw + mount)
 
-    out = rewrite(
-        bag,
-        tmp_path / 'sensor',
-        store,
-        sensor_frame,
-        {'/netft/wrench': 'geometry_msgs/msg/WrenchStamped'},
-    )
+        def change(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
+            if topic == '/pusher/pose':
+                q = msg.pose.orientation
+                q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
+            if topic == '/ft/wrench':
+                f = msg.wrench.force
+                f.x, f.y = c * f.x + s * f.y, -s * f.x + c * f.y  # R_WS^T f_W
+                msg.header.frame_id = 'ft_sensor'
+                return [('/netft/wrench', t, msg)]
+            return [(topic, t, msg)]
+
+        return change
+
+    types = {'/netft/wrench': 'geometry_msgs/msg/WrenchStamped'}
+    out = rewrite(bag, tmp_path / 'sensor', store, in_sensor_frame(0.0), types)
     turned = read_pushes(out)
     assert turned.wrench_from.startswith('/netft/wrench') and 'orientation' in turned.wrench_from
     for a, b in zip(turned.pushes, read_pushes(bag).pushes, strict=True):
@@ -495,21 +495,7 @@ def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
     # A sensor turned a quarter on the fingertip (the executor's sensor_mount): read with
     # its mount it is the same push; read without it, forces a quarter off, and said so.
     quarter = math.pi / 2
-    c2, s2 = math.cos(yaw + quarter), math.sin(yaw + quarter)
-
-    def mounted(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
-        if topic == '/pusher/pose':
-            q = msg.pose.orientation
-            q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
-        if topic == '/ft/wrench':
-            f = msg.wrench.force
-            f.x, f.y = c2 * f.x + s2 * f.y, -s2 * f.x + c2 * f.y
-            msg.header.frame_id = 'ft_sensor'
-            return [('/netft/wrench', t, msg)]
-        return [(topic, t, msg)]
-
-    types = {'/netft/wrench': 'geometry_msgs/msg/WrenchStamped'}
-    turned_out = rewrite(bag, tmp_path / 'mounted', store, mounted, types)
+    turned_out = rewrite(bag, tmp_path / 'mounted', store, in_sensor_frame(quarter), types)
     mount = [0.0, 0.0, math.sin(quarter / 2), math.cos(quarter / 2)]
     right = read_pushes(turned_out, sensor_mount=mount)
     assert right.wrench_from.endswith('and the sensor mount')

@@ -303,6 +303,13 @@ def test_regoals_is_0_to_10() -> None:
             TaskSettings(regoals=bad)
 
 
+def two_poses(X_WO: np.ndarray) -> PushSamples:
+    """What a push measured when the camera saw the object twice: too few poses to read."""
+    t = np.array([0.0, 0.5])
+    zero = np.zeros((2, 2))
+    return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+
+
 def pushed_at(x: float) -> PushSamples:
     """What a push measured with the object resting at x [m] (GRID is 8 cm long in x)."""
     t = np.linspace(0.0, 1.0, 5)
@@ -407,7 +414,6 @@ def test_a_goal_chosen_under_an_older_belief_is_replaced_without_counting() -> N
 def test_a_push_the_camera_saw_too_little_of_ends_the_task_with_a_reason() -> None:
     # Two object poses in a stroke: build_push raised a SlideInputError the loop did not
     # catch, and Task.run, which returns a result for a failed task, raised.
-    from slide_core.identification import PushSamples
     from slide_core.model import load_object, load_workcell
     from slide_core.planning import planner_config
     from slide_core.task import LocalDecider, Observation, Outcome, Task, TaskSettings
@@ -420,9 +426,7 @@ def test_a_push_the_camera_saw_too_little_of_ends_the_task_with_a_reason() -> No
             return Observation(grid, X.copy(), 0.0)
 
         def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
-            t = np.array([0.0, 0.5])
-            zero = np.zeros((2, 2))
-            return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+            return two_poses(X_WO)
 
         def grasp(self, grasp: object) -> object:
             raise AssertionError('no grasp after a failed push')
@@ -526,9 +530,7 @@ def test_an_exploratory_push_identification_cannot_read_is_made_again() -> None:
         def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
             self.tried += 1
             if self.tried == 1:
-                t = np.array([0.0, 0.5])  # two poses: too few to read
-                zero = np.zeros((2, 2))
-                return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+                return two_poses(X_WO)
             return pushed_at(0.1)
 
     t, _, decider = faulty([])
@@ -650,9 +652,7 @@ def test_a_planned_push_identification_cannot_read_is_left_out_of_relearning() -
         def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
             self.pushes += 1
             if self.pushes == 2:
-                t = np.array([0.0, 0.5])  # two poses: too few to read
-                zero = np.zeros((2, 2))
-                return PushSamples(t, np.tile(X_WO, (2, 1)), t, zero, t, zero, 0.0, 0.5)
+                return two_poses(X_WO)
             return pushed_at(0.1)
 
     learner = Learner()
