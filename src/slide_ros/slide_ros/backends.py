@@ -167,9 +167,8 @@ def run_goal(
     first: the goal is then cancelled (:func:`cancel_goal`) unless the process is ending.
     RuntimeError naming ``what`` when the server refuses the goal; ServerGone when
     ``silent()`` (before sending, then every :data:`SERVER_CHECK_S`) says why the server
-    seems gone: a twin that died mid-grasp left the goal
-    waiting out the whole timeout, and its cancel 15 s more; TimeoutError when an answer
-    does not come in time."""
+    seems gone (a twin that died mid-grasp left the goal waiting out the whole timeout,
+    and its cancel 15 s more); TimeoutError when an answer does not come in time."""
     quiet = silent() if silent is not None else None
     if quiet is not None:
         raise ServerGone(f'{what} is not answering: {quiet}')
@@ -267,9 +266,8 @@ class TwinBackend:
         takes to notice (tens of seconds, or never within the same process)."""
         with self._lock:
             heard = self._heard.get(tool)
-        if heard is None or time.monotonic() - heard <= POSE_SILENCE_S:
-            return None
-        return f'no {tool} pose for {time.monotonic() - heard:.1f} s'
+        quiet = 0.0 if heard is None else time.monotonic() - heard
+        return f'no {tool} pose for {quiet:.1f} s' if quiet > POSE_SILENCE_S else None
 
     def connect(self, timeout_s: float) -> None:
         """Wait for the twin's servers, then until each has answered a goal it refuses

@@ -98,13 +98,18 @@ def footprint_image(
         share = ndimage.mean(seen, holes, range(1, n + 1))
         opening = np.flatnonzero(np.asarray(share) >= OPEN_HOLE_SEEN) + 1
         filled &= ~np.isin(holes, opening)
-    image = filled
+    return np.asarray(filled if keep_all else _pieces(filled)[0], dtype=bool)
+
+
+def _pieces(image: NDArray[np.bool_]) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """The largest of ``image``'s pieces apart (the first of equals), and every piece's
+    pixel count, largest first."""
     labels, count = ndimage.label(image)
-    if count > 1 and keep_all:
-        return np.asarray(image, dtype=bool)
-    if count > 1:
-        image = labels == 1 + int(np.argmax(ndimage.sum(image, labels, range(1, count + 1))))
-    return np.asarray(image, dtype=bool)
+    sizes = np.bincount(labels.ravel(), minlength=count + 1)[1:]
+    if count < 2:
+        return image, sizes
+    order = np.argsort(-sizes, kind='stable')
+    return labels == 1 + int(order[0]), sizes[order]
 
 
 def sample_spacing(xy: FloatArray) -> float:
@@ -168,13 +173,9 @@ def _raster(
         table_xy=table_P,
         keep_all=True,
     )
-    labels, count = ndimage.label(image)
-    if count > 1:
-        areas = np.bincount(labels.ravel())[1:]
-        order = np.argsort(areas)[::-1]
-        if one_piece:
-            _refuse_pieces(np.asarray(areas[order] * pitch * pitch, dtype=float), w)
-        image = labels == 1 + int(order[0])
+    image, sizes = _pieces(image)
+    if one_piece and len(sizes) > 1:
+        _refuse_pieces(np.asarray(sizes * pitch * pitch, dtype=float), w)
     fine = image[pad:-pad, pad:-pad]
     coverage = fine.reshape(rows, sub, cols, sub).mean(axis=(1, 3))
     return _Raster(origin, rows, cols, coverage, sub, pitch, fine)
