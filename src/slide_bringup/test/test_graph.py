@@ -281,10 +281,7 @@ def test_an_f_t_limit_stops_the_push_and_retracts(rig: Rig) -> None:
 def change_state(rig: Rig, node: str, transition: int) -> None:
     client = rig.peer.node.create_client(ChangeState, f'/{node}/change_state')
     try:
-        rig.peer.wait(client.service_is_ready, 30, f'/{node}/change_state')
-        request = ChangeState.Request()
-        request.transition.id = transition
-        assert rig.peer.result(client.call_async(request), 30).success
+        assert rig.peer.change_state(client, transition)
     finally:
         rig.peer.node.destroy_client(client)
 

@@ -80,9 +80,9 @@ from slide_ros.lifecycle import (
     GoalSlot,
     NotReady,
     SlideNode,
+    call_idempotent,
     end_stopped,
     run,
-    wait_for,
 )
 from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR
@@ -575,9 +575,10 @@ class ExecutorNode(SlideNode):
         air, before the push's approach (every push and the start-up end there). What
         offset is left, identification takes out per push from the readings before the
         touch."""
-        future = self.tare_client.call_async(Trigger.Request())
         try:
-            response = wait_for(future, TARE_TIMEOUT_S, self.stopping.is_set)
+            response = call_idempotent(
+                self.tare_client, Trigger.Request(), TARE_TIMEOUT_S, self.stopping.is_set
+            )
         except TimeoutError:
             raise Failure(
                 ErrorCode.TIMEOUT,

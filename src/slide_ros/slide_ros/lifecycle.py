@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import faulthandler
+import math
 import sys
 import threading
 import time
@@ -229,10 +230,53 @@ def remote_state(node: Any, name: str, timeout_s: float = 1.0) -> str | None:
     if not client.wait_for_service(timeout_sec=timeout_s):
         return None
     try:
-        result = wait_for(client.call_async(GetState.Request()), timeout_s)
+        result = call_idempotent(client, GetState.Request(), timeout_s)
     except TimeoutError:
         return None
     return str(result.current_state.label) if result is not None else None
+
+
+RESEND_S = 0.5
+"""How long [s] :func:`call_idempotent` waits for an answer before it sends the request
+again: Fast DDS's server waits 100 ms for the client's response reader, then drops the
+answer; a second request after the reader has been matched is answered."""
+
+
+def call_idempotent(
+    client: Any,
+    request: Any,
+    timeout_s: float,
+    should_stop: Callable[[], bool] = lambda: False,
+    resend_s: float = RESEND_S,
+) -> Any:
+    """The answer to ``request`` from the service behind ``client``, sent again every
+    ``resend_s`` until an answer comes (waiting without spinning: another thread spins the
+    node); TimeoutError after ``timeout_s``, None when ``should_stop`` said so first.
+
+    A service's answer is lost when its server has not yet matched the client's response
+    reader, though ``service_is_ready`` said true (ros2/rmw_fastrtps#842, open for Jazzy): a
+    single call then waits for an answer the server sent and DDS dropped. Only for requests
+    that may be served twice (a state query, a tare at rest)."""
+    end = time.monotonic() + timeout_s
+    sent: list[Future] = []
+    sent_at = -math.inf
+    try:
+        while True:
+            for future in sent:
+                if future.done():
+                    return future.result()
+            if should_stop():
+                return None
+            now = time.monotonic()
+            if now > end:
+                raise TimeoutError(f'no answer within {timeout_s:g} s')
+            if now >= sent_at + resend_s:
+                sent.append(client.call_async(request))
+                sent_at = now
+            time.sleep(0.002)
+    finally:
+        for future in sent:
+            client.remove_pending_request(future)  # the unanswered ones would stay for ever
 
 
 def wait_for(

@@ -14,6 +14,8 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 
+from slide_ros.lifecycle import call_idempotent
+
 
 @contextlib.contextmanager
 def spinning(make: Callable[[Context], Any], threads: int = 4) -> Iterator[Any]:
@@ -74,6 +76,27 @@ class Peer:
     def result(self, future: Any, timeout_s: float) -> Any:
         self.wait(future.done, timeout_s, 'a future')
         return future.result()
+
+    def call(self, client: Any, request: Any, timeout_s: float = 10.0) -> Any:
+        """The answer to a request that may be served twice (a state query), sent again until
+        one comes (:func:`slide_ros.lifecycle.call_idempotent`: DDS loses the answers of a
+        client the server has not yet matched)."""
+        self.wait(client.service_is_ready, 30.0, client.srv_name)
+        return call_idempotent(client, request, timeout_s)
+
+    def change_state(self, client: Any, transition: int, timeout_s: float = 30.0) -> bool:
+        """Whether the node behind the ``~/change_state`` ``client`` made ``transition``.
+
+        A transition must not be asked twice, so its answer is made safe from being lost
+        first: CREATE, which no created node has, is asked (and refused) until an answer
+        comes."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        create = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CREATE))
+        assert not self.call(client, create).success
+        request = ChangeState.Request(transition=Transition(id=transition))
+        return bool(self.result(client.call_async(request), timeout_s).success)
 
     def handshake(self, client: ActionClient, goal: Any, timeout_s: float = 60.0) -> None:
         """Send ``goal``, one the server ends at once (a goal it refuses as invalid), until
