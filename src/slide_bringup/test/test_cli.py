@@ -288,9 +288,9 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     assert refused.returncode == 2 and 'must be 0 to 32' in refused.stderr, refused.stderr
     # Said by their flags before the bag is read (its name here is not even a bag).
     for flags, reason in (
-        (('--models', '0'), '--models must be 1 to 64, got 0'),
+        (('--models', '0'), '--models must be 1 to 64 models, got 0'),
         (('--budget', '0'), '--budget must be at least 1 simulation'),
-        (('--models', '9', '--budget', '5'), '--budget 5 cannot evaluate each of the 9'),
+        (('--models', '9', '--budget', '5'), '--budget of 5 simulations cannot evaluate each'),
     ):
         refused = _run('identify', str(tmp_path / 'nowhere'), *flags, '--out', str(model))
         assert refused.returncode == 2 and reason in refused.stderr, refused.stderr

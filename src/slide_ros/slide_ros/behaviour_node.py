@@ -38,13 +38,12 @@ from py_trees.common import Status
 from std_srvs.srv import Trigger
 
 from slide_core.files import check_output, write_text_atomic
-from slide_core.identification import METHODS
+from slide_core.identification import COM_DIRECTIONS, METHODS, check_settings
 from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
     SEED_MAX,
     Aborted,
-    IdentificationSettings,
     Outcome,
     Stage,
     Task,
@@ -200,10 +199,12 @@ class BehaviourNode(SlideNode):
         self.p = declare(self, PARAMS)
         # Refused now, not at the first identification after the exploratory pushes, nor
         # (a file that cannot be written) as a warning when the episode has ended.
-        IdentificationSettings(
-            method=str(self.p['identification_method']),
-            K=int(self.p['models']),
-            budget=int(self.p['budget']),
+        check_settings(
+            str(self.p['identification_method']),
+            int(self.p['models']),
+            int(self.p['budget']),
+            COM_DIRECTIONS,
+            {'method': 'identification_method', 'K': 'models'},
         )
         for key, suffixes in OUTPUTS.items():
             if self.p[key]:

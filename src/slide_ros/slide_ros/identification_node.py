@@ -37,6 +37,7 @@ from slide_core.identification import (
     IdentificationCancelledError,
     TrainingSet,
     check_limits,
+    check_settings,
     fit_problems,
     identify,
 )
@@ -104,8 +105,12 @@ class IdentificationNode(SlideNode):
         self.frame = self.cell.table.frame_id
         # The defaults a goal of zeros gets must make an identification (a budget below
         # the models was taken at start-up, and every such goal then refused).
-        IdentificationSettings(
-            K=int(self.p['default_models']), budget=int(self.p['default_budget'])
+        check_settings(
+            'probabilistic',
+            int(self.p['default_models']),
+            int(self.p['default_budget']),
+            int(self.p['com_directions']),
+            {'K': 'default_models', 'budget': 'default_budget'},
         )
         self._lock = threading.Lock()
         # One identification at a time: two ran at once, and the latched /belief ended with
@@ -151,11 +156,12 @@ class IdentificationNode(SlideNode):
         defaults); SlideInputError naming the field when they cannot make an identification
         (checked before any data is read, so that the answer is INVALID_GOAL, not
         BAD_DATA)."""
-        settings = IdentificationSettings(
-            method=goal.method or 'probabilistic',
-            K=int(goal.num_models) or int(self.p['default_models']),
-            budget=int(goal.budget) or int(self.p['default_budget']),
-        )
+        method = goal.method or 'probabilistic'
+        K = int(goal.num_models) or int(self.p['default_models'])
+        budget = int(goal.budget) or int(self.p['default_budget'])
+        com_directions = int(self.get_parameter('com_directions').value)
+        check_settings(method, K, budget, com_directions, {'K': 'num_models'})
+        settings = IdentificationSettings(method=method, K=K, budget=budget)
         density_max = float(goal.density_max) or DENSITY_MAX
         friction_max = float(goal.friction_max) or FRICTION_BOUND
         check_limits(density_max, friction_max)

@@ -102,9 +102,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.cli import CliError
     from slide_core.files import atomic_path, check_output
     from slide_core.identification import (
-        MAX_COM_DIRECTIONS,
-        MAX_MODELS,
+        IdentificationError,
         TrainingSet,
+        check_settings,
         fit_problems,
         identify,
         push_fingerprint,
@@ -116,19 +116,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.refine_budget < 0:
         raise CliError(f'--refine-budget must be >= 0, got {args.refine_budget}')
     # Said before the bag is read (perceiving its clouds can take minutes), by their flags.
-    if not 1 <= args.models <= MAX_MODELS:
-        raise CliError(f'--models must be 1 to {MAX_MODELS}, got {args.models}')
-    if args.budget < 1:
-        raise CliError(f'--budget must be at least 1 simulation, got {args.budget}')
-    if args.method == 'probabilistic' and args.budget < args.models:
-        raise CliError(
-            f'--budget {args.budget} cannot evaluate each of the {args.models} --models once'
-        )
-    if not 0 <= args.com_directions <= MAX_COM_DIRECTIONS:
-        # (each may add a model: 200 gave 71 models, 1e8 took 15 s)
-        raise CliError(
-            f'--com-directions must be 0 to {MAX_COM_DIRECTIONS}, got {args.com_directions}'
-        )
+    flags = {'method': '--method', 'K': '--models', 'budget': '--budget'}
+    flags['com_directions'] = '--com-directions'
+    try:
+        check_settings(args.method, args.models, args.budget, args.com_directions, flags)
+    except IdentificationError as exc:
+        raise CliError(str(exc)) from None
     # Outputs are checked before the work, and written only when all of it succeeded.
     inputs = tuple(p for p in (args.bag, args.extrinsics) if p is not None)
     check_output(args.out, ('.yaml', '.yml'), '--out', inputs=inputs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import time
 
@@ -73,6 +73,49 @@ MAX_MODELS = 64
 a goal asking a million could not be cancelled)."""
 
 
+SETTING_NAMES = {
+    'method': 'method',
+    'K': 'K',
+    'budget': 'budget',
+    'com_directions': 'com_directions',
+}
+"""The settings' names in :func:`check_settings`'s messages, as :func:`identify` calls
+them."""
+
+
+def check_settings(
+    method: str,
+    K: int,
+    budget: int,
+    com_directions: int,
+    names: Mapping[str, str] = SETTING_NAMES,
+) -> None:
+    """Raise IdentificationError when :func:`identify` could not run with these settings,
+    naming each as ``names`` says (a command line's flags, a node's parameters): an unknown
+    method, K outside 1 to MAX_MODELS, a budget under 1 simulation or (probabilistic)
+    under one per model, com_directions outside 0 to MAX_COM_DIRECTIONS."""
+    n = {**SETTING_NAMES, **names}
+    if method not in METHODS:
+        raise IdentificationError(
+            f'unknown {n["method"]} {method!r}; choose from {", ".join(METHODS)}'
+        )
+    if not 1 <= K <= MAX_MODELS:
+        raise IdentificationError(f'{n["K"]} must be 1 to {MAX_MODELS} models, got {K}')
+    if budget < 1:
+        raise IdentificationError(f'{n["budget"]} must be at least 1 simulation, got {budget}')
+    if not 0 <= com_directions <= MAX_COM_DIRECTIONS:
+        # (each may add a model: 200 made a belief of 71, 1e8 took 15 s)
+        raise IdentificationError(
+            f'{n["com_directions"]} must be 0 to {MAX_COM_DIRECTIONS}, got {com_directions}'
+        )
+    if method == 'probabilistic' and budget < K:
+        raise IdentificationError(
+            f'a {n["budget"]} of {budget} simulations cannot evaluate each of the {K} '
+            f'models ({n["K"]}) once: give at least as many simulations as models, or '
+            'fewer models'
+        )
+
+
 def identify(
     train: TrainingSet,
     method: str = 'probabilistic',
@@ -112,21 +155,7 @@ def identify(
     Raises IdentificationError on bad settings, IdentificationFailedError when no model has a
     finite loss.
     """
-    if method not in METHODS:
-        raise IdentificationError(f'unknown method {method!r}; choose from {", ".join(METHODS)}')
-    if budget < 1:
-        raise IdentificationError(f'budget must be at least 1 simulation, got {budget}')
-    if not 1 <= K <= MAX_MODELS:
-        raise IdentificationError(f'K must be 1 to {MAX_MODELS} models, got {K}')
-    if not 0 <= com_directions <= MAX_COM_DIRECTIONS:
-        raise IdentificationError(
-            f'com_directions must be 0 to {MAX_COM_DIRECTIONS}, got {com_directions}'
-        )
-    if method == 'probabilistic' and budget < K:
-        raise IdentificationError(
-            f'a budget of {budget} simulations cannot evaluate each of the {K} models once: '
-            'give a budget of at least as many simulations as models, or fewer models'
-        )
+    check_settings(method, K, budget, com_directions)
     grid = train.grid
     n = grid.n
     bounds = bounds or Bounds.from_grid(grid)

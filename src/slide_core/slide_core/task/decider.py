@@ -12,13 +12,12 @@ from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     COM_DIRECTIONS,
-    MAX_MODELS,
-    METHODS,
     Identification,
     PushData,
     PushSamples,
     TrainingSet,
     candidates,
+    check_settings,
     choose,
     identify,
     on_table,
@@ -75,22 +74,8 @@ class IdentificationSettings:
     push_moment: bool = True
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise SlideInputError(
-                f'unknown identification method {self.method!r}; choose from {", ".join(METHODS)}'
-            )
-        if not 1 <= self.K <= MAX_MODELS or self.budget < 1:
-            raise SlideInputError(
-                f'identification needs K >= 1 models (at most {MAX_MODELS}) and a budget >= 1, '
-                f'got {self.K} models and {self.budget}'
-            )
-        if self.method == 'probabilistic' and self.budget < self.K:
-            raise SlideInputError(
-                f'a budget of {self.budget} simulations cannot evaluate each of the {self.K} '
-                'models once: give a budget of at least as many simulations as models'
-            )
-        if self.com_directions < 0:
-            raise SlideInputError(f'com_directions must be 0 or more, got {self.com_directions}')
+        names = {'method': 'identification method', 'com_directions': 'com_directions'}
+        check_settings(self.method, self.K, self.budget, self.com_directions, names)
         if self.support not in SUPPORT_MODELS:
             raise SlideInputError(
                 f'unknown support model {self.support!r}; choose from {", ".join(SUPPORT_MODELS)}'

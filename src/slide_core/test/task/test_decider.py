@@ -7,13 +7,15 @@ from slide_core.task import IdentificationSettings
 def test_settings_that_cannot_identify_are_refused_when_made():
     with pytest.raises(SlideInputError, match='unknown identification method'):
         IdentificationSettings(method='gradient-descent')
-    with pytest.raises(SlideInputError, match='K >= 1'):
+    with pytest.raises(SlideInputError, match='K must be 1 to 64 models, got 0'):
         IdentificationSettings(K=0)
     # A goal's million models took the warm start beyond any cancel.
-    with pytest.raises(SlideInputError, match='at most 64'):
+    with pytest.raises(SlideInputError, match='K must be 1 to 64 models, got 65'):
         IdentificationSettings(K=65, budget=10**6)
     with pytest.raises(SlideInputError, match='budget of 7 simulations .* each of the 8'):
         IdentificationSettings(K=8, budget=7)
+    with pytest.raises(SlideInputError, match='com_directions must be 0 to 32, got 33'):
+        IdentificationSettings(com_directions=33)  # the node's cap, now the settings' too
     assert IdentificationSettings(method='analytic', K=8, budget=7).budget == 7
     assert IdentificationSettings(K=8, budget=8).K == 8
 
