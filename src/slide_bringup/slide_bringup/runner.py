@@ -94,6 +94,39 @@ the behaviour to end its episode with the reason (a node gone mid-episode), wher
 dead at start-up left it retrying its configure for ever."""
 
 
+DISCOVERY_WAIT_S = 1.5
+"""How long [s] :func:`already_running` listens for the nodes of this ROS domain: a
+machine's own processes are discovered within a fraction of a second."""
+
+
+def full_name(spec: NodeSpec) -> str:
+    """The node's name with its namespace, as ``ros2 node list`` prints it."""
+    return f'/{spec.namespace}/{spec.name}' if spec.namespace else f'/{spec.name}'
+
+
+def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S) -> list[str]:
+    """The nodes of ``specs`` that already run in this ROS domain (another graph's, on this
+    machine or on the network), listened for ``wait_s``."""
+    import rclpy
+    from rclpy.context import Context
+
+    wanted = {full_name(s) for s in specs}
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        probe = rclpy.create_node(f'slide_runner_probe_{os.getpid()}', context=context)
+        found: set[str] = set()
+        end = time.monotonic() + wait_s
+        while not found and time.monotonic() < end:
+            names = probe.get_node_names_and_namespaces()
+            found = wanted & {ns.rstrip('/') + '/' + name for name, ns in names}
+            time.sleep(0.1)
+        probe.destroy_node()
+    finally:
+        context.try_shutdown()
+    return sorted(found)
+
+
 class Graph:
     """The running nodes of a graph."""
 
@@ -115,9 +148,19 @@ class Graph:
         still running is stopped: nothing is left behind."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, raise_terminated)
+        commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
+        # Two graphs in one ROS domain took each other's topics and actions: a demo's truth
+        # check read the other twin, and each behaviour drove the other's executor.
+        clash = already_running(self.specs)
+        if clash:
+            domain = os.environ.get('ROS_DOMAIN_ID', '0')
+            raise GraphError(
+                f'{", ".join(clash)} already run in ROS domain {domain} (another graph, on '
+                'this machine or on its network): stop it, or give this one a domain of its '
+                'own (ROS_DOMAIN_ID=N, 0 to 101)'
+            )
         atexit.register(self.stop)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
         for spec, cmd in zip(self.specs, commands, strict=True):
             log = (self.log_dir / f'{spec.name}.log').open('wb')
             # A process group of its own: the terminal's Ctrl-C reaches the runner, which

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from slide_bringup.graph import NodeSpec
-from slide_bringup.runner import Graph
+from slide_bringup.runner import Graph, already_running
 
 # A driver that keeps retrying a sensor that is not there: a node that never ends by itself.
 NETFT = NodeSpec(
@@ -28,7 +28,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from slide_bringup.graph import NodeSpec
-from slide_bringup.runner import Graph
+from slide_bringup.runner import Graph, already_running
 graph = Graph([NodeSpec(**eval(sys.argv[1]))], Path(sys.argv[2]))
 graph.start()
 try:
@@ -96,6 +96,25 @@ def test_stop_ends_every_node_and_gives_its_exit_code(tmp_path: Path) -> None:
         assert graph.poll() == {'netft': None}
     assert not _alive(pid)
     assert graph.nodes[0].process.returncode is not None
+
+
+def test_a_second_graph_in_the_same_ros_domain_is_refused(tmp_path: Path) -> None:
+    # Two demos on one machine took each other's topics and actions: one's truth check
+    # read the other twin. The second now starts nothing and says why.
+    from slide_bringup.graph import GraphError
+
+    with Graph([NETFT], tmp_path / 'first') as graph:
+        end = time.monotonic() + 30  # until its process is up
+        while not already_running([NETFT]) and time.monotonic() < end:
+            pass
+        second = Graph([NETFT], tmp_path / 'second')
+        domain = os.environ['ROS_DOMAIN_ID']
+        with pytest.raises(GraphError, match=f'/netft already run in ROS domain {domain}'):
+            second.start()
+        assert second.nodes == [] and not (tmp_path / 'second' / 'netft.log').exists()
+        assert graph.poll() == {'netft': None}
+    with Graph([NETFT], tmp_path / 'third') as graph:  # the first is gone: it starts
+        assert graph.poll() == {'netft': None}
 
 
 def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Path) -> None:
