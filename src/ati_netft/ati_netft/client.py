@@ -103,6 +103,9 @@ class Sample:
     status: int
     rdt_sequence: int
     received_monotonic: float
+    tares: int = 0
+    """Software tares applied so far, this record's included (the first record a tare
+    zeroes is the first with the new count)."""
 
 
 @dataclass
@@ -183,6 +186,7 @@ class RdtClient:
         self._stream = RdtStream(self.plausibility)
         self._bias = (0.0,) * 6
         self._bias_pending = False
+        self._tares = 0
         self._latest: Sample | None = None
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -339,6 +343,7 @@ class RdtClient:
                 if self._bias_pending:
                     self._bias = (c[0] * f, c[1] * f, c[2] * f, c[3] * t, c[4] * t, c[5] * t)
                     self._bias_pending = False
+                    self._tares += 1
                 b = self._bias
                 sample = Sample(
                     (
@@ -352,6 +357,7 @@ class RdtClient:
                     record.status,
                     record.rdt_sequence,
                     now,
+                    self._tares,
                 )
                 self._latest = sample
             stats.accepted += 1

@@ -2,14 +2,19 @@
 
 Publishes ``~/wrench`` (geometry_msgs/WrenchStamped, sensor-data QoS), optionally
 ``~/wrench_filtered`` (low-pass), ``~/limit_exceeded`` (the wrench that broke a force or
-torque limit: an executor aborts its push on it) and ``/diagnostics`` (rates, every counter
+torque limit, sent again every ``LIMIT_REPEAT_S`` while it stays broken: an executor aborts
+its push on it) and ``/diagnostics`` (rates, every counter
 of the stream, status bits, last sample age; ERROR when no usable record arrives within
 ``timeout_s`` ("no data": records that arrive but cannot be used are no data), with no
 stale wrench published meanwhile; WARN for a period in which records
-were lost or rejected, or the sensor restarted its sequence). Services ``~/bias`` (software
-tare) and ``~/bias_sensor`` (tare on the sensor). Tool gravity compensation uses the
+were lost or rejected, or the sensor restarted its sequence). While the sensor's status
+word reports an error, its records reach the limit monitor but not ``~/wrench``, and no
+tare is taken. Services ``~/bias`` (software tare) and ``~/bias_sensor`` (tare on the
+sensor). Tool gravity compensation uses the
 ``sensor_orientation`` parameter, or the latest valid ``~/sensor_orientation``
-(geometry_msgs/QuaternionStamped, sensor in world) once one arrives.
+(geometry_msgs/QuaternionStamped, sensor in world) once one arrives; a tare (either) takes
+the tool's weight as it hangs then into the zero, and the compensation removes only how
+it has turned since.
 
     ros2 run ati_netft netft_node --ros-args -p address:=192.168.1.1 -p frame_id:=ft_sensor
 
@@ -83,6 +88,7 @@ from ati_netft.filters import (
     quaternion_matrix,
 )
 from ati_netft.protocol import (
+    ERROR_BIT,
     NO_BOUND,
     Calibration,
     Plausibility,
@@ -95,6 +101,10 @@ EVENT_QOS = QoSProfile(depth=10)
 DIAGNOSTICS_QOS = QoSProfile(depth=10)
 SOURCES = ('http', 'tcp', 'params')
 MAX_BACKOFF_S = 30.0
+LIMIT_REPEAT_S = 0.5
+"""How often [s] ``~/limit_exceeded`` is sent again while a limit stays broken: sent once
+per crossing, an executor that cleared its flag at a push's start (an event of the last
+push) never heard of a force that stayed over the limit, and pushed with no limit."""
 RATE_WINDOW_S = 0.5
 """Seconds of records an unknown sensor rate is measured over (the arrival times' jitter
 of a millisecond or so then moves it by well under 1%)."""
@@ -381,8 +391,16 @@ class NetFTNode(LifecycleNode):
             self.get_parameter('force_limit_n').value, self.get_parameter('torque_limit_nm').value
         )
         self._gravity: GravityCompensation | None = None
-        self._tool = (0.0,) * 6  # the tool's weight on the sensor, in the sensor frame
+        # The tool's weight the readings still hold, in the sensor frame: its wrench now less
+        # the one their zero holds (its wrench at the latest tare; none at the factory zero).
+        self._tool = (0.0,) * 6
         self._R_WS = quaternion_matrix([0.0, 0.0, 0.0, 1.0])
+        # The sensor's orientation at the tare the readings' zero was taken at (None: the
+        # factory zero, no load), and at the latest tare on the sensor, which outlives the
+        # software one's client.
+        self._R_WS_zero: object = None
+        self._R_WS_zero_sensor: object = None
+        self._tares = 0  # the client's software tares taken into the zero above
         self._low_pass: LowPass | None = None
         self.rate_hz = 0.0  # the sensor's (0: not known yet)
         self._max_rate = 0.0
@@ -394,6 +412,7 @@ class NetFTNode(LifecycleNode):
         self._sum = [0.0] * 6
         self._count = 0
         self._limit_active = False
+        self._limit_sent = 0.0  # when ~/limit_exceeded was last sent (monotonic [s])
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
 
         if self.autostart:
@@ -504,6 +523,8 @@ class NetFTNode(LifecycleNode):
         self.timeout_s = param['timeout_s']
         mass = param['tool_mass_kg']
         self._gravity = GravityCompensation(mass, param['tool_com']) if mass > 0 else None
+        self._R_WS_zero = self._R_WS_zero_sensor  # a new client holds no software tare
+        self._tares = 0
         self._set_orientation(quaternion_matrix(self.get_parameter('sensor_orientation').value))
         self.pub = self.create_lifecycle_publisher(WrenchStamped, '~/wrench', WRENCH_QOS)
         self.pub_filtered = (
@@ -659,8 +680,28 @@ class NetFTNode(LifecycleNode):
     def _set_orientation(self, R_WS: object) -> None:
         with self._lock:
             self._R_WS = R_WS
-            if self._gravity is not None:
-                self._tool = tuple(float(x) for x in self._gravity.tool_wrench(R_WS))  # type: ignore[arg-type]
+            self._update_tool()
+
+    def _update_tool(self) -> None:
+        """The tool's weight the readings still hold (under ``self._lock``): a tare took the
+        tool's weight into the zero, and compensating the whole weight after it gave the
+        weight back, reversed (a 1 kg tool read +9.8 N in free air, past a 5 N limit)."""
+        if self._gravity is None:
+            return
+        now = self._gravity.tool_wrench(self._R_WS)  # type: ignore[arg-type]
+        zero = self._R_WS_zero
+        held = self._gravity.tool_wrench(zero) if zero is not None else [0.0] * 6  # type: ignore[arg-type]
+        self._tool = tuple(float(a - b) for a, b in zip(now, held, strict=True))
+
+    def _zero_here(self, on_sensor: bool) -> None:
+        """Note that the readings' zero now holds the tool's weight as it hangs now: at the
+        record a software tare took, or when the sensor is told to tare (it applies that
+        within a record or two, which read off by the tool's turn since the last tare)."""
+        with self._lock:
+            self._R_WS_zero = self._R_WS
+            if on_sensor:
+                self._R_WS_zero_sensor = self._R_WS
+            self._update_tool()
 
     def _set_rate(self, rate: float, slack: float) -> None:
         """The sensor's rate [Hz] (0: unknown, measured from the stream) and what depends
@@ -692,6 +733,9 @@ class NetFTNode(LifecycleNode):
     def _on_sample(self, sample: Sample) -> None:
         if self.rate_hz <= 0:
             self._measure_rate(sample)
+        if sample.tares != self._tares:  # this record is the new zero
+            self._tares = sample.tares
+            self._zero_here(on_sensor=False)
         w = sample.wrench
         if self._gravity is not None:
             g = self._tool
@@ -699,14 +743,22 @@ class NetFTNode(LifecycleNode):
         monitor = self._monitor
         if monitor.active:
             exceeded = monitor.exceeded(w)
-            if exceeded and not self._limit_active:
+            now = sample.received_monotonic
+            if exceeded and (not self._limit_active or now - self._limit_sent >= LIMIT_REPEAT_S):
                 self.pub_limit.publish(
                     self._fill(self._message_template(self._msg.header.frame_id), w)
                 )  # type: ignore[union-attr]
-                self.get_logger().warn(
-                    'force/torque limit exceeded: ' + str([round(x, 3) for x in w])
-                )
+                self._limit_sent = now
+                if not self._limit_active:
+                    self.get_logger().warn(
+                        'force/torque limit exceeded: ' + str([round(x, 3) for x in w])
+                    )
             self._limit_active = exceeded
+        if sample.status & ERROR_BIT:
+            # The sensor says its readings are bad (gauges, calibration, supply): none is
+            # published, as none is when no data comes, so that an executor stops its push
+            # rather than trust them (/diagnostics names the bits). The limit still acts.
+            return
         filtered = self._low_pass(w) if self._low_pass is not None else None
         if self.block > 1:
             s = self._sum
@@ -743,15 +795,32 @@ class NetFTNode(LifecycleNode):
             response.success = False
             response.message = 'not configured: configure the node first'
             return response
-        self.client.bias_software()
+        refused = self._bias_refused()
+        if refused:
+            response.success, response.message = False, refused
+            return response
+        self.client.bias_software()  # the zero moves with the record it takes (_on_sample)
         response.success = True
         response.message = 'software bias: the next sample is the new zero'
         return response
+
+    def _bias_refused(self) -> str:
+        """Why no tare can be taken now ('' when one can): a zero taken from readings the
+        sensor calls bad would offset every later one."""
+        assert self.client is not None
+        if self.client.error:
+            bits = ', '.join(decode_status(self.client.stats.status))
+            return f'the sensor reports an error ({bits}): not tared; see /diagnostics'
+        return ''
 
     def _bias_sensor(self, _: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         if self.client is None:
             response.success = False
             response.message = 'not configured: configure the node first'
+            return response
+        refused = self._bias_refused()
+        if refused:
+            response.success, response.message = False, refused
             return response
         try:
             self.client.bias_sensor()
@@ -759,6 +828,7 @@ class NetFTNode(LifecycleNode):
             response.success = False
             response.message = f'could not send the bias command: {exc}'
             return response
+        self._zero_here(on_sensor=True)
         response.success = True
         response.message = 'bias command (0x0042) sent to the sensor'
         return response

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import dataclasses
+import itertools
 import math
 import os
 import socket
@@ -151,12 +152,22 @@ def test_limit_event_fires_once_when_the_force_exceeds_its_limit(
     harness.spin_until(lambda: False, timeout=0.2)
     assert len(harness.limits) == 1  # an event, not a stream
     assert harness.limits[0].wrench.force.x == pytest.approx(9.0)
+    # Held over the limit, it is said again: an executor that cleared its flag at a push's
+    # start (the event of the last push) pushed on with no limit.
+    assert harness.spin_until(lambda: len(harness.limits) >= 3, timeout=3.0)
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in harness.limits]
+    assert min(b - a for a, b in itertools.pairwise(stamps)) >= 0.45
+    emulator.wrench[0] = 1.0  # type: ignore[attr-defined]  # under the limit again
+    harness.spin_until(lambda: False, timeout=0.2)
+    count = len(harness.limits)
+    harness.spin_until(lambda: False, timeout=1.0)
+    assert len(harness.limits) == count
 
 
 @pytest.mark.ros
 def test_gravity_compensation_removes_the_tool_weight(emulator: NetFTEmulator) -> None:
     emulator.wrench[:] = [0.0, 0.0, -9.80665, 0.0, 0.0, 0.0]  # type: ignore[attr-defined]
-    h = Harness(emulator, tool_mass_kg=1.0, tool_com=[0.0, 0.0, 0.05])
+    h = Harness(emulator, tool_mass_kg=1.0, tool_com=[0.0, 0.0, 0.05], force_limit_n=5.0)
     try:
         assert h.spin_until(lambda: len(h.wrenches) > 10)
         f = h.wrenches[-1].wrench.force
@@ -171,17 +182,49 @@ def test_gravity_compensation_removes_the_tool_weight(emulator: NetFTEmulator) -
         pub.publish(flipped)
         assert h.spin_until(lambda: abs(h.wrenches[-1].wrench.force.z) < 1e-6)
         assert abs(h.wrenches[-1].wrench.torque.x) < 1e-6
+        # A tare in free air (the executor's before each push) holds the tool's weight as
+        # it hangs: the compensation gave it back, and 9.8 N read in free air broke limits.
+        h.limits.clear()  # the flip above is a jump no real sensor makes
+        for service in ('/netft/bias', '/netft/bias_sensor'):
+            assert h.call(service).success
+            count = len(h.wrenches)
+            assert h.spin_until(lambda count=count: len(h.wrenches) > count + 50)
+            f = h.wrenches[-1].wrench.force
+            assert (f.x, f.y, f.z) == pytest.approx((0.0, 0.0, 0.0), abs=1e-6), service
+            if service == '/netft/bias':  # the zero moved with the record the tare took
+                assert h.limits == []
+        # Turned back upright after the tare, the tool's weight changes sides: still zero.
+        emulator.wrench[:] = [0.0, 0.0, -9.80665, 0.0, 0.0, 0.0]  # type: ignore[attr-defined]
+        upright = QuaternionStamped()
+        upright.quaternion.w = 1.0
+        pub.publish(upright)
+        count = len(h.wrenches)
+        assert h.spin_until(lambda: len(h.wrenches) > count + 50)
+        f = h.wrenches[-1].wrench.force
+        assert (f.x, f.y, f.z) == pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
     finally:
         h.close()
 
 
 @pytest.mark.ros
 def test_sensor_error_bits_reach_diagnostics(harness: Harness, emulator: NetFTEmulator) -> None:
+    assert harness.spin_until(lambda: len(harness.wrenches) > 10)
     emulator.status = (1 << 31) | (1 << 5)
     assert harness.spin_until(
         lambda: harness.diagnostics and 'power supply too low' in harness.diagnostics[-1].message
     )
     assert harness.diagnostics[-1].level == DiagnosticStatus.ERROR
+    # Readings the sensor calls bad went on as wrenches, and a tare took one as its zero:
+    # an executor pushed on them. None is published now (its silence stops a push).
+    count = len(harness.wrenches)
+    harness.spin_until(lambda: False, timeout=0.3)
+    assert len(harness.wrenches) == count
+    refused = harness.call('/netft/bias')
+    assert not refused.success and 'power supply too low' in refused.message
+    assert not harness.call('/netft/bias_sensor').success
+    emulator.status = 0
+    assert harness.spin_until(lambda: len(harness.wrenches) > count + 10)
+    assert harness.call('/netft/bias').success
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
