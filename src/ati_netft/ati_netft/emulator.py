@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import math
 import random
 import socket
 import socketserver
@@ -22,6 +23,7 @@ import threading
 import time
 
 from ati_netft.protocol import (
+    ERROR_BIT,
     READCALINFO,
     Calibration,
     Command,
@@ -34,6 +36,11 @@ from ati_netft.protocol import (
 )
 
 WrenchSource = Callable[[float], tuple[float, float, float, float, float, float]]
+
+
+def _saturate(count: int) -> int:
+    """A count held within what a 32-bit signed field carries."""
+    return max(-(2**31), min(2**31 - 1, count))
 
 
 class NetFTEmulator:
@@ -196,15 +203,25 @@ class NetFTEmulator:
         return (self._rdt_seq + 1) % 2**32
 
     # -- internals --------------------------------------------------------------------------
+    def _raw(self, t: float) -> tuple[tuple[int, ...], int]:
+        """The source's wrench at ``t`` in counts, and the status bits it adds: a wrench
+        beyond the 32-bit counts saturates them, as a sensor's converters do (one such
+        sample raised out of the serving thread, and the stream ended for good), and one
+        that is not a number (the twin's physics failing) reads as the sensor's error."""
+        wrench = self.source(t)
+        if not all(math.isfinite(w) for w in wrench):
+            return (0,) * 6, ERROR_BIT
+        return tuple(_saturate(c) for c in self.calibration.to_counts(wrench)), 0
+
     def _record(self, t: float) -> RdtRecord:
-        counts = self.calibration.to_counts(self.source(t))
+        counts, status = self._raw(t)
         if self.noise_counts:
-            counts = tuple(int(round(c + self._rng.gauss(0, self.noise_counts))) for c in counts)  # type: ignore[assignment]
-        counts = tuple(c - b for c, b in zip(counts, self._bias, strict=True))  # type: ignore[assignment]
+            counts = tuple(int(round(c + self._rng.gauss(0, self.noise_counts))) for c in counts)
+        counts = tuple(_saturate(c - b) for c, b in zip(counts, self._bias, strict=True))
         with self._lock:
             self._rdt_seq = (self._rdt_seq + 1) % 2**32
             self._ft_seq = (self._ft_seq + 1) % 2**32
-            return RdtRecord(self._rdt_seq, self._ft_seq, self.status, counts)
+            return RdtRecord(self._rdt_seq, self._ft_seq, self.status | status, counts)  # type: ignore[arg-type]
 
     def _handle_request(self, data: bytes, addr: tuple[str, int]) -> None:
         try:
@@ -224,8 +241,9 @@ class NetFTEmulator:
             with self._lock:
                 self._rdt_seq = 0  # "1 for the first record after the start command"
         elif command == Command.SET_SOFTWARE_BIAS:
-            raw = self.calibration.to_counts(self.source(time.monotonic() - self._t0))
-            self._bias = raw
+            raw, status = self._raw(time.monotonic() - self._t0)
+            if not status:  # the sensor keeps its zero when the reading is bad
+                self._bias = raw
 
     def _serve_rdt(self) -> None:
         period = 1.0 / self.rate_hz

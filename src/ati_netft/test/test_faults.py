@@ -176,3 +176,28 @@ def test_the_emulator_survives_garbage_requests(emulator: NetFTEmulator) -> None
         assert wait_for(lambda: emulator.bad_requests == 6)
         count = len(samples)
         assert wait_for(lambda: len(samples) > count + 50)  # still streaming to its client
+
+
+def test_the_emulator_streams_on_past_a_wrench_its_counts_cannot_carry() -> None:
+    # The twin's pusher, held back, gave one 2200 N sample: packing it raised out of the
+    # serving thread and the emulated sensor fell silent until the twin restarted. A NaN
+    # (the physics failing) took the same path.
+    from ati_netft.protocol import ERROR_BIT, Calibration
+
+    wrench = [0.0] * 6
+    cal = Calibration(1_000_000, 1_000_000, 'N', 'N-m', 1000.0)  # the twin's counts per N
+    emulator = NetFTEmulator(cal, rate_hz=1000.0, source=lambda t: tuple(wrench)).start()
+    samples: list[Sample] = []
+    try:
+        with RdtClient('127.0.0.1', cal, samples.append, port=emulator.rdt_port):
+            assert wait_for(lambda: len(samples) > 20)
+            wrench[0] = 2200.0
+            assert wait_for(lambda: samples[-1].wrench[0] > 2000.0)
+            assert samples[-1].wrench[0] == pytest.approx((2**31 - 1) / 1e6)  # saturated
+            wrench[0] = float('nan')
+            assert wait_for(lambda: samples[-1].status & ERROR_BIT)
+            wrench[0] = 1.0
+            assert wait_for(lambda: samples[-1].wrench[0] == pytest.approx(1.0))
+            assert not samples[-1].status & ERROR_BIT
+    finally:
+        emulator.stop()
