@@ -16,8 +16,8 @@ tool's pose and the sensor's mounting, header frame the table's), ``/push/primit
 end: the record's ``start`` and ``end``). A push's result carries its record (object poses
 from perception, fingertip poses, wrenches). Before each push it tares the F/T sensor
 through the driver's bias service (``ft_bias``; parameter ``tare``), with the fingertip
-retracted in free air, so that the driver's force limit and ``/ft/wrench`` read the push
-alone.
+retracted in free air (lifted first when it is lower), so that the driver's force limit and
+``/ft/wrench`` read the push alone.
 
 Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
@@ -163,6 +163,8 @@ PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
 """How long a push waits for the object grid perception latches [s] before refusing."""
 TARE_TIMEOUT_S = 2.0
+TARE_HEIGHT_SLACK = 0.01
+"""How far [m] under ``LIFT`` the fingertip may be and still count as lifted for a tare."""
 """How long a push waits for the F/T driver to take a tare [s] before it fails."""
 
 
@@ -489,6 +491,7 @@ class ExecutorNode(SlideNode):
         assert self.backend is not None
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
         if self.get_parameter('tare').value:
+            self._clear_for_tare()
             self._tare()
         silent = self._wrench_silence()
         if silent is not None:
@@ -569,6 +572,22 @@ class ExecutorNode(SlideNode):
             seen = self._wrench_seen
         silent = time.monotonic() - seen
         return silent if silent > float(self.get_parameter('max_wrench_gap_s').value) else None
+
+    def _clear_for_tare(self) -> None:
+        """Lift the fingertip to ``LIFT`` when it is lower: a retract the arm did not
+        complete (MOTION_FAILED, which the behaviour retries) left it against the object,
+        and the next push's tare took the contact force as its zero (a 20 N press let 45 N
+        through a 25 N limit)."""
+        assert self.backend is not None
+        pose = self.backend.tool_pose('fingertip')
+        if pose is None:
+            raise Failure(ErrorCode.NOT_READY, 'no fingertip pose from the arm: no tare, no push')
+        if pose.p_W[2] < LIFT - TARE_HEIGHT_SLACK:
+            self.get_logger().warning(
+                f'the fingertip is {1000 * (LIFT - pose.p_W[2]):.0f} mm under its lifted '
+                'height: lifted before the F/T sensor is tared'
+            )
+            self._retract('fingertip')
 
     def _tare(self) -> None:
         """Zero the F/T sensor where the fingertip is now: retracted and lifted, in free

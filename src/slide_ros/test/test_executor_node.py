@@ -22,9 +22,10 @@ import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
-from slide_core.model import load_object, load_workcell  # noqa: E402
+from slide_core.model import LIFT, load_object, load_workcell  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
 from slide_interfaces.action import Push  # noqa: E402
@@ -112,14 +113,17 @@ SERIAL = itertools.count()
 
 
 @contextlib.contextmanager
-def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
+def executor_on(
+    arm: StubArm, tares: list[float] | None = None
+) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
     """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
     stream as perception and the F/T driver would; a peer with its push and grasp
-    clients."""
+    clients. With ``tares``, the peer serves the driver's bias service too, noting the
+    fingertip's height at each tare there."""
     params = {
         'autostart': False,
         'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
-        'tare': False,
+        'tare': tares is not None,
         'measurement_wait_s': 0.3,
     }
 
@@ -151,6 +155,14 @@ def executor_on(arm: StubArm) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
         threading.Thread(target=feed, daemon=True).start()
         time.sleep(0.1)
         peer = Peer('executor_test_peer')
+        if tares is not None:
+
+            def tare(_request: Trigger.Request, response: Trigger.Response) -> Any:
+                tares.append(float(arm.p[2]))
+                response.success = True
+                return response
+
+            peer.node.create_service(Trigger, f'{ns}/ft_bias', tare)
         try:
             assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
             node.trigger_activate()
@@ -284,3 +296,18 @@ def test_a_retract_that_did_not_happen_is_not_reported_as_done() -> None:
         'the gripper was not pulled clear: the arm stopped answering: no gripper pose for 3.0 s'
     )
     assert [m[0] for m in arm.motions] == ['gripper', 'gripper']  # the approach, the retract
+
+
+def test_a_fingertip_left_low_is_lifted_before_the_tare() -> None:
+    # A retract the arm did not complete (MOTION_FAILED, which the behaviour retries) left
+    # the fingertip against the object, and the next push tared there: the contact force
+    # became the zero, and a 25 N limit let 45 N through.
+    arm = StubArm(0.02)
+    arm.p = np.array([0.4, 0.0, 0.03])  # pressed against the box's side
+    tares: list[float] = []
+    with executor_on(arm, tares) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_SUCCEEDED, answer.result.message
+    assert tares and tares[0] >= LIFT - 0.01, tares
+    assert arm.motions[0] == ('fingertip', ['lift'], 'completed')
