@@ -140,6 +140,9 @@ def test_a_stopped_gripper_command_is_cancelled_and_a_failed_one_raises() -> Non
             assert twin.twin.gripper_width() == pytest.approx(stopped, abs=0.002)
             with pytest.raises(RuntimeError, match='the gripper failed: width must be >= 0'):
                 backend.gripper(-1.0, 10.0, lambda: False)
+            # Clamped to the opening, half a metre SUCCEEDED: a real gripper refuses it.
+            with pytest.raises(RuntimeError, match='0.5 m is beyond the gripper opening 0.08'):
+                backend.gripper(0.5, 10.0, lambda: False)
         finally:
             peer.close()
 

@@ -486,6 +486,13 @@ class TwinNode(Node):
             result.error.code = ErrorCode.INVALID_GOAL
             result.message = 'width must be >= 0 and finite'
             return result
+        opening = self.twin.cell.gripper.max_opening
+        if goal.width > opening + 1e-6:
+            # (clamped to the opening, it SUCCEEDED: a real gripper refuses it)
+            handle.abort()
+            result.error.code = ErrorCode.INVALID_GOAL
+            result.message = f'width {goal.width:g} m is beyond the gripper opening {opening:g} m'
+            return result
         t0 = self.twin.time
         self._submit(lambda: self.twin.command_gripper(goal.width, goal.max_effort))
         # The fingers move for 0.5 s and settle for 0.3 s of simulated time: on the twin's

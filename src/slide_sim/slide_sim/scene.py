@@ -43,6 +43,7 @@ from slide_core.perception import load_extrinsics
 CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
 PAD_MU = 0.3  # the gripper pads' friction (module docstring)
+PAD_THICKNESS = 0.01  # m: each finger pad's, inside the opening's faces
 CARRIAGE_RANGE = ((-2.0, -2.0, -1.0), (2.0, 2.0, 2.0))
 """Where the fingertip's carriage can go [m] (x, y, z, lowest then highest): its joints'
 control range; the fingertip's centre is ``fingertip.height`` above it."""
@@ -176,8 +177,9 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
         <joint name="finger_top" type="slide" axis="0 0 1" range="0 {g.max_opening / 2}"
                damping="20"/>
         <geom name="finger_top" type="box"
-              size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
-              pos="{g.finger_depth / 2} 0 0.005" mass="0.5" friction="{PAD_MU} 0.02 0.02"
+              size="{g.finger_depth / 2} {g.finger_width / 2} {PAD_THICKNESS / 2}"
+              pos="{g.finger_depth / 2} 0 {PAD_THICKNESS / 2}" mass="0.5"
+              friction="{PAD_MU} 0.02 0.02"
               priority="3" condim="3" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>
@@ -185,8 +187,9 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
         <joint name="finger_bottom" type="slide" axis="0 0 -1"
                range="0 {g.max_opening / 2}" damping="20"/>
         <geom name="finger_bottom" type="box"
-              size="{g.finger_depth / 2} {g.finger_width / 2} 0.005"
-              pos="{g.finger_depth / 2} 0 -0.005" mass="0.5" friction="{PAD_MU} 0.02 0.02"
+              size="{g.finger_depth / 2} {g.finger_width / 2} {PAD_THICKNESS / 2}"
+              pos="{g.finger_depth / 2} 0 {-PAD_THICKNESS / 2}" mass="0.5"
+              friction="{PAD_MU} 0.02 0.02"
               priority="3" condim="3" solref="0.004 1" solimp="0.95 0.99 0.001"
               rgba="0.2 0.2 0.2 1"/>
       </body>

@@ -23,9 +23,9 @@ import numpy as np
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray
 from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
-from slide_core.planning import Grasp, grasp_waypoints
+from slide_core.planning import Grasp, grasp_waypoints, rectangles_overlap_box
 from slide_sim.friction import TableFriction
-from slide_sim.scene import CARRIAGE_RANGE, FINGER_KP, workcell_xml
+from slide_sim.scene import CARRIAGE_RANGE, FINGER_KP, PAD_THICKNESS, workcell_xml
 
 MIN_SPEED = 1e-4
 """Slowest a tool moves [m/s] (0.1 mm/s: slower is no motion an arm is asked for)."""
@@ -227,7 +227,8 @@ class Twin:
         controller would refuse it: not finite, slower than MIN_SPEED (a speed of 5e-324
         overflowed the step count and the set point jumped), the fingertip out of the
         carriage's reach or its bottom under the table top (a goal at x = 3.5 m was
-        clamped to 2 m and SUCCEEDED)."""
+        clamped to 2 m and SUCCEEDED), or for the gripper its hand out of the arm's reach or
+        its open pads under the table top where they would be over it."""
         if tool not in self._paths:
             raise SlideInputError(f"unknown tool {tool!r}: 'fingertip' or 'gripper'")
         t = self.cell.table
@@ -241,20 +242,34 @@ class Twin:
                 )
             if not (math.isfinite(wp.dwell_s) and wp.dwell_s >= 0 and math.isfinite(wp.yaw)):
                 raise SlideInputError(f'waypoint {wp.phase}: bad dwell or yaw')
-            if tool != 'fingertip':
-                continue
             lo, hi = CARRIAGE_RANGE
-            carriage = p - np.array([0.0, 0.0, self.tip_z])
+            carriage = p - np.array([0.0, 0.0, self.tip_z if tool == 'fingertip' else 0.0])
             if np.any(carriage < lo) or np.any(carriage > hi):
                 raise SlideInputError(
                     f'waypoint {wp.phase}: {np.round(p, 3).tolist()} is out of the '
-                    f"fingertip's reach (its carriage moves {lo} to {hi} m)"
+                    f"{tool}'s reach (the arm's carriage moves {lo} to {hi} m)"
                 )
-            over = 0.0 <= p[0] <= t.depth and abs(p[1]) <= t.width / 2
-            if over and p[2] - bottom < -1e-3:
+            if tool == 'fingertip':
+                over = 0.0 <= p[0] <= t.depth and abs(p[1]) <= t.width / 2
+                under = bottom - p[2]
+            else:
+                # The pads reach finger_depth behind their front end, finger_width across,
+                # and the lower one, open wide, PAD_THICKNESS under half the opening: a hand
+                # sent 10 cm into the table went through it and shoved the object.
+                g = self.cell.gripper
+                d = np.array([math.cos(wp.yaw), math.sin(wp.yaw)])
+                over = rectangles_overlap_box(
+                    p[:2] - d * g.finger_depth / 2,  # p is the pads' front end E
+                    wp.yaw,
+                    (g.finger_depth / 2, g.finger_width / 2),
+                    (t.depth / 2, 0.0),
+                    (t.depth / 2, t.width / 2),
+                )
+                under = g.max_opening / 2 + PAD_THICKNESS - p[2]
+            if over and under > 1e-3:
                 raise SlideInputError(
-                    f"waypoint {wp.phase}: the fingertip's bottom would be "
-                    f'{(bottom - p[2]) * 1000:.1f} mm into the table'
+                    f'waypoint {wp.phase}: the {tool} would be {under * 1000:.1f} mm into '
+                    'the table'
                 )
 
     def stop(self, tool: str) -> None:
@@ -288,7 +303,13 @@ class Twin:
         if not (math.isfinite(width) and width >= 0 and math.isfinite(max_effort)):
             raise SlideInputError(f'gripper width must be >= 0 and finite, got {width}')
         opening = self.cell.gripper.max_opening
-        target = min(width, opening) / 2
+        if width > opening + 1e-6:
+            # (it was clamped and SUCCEEDED; a real gripper refuses it)
+            raise SlideInputError(
+                f'gripper width {width:g} m is beyond its opening of {opening:g} m '
+                '(workcell gripper.max_opening)'
+            )
+        target = width / 2
         if max_effort > 0:
             force = min(max_effort, self.cell.gripper.force)
             target = max(0.0, target - force / FINGER_KP)

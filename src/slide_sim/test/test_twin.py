@@ -359,3 +359,29 @@ def test_the_fingers_open_as_wide_as_the_workcell_says(workcell) -> None:
         twin.command_gripper(opening, ramp_s=0.0)
         twin.settle(1.0)
         assert twin.gripper_width() == pytest.approx(opening, abs=0.002)
+
+
+def test_the_gripper_goes_only_where_an_arm_could_take_it(workcell) -> None:
+    # Its paths were not checked: a hand sent 10 cm into the table went through it and
+    # shoved the book 11 cm, and one sent to x = 50 m was taken; an opening of 0.5 m was
+    # clamped to the gripper's 8 cm and SUCCEEDED.
+    from slide_core.planning import grasp_waypoints
+
+    book = load_object('book')
+    twin = Twin(book, workcell, (0.07, 0.0, 0.0))
+    for p, reason in (
+        ([0.3, 0.0, -0.1], r'the gripper would be 1\d\d.\d mm into the table'),
+        ([0.3, 0.0, 0.03], 'mm into the table'),  # the lower pad, open wide, under the top
+        ([50.0, 0.0, 0.2], "out of the gripper's reach"),
+    ):
+        with pytest.raises(SlideInputError, match=reason):
+            twin.check_path('gripper', [Waypoint(np.array(p), 0.1, 0.0, 'there')])
+    with pytest.raises(SlideInputError, match='beyond its opening of 0.08 m'):
+        twin.command_gripper(0.5)
+    # A grasp's own path, its pads reaching under the top beyond the edge, is taken.
+    grasp = Grasp(
+        np.array([-0.005, 0.0]), z=float(book.grid.heights.max()) / 2, yaw=0.0, grip=0.04
+    )
+    approach, up = grasp_waypoints(grasp, 0.1, workcell.gripper)
+    twin.check_path('gripper', [*approach, *up])
+    assert twin.grasp(grasp, lift=0.1).success

@@ -62,6 +62,7 @@ from slide_core.planning.balance import (
     margin_quantile,
     needed_margins,
     push_leans,
+    rectangles_overlap_box,
     stay_probability,
     workspace_problem,
 )
@@ -130,6 +131,7 @@ __all__ = [
     'hold_ratios',
     'in_workspace',
     'cells_overlap_box',
+    'rectangles_overlap_box',
     'workspace_problem',
     'is_valid',
     'landing_turn',

@@ -172,21 +172,31 @@ def cells_overlap_box(
 ) -> bool:
     """Whether any cell square (centres p_WC (n, 2) [m], sides ``cell_size`` along the
     object's axes at ``yaw``) overlaps or touches the box of ``centre`` and ``half_size``
-    [m] along the table's axes: separating-axis test on both frames' axes, exact for
-    rectangles. (Cell corners and centres tested against the box, and the box's corners
-    against the cells, missed a 4 mm rail crossing the object between them: goals lay
-    across it.)"""
-    c, s_ = abs(math.cos(yaw)), abs(math.sin(yaw))
+    [m] along the table's axes (:func:`rectangles_overlap_box`). (Cell corners and centres
+    tested against the box, and the box's corners against the cells, missed a 4 mm rail
+    crossing the object between them: goals lay across it.)"""
     h = cell_size / 2
+    return rectangles_overlap_box(p_WC, yaw, (h, h), centre, half_size)
+
+
+def rectangles_overlap_box(
+    p_WR: Any, yaw: float, rectangle_half_size: Any, centre: Any, half_size: Any
+) -> bool:
+    """Whether any rectangle (centres p_WR (n, 2) [m], half sides ``rectangle_half_size``
+    (2,) [m] along axes turned by ``yaw``) overlaps or touches the box of ``centre`` and
+    ``half_size`` [m] along the table's axes: separating-axis test on both frames' axes,
+    exact for rectangles."""
+    c, s_ = abs(math.cos(yaw)), abs(math.sin(yaw))
+    rx, ry = float(rectangle_half_size[0]), float(rectangle_half_size[1])
     hx, hy = float(half_size[0]), float(half_size[1])
-    d_W = np.asarray(centre, dtype=float)[None] - p_WC
-    d_O = d_W @ rotation(yaw)  # the offsets along the object's axes
+    d_W = np.asarray(centre, dtype=float)[None] - np.atleast_2d(np.asarray(p_WR, dtype=float))
+    d_R = d_W @ rotation(yaw)  # the offsets along the rectangles' axes
     tol = 1e-12
     apart = (
-        (np.abs(d_W[:, 0]) > hx + h * (c + s_) + tol)
-        | (np.abs(d_W[:, 1]) > hy + h * (c + s_) + tol)
-        | (np.abs(d_O[:, 0]) > h + hx * c + hy * s_ + tol)
-        | (np.abs(d_O[:, 1]) > h + hx * s_ + hy * c + tol)
+        (np.abs(d_W[:, 0]) > hx + rx * c + ry * s_ + tol)
+        | (np.abs(d_W[:, 1]) > hy + rx * s_ + ry * c + tol)
+        | (np.abs(d_R[:, 0]) > rx + hx * c + hy * s_ + tol)
+        | (np.abs(d_R[:, 1]) > ry + hx * s_ + hy * c + tol)
     )
     return not bool(apart.all())
 

@@ -47,6 +47,7 @@ from slide_core.planning import (
     planner_config,
     push_leans,
     reached,
+    rectangles_overlap_box,
     select_goal,
     select_push,
     stay_probability,
@@ -441,6 +442,13 @@ def test_a_thin_obstacle_across_the_object_is_seen() -> None:
             p_WC,
             area,
         )
+        # And a long thin rectangle (a gripper's pad over the table), the same way.
+        sides = rng.uniform(0.001, 0.04, 2)
+        corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * sides / 2
+        rectangle = p_WC + corners @ rotation(yaw).T
+        area = _clipped_area(rectangle, centre - half, centre + half)
+        overlaps = rectangles_overlap_box(p_WC[0], yaw, sides / 2, centre, half)
+        assert overlaps == (area > 1e-12), (yaw, centre, half, p_WC, sides, area)
 
 
 def test_no_goal_says_which_condition_no_pose_met() -> None:
