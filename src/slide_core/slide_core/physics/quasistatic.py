@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, Grid, check_pose
+from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics import kernels_quasistatic
 from slide_core.physics.rigid import SPIN_ARM, RigidModel, push_heights, tipping_limits
 from slide_core.physics.support import DEFAULT_SUPPORT
@@ -100,6 +100,11 @@ def push(
     mu = np.atleast_2d(np.asarray(friction, dtype=float))
     if m.shape[-1] != grid.n or mu.shape[-1] != grid.n:
         raise SlideInputError(f'mass and friction must have {grid.n} values per hypothesis')
+    if m.shape[0] != mu.shape[0] and 1 not in (m.shape[0], mu.shape[0]):
+        raise SlideInputError(
+            f'mass and friction give {m.shape[0]} and {mu.shape[0]} hypotheses: give as many '
+            'of each, or one of either'
+        )
     m, mu = np.broadcast_arrays(m, mu)
     if not (np.all(np.isfinite(m)) and np.all(np.isfinite(mu))) or np.any(m < 0) or np.any(mu < 0):
         raise SlideInputError('mass and friction must be finite and non-negative')
@@ -116,6 +121,24 @@ def push(
     d = d / np.linalg.norm(d)
     model = RigidModel.of(grid, support, area)
     c = mu * model.loads(m)  # (B, n) friction force of each cell [N]: mu_i N_i
+    # With no friction anywhere the least-dissipation motion is not unique: a 6 mm push
+    # along -x was predicted to move the object 4 cm sideways and turn it 0.5 rad.
+    bare = np.flatnonzero(~(c.sum(axis=1) > 0))
+    if bare.size:
+        raise SlideInputError(
+            f'hypothesis {int(bare[0])} has no friction under it (mass or friction zero on '
+            'every supported cell): a quasi-static push cannot say where it goes'
+        )
+    X0b = np.broadcast_to(X0, (B, 3))
+    R_OW = np.swapaxes(rotation(X0b[:, 2]), 1, 2)
+    p_BF = np.einsum('kij,kj->ki', R_OW, p0[None, :] - X0b[:, :2]) - model.p_OG
+    _, dist = model.closest_point(p_BF)
+    if np.any(dist < radius - 1e-6):
+        # (it passed through, the object stayed and every step read as touching)
+        raise SlideInputError(
+            'the fingertip starts inside the object (penetration '
+            f'{1000 * (radius - float(dist.min())):.2f} mm): start it outside'
+        )
     h_push = push_heights(model, push_height)
     c_tip = tipping_limits(model, m, mu, 1.0, h_push)  # per second: forces [N per N m]
     S = max(1, int(np.ceil(travel / step)))

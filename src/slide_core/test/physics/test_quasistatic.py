@@ -134,6 +134,13 @@ def test_hypotheses_in_a_batch_equal_their_single_runs() -> None:
         ((M, MU, [0, 0, 0], [-0.1, 0], [0, 0], 0.05), 'direction non-zero'),
         ((M, MU, [0, 0, 0], [-0.1, 0], [1, 0], -0.05), 'travel'),
         ((M, MU, np.zeros((2, 3)), [-0.1, 0], [1, 0], 0.05), r'\(3,\) or \(1, 3\)'),
+        # (a raw numpy broadcast error)
+        ((np.tile(M, (2, 1)), np.tile(MU, (3, 1)), [0, 0, 0], [-0.1, 0], [1, 0], 0.05), '2 and 3'),
+        # No friction: a 6 mm push was predicted to move it 4 cm sideways and turn it 0.5 rad.
+        ((M, 0 * MU, [0, 0, 0], [-0.07, 0.01], [1, 0], 0.04), 'hypothesis 0 has no friction'),
+        ((0 * M, MU, [0, 0, 0], [-0.07, 0.01], [1, 0], 0.04), 'hypothesis 0 has no friction'),
+        # Inside the object: it passed through, and every step read as touching.
+        ((M, MU, [0, 0, 0], [0.0, 0.01], [1, 0], 0.04), r'inside the object \(penetration 8'),
     ],
 )
 def test_bad_input_is_refused_with_a_reason(args: tuple, message: str) -> None:  # type: ignore[type-arg]
