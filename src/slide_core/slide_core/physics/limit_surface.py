@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import Grid
+from slide_core.geometry import Grid, signed_area
 
 FloatArray = NDArray[np.float64]
 
@@ -60,10 +60,11 @@ def closest_on_outline(outline: FloatArray, p: FloatArray) -> tuple[FloatArray, 
     d = np.linalg.norm(p - q, axis=1)
     k = int(np.argmin(d))
     edge = ab[k]
-    n_out = np.array([edge[1], -edge[0]])
+    n_out = np.array([edge[1], -edge[0]])  # outward for a counter-clockwise outline
     n_out /= np.linalg.norm(n_out)
-    # Orientation-independent: the outward normal points away from the area centroid.
-    if np.dot(n_out, q[k] - outline.mean(axis=0)) < 0:
+    # (Taken as pointing away from the vertices' mean, it pointed inwards on a concave
+    # part's edges, and a push there read as moving away: the tip passed through an L.)
+    if signed_area(outline) < 0:
         n_out = -n_out
     inside = _inside(outline, p)
     return q[k], (-d[k] if inside else d[k]), n_out

@@ -39,3 +39,15 @@ def test_off_centre_push_turns_the_right_way_and_moving_away_does_nothing():
     assert np.allclose(still, 0.0)
     with pytest.raises(SlideInputError, match='tip path'):
         simulate(obj, [0.0, 0.0, 0.0], np.zeros((1, 2)), R_TIP, 0.3)
+
+
+@pytest.mark.parametrize('clockwise', [False, True])
+def test_a_push_into_a_concave_corner_moves_the_object(clockwise: bool) -> None:
+    # The outward normal was taken as pointing away from the vertices' mean, which points
+    # inwards on an L's inner edges: a tip pushed down into the arm passed through it.
+    L = np.array([[0, 0], [0.1, 0], [0.1, 0.03], [0.03, 0.03], [0.03, 0.1], [0, 0.1]])
+    L = L[::-1] if clockwise else L
+    obj = LimitSurfaceObject.from_outline(L)
+    tip = np.column_stack((np.full(40, 0.06), np.linspace(0.04, 0.01, 40)))
+    X = simulate(obj, [0.0, 0.0, 0.0], tip, 0.005, 0.3)[-1]
+    assert X[1] < -0.005  # pushed down (-y) with the tip, not passed through
