@@ -221,3 +221,14 @@ def test_a_belief_keeps_its_maps_when_the_callers_arrays_change() -> None:
     belief = Belief.create(grid, mass, np.full(4, 0.3))
     mass[0] = -5.0  # a reused buffer changed a validated belief
     assert belief.mass[0, 0] == 0.01
+
+
+def test_a_belief_at_the_density_bound_comes_back_from_its_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Heights written to 10 um shrank each cell's volume: a mass on the densest-material
+    # bound, where identification's projection puts pressed cells, was refused on reading.
+    grid = Grid.from_occupancy(np.ones((2, 3)), 0.02, heights=0.0317744)
+    belief = Belief.create(grid, max_cell_mass(grid), np.full(grid.n, 0.5))
+    save_belief(belief, tmp_path / 'dense.yaml')
+    back = load_belief(tmp_path / 'dense.yaml')
+    np.testing.assert_allclose(back.grid.heights, grid.heights, rtol=1e-8)
+    np.testing.assert_allclose(back.mass, belief.mass, rtol=1e-8)
