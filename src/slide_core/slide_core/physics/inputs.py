@@ -197,6 +197,11 @@ def check_params(
             raise PhysicsError(f'{name} must be non-negative, got min {a.min():.3g}')
     m2, mu2 = np.atleast_2d(m), np.atleast_2d(mu)
     if m2.shape[0] != mu2.shape[0]:
+        if 1 not in (m2.shape[0], mu2.shape[0]):  # (a raw numpy broadcast error)
+            raise PhysicsError(
+                f'{m2.shape[0]} mass maps and {mu2.shape[0]} friction maps: give as many of '
+                'each, or one of either'
+            )
         m2, mu2 = np.broadcast_arrays(m2, mu2)
     if np.any(m2.sum(axis=1) <= 0):
         raise PhysicsError('every hypothesis needs a positive total mass')

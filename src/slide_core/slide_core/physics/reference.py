@@ -26,7 +26,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from slide_core.geometry import FloatArray, Grid, rotation
-from slide_core.physics.inputs import FingertipPush, Push, Rollout, WrenchPush, check_params
+from slide_core.physics.inputs import (
+    FingertipPush,
+    PhysicsError,
+    Push,
+    Rollout,
+    WrenchPush,
+    check_params,
+)
 from slide_core.physics.kernels_outline import outline_contact
 from slide_core.physics.mlcp import Fingertip, solve_mlcp
 from slide_core.physics.rigid import (
@@ -65,7 +72,11 @@ def weld_tree(grid: Grid) -> NDArray[np.int64]:
                 tree.append((a, b))
                 queue.append(b)
     if not seen.all():
-        raise ValueError('the cells are not 4-connected: they cannot be welded into one object')
+        # (the fast simulator takes such a footprint as one rigid body: an arch on two feet)
+        raise PhysicsError(
+            'the reference simulator welds 4-connected cells only, and these are in '
+            'several pieces: use simulate() for a footprint in pieces'
+        )
     return np.array(tree, dtype=np.int64).reshape(-1, 2)
 
 

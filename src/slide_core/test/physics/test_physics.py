@@ -204,6 +204,10 @@ def test_most_sliding_steps_take_the_explicit_path() -> None:
             'positive total mass',
         ),
         (lambda: simulate(BLOCK, np.ones(BLOCK.n), np.ones(BLOCK.n), PUSH, [0, np.nan, 0]), 'NaN'),
+        (  # (a raw numpy broadcast error)
+            lambda: simulate(BLOCK, np.ones((2, BLOCK.n)), np.ones((3, BLOCK.n)), PUSH, [0, 0, 0]),
+            '2 mass maps and 3 friction maps',
+        ),
         (lambda: WrenchPush.create(BLOCK, [0.5, 0.0], np.ones((3, 2)), DT), 'on no cell'),
         (lambda: WrenchPush.at_cell(BLOCK, 99, np.ones((3, 2)), DT), 'does not exist'),
         (lambda: WrenchPush.create(BLOCK, [0, 0], np.ones((3, 3)), DT), r'shape \(T>=1, 2\)'),

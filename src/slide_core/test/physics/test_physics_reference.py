@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from slide_core.geometry import Grid, cell_positions
-from slide_core.physics import FingertipPush, WrenchPush, simulate, simulate_reference, weld_tree
+from slide_core.physics import (
+    FingertipPush,
+    PhysicsError,
+    WrenchPush,
+    simulate,
+    simulate_reference,
+    weld_tree,
+)
 
 DT = 0.004
 # An irregular 10-cell object: small enough for the reference to be quick.
@@ -22,7 +29,8 @@ def test_weld_tree_spans_the_cells_with_n_minus_one_pairs() -> None:
     tree = weld_tree(SHAPE)
     assert tree.shape == (SHAPE.n - 1, 2)
     assert set(tree.ravel()) == set(range(SHAPE.n))
-    with pytest.raises(ValueError, match='not 4-connected'):
+    # A PhysicsError (a bad input, exit 2 in the CLI), not a bare ValueError.
+    with pytest.raises(PhysicsError, match='4-connected cells only, and these are in several'):
         weld_tree(Grid.from_occupancy([[1, 0, 1]], 0.02))
 
 
