@@ -67,12 +67,20 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
 }
 BACKENDS = ('twin', 'fr3', 'lbr')
 CLOUD_TOPIC = '/camera/camera/depth/color/points'
+ARM_SENSOR_MOUNT = [1.0, 0.0, 0.0, 0.0]
+"""The executor's ``sensor_mount`` on an arm: the F/T sensor square on the flange, whose z
+axis points at the table (``slide_ros.moveit_backend.link_pose``), in the tool frame the
+executor turns wrenches by (z up, x along the tool's yaw): a half turn about x. The
+twin's sensor has the world's axes (the default, identity); with identity on the arm, Fy
+and Fz came out mirrored."""
+
 ARMS = {
     'fr3': {
         'planning_group': 'fr3_arm',
         'end_effector_link': 'fr3_hand_tcp',
         'gripper_action': '/fr3_gripper/gripper_action',
         'gripper_held': 'reached_goal',
+        'sensor_mount': ARM_SENSOR_MOUNT,
         'moveit_package': 'franka_fr3_moveit_config',
         'moveit_launch': 'moveit.launch.py',
         # Its launch arguments ({name} from ours); it requires robot_ip, and starts RViz of
@@ -84,6 +92,7 @@ ARMS = {
         'end_effector_link': 'link_ee',
         'gripper_action': '/gripper_controller/gripper_cmd',
         'gripper_held': 'stalled',
+        'sensor_mount': ARM_SENSOR_MOUNT,
         'moveit_package': 'lbr_bringup',
         'moveit_launch': 'move_group.launch.py',
         'moveit_arguments': {},

@@ -517,6 +517,29 @@ def test_a_robot_backend_runs_the_camera_and_moveit_instead_of_the_twin() -> Non
         pregrasp({'backend': 'fr3'})
 
 
+@pytest.mark.parametrize('backend', ['fr3', 'lbr'])
+@pytest.mark.parametrize('yaw', [0.0, 0.9, -2.5])
+def test_an_arms_sensor_square_on_its_flange_reads_in_the_table_frame(
+    backend: str, yaw: float
+) -> None:
+    # The arm reports its tool as z up, turned by its yaw, while its flange points z at
+    # the table: with the twin's identity mount a push along +y read along -y on the arm.
+    from transforms3d import quaternions
+
+    from slide_ros.executor_node import quaternion_matrix
+    from slide_ros.moveit_backend import link_pose
+
+    given = {'backend': backend, 'robot_ip': '172.16.0.2'}
+    executor = next(s for s in pregrasp(given) if s.name == 'executor').parameters
+    R_TS = quaternion_matrix(np.array(executor['sensor_mount']))
+    _, (x, y, z, w) = link_pose(np.zeros(3), yaw, np.zeros(3))
+    R_WL = quaternions.quat2mat([w, x, y, z])  # the flange, and the sensor square on it
+    R_WT = np.array(
+        [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
+    )
+    np.testing.assert_allclose(R_WT @ R_TS, R_WL, atol=1e-12)
+
+
 def test_rviz_starts_once_with_slides_configuration() -> None:
     # Two started: the graph's rviz2 without a configuration, and the launch file's own.
     actions = [

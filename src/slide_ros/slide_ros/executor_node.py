@@ -103,7 +103,9 @@ PARAMS = (
     Param(
         'sensor_mount',
         [0.0, 0.0, 0.0, 1.0],
-        'F/T sensor orientation in the fingertip tool frame, quaternion x, y, z, w',
+        'F/T sensor orientation in the fingertip tool frame (z up, x along the tool yaw), '
+        'quaternion x, y, z, w; a sensor square on an arm flange whose z points at the '
+        'table is 1, 0, 0, 0 (the arm graphs set it)',
     ),
     Param(
         'tare',
