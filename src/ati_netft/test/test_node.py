@@ -184,7 +184,8 @@ def test_gravity_compensation_removes_the_tool_weight(emulator: NetFTEmulator) -
         assert abs(h.wrenches[-1].wrench.torque.x) < 1e-6
         # A tare in free air (the executor's before each push) holds the tool's weight as
         # it hangs: the compensation gave it back, and 9.8 N read in free air broke limits.
-        h.limits.clear()  # the flip above is a jump no real sensor makes
+        h.spin_until(lambda: False, timeout=0.3)  # the events of the flip's jump, in flight
+        h.limits.clear()  # (a jump no real sensor makes)
         for service in ('/netft/bias', '/netft/bias_sensor'):
             assert h.call(service).success
             count = len(h.wrenches)

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO
+from typing import IO, Any
 
 from slide_bringup.graph import GraphError, NodeSpec
 from slide_bringup.signals import raise_terminated
@@ -106,25 +106,58 @@ def full_name(spec: NodeSpec) -> str:
 
 def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S) -> list[str]:
     """The nodes of ``specs`` that already run in this ROS domain (another graph's, on this
-    machine or on the network), listened for ``wait_s``."""
+    machine or on the network): listened for ``wait_s``, and each one heard of asked for its
+    parameters, since DDS can still list a node whose process has ended (CI found one of an
+    earlier test's graphs minutes later), and only a live node answers."""
     import rclpy
     from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
 
     wanted = {full_name(s) for s in specs}
     context = Context()
     rclpy.init(context=context)
     try:
         probe = rclpy.create_node(f'slide_runner_probe_{os.getpid()}', context=context)
-        found: set[str] = set()
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(probe)
+        heard: set[str] = set()
         end = time.monotonic() + wait_s
-        while not found and time.monotonic() < end:
+        while not heard and time.monotonic() < end:
             names = probe.get_node_names_and_namespaces()
-            found = wanted & {ns.rstrip('/') + '/' + name for name, ns in names}
+            heard = wanted & {ns.rstrip('/') + '/' + name for name, ns in names}
             time.sleep(0.1)
+        alive = sorted(name for name in heard if _answers(probe, executor, name))
+        executor.shutdown()
         probe.destroy_node()
     finally:
         context.try_shutdown()
-    return sorted(found)
+    return alive
+
+
+ANSWER_WAIT_S = 2.0
+"""How long [s] :func:`already_running` waits for a node it heard of to answer (asked
+again every half second: DDS drops an answer to a client the node has not yet matched)."""
+
+
+def _answers(probe: Any, executor: Any, name: str) -> bool:
+    """Whether node ``name`` answers a request for its parameters' names."""
+    from rcl_interfaces.srv import ListParameters
+
+    client = probe.create_client(ListParameters, f'{name}/list_parameters')
+    try:
+        end = time.monotonic() + ANSWER_WAIT_S
+        while time.monotonic() < end:
+            if client.service_is_ready():
+                future = client.call_async(ListParameters.Request(depth=1))
+                executor.spin_until_future_complete(future, timeout_sec=0.5)
+                if future.done():
+                    return True
+                client.remove_pending_request(future)
+            else:
+                executor.spin_once(timeout_sec=0.1)
+        return False
+    finally:
+        probe.destroy_client(client)
 
 
 class Graph:

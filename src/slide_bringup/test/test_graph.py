@@ -341,8 +341,8 @@ def test_identification_honours_cancel(rig: Rig) -> None:
 def test_identification_refuses_a_goal_it_cannot_meet_before_reading_data(rig: Rig) -> None:
     # No grid and no pushes: the settings are checked first, and named.
     for fields, reason in (
-        ({'method': 'gradient-descent'}, 'unknown identification method'),
-        ({'num_models': 8, 'budget': 7}, 'budget of 7 simulations'),
+        ({'method': 'gradient-descent'}, "unknown method 'gradient-descent'"),
+        ({'num_models': 8, 'budget': 7}, 'each of the 8 models (num_models)'),
         ({'density_max': math.inf}, 'density_max must be above 0'),
         ({'friction_max': 0.005}, 'friction_max must be above 0.01'),
         ({'friction_max': 5.0}, 'friction_max must be above 0.01 and at most 2'),
