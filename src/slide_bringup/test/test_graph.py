@@ -29,6 +29,7 @@ from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from visualization_msgs.msg import Marker  # noqa: E402
 
 from slide_bringup.graph import ARGUMENTS, CLOUD_TOPIC, GraphError, pregrasp, select  # noqa: E402
 from slide_bringup.runner import Graph, command  # noqa: E402
@@ -159,6 +160,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
 def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     phases: list[str] = []
+    arrows: list[Any] = []  # the force drawn at the fingertip for RViz
+    listen = rig.peer.node.create_subscription(Marker, '/ft/marker', arrows.append, RELIABLE)
     # Long enough for the force comparison below (0.7 s of contact at least): the random
     # push's travel depends on the perceived grid; 2 cm of it at 3 cm/s left 0.66 s once, and
     # 3.5 cm at 3 cm/s left 0.6 s under the whole suite's load once (the twin's truth then
@@ -194,6 +197,18 @@ def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     assert moved @ d_W > 0.002
     check_against_truth(record, rig.truths)
     rig.peer.wait(rig.retracted, 10, 'the fingertip to lift')
+    rig.peer.node.destroy_subscription(listen)
+    # Drawn where the fingertip was (at the table's origin, before), along the push.
+    assert arrows
+    track = np.array([[t.pose.position.x, t.pose.position.y] for t in rig.tips])
+    for a in arrows:
+        start = np.array([a.points[0].x, a.points[0].y])
+        # (the tool's poses come at 30 Hz while it moves at up to 0.5 m/s)
+        assert np.linalg.norm(track - start, axis=1).min() < 0.03, start
+    along = np.array(
+        [[a.points[1].x - a.points[0].x, a.points[1].y - a.points[0].y] for a in arrows]
+    )
+    assert along[np.argmax(np.linalg.norm(along, axis=1))] @ d_W > 0
 
 
 def check_against_truth(record: Any, truths: list[GroundTruth]) -> None:

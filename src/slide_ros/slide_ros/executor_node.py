@@ -13,7 +13,8 @@ While it runs it publishes, on the topics ``slide_core.io.read_pushes`` reads as
 of the cloud), ``/ft/wrench`` (the driver's wrench turned into the table frame through the
 tool's pose and the sensor's mounting, header frame the table's), ``/push/primitive``,
 ``/push/start`` and ``/push/end`` (the push's index, stamped with the stroke's start and
-end: the record's ``start`` and ``end``). A push's result carries its record (object poses
+end: the record's ``start`` and ``end``), and for RViz ``/ft/marker`` (the force as an
+arrow at the fingertip). A push's result carries its record (object poses
 from perception, fingertip poses, wrenches). Before each push it tares the F/T sensor
 through the driver's bias service (``ft_bias``; parameter ``tare``), with the fingertip
 retracted in free air (lifted first when it is lower), so that the driver's force limit and
@@ -47,6 +48,7 @@ import numpy as np
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker
 
 from slide_core.geometry import FloatArray, distance_to_cells
 from slide_core.identification import PushSamples
@@ -84,6 +86,7 @@ from slide_ros.lifecycle import (
     end_stopped,
     run,
 )
+from slide_ros.markers import force_arrow
 from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR
 
@@ -165,6 +168,8 @@ PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
 """How long a push waits for the object grid perception latches [s] before refusing."""
 TARE_TIMEOUT_S = 2.0
+FORCE_MARKER_RATE_HZ = 20.0
+"""How often [Hz] the force arrow at the fingertip (``/ft/marker``) is drawn at most."""
 TARE_HEIGHT_SLACK = 0.01
 """How far [m] under ``LIFT`` the fingertip may be and still count as lifted for a tare."""
 """How long a push waits for the F/T driver to take a tare [s] before it fails."""
@@ -221,6 +226,8 @@ class ExecutorNode(SlideNode):
         self.pub_pusher = self.create_publisher(PoseStamped, '/pusher/pose', RELIABLE)
         self.pub_gripper = self.create_publisher(PoseStamped, '/gripper/pose', RELIABLE)
         self.pub_wrench = self.create_publisher(WrenchStamped, '/ft/wrench', RELIABLE)
+        self.pub_force = self.create_publisher(Marker, '/ft/marker', RELIABLE)
+        self._force_drawn = 0.0  # when the force arrow was last sent (monotonic [s])
         self.pub_start = self.create_publisher(PushMarker, '/push/start', RELIABLE)
         self.pub_end = self.create_publisher(PushMarker, '/push/end', RELIABLE)
         self.pub_primitive = self.create_publisher(PushPrimitive, '/push/primitive', RELIABLE)
@@ -328,6 +335,10 @@ class ExecutorNode(SlideNode):
         out.wrench.force.x, out.wrench.force.y, out.wrench.force.z = (float(v) for v in f_W)
         out.wrench.torque.x, out.wrench.torque.y, out.wrench.torque.z = (float(v) for v in tau_W)
         self.pub_wrench.publish(out)
+        now = time.monotonic()
+        if tool is not None and now - self._force_drawn >= 1.0 / FORCE_MARKER_RATE_HZ:
+            self._force_drawn = now
+            self.pub_force.publish(force_arrow(tool.p_W, f_W, self.frame, msg.header.stamp))
 
     def _on_limit(self, _msg: WrenchStamped) -> None:
         self._limit.set()

@@ -1,4 +1,5 @@
-"""RViz markers of slide's data: the belief's maps and centres of mass, footprints, pushes.
+"""RViz markers of slide's data: the belief's maps and centres of mass, footprints, pushes,
+the fingertip's force and the workcell's obstacles.
 
 All markers are in the table frame. The belief's most probable model is drawn as two
 CUBE_LISTs over the object (mass: green shades, at the cells' tops; friction: orange
@@ -19,7 +20,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from slide_core.geometry import FloatArray, boundary_segments, cell_positions, rotation, to_world
-from slide_core.model import Belief
+from slide_core.model import Belief, Obstacle
 
 
 def _colour(r: float, g: float, b: float, a: float = 1.0) -> ColorRGBA:
@@ -112,6 +113,49 @@ def arrow(
         Point(x=float(end[0]), y=float(end[1]), z=0.02),
     ]
     return m
+
+
+FORCE_SCALE = 0.02
+"""Length [m] of the force arrow per newton."""
+FORCE_LIFETIME_S = 0.5
+"""How long [s] a force arrow stays without a newer one: a stream that stops leaves none."""
+
+
+def force_arrow(p_WF: FloatArray, f_W: FloatArray, frame: str, stamp: Any) -> Marker:
+    """The force the fingertip applies to the object, an arrow from the fingertip's centre
+    p_WF (3,) [m] along f_W (3,) [N], ``FORCE_SCALE`` metres per newton (a WrenchStamped
+    in the table frame is drawn at the table's origin, far from the push)."""
+    m = _marker('force', 0, Marker.ARROW, frame, stamp)
+    m.scale.x, m.scale.y, m.scale.z = 0.003, 0.007, 0.01
+    m.color = _colour(1.0, 0.8, 0.1)
+    m.lifetime = Duration(sec=0, nanosec=int(FORCE_LIFETIME_S * 1e9))
+    p = np.asarray(p_WF, dtype=float)
+    end = p + np.asarray(f_W, dtype=float) * FORCE_SCALE
+    m.points = [
+        Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+        Point(x=float(end[0]), y=float(end[1]), z=float(end[2])),
+    ]
+    return m
+
+
+OBSTACLE_HEIGHT = 0.01
+"""Height [m] an obstacle is drawn with: the workcell file gives its footprint only."""
+
+
+def obstacle_markers(obstacles: Sequence[Obstacle], frame: str, stamp: Any) -> MarkerArray:
+    """The workcell's obstacles, each a translucent box over its footprint on the table,
+    after a DELETEALL of their namespace."""
+    out = MarkerArray()
+    out.markers = [clear('obstacles', frame, stamp)]
+    for k, ob in enumerate(obstacles):
+        m = _marker('obstacles', k, Marker.CUBE, frame, stamp)
+        m.pose.position.x, m.pose.position.y = (float(v) for v in ob.centre)
+        m.pose.position.z = OBSTACLE_HEIGHT / 2
+        m.scale.x, m.scale.y = (2 * float(v) for v in ob.half_size)
+        m.scale.z = OBSTACLE_HEIGHT
+        m.color = _colour(0.8, 0.2, 0.6, 0.6)
+        out.markers.append(m)
+    return out
 
 
 CLEAR_ID = -1

@@ -11,7 +11,8 @@
 Every action honours cancel (between its stages, and the goal search between the yaws it
 tries, with its progress as feedback; a cancelled goal returns nothing). Markers:
 ``/plan/markers`` (goal footprint, the chosen push, the predicted outcomes), the path on
-``/plan/path`` (nav_msgs/Path, latched) and the goal on ``/plan/goal`` (latched).
+``/plan/path`` (nav_msgs/Path, latched) and the goal on ``/plan/goal`` (latched); the
+workcell's obstacles on ``/workcell/obstacles`` (latched, once).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from slide_core.task import EXPLORATION, exploration_push
 from slide_interfaces.action import ChooseExploration, PlanStep, SelectGoal
 from slide_interfaces.msg import ErrorCode
 from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, end_stopped, run
-from slide_ros.markers import arrow, clear, footprint
+from slide_ros.markers import arrow, clear, footprint, obstacle_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED
 
@@ -95,6 +96,10 @@ class PlannerNode(SlideNode):
         self.config = planner_config(self.cell, overhang_weight=float(self.p['overhang_weight']))
         self.frame = self.cell.table.frame_id
         self.pub_markers = self.create_publisher(MarkerArray, '/plan/markers', LATCHED)
+        # The boxes the plans keep clear of, drawn once (latched): they were nowhere in RViz.
+        obstacles = self.create_publisher(MarkerArray, '/workcell/obstacles', LATCHED)
+        stamp = self.get_clock().now().to_msg()
+        obstacles.publish(obstacle_markers(self.cell.obstacles, self.frame, stamp))
         self.pub_path = self.create_publisher(Path, '/plan/path', LATCHED)
         self.pub_goal = self.create_publisher(PoseStamped, '/plan/goal', LATCHED)
         group = ReentrantCallbackGroup()

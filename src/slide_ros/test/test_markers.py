@@ -56,3 +56,30 @@ def test_a_belief_of_fewer_models_leaves_no_sphere_of_the_last_one() -> None:
     assert [m.ns for m in cleared] == ['belief/com']
     spheres = [m for m in markers if m.ns == 'belief/com' and m.action != Marker.DELETEALL]
     assert len(spheres) == 2 and len({(m.ns, m.id) for m in markers}) == len(markers)
+
+
+def test_the_force_is_drawn_at_the_fingertip_and_fades() -> None:
+    # As a WrenchStamped in the table frame RViz drew it at the table's origin, far from the
+    # push, and it stayed when the stream stopped.
+    from slide_ros.markers import FORCE_SCALE, force_arrow
+
+    m = force_arrow(np.array([0.3, -0.1, 0.015]), np.array([2.0, -1.0, 0.0]), 'table', Time())
+    start, end = ([p.x, p.y, p.z] for p in m.points)
+    np.testing.assert_allclose(start, [0.3, -0.1, 0.015])
+    np.testing.assert_allclose(np.subtract(end, start), np.array([2.0, -1.0, 0.0]) * FORCE_SCALE)
+    assert 0 < m.lifetime.sec + 1e-9 * m.lifetime.nanosec <= 1.0
+
+
+def test_each_obstacle_is_a_box_over_its_footprint() -> None:
+    from visualization_msgs.msg import Marker
+
+    from slide_core.model import Obstacle
+    from slide_ros.markers import obstacle_markers
+
+    boxes = (Obstacle((0.2, 0.1), (0.05, 0.01)), Obstacle((0.4, -0.2), (0.02, 0.03)))
+    markers = obstacle_markers(boxes, 'table', Time()).markers
+    assert markers[0].action == Marker.DELETEALL
+    cubes = markers[1:]
+    assert [(m.pose.position.x, m.pose.position.y) for m in cubes] == [(0.2, 0.1), (0.4, -0.2)]
+    assert [(m.scale.x, m.scale.y) for m in cubes] == [(0.1, 0.02), (0.04, 0.06)]
+    assert len({(m.ns, m.id) for m in markers}) == len(markers)
