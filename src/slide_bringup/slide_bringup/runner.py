@@ -107,8 +107,9 @@ def full_name(spec: NodeSpec) -> str:
 def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S) -> list[str]:
     """The nodes of ``specs`` that already run in this ROS domain (another graph's, on this
     machine or on the network): listened for ``wait_s``, and each one heard of asked for its
-    parameters, since DDS can still list a node whose process has ended (CI found one of an
-    earlier test's graphs minutes later), and only a live node answers."""
+    parameters, since DDS can still list a node that is gone (the test suite saw the F/T
+    driver tests' in-process nodes after their contexts had ended), and only a live node
+    answers."""
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
