@@ -139,10 +139,10 @@ def generate_launch_description() -> Any:
 
 def _camera_tf(node: Any, extrinsics: Any) -> Any:
     """tf2_ros' static transform table -> camera optical frame from the extrinsics file."""
-    import yaml
+    from slide_core.perception import read_extrinsics
 
-    doc = yaml.safe_load(extrinsics.read_text())
-    t, q = doc['translation'], doc['rotation']
+    e = read_extrinsics(extrinsics)  # checked as the graph and perception check it
+    t, q = e.p_WK.tolist(), e.q_WK.tolist()
     return node(
         package='tf2_ros',
         executable='static_transform_publisher',
@@ -162,8 +162,8 @@ def _camera_tf(node: Any, extrinsics: Any) -> Any:
             '--qw',
             str(q[3]),
             '--frame-id',
-            str(doc['parent_frame']),
+            e.parent_frame,
             '--child-frame-id',
-            str(doc['child_frame']),
+            e.child_frame,
         ],
     )

@@ -262,14 +262,14 @@ def camera_extrinsics(cfg: Path) -> Path:
 def _extrinsics(cell: Workcell) -> Path:
     """``cell``'s camera extrinsics file; GraphError unless it gives the camera in the
     workcell's table frame."""
-    import yaml
+    from slide_core.errors import SlideInputError
+    from slide_core.perception import read_extrinsics
 
     path = cell.camera_extrinsics
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise GraphError(f'cannot read the camera extrinsics {path}: {exc}') from None
-    parent = doc.get('parent_frame') if isinstance(doc, dict) else None
+        parent = read_extrinsics(path).parent_frame
+    except SlideInputError as exc:
+        raise GraphError(str(exc)) from None
     if parent != cell.table.frame_id:
         # (the camera's transform hung off a frame nothing else used, and perception's
         # cloud was mapped into a table frame the rest of the graph did not call its own)

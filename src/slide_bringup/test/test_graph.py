@@ -609,6 +609,15 @@ def test_every_backend_reads_the_extrinsics_the_workcell_file_names(tmp_path) ->
     specs = {s.name: s for s in pregrasp({'config_dir': str(tmp_path)})}
     assert specs['twin'].parameters['table_frame'] == 'bench'
     assert specs['perception'].parameters['table_frame'] == 'bench'
+    # A mis-spelt child_frame passed here, then the launch file's static transform died of
+    # a bare KeyError: the graph checks the file as the launch file and perception read it.
+    (tmp_path / 'hand_eye.yaml').write_text(
+        hand_eye.replace('parent_frame: table', 'parent_frame: bench').replace(
+            'child_frame:', 'child_fram:'
+        )
+    )
+    with pytest.raises(GraphError, match=r'hand_eye.yaml: .* missing child_frame'):
+        pregrasp({'config_dir': str(tmp_path), 'backend': 'fr3', 'robot_ip': '172.16.0.2'})
 
 
 def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:

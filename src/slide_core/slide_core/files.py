@@ -145,13 +145,47 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return write_atomic(path, lambda tmp: tmp.write_text(text))
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping: it kept the last,
+    and a second ``obstacles: []`` at a workcell file's end dropped the fixture listed
+    above it (the plans pushed through it)."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> object:
+    seen: set[object] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == 'tag:yaml.org,2002:merge':  # '<<': merged keys may be overridden
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, list | dict):
+            continue  # not a key a slide file has; PyYAML refuses it itself
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'the key {key!r} is given twice', key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def parse_yaml(text: str) -> object:
+    """The YAML document in ``text``, as ``yaml.safe_load`` reads it, but a key given twice in
+    one mapping is a ``yaml.YAMLError`` (the last one silently won)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+
+
 def read_yaml(path: str | Path, error: type[SlideInputError], what: str = 'file') -> object:
-    """The parsed YAML document at ``path``; ``error`` (one line, naming the file) when it
-    cannot be read or is not YAML."""
+    """The parsed YAML document at ``path`` (:func:`parse_yaml`); ``error`` (one line,
+    naming the file) when it cannot be read, is not YAML or gives a key twice."""
     p = Path(path)
     try:
-        return yaml.safe_load(p.read_text())
+        return parse_yaml(p.read_text())
     except OSError as exc:
         raise error(f'{p}: cannot read the {what} ({exc.strerror})') from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise error(f'{p}: not valid YAML ({str(exc).splitlines()[0]})') from None
+        where = getattr(exc, 'problem_mark', None)
+        at = f' at line {where.line + 1}' if where is not None else ''
+        detail = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+        raise error(f'{p}: not valid YAML{at} ({detail})') from None

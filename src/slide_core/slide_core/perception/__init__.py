@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from slide_core.perception.cloud import (
     CameraView,
+    Extrinsics,
     KeepOut,
     PerceptionConfig,
     PerceptionError,
@@ -40,6 +41,7 @@ from slide_core.perception.cloud import (
     camera_frame,
     fit_table,
     load_extrinsics,
+    read_extrinsics,
     segment,
     to_table_frame,
 )
@@ -59,9 +61,11 @@ __all__ = [
     'TrackResult',
     'acquire',
     'build_grid',
+    'Extrinsics',
     'camera_frame',
     'fit_table',
     'load_extrinsics',
+    'read_extrinsics',
     'segment',
     'to_table_frame',
 ]

@@ -12,9 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 import transforms3d  # type: ignore[import-untyped]
-import yaml
 
 from slide_core.errors import SlideInputError
+from slide_core.files import read_yaml
 from slide_core.geometry import CELL_SIZE_RANGE, FloatArray
 
 
@@ -184,35 +184,90 @@ class Segmentation:
     table_W: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))
 
 
-def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
-    """Camera extrinsics from YAML: ``parent_frame``, ``child_frame``, ``translation``
-    [x, y, z] (m) and ``rotation`` [x, y, z, w] (unit quaternion of the optical frame in the
-    table frame, the ROS order). Returns R_WK (3, 3), p_WK (3,)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise SlideInputError(f'cannot read camera extrinsics {path}: {exc}') from exc
-    if not isinstance(data, dict) or not {'translation', 'rotation'} <= set(data):
-        raise SlideInputError(f'{path}: needs translation [x, y, z] and rotation [x, y, z, w]')
-    p = np.asarray(data['translation'], dtype=float)
-    q = np.asarray(data['rotation'], dtype=float)
-    if p.shape != (3,) or q.shape != (4,) or not (np.isfinite(p).all() and np.isfinite(q).all()):
-        raise SlideInputError(f'{path}: translation must have 3 numbers and rotation 4')
+MAX_CAMERA_DISTANCE = 10.0
+"""How far [m] from the table frame's origin a camera may be: beyond, the translation is
+taken for millimetres (the workcell file's lengths are bounded alike)."""
+
+
+@dataclass(frozen=True)
+class Extrinsics:
+    """The camera's calibration: its optical frame K (``child_frame``) in the table frame W
+    (``parent_frame``): R_WK (3, 3) and p_WK (3,) [m], and the quaternion q_WK (x, y, z, w)
+    as the file gives it (unit)."""
+
+    parent_frame: str
+    child_frame: str
+    R_WK: FloatArray
+    p_WK: FloatArray
+    q_WK: FloatArray
+
+
+def read_extrinsics(path: str | Path) -> Extrinsics:
+    """The camera extrinsics file at ``path``: ``parent_frame`` and ``child_frame`` (frame
+    names), ``translation`` [x, y, z] (m) and ``rotation`` [x, y, z, w] (unit quaternion of
+    the optical frame in the table frame, the ROS order). SlideInputError, one line naming
+    the file and the key, for anything else: the graph, the launch file's static transform
+    and perception read it alike (a mis-spelt ``child_frame`` passed the graph, crashed the
+    launch file and turned perception's frame check off; 350 for 0.35 m, strings and
+    booleans were taken as numbers)."""
+    doc = read_yaml(path, SlideInputError, 'camera extrinsics')
+    where = f'{path}'
+    if not isinstance(doc, dict):
+        raise SlideInputError(f'{where}: the camera extrinsics must be a mapping of keys')
+    wanted = {'parent_frame', 'child_frame', 'translation', 'rotation'}
+    missing, unknown = sorted(wanted - set(doc)), sorted(set(doc) - wanted)
+    if missing or unknown:
+        raise SlideInputError(
+            f'{where}: camera extrinsics need {", ".join(sorted(wanted))}'
+            + (f'; missing {", ".join(missing)}' if missing else '')
+            + (f'; unknown {", ".join(map(str, unknown))}' if unknown else '')
+        )
+    frames = []
+    for key in ('parent_frame', 'child_frame'):
+        value = doc[key]
+        if not isinstance(value, str) or not value.strip():
+            raise SlideInputError(f'{where}: {key} must name a frame, got {value!r}')
+        frames.append(value)
+
+    def numbers(key: str, count: int) -> FloatArray:
+        value = doc[key]
+        if (
+            not isinstance(value, list)
+            or len(value) != count
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            or not all(math.isfinite(v) for v in value)
+        ):
+            raise SlideInputError(f'{where}: {key} must be {count} finite numbers, got {value!r}')
+        return np.asarray(value, dtype=float)
+
+    p = numbers('translation', 3)
+    q = numbers('rotation', 4)
+    if float(np.linalg.norm(p)) > MAX_CAMERA_DISTANCE:
+        raise SlideInputError(
+            f'{where}: translation {p.tolist()} puts the camera more than '
+            f'{MAX_CAMERA_DISTANCE:g} m from the table frame: is it in m?'
+        )
     norm = float(np.linalg.norm(q))
     if abs(norm - 1.0) > 1e-3:
-        raise SlideInputError(f'{path}: rotation must be a unit quaternion, its norm is {norm}')
+        raise SlideInputError(
+            f'{where}: rotation must be a unit quaternion x, y, z, w, its norm is {norm:.4g} '
+            '(roll, pitch, yaw are not read here)'
+        )
     x, y, z, w = q / norm
-    return np.asarray(transforms3d.quaternions.quat2mat([w, x, y, z])), p
+    R = np.asarray(transforms3d.quaternions.quat2mat([w, x, y, z]))
+    return Extrinsics(frames[0], frames[1], R, p, q / norm)
+
+
+def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
+    """R_WK (3, 3) and p_WK (3,) of the camera extrinsics file (:func:`read_extrinsics`)."""
+    e = read_extrinsics(path)
+    return e.R_WK, e.p_WK
 
 
 def camera_frame(extrinsics: str | Path) -> str:
-    """The optical frame the extrinsics file describes (``child_frame``; '' if unnamed or
-    unreadable): a cloud in another frame is not one these extrinsics map."""
-    try:
-        doc = yaml.safe_load(Path(extrinsics).read_text())
-    except (OSError, yaml.YAMLError):
-        return ''
-    return str(doc.get('child_frame', '')) if isinstance(doc, dict) else ''
+    """The optical frame the extrinsics file describes (``child_frame``): a cloud in another
+    frame is not one these extrinsics map."""
+    return read_extrinsics(extrinsics).child_frame
 
 
 @dataclass(frozen=True, eq=False)

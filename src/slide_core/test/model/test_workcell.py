@@ -135,6 +135,20 @@ def test_a_misspelt_obstacle_key_is_named():
         parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
 
 
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    # The last one won: a fixture listed under obstacles, and the shipped file's own
+    # 'obstacles: []' left at its end, gave a workcell without it (plans pushed through it).
+    text = (ROOT / 'config' / 'workcell.yaml').read_text()
+    assert '\nobstacles: []' in text
+    fixture = 'obstacles:\n  - {centre: [0.17, 0.0], half_size: [0.03, 0.15]}\n'
+    (tmp_path / 'workcell.yaml').write_text(fixture + text)
+    (tmp_path / 'twin_camera.yaml').write_text((ROOT / 'config' / 'twin_camera.yaml').read_text())
+    lines = (fixture + text).splitlines()
+    line = next(k for k, v in enumerate(lines) if v.startswith('obstacles: []')) + 1
+    with pytest.raises(WorkcellError, match=rf"line {line} \(the key 'obstacles' is given twice"):
+        load_workcell(tmp_path / 'workcell.yaml')
+
+
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(WorkcellError, match='cannot read the workcell file'):
         load_workcell(tmp_path / 'nope.yaml')

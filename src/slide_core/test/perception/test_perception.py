@@ -17,6 +17,7 @@ from slide_core.perception import (
     PerceptionStatus,
     PoseTracker,
     acquire,
+    camera_frame,
     fit_table,
     load_extrinsics,
     to_table_frame,
@@ -300,12 +301,29 @@ def test_extrinsics_file_and_frame_change(tmp_path):
     p_T = to_table_frame([[0.0, 0.0, 0.9], [np.nan, 0, 1], [0.1, 0, 0.0]], R_WK, p_WK)
     assert p_T.shape == (1, 3)  # NaN and zero-depth points dropped
     assert np.allclose(p_T[0], [0.35, 0.0, 0.0], atol=1e-6)
-    path.write_text('translation: [0, 0, 1]\nrotation: [0, 0, 0, 2]\n')
-    with pytest.raises(SlideInputError, match='unit quaternion'):
-        load_extrinsics(path)
-    path.write_text('translation: [0, 0]\n')
-    with pytest.raises(SlideInputError, match='rotation'):
-        load_extrinsics(path)
+    frames = 'parent_frame: table\nchild_frame: camera_color_optical_frame\n'
+    for body, reason in (
+        ('translation: [0, 0, 1]\nrotation: [0, 0, 0, 2]\n', 'unit quaternion'),
+        ('translation: [0, 0]\nrotation: [0, 0, 0, 1]\n', 'translation must be 3 finite'),
+        # Taken before: roll, pitch, yaw in degrees; millimetres; strings and booleans.
+        ('translation: [0, 0, 1]\nrotation: [180, 0, 90]\n', 'rotation must be 4 finite'),
+        ('translation: [350, 0, 900]\nrotation: [0, 0, 0, 1]\n', 'is it in m'),
+        ('translation: ["0.35", 0, 0.9]\nrotation: [0, 0, 0, 1]\n', 'finite numbers'),
+        ('translation: [true, false, 0.9]\nrotation: [0, 0, 0, 1]\n', 'finite numbers'),
+        # A key given twice: the last one won.
+        ('translation: [0, 0, 1]\ntranslation: [0, 0, 2]\nrotation: [0, 0, 0, 1]\n', 'twice'),
+    ):
+        path.write_text(frames + body)
+        with pytest.raises(SlideInputError, match=reason):
+            load_extrinsics(path)
+    # A mis-spelt child_frame passed the graph, crashed the launch file's static transform
+    # and turned perception's frame check off.
+    path.write_text(
+        'parent_frame: table\nchild_fram: camera_color_optical_frame\n'
+        'translation: [0.35, 0.0, 0.9]\nrotation: [0, 0, 0, 1]\n'
+    )
+    with pytest.raises(SlideInputError, match='missing child_frame; unknown child_fram'):
+        camera_frame(path)
 
 
 def test_config_is_checked():
