@@ -60,6 +60,20 @@ def test_doctor_fails_where_the_demo_could_not_start(tmp_path) -> None:  # type:
         and 'cannot read the workcell file' in (checks['workcell']['detail'])
     )
     assert checks['slide_core']['ok']
+    # A mis-spelt planner setting: every reader of the file but the planner took it, the
+    # doctor said all was well, and the graph's planner node exited at start-up.
+    import shutil
+
+    config = Path(__file__).resolve().parents[3] / 'config'
+    shutil.copy(config / 'twin_camera.yaml', tmp_path)
+    text = (config / 'workcell.yaml').read_text()
+    assert '\n  epsilon: ' in text
+    (tmp_path / 'workcell.yaml').write_text(text.replace('\n  epsilon: ', '\n  epsilone: '))
+    out = subprocess.run(
+        [SLIDE, 'doctor', '--json', '--skip-ros'], capture_output=True, text=True, env=env
+    )
+    workcell = json.loads(out.stdout)['checks']['workcell']
+    assert out.returncode == 3 and "unknown planner setting 'epsilone'" in workcell['detail']
 
 
 def test_unknown_subcommand_is_a_one_line_error() -> None:
@@ -442,14 +456,16 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     X = np.array([5.0, 5.0, 0.0])
     code, result = plan()
     assert code == 2 and 'off the table' in result['error']
-    # A yaw is an angle: a turn more is the same pose; 1e20 rad is no angle at all (it
-    # found no goal where its wrapped value found one).
-    X = np.array([0.4, 0.05, 0.3 + 4 * np.pi])
+    # A yaw is an angle: within a turn either way, the same pose; more is degrees, most
+    # likely (90 was planned from as 2.035 rad; 1e20 rad found no goal where its wrapped
+    # value found one).
+    X = np.array([0.4, 0.05, 0.3 - 2 * np.pi])
     code, turned = plan()
     assert code == 0 and turned['pose'] == pytest.approx([0.4, 0.05, 0.3])
-    X = np.array([0.4, 0.05, 1e20])
-    code, result = plan()
-    assert code == 2 and 'the yaw 1e+20 rad is not within' in result['error']
+    for yaw in (90.0, 1e20):
+        X = np.array([0.4, 0.05, yaw])
+        code, result = plan()
+        assert code == 2 and 'rad is more than a turn: is it in degrees?' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2
 
 

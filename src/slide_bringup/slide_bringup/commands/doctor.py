@@ -38,12 +38,15 @@ def _ros_roundtrip() -> str:
 
 
 def _workcell() -> str:
-    """The workcell file and its camera calibration load (the demo refused to start
-    without them, while the doctor said every check passed)."""
+    """The workcell file, its planner settings and its camera calibration load (the demo
+    refused to start without them, and the planner node on a mis-spelt setting, while the
+    doctor said every check passed)."""
     from slide_core.model import load_workcell, workcell_path
     from slide_core.perception import load_extrinsics
+    from slide_core.planning import planner_config
 
     cell = load_workcell()
+    planner_config(cell)
     load_extrinsics(cell.camera_extrinsics)
     return f'{workcell_path()}, camera {cell.camera_extrinsics.name}'
 

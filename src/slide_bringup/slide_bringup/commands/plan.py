@@ -15,6 +15,7 @@ planner's.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,8 +83,9 @@ def _select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Any:
         return select_goal(belief, X_WO, config, progress)
 
 
-MAX_YAW = 100.0
-"""[rad] the largest yaw --pose and --goal take (it is wrapped to [-pi, pi))."""
+MAX_YAW = 2 * math.pi
+"""[rad] the largest yaw --pose and --goal take (it is wrapped to [-pi, pi)): more than a
+turn is degrees, most likely (90 was taken as 2.035 rad, and planned from)."""
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -114,7 +116,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not abs(pose[2]) <= MAX_YAW:
             # (1e20 rad found no goal where its wrapped value, 1.8956, found one: the
             # planner's turns lose every digit of such an angle)
-            raise ValueError(f'{flag}: the yaw {pose[2]:g} rad is not within +-{MAX_YAW:g} rad')
+            raise ValueError(
+                f'{flag}: the yaw {pose[2]:g} rad is more than a turn: is it in degrees? (give '
+                'radians)'
+            )
         P = np.array(pose, dtype=float)
         P[2] = float(wrap_angle(P[2]))
         _check_on_table(flag, P, belief, workcell.table)

@@ -22,6 +22,7 @@ from slide_core.errors import SlideInputError
 from slide_core.files import read_yaml, write_text_atomic
 from slide_core.geometry import FloatArray, Grid, GridError, check_object_grid, grid_radius
 from slide_core.model.objects import FRICTION_MAX, MAX_DENSITY, MIN_DENSITY
+from slide_core.model.values import finite_number, shown
 from slide_core.model.workcell import Fingertip
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
@@ -279,10 +280,21 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
     try:
         coverage = doc.get('coverage')
         outline = doc.get('outline')
+        # Checked as an object file's are (a string cell size, an occupancy of 2 and heights
+        # of 0 were taken, and a grasp planned at the table top with its pads shut).
+        cell_size = doc['cell_size']
+        if not finite_number(cell_size):
+            raise BeliefError(f'{source}: cell_size must be a number [m], got {shown(cell_size)}')
+        occupancy = np.asarray(doc['occupancy'])
+        if occupancy.dtype == object or not np.isin(occupancy, (0, 1)).all():
+            raise BeliefError(f'{source}: occupancy must hold 0 and 1 only')
+        heights = np.asarray(doc['heights'], dtype=float)
+        if heights.shape == occupancy.shape and not (heights[occupancy == 1] > 0).all():
+            raise BeliefError(f'{source}: heights: every occupied cell needs a positive height')
         grid = Grid(
-            float(doc['cell_size']),
-            np.asarray(doc['occupancy'], dtype=bool),
-            np.asarray(doc['heights'], dtype=float),
+            float(cell_size),
+            occupancy.astype(bool),
+            heights,
             None if coverage is None else np.asarray(coverage, dtype=float),
             None if outline is None else np.asarray(outline, dtype=float),
         )

@@ -167,6 +167,10 @@ def workcell_path(path: str | Path | None = None) -> Path:
     return Path(path) if path is not None else config_dir() / WORKCELL_FILE
 
 
+MAX_GRIP_FORCE = 400.0
+"""The most [N] a workcell's gripper may squeeze with, per finger."""
+
+
 def _number(
     section: dict[str, Any],
     key: str,
@@ -269,10 +273,11 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
             f'fingertip.radius: {fingertip.radius} m is as wide as the table ({table.depth} x '
             f'{table.width} m): it could not come down beside an object on it (is it in m?)'
         )
-    if fingertip.clearance < 0:
+    if fingertip.clearance <= 0:
+        # (0 was taken: the bottom on the table top, dragged over it by any height error)
         raise WorkcellError(
-            f'fingertip.height: {fingertip.height} m puts the fingertip into the table '
-            f'(its length is {fingertip.length} m); give at least half its length'
+            f'fingertip.height: {fingertip.height} m puts the fingertip on or into the table '
+            f'(its length is {fingertip.length} m); give more than half its length'
         )
     g = _section(doc, 'gripper')
     gripper = Gripper(
@@ -282,7 +287,9 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         _number(g, 'clearance_under_table', 'gripper', positive=False, most=0.5),
         _number(g, 'min_grip', 'gripper', most=0.3),
         _number(g, 'height_margin', 'gripper', positive=False, most=0.1),
-        _number(g, 'force', 'gripper', most=2000.0, unit='N'),
+        # (2000 N took 700 for 70.0, and the planner chose goals the real pads could not
+        # hold; parallel grippers squeeze 70 N (Franka Hand) to 235 N (Robotiq 2F-85))
+        _number(g, 'force', 'gripper', most=MAX_GRIP_FORCE, unit='N'),
     )
     if gripper.min_grip > gripper.finger_depth:
         raise WorkcellError(

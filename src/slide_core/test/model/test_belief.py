@@ -150,6 +150,27 @@ def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, t
         load_belief(path)
 
 
+@pytest.mark.parametrize(
+    ('change', 'message'),
+    [
+        (lambda d: d.update(cell_size='0.02'), r'cell_size must be a number \[m\]'),
+        (lambda d: d['occupancy'][0].__setitem__(0, 2), 'occupancy must hold 0 and 1 only'),
+        # A grasp was planned at the table top, its pads shut.
+        (
+            lambda d: d.update(heights=[[0.0] * len(r) for r in d['heights']]),
+            'heights: every occupied cell needs a positive height',
+        ),
+    ],
+)
+def test_a_belief_files_grid_is_checked_as_an_object_files_is(hammer, tmp_path, change, message):
+    path = save_belief(_belief(hammer), tmp_path / 'b.yaml')
+    doc = yaml.safe_load(path.read_text())
+    change(doc)
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(BeliefError, match=rf'b\.yaml: {message}'):
+        load_belief(path)
+
+
 def test_a_belief_file_lighter_than_air_is_refused(hammer, tmp_path):
     # A cell of a nanogram (a hand-written file, or one in other units) was planned with.
     path = save_belief(_belief(hammer), tmp_path / 'b.yaml')
@@ -185,7 +206,7 @@ def test_a_beliefs_file_keeps_the_grids_outline(tmp_path):
     [
         (1.0e6, r'cell_size: 1000000.0 m is outside \[0.001, 0.1\] m'),
         (0.5, r'cell_size: 0.5 m is outside'),  # planning with it ran for minutes
-        (10**400, 'malformed belief'),
+        (10**400, r'cell_size must be a number \[m\], got 1000000000'),
     ],
 )
 def test_a_belief_file_of_an_object_no_table_holds_is_refused(
