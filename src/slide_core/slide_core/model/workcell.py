@@ -186,7 +186,15 @@ def _number(
         raise WorkcellError(f'{where}.{key}: missing')
     value = section[key]
     if not finite_number(value):
-        raise WorkcellError(f'{where}.{key}: must be a finite number, got {shown(value)}')
+        hint = ''
+        if isinstance(value, str):
+            try:
+                float(value)
+                # (PyYAML reads 8e-3 as text: YAML 1.1 wants the dot)
+                hint = ': YAML read it as text; write it with a dot (0.008 or 8.0e-3)'
+            except ValueError:
+                pass
+        raise WorkcellError(f'{where}.{key}: must be a finite number, got {shown(value)}{hint}')
     if positive and value <= 0:
         raise WorkcellError(f'{where}.{key}: must be positive, got {value}')
     if not positive and value < 0:

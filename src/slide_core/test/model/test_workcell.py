@@ -80,6 +80,8 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         ),
         (('gripper', 'max_opening'), 80, r'^gripper\.max_opening: 80 m is more'),
         (('table', 'height'), 750, r'^table\.height: 750 m is more'),
+        # PyYAML reads 8e-3 as text, and the message did not say why it was no number.
+        (('fingertip', 'radius'), '8e-3', r"got '8e-3': YAML read it as text; write it with"),
         # 700 for 70.0 N was taken: the planner chose goals the real pads could not hold.
         (('gripper', 'force'), 700, r'^gripper\.force: 700 N is more .* \(400\.0 N at most\)$'),
         # The fingertip's bottom on the table top was taken: dragged over it by any error.
