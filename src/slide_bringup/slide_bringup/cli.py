@@ -48,13 +48,15 @@ COMMAND_MODULES = (
     'slide_bringup.commands.bench',
 )
 
+EXIT_SYSTEM = 1
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
 EPILOG = (
-    'exit codes: 0 success, 2 bad input, 3 ran but failed (episode failed, no goal, plan or '
-    'model), 130 interrupted, 143 terminated'
+    'exit codes: 0 success, 1 the machine failed it (a full disk, a file it may not write), '
+    '2 bad input, 3 ran but failed (episode failed, no goal, plan or model), 130 '
+    'interrupted, 143 terminated'
 )
 
 
@@ -184,6 +186,12 @@ def _main(words: list[str], as_json: bool) -> int:
     except (CliError, ValueError, FileNotFoundError) as exc:
         # Core functions raise ValueError with a message that says what was wrong.
         return _fail(prog, EXIT_BAD_INPUT, _reason(exc), as_json)
+    except OSError as exc:
+        # The machine failed it (a full disk; a path that passed the early checks and then
+        # could not be written): a traceback and no JSON, after the work was done.
+        what = f'{exc.strerror or exc}' + (f': {exc.filename}' if exc.filename else '')
+        kept = ''.join(f' ({note})' for note in getattr(exc, '__notes__', []))
+        return _fail(prog, EXIT_SYSTEM, what + kept, as_json)
     except MemoryError:
         reason = 'not enough memory for this request: ask for less (models, budget, pushes)'
         return _fail(prog, EXIT_BAD_INPUT, reason, as_json)

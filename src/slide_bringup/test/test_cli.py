@@ -481,3 +481,35 @@ def test_a_launch_that_is_not_ok_says_why() -> None:
         'the episode ended with exit code 3; node(s) that died or did not end cleanly: '
         'twin (-9), behaviour (3); their logs are in logs'
     )
+
+
+def test_a_full_disk_is_one_line_with_what_was_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was a traceback and exit 1 with no JSON, after the work (and slide record's bag
+    # threw away the pushes it had written).
+    import errno
+
+    from slide_core.io import bagfile
+    from slide_sim import record as record_module
+
+    flushes: list[int] = []
+    flush = bagfile.flush_chunk
+
+    def filling(writer: object) -> bool:
+        flushes.append(1)
+        if len(flushes) == 2:
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return flush(writer)
+
+    monkeypatch.setattr(record_module.bagfile, 'flush_chunk', filling)
+    out = tmp_path / 'bag'
+    args = ['record', '--object', 'box', '--pushes', '3', '--out', str(out), '--json']
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)
+    assert error['exit'] == 1 and error['error'] == (
+        f'No space left on device (the bag {out} holds the 1 push(es) written before it, '
+        'cut there)'
+    )
+    assert captured.err.strip().splitlines()[-1] == f'slide record: error: {error["error"]}'

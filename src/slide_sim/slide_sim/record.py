@@ -348,46 +348,59 @@ def record(
     frame = cell.table.frame_id
     topics = {**TOPICS, CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2'} if cloud_hz else TOPICS
     interrupted: KeyboardInterrupt | None = None
+    failed: OSError | None = None
+    done = 0
     with atomic_path(out, directory=True) as tmp:
-        with Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-            bag = _Bag(writer, store, frame, topics, tracking, seed)
-            camera = _Camera(bag, twin, cloud_hz, seed) if cloud_hz else None
-            try:
-                bag.write('/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time))
-                bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-                if camera is not None:
-                    camera()  # the object at rest, to acquire it from
-                done = 0
-                for i in range(pushes):
-                    try:
-                        primitive = random_push(
-                            spec.grid,
-                            twin.object_pose(),
-                            cell.table,
-                            cell.fingertip,
-                            rng,
-                            cell.obstacles,
-                        )
-                        rec = twin.push(primitive, on_step=camera)
-                        _write_push(bag, i, rec, twin)
-                        bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
-                        bagfile.flush_chunk(writer)  # a cut file keeps every push before it
-                        done += 1
-                        progress(done, pushes)
-                    except KeyboardInterrupt as exc:
-                        # Ctrl-C or SIGTERM: the pushes done are kept (the whole bag was
-                        # thrown away, minutes of them); one cut short has no end marker,
-                        # and identification leaves it out.
-                        interrupted = exc
-                        break
-                    if twin.fell():
-                        break
-                if interrupted is not None and done == 0:
-                    raise interrupted
-            finally:
-                if camera is not None:
-                    camera.close()
-            counts = dict(bag.counts)
+        try:
+            with Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+                bag = _Bag(writer, store, frame, topics, tracking, seed)
+                camera = _Camera(bag, twin, cloud_hz, seed) if cloud_hz else None
+                try:
+                    bag.write(
+                        '/object/grid', twin.time, bag.grid(spec, twin.object_pose(), twin.time)
+                    )
+                    bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                    if camera is not None:
+                        camera()  # the object at rest, to acquire it from
+                    for i in range(pushes):
+                        try:
+                            primitive = random_push(
+                                spec.grid,
+                                twin.object_pose(),
+                                cell.table,
+                                cell.fingertip,
+                                rng,
+                                cell.obstacles,
+                            )
+                            rec = twin.push(primitive, on_step=camera)
+                            _write_push(bag, i, rec, twin)
+                            bag.write('/ground_truth', twin.time, bag.truth(twin, twin.time))
+                            bagfile.flush_chunk(writer)  # a cut file keeps every push before it
+                            done += 1
+                            progress(done, pushes)
+                        except KeyboardInterrupt as exc:
+                            # Ctrl-C or SIGTERM: the pushes done are kept (the whole bag was
+                            # thrown away, minutes of them); one cut short has no end marker,
+                            # and identification leaves it out.
+                            interrupted = exc
+                            break
+                        if twin.fell():
+                            break
+                    if interrupted is not None and done == 0:
+                        raise interrupted
+                finally:
+                    if camera is not None:
+                        camera.close()
+                counts = dict(bag.counts)
+        except OSError as exc:
+            # A full disk threw the whole bag away, the pushes flushed before it too: their
+            # chunks stay, a cut bag the readers take, and the error goes on with a note.
+            if done == 0:
+                raise
+            failed, counts = exc, {}
+    if failed is not None:
+        failed.add_note(f'the bag {out} holds the {done} push(es) written before it, cut there')
+        raise failed
     if interrupted is not None:
         interrupted.add_note(f'the bag {out} holds the {done} push(es) made before it')
         raise interrupted

@@ -113,6 +113,42 @@ def test_an_interrupted_recording_keeps_the_pushes_it_made(
     assert sorted(p.name for p in tmp_path.iterdir()) == ['bag', 'kept']
 
 
+def test_a_disk_that_fills_keeps_the_pushes_written_before_it(
+    tmp_path: Path, workcell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk ended the recording with a traceback, and the whole bag was thrown away:
+    # the pushes flushed before it too. Here the third push's flush finds the disk full,
+    # and from then on nothing more can be written (the bag is never closed: a cut file).
+    import errno
+
+    from rosbags.rosbag2 import Writer
+
+    from slide_core.io import bagfile
+    from slide_sim import record as record_module
+
+    flushes: list[int] = []
+    flush = bagfile.flush_chunk
+
+    def filling(writer: object) -> bool:
+        flushes.append(1)
+        if len(flushes) == 3:
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return flush(writer)
+
+    def full(self: object) -> None:
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    out = tmp_path / 'full'
+    with monkeypatch.context() as m:
+        m.setattr(record_module.bagfile, 'flush_chunk', filling)
+        m.setattr(Writer, 'close', full)
+        with pytest.raises(OSError, match='No space left') as failed:
+            record(load_object('toothpaste'), workcell, 5, seed=0, out=out)
+    assert failed.value.__notes__ == [f'the bag {out} holds the 2 push(es) written before it, '
+                                      'cut there']  # fmt: skip
+    assert [pd.index for pd in read_pushes(out).pushes] == [0, 1]
+
+
 def test_tracking_writes_poses_as_a_camera_tracker_measures_them(tmp_path: Path, workcell):
     spec = load_object('book')
     record(spec, workcell, 1, seed=4, out=tmp_path / 'true')
