@@ -9,6 +9,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 import time
 
+MAX_DOMAIN_ID = 232
+"""The largest ROS_DOMAIN_ID Fast DDS can turn into ports; above it the DDS library ends
+the process (exit 1, one line on stdout) before any report. 0 to 101 are the ones clear of
+Linux's ephemeral ports (ROS 2's advice)."""
+
+
+def domain_problem(value: str | None = None) -> str:
+    """What is wrong with ``ROS_DOMAIN_ID`` (``value``, else the environment's); '' when it
+    is unset or usable."""
+    import os
+
+    raw = os.environ.get('ROS_DOMAIN_ID', '') if value is None else value
+    if not raw.strip():
+        return ''
+    try:
+        domain = int(raw)
+    except ValueError:
+        domain = -1
+    if not 0 <= domain <= MAX_DOMAIN_ID:
+        return (
+            f'ROS_DOMAIN_ID {raw!r} is no ROS domain: give a whole number from 0 to 101 '
+            f'(at most {MAX_DOMAIN_ID})'
+        )
+    return ''
+
 
 @dataclass(frozen=True)
 class RoundTrip:

@@ -183,6 +183,10 @@ class Graph:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, raise_terminated)
         commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
+        from slide_bringup.ros_check import domain_problem
+
+        if domain_problem():  # (every node's DDS library would end it at start-up)
+            raise GraphError(domain_problem())
         # Two graphs in one ROS domain took each other's topics and actions: a demo's truth
         # check read the other twin, and each behaviour drove the other's executor.
         clash = already_running(self.specs)

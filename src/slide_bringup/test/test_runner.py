@@ -117,6 +117,19 @@ def test_a_second_graph_in_the_same_ros_domain_is_refused(tmp_path: Path) -> Non
         assert graph.poll() == {'netft': None}
 
 
+def test_a_domain_id_no_node_could_start_in_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every node's DDS library ended it at start-up, and the runner reported deaths.
+    from slide_bringup.graph import GraphError
+
+    monkeypatch.setenv('ROS_DOMAIN_ID', '300')
+    graph = Graph([NETFT], tmp_path / 'logs')
+    with pytest.raises(GraphError, match="ROS_DOMAIN_ID '300' is no ROS domain"):
+        graph.start()
+    assert graph.nodes == []
+
+
 def test_a_node_that_dies_is_reported_once_with_the_end_of_its_log(tmp_path: Path) -> None:
     # Perception without its extrinsics file refuses to start: exit 2, one line why.
     broken = NodeSpec('slide_perception', 'perception_node', 'perception', {})

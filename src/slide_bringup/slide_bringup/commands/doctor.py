@@ -29,8 +29,11 @@ def _version(module: str) -> str:
 
 
 def _ros_roundtrip() -> str:
-    from slide_bringup.ros_check import action_roundtrip
+    from slide_bringup.ros_check import action_roundtrip, domain_problem
 
+    problem = domain_problem()
+    if problem:  # (Fast DDS ended the doctor's process on it, before any report)
+        raise ValueError(problem)
     rt = action_roundtrip()
     if not (rt.accepted and rt.result_success and rt.feedback_received == 3):
         raise RuntimeError(f'action round trip incomplete: {rt}')

@@ -46,7 +46,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from rclpy.context import Context
 
     from slide_bringup.cli import CliError
+    from slide_bringup.ros_check import domain_problem
 
+    if domain_problem():  # (Fast DDS ended the process on it, with no word on stderr)
+        raise CliError(domain_problem())
     if not 0.0 <= args.wait <= 600.0:
         raise CliError(f'--wait must be in [0, 600] s, got {args.wait}')
     from slide_ros.replay import Player
