@@ -227,6 +227,12 @@ def read_pushes(
     )
     if problem:
         refused[wrench_topic] = problem
+    if R_TS is not None and wrench_topic == '/ft/wrench':
+        # (it changed nothing, and nothing said so)
+        warnings.append(
+            'the sensor mount was not used: the bag has /ft/wrench, which the executor '
+            'already turned into the table frame (a mount is for /netft/wrench alone)'
+        )
     if refused:
         raise SlideInputError(f'{name}: ' + '; '.join(f'{t}: {why}' for t, why in refused.items()))
 

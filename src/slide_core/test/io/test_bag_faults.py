@@ -506,6 +506,10 @@ def test_wrenches_in_the_sensor_frame_are_turned_with_the_fingertip_orientation(
     assert not np.allclose(square.pushes[0].push.f_W, right.pushes[0].push.f_W, atol=1e-3)
     with pytest.raises(SlideInputError, match='a sensor mount is a unit quaternion'):
         read_pushes(turned_out, sensor_mount=[0.0, 0.0, 0.0])
+    # Given for a bag of the executor's /ft/wrench it changed nothing, and nothing said so.
+    unused = read_pushes(bag, sensor_mount=mount)
+    assert any(w.startswith('the sensor mount was not used') for w in unused.warnings)
+    assert not any('sensor mount' in w for w in read_pushes(bag).warnings)
 
     def camera_frame(topic: str, t: int, msg: Any) -> list[tuple[str, int, Any]]:
         if topic == '/ft/wrench':
