@@ -144,6 +144,10 @@ def _definition_change(bag: Bag, type_name: str, installed: Any) -> str:
     return f'the type of {", ".join(changed)} differs'
 
 
+PROGRESS_PERIOD_S = 0.2
+"""How often [s] :meth:`Player.play` tells its progress at most."""
+
+
 class Player:
     """Publishes a bag's messages on a node (see the module docstring), from
     ``start_offset`` seconds into the bag (latched topics: their latest message before it
@@ -178,6 +182,8 @@ class Player:
                 f'--start-offset {start_offset:g} s is past the end of {path} '
                 f'({length:.2f} s long)'
             )
+        self.seconds = max(0.0, ((self.bag.last_ns or self.start_ns) - self.start_ns) * 1e-9)
+        """Bag seconds from the start to the bag's end."""
         self.clock_period = 1.0 / clock_hz if clock_hz > 0 else math.inf
         self._Clock = Clock
         self.clock = node.create_publisher(Clock, CLOCK_TOPIC, 10)
@@ -209,9 +215,17 @@ class Player:
         msg.clock.sec, msg.clock.nanosec = t_ns // 10**9, t_ns % 10**9
         self.clock.publish(msg)
 
-    def play(self, should_stop: Callable[[], bool] = lambda: False) -> ReplayResult:
-        """Publish every message at its time (scaled by the rate); returns what was sent."""
+    def play(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[float, float], None] = lambda done, total: None,
+    ) -> ReplayResult:
+        """Publish every message at its time (scaled by the rate); returns what was sent.
+        ``progress`` is told the bag seconds played and those from the start to the bag's
+        end, a few times a second."""
         counts = dict.fromkeys(self.play_types, 0)
+        total_s = self.seconds
+        told = 0.0
         wall0 = time.monotonic()
         t0: int | None = None
         last_ns = 0
@@ -247,6 +261,9 @@ class Player:
             self._publish_clock(last_ns)
             self.publishers[topic].publish(data)
             counts[topic] += 1
+            if time.monotonic() - told >= PROGRESS_PERIOD_S:
+                told = time.monotonic()
+                progress((last_ns - self.start_ns) * 1e-9, total_s)
         if t0 is None and held and not stopped:
             # Nothing played comes after the start: the latched messages before it are
             # still the state there (they were sent only with a first later message).
@@ -254,6 +271,8 @@ class Player:
             for latched, payload in held.items():
                 self.publishers[latched].publish(payload)
                 counts[latched] += 1
+        if not stopped:
+            progress(total_s, total_s)
         warnings = (*self.bag.warnings, *self.bag.decode_warnings())
         return ReplayResult(
             str(self.bag.path),

@@ -208,6 +208,31 @@ def test_a_latched_message_before_the_start_is_sent_with_nothing_after_it(
     assert json.loads(out.stdout)['messages'] == {'/object/grid': 1}
 
 
+def test_a_replay_says_how_far_it_has_played(twin_bag: Path) -> None:
+    # A graph bag played for minutes without a word on a terminal: the bar slide replay
+    # draws there is told the bag seconds played, a few times a second, up to the whole.
+    import rclpy
+
+    from slide_ros.replay import Player
+
+    context = Context()
+    rclpy.init(context=context)
+    told: list[tuple[float, float]] = []
+    try:
+        node = rclpy.create_node('replay_progress', context=context)
+        player = Player(node, twin_bag, ['/object/pose'], rate=4.0)
+        result = player.play(progress=lambda done, total: told.append((done, total)))
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    done = [d for d, _ in told]
+    total = told[-1][1]
+    assert len(told) >= 3 and done == sorted(done) and done[-1] == total
+    bag = open_bag(twin_bag)  # to the bag's end, whichever topics are played
+    assert total == pytest.approx((bag.last_ns - bag.first_ns) * 1e-9)
+    assert result.bag_seconds <= total
+
+
 def test_replay_refuses_what_it_cannot_play_in_one_line(
     twin_bag: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

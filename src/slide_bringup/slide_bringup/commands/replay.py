@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import rclpy
     from rclpy.context import Context
+    from tqdm import tqdm
 
     from slide_bringup.cli import CliError
     from slide_bringup.ros_check import domain_problem
@@ -67,7 +68,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(0.05)
             for line in player.bag.warnings:  # said before a long replay, and in the result
                 print(f'slide replay: warning: {line}', file=sys.stderr, flush=True)
-            result = player.play()
+            # A bag of a whole episode plays for minutes: a bar on a terminal says how far.
+            with tqdm(
+                total=round(player.seconds, 1),
+                unit='s',
+                file=sys.stderr,
+                disable=not sys.stderr.isatty(),
+                dynamic_ncols=True,
+                bar_format='{desc}: {n:.1f}/{total:.1f} s of the bag [{elapsed}<{remaining}]',
+                desc='replay',
+            ) as bar:
+
+                def progress(done: float, _total: float) -> None:
+                    bar.update(round(done, 1) - bar.n)
+
+                result = player.play(progress=progress)
             if not player.flush():
                 print(
                     'slide replay: warning: some subscribers did not acknowledge the last '
