@@ -168,11 +168,11 @@ PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
 """How long a push waits for the object grid perception latches [s] before refusing."""
 TARE_TIMEOUT_S = 2.0
-FORCE_MARKER_RATE_HZ = 20.0
-"""How often [Hz] the force arrow at the fingertip (``/ft/marker``) is drawn at most."""
+"""How long a push waits for the F/T driver to take a tare [s] before it fails."""
 TARE_HEIGHT_SLACK = 0.01
 """How far [m] under ``LIFT`` the fingertip may be and still count as lifted for a tare."""
-"""How long a push waits for the F/T driver to take a tare [s] before it fails."""
+FORCE_MARKER_RATE_HZ = 20.0
+"""How often [Hz] the force arrow at the fingertip (``/ft/marker``) is drawn at most."""
 
 
 def quaternion_matrix(q: FloatArray) -> FloatArray:

@@ -280,8 +280,8 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
     try:
         coverage = doc.get('coverage')
         outline = doc.get('outline')
-        # Checked as an object file's are (a string cell size, an occupancy of 2 and heights
-        # of 0 were taken, and a grasp planned at the table top with its pads shut).
+        # Checked as an object file's are (a string cell size and an occupancy of 2 were
+        # taken).
         cell_size = doc['cell_size']
         if not finite_number(cell_size):
             raise BeliefError(f'{source}: cell_size must be a number [m], got {shown(cell_size)}')
@@ -289,8 +289,6 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         if occupancy.dtype == object or not np.isin(occupancy, (0, 1)).all():
             raise BeliefError(f'{source}: occupancy must hold 0 and 1 only')
         heights = np.asarray(doc['heights'], dtype=float)
-        if heights.shape == occupancy.shape and not (heights[occupancy == 1] > 0).all():
-            raise BeliefError(f'{source}: heights: every occupied cell needs a positive height')
         grid = Grid(
             float(cell_size),
             occupancy.astype(bool),

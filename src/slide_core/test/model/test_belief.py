@@ -155,11 +155,6 @@ def test_a_belief_file_with_bad_weights_is_refused_with_the_file_named(hammer, t
     [
         (lambda d: d.update(cell_size='0.02'), r'cell_size must be a number \[m\]'),
         (lambda d: d['occupancy'][0].__setitem__(0, 2), 'occupancy must hold 0 and 1 only'),
-        # A grasp was planned at the table top, its pads shut.
-        (
-            lambda d: d.update(heights=[[0.0] * len(r) for r in d['heights']]),
-            'heights: every occupied cell needs a positive height',
-        ),
     ],
 )
 def test_a_belief_files_grid_is_checked_as_an_object_files_is(hammer, tmp_path, change, message):
