@@ -51,6 +51,7 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose, rotation
 from slide_core.physics import kernels_quasistatic
 from slide_core.physics.rigid import SPIN_ARM, RigidModel, push_heights, tipping_limits
+from slide_core.physics.simulate import check_fingertip_start
 from slide_core.physics.support import DEFAULT_SUPPORT
 
 
@@ -129,16 +130,10 @@ def push(
             f'hypothesis {int(bare[0])} has no friction under it (mass or friction zero on '
             'every supported cell): a quasi-static push cannot say where it goes'
         )
+    # (It passed through, the object stayed and every step read as touching.)
     X0b = np.broadcast_to(X0, (B, 3))
-    R_OW = np.swapaxes(rotation(X0b[:, 2]), 1, 2)
-    p_BF = np.einsum('kij,kj->ki', R_OW, p0[None, :] - X0b[:, :2]) - model.p_OG
-    _, dist = model.closest_point(p_BF)
-    if np.any(dist < radius - 1e-6):
-        # (it passed through, the object stayed and every step read as touching)
-        raise SlideInputError(
-            'the fingertip starts inside the object (penetration '
-            f'{1000 * (radius - float(dist.min())):.2f} mm): start it outside'
-        )
+    p_WG = X0b[:, :2] + np.einsum('kij,j->ki', rotation(X0b[:, 2]), model.p_OG)
+    check_fingertip_start(model, p0, radius, p_WG, X0b[:, 2])
     h_push = push_heights(model, push_height)
     c_tip = tipping_limits(model, m, mu, 1.0, h_push)  # per second: forces [N per N m]
     S = max(1, int(np.ceil(travel / step)))

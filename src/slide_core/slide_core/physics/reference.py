@@ -167,7 +167,8 @@ def simulate_reference(
     th = float(th_arr[0])
     r_C = model.r_B - c_B[0]  # cell centres relative to the centre of mass, body frame
     if isinstance(push, FingertipPush):
-        check_fingertip_start(model, push, p_C - rotation(th) @ c_B[0], th_arr)
+        p_WG = p_C - rotation(th) @ c_B[0]
+        check_fingertip_start(model, push.p_WF[0], push.radius, p_WG, th_arr)
     r_W = r_C @ rotation(th).T
     p = p_C[0] + r_W  # (n, 2) cell positions
     vel = np.zeros((n, 3))

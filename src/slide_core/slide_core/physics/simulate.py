@@ -133,7 +133,8 @@ def run_rollout(
     c_B = model.com(m)
     p, th, v = start_state(model, X_WO0, V_WO0, c_B)
     if isinstance(push, FingertipPush):
-        check_fingertip_start(model, push, p - np.einsum('kij,kj->ki', rotation(th), c_B), th)
+        p_WG = p - np.einsum('kij,kj->ki', rotation(th), c_B)
+        check_fingertip_start(model, push.p_WF[0], push.radius, p_WG, th)
     X = np.zeros((K, T + 1, 3))
     V = np.zeros((K, T + 1, 3))
     F = np.zeros((K, T, 2))
@@ -289,13 +290,15 @@ def tipped(
 
 
 def check_fingertip_start(
-    model: RigidModel, push: FingertipPush, p_WG: FloatArray, th: FloatArray
+    model: RigidModel, p_WF0: FloatArray, radius: float, p_WG: FloatArray, th: FloatArray
 ) -> None:
+    """PhysicsError when a fingertip of ``radius`` [m] centred at p_WF0 (2,) overlaps the
+    object of any hypothesis (its B origin at p_WG (K, 2), turned by th (K,))."""
     Rt = np.swapaxes(rotation(th), 1, 2)
-    p_BF = np.einsum('kij,kj->ki', Rt, push.p_WF[0][None, :] - p_WG)
+    p_BF = np.einsum('kij,kj->ki', Rt, np.asarray(p_WF0, dtype=float)[None, :] - p_WG)
     _, dist = model.closest_point(p_BF)
-    if np.any(dist < push.radius - 1e-6):
+    if np.any(dist < radius - 1e-6):
         raise PhysicsError(
             'the fingertip path starts inside the object '
-            f'(penetration {1e3 * (push.radius - dist.min()):.2f} mm): start it outside'
+            f'(penetration {1e3 * (radius - dist.min()):.2f} mm): start it outside'
         )
