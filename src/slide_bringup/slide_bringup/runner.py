@@ -121,14 +121,17 @@ def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S)
         probe = rclpy.create_node(f'slide_runner_probe_{os.getpid()}', context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(probe)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
         heard: set[str] = set()
         end = time.monotonic() + wait_s
         while not heard and time.monotonic() < end:
             names = probe.get_node_names_and_namespaces()
             heard = wanted & {ns.rstrip('/') + '/' + name for name, ns in names}
             time.sleep(0.1)
-        alive = sorted(name for name in heard if _answers(probe, executor, name))
+        alive = sorted(name for name in heard if _answers(probe, name))
         executor.shutdown()
+        spinner.join(timeout=2.0)
         probe.destroy_node()
     finally:
         context.try_shutdown()
@@ -136,26 +139,23 @@ def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S)
 
 
 ANSWER_WAIT_S = 2.0
-"""How long [s] :func:`already_running` waits for a node it heard of to answer (asked
-again every half second: DDS drops an answer to a client the node has not yet matched)."""
+"""How long [s] :func:`already_running` waits for a node it heard of to answer."""
 
 
-def _answers(probe: Any, executor: Any, name: str) -> bool:
-    """Whether node ``name`` answers a request for its parameters' names."""
+def _answers(probe: Any, name: str) -> bool:
+    """Whether node ``name`` answers a request for its parameters' names (asked again until
+    it does: :func:`slide_ros.lifecycle.call_idempotent`)."""
     from rcl_interfaces.srv import ListParameters
+
+    from slide_ros.lifecycle import call_idempotent
 
     client = probe.create_client(ListParameters, f'{name}/list_parameters')
     try:
-        end = time.monotonic() + ANSWER_WAIT_S
-        while time.monotonic() < end:
-            if client.service_is_ready():
-                future = client.call_async(ListParameters.Request(depth=1))
-                executor.spin_until_future_complete(future, timeout_sec=0.5)
-                if future.done():
-                    return True
-                client.remove_pending_request(future)
-            else:
-                executor.spin_once(timeout_sec=0.1)
+        if not client.wait_for_service(timeout_sec=ANSWER_WAIT_S):
+            return False
+        call_idempotent(client, ListParameters.Request(depth=1), ANSWER_WAIT_S)
+        return True
+    except TimeoutError:
         return False
     finally:
         probe.destroy_client(client)
@@ -185,8 +185,9 @@ class Graph:
         commands = [command(s) for s in self.specs]  # every executable exists, or nothing runs
         from slide_bringup.ros_check import domain_problem
 
-        if domain_problem():  # (every node's DDS library would end it at start-up)
-            raise GraphError(domain_problem())
+        problem = domain_problem()
+        if problem:  # (every node's DDS library would end it at start-up)
+            raise GraphError(problem)
         # Two graphs in one ROS domain took each other's topics and actions: a demo's truth
         # check read the other twin, and each behaviour drove the other's executor.
         clash = already_running(self.specs)

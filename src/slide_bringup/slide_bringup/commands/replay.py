@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_bringup.cli import CliError
     from slide_bringup.ros_check import domain_problem
 
-    if domain_problem():  # (Fast DDS ended the process on it, with no word on stderr)
-        raise CliError(domain_problem())
+    problem = domain_problem()
+    if problem:  # (Fast DDS ended the process on it, with no word on stderr)
+        raise CliError(problem)
     if not 0.0 <= args.wait <= 600.0:
         raise CliError(f'--wait must be in [0, 600] s, got {args.wait}')
     from slide_ros.replay import Player
