@@ -57,8 +57,7 @@ from slide_core.perception import (
     PerceptionStatus,
     PoseTracker,
     acquire,
-    camera_frame,
-    load_extrinsics,
+    read_extrinsics,
     to_table_frame,
 )
 from slide_interfaces.msg import ObjectGrid
@@ -232,9 +231,10 @@ class PerceptionNode(Node):
             raise SlideInputError('perception needs the extrinsics_file parameter (X_WK)')
         if not isinstance(self.table_frame, str) or not self.table_frame.strip():
             raise SlideInputError('table_frame must name the frame of grid and pose')
-        self.R_WK, self.p_WK = load_extrinsics(extrinsics)
+        camera = read_extrinsics(extrinsics)
+        self.R_WK, self.p_WK = camera.R_WK, camera.p_WK
         self.extrinsics = extrinsics
-        self.camera_frame = camera_frame(extrinsics)
+        self.camera_frame = camera.child_frame
         self.config = PerceptionConfig(
             cell_size=cell_size,
             workspace_min=tuple(ws_min),

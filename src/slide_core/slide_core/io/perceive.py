@@ -26,8 +26,7 @@ from slide_core.perception import (
     PerceptionError,
     PoseTracker,
     acquire,
-    camera_frame,
-    load_extrinsics,
+    read_extrinsics,
     to_table_frame,
 )
 
@@ -111,8 +110,8 @@ def track_clouds(
         from slide_core.model import load_workcell
 
         extrinsics = load_workcell().camera_extrinsics
-    R_WK, p_WK = load_extrinsics(extrinsics)
-    optical = camera_frame(extrinsics)
+    camera = read_extrinsics(extrinsics)
+    R_WK, p_WK, optical = camera.R_WK, camera.p_WK, camera.child_frame
     cfg = config or PerceptionConfig()
     tracker: PoseTracker | None = None
     grid: Grid | None = None

@@ -264,12 +264,6 @@ def load_extrinsics(path: str | Path) -> tuple[FloatArray, FloatArray]:
     return e.R_WK, e.p_WK
 
 
-def camera_frame(extrinsics: str | Path) -> str:
-    """The optical frame the extrinsics file describes (``child_frame``): a cloud in another
-    frame is not one these extrinsics map."""
-    return read_extrinsics(extrinsics).child_frame
-
-
 @dataclass(frozen=True, eq=False)
 class CameraView:
     """What the camera sees: its pose (R_WK (3, 3), p_WK (3,) [m]) and its image's bounds

@@ -17,9 +17,9 @@ from slide_core.perception import (
     PerceptionStatus,
     PoseTracker,
     acquire,
-    camera_frame,
     fit_table,
     load_extrinsics,
+    read_extrinsics,
     to_table_frame,
 )
 
@@ -323,7 +323,7 @@ def test_extrinsics_file_and_frame_change(tmp_path):
         'translation: [0.35, 0.0, 0.9]\nrotation: [0, 0, 0, 1]\n'
     )
     with pytest.raises(SlideInputError, match='missing child_frame; unknown child_fram'):
-        camera_frame(path)
+        read_extrinsics(path)
 
 
 def test_config_is_checked():
