@@ -488,21 +488,10 @@ def test_a_full_disk_is_one_line_with_what_was_kept(
 ) -> None:
     # It was a traceback and exit 1 with no JSON, after the work (and slide record's bag
     # threw away the pushes it had written).
-    import errno
-
-    from slide_core.io import bagfile
     from slide_sim import record as record_module
+    from slide_sim.testing import disk_full_at
 
-    flushes: list[int] = []
-    flush = bagfile.flush_chunk
-
-    def filling(writer: object) -> bool:
-        flushes.append(1)
-        if len(flushes) == 2:
-            raise OSError(errno.ENOSPC, 'No space left on device')
-        return flush(writer)
-
-    monkeypatch.setattr(record_module.bagfile, 'flush_chunk', filling)
+    monkeypatch.setattr(record_module.bagfile, 'flush_chunk', disk_full_at(2))
     out = tmp_path / 'bag'
     args = ['record', '--object', 'box', '--pushes', '3', '--out', str(out), '--json']
     assert main(args) == 1

@@ -123,24 +123,15 @@ def test_a_disk_that_fills_keeps_the_pushes_written_before_it(
 
     from rosbags.rosbag2 import Writer
 
-    from slide_core.io import bagfile
     from slide_sim import record as record_module
-
-    flushes: list[int] = []
-    flush = bagfile.flush_chunk
-
-    def filling(writer: object) -> bool:
-        flushes.append(1)
-        if len(flushes) == 3:
-            raise OSError(errno.ENOSPC, 'No space left on device')
-        return flush(writer)
+    from slide_sim.testing import disk_full_at
 
     def full(self: object) -> None:
         raise OSError(errno.ENOSPC, 'No space left on device')
 
     out = tmp_path / 'full'
     with monkeypatch.context() as m:
-        m.setattr(record_module.bagfile, 'flush_chunk', filling)
+        m.setattr(record_module.bagfile, 'flush_chunk', disk_full_at(3))
         m.setattr(Writer, 'close', full)
         with pytest.raises(OSError, match='No space left') as failed:
             record(load_object('toothpaste'), workcell, 5, seed=0, out=out)
