@@ -170,18 +170,13 @@ def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> object:
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
-def parse_yaml(text: str) -> object:
-    """The YAML document in ``text``, as ``yaml.safe_load`` reads it, but a key given twice in
-    one mapping is a ``yaml.YAMLError`` (the last one silently won)."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
-
-
 def read_yaml(path: str | Path, error: type[SlideInputError], what: str = 'file') -> object:
-    """The parsed YAML document at ``path`` (:func:`parse_yaml`); ``error`` (one line,
-    naming the file) when it cannot be read, is not YAML or gives a key twice."""
+    """The parsed YAML document at ``path``, as ``yaml.safe_load`` reads it; ``error`` (one
+    line, naming the file) when it cannot be read, is not YAML or gives a key twice in one
+    mapping (the last one silently won)."""
     p = Path(path)
     try:
-        return parse_yaml(p.read_text())
+        return yaml.load(p.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         raise error(f'{p}: cannot read the {what} ({exc.strerror})') from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

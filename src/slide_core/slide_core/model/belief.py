@@ -288,11 +288,10 @@ def belief_from_dict(doc: Any, source: str = '<belief>') -> Belief:
         occupancy = np.asarray(doc['occupancy'])
         if occupancy.dtype == object or not np.isin(occupancy, (0, 1)).all():
             raise BeliefError(f'{source}: occupancy must hold 0 and 1 only')
-        heights = np.asarray(doc['heights'], dtype=float)
         grid = Grid(
             float(cell_size),
             occupancy.astype(bool),
-            heights,
+            np.asarray(doc['heights'], dtype=float),
             None if coverage is None else np.asarray(coverage, dtype=float),
             None if outline is None else np.asarray(outline, dtype=float),
         )

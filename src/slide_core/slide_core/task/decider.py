@@ -74,7 +74,7 @@ class IdentificationSettings:
     push_moment: bool = True
 
     def __post_init__(self) -> None:
-        names = {'method': 'identification method', 'com_directions': 'com_directions'}
+        names = {'method': 'identification method'}
         check_settings(self.method, self.K, self.budget, self.com_directions, names)
         if self.support not in SUPPORT_MODELS:
             raise SlideInputError(
