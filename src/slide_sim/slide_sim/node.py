@@ -42,7 +42,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, PointCloud2, PointField
 
-from slide_core.errors import SlideError
+from slide_core.errors import SlideError, SlideInputError
 from slide_core.geometry import quaternion_of_yaw, yaw_of_quaternion
 from slide_core.io import grid_to_msg, xyz_to_cloud
 from slide_core.model import Waypoint, load_object, load_workcell
@@ -481,17 +481,11 @@ class TwinNode(Node):
     def _command_gripper(self, handle: Any) -> GripperCommand.Result:
         goal = handle.request
         result = GripperCommand.Result()
-        if not (math.isfinite(goal.width) and goal.width >= 0 and math.isfinite(goal.max_effort)):
+        try:  # here: raised in the physics thread, it was only logged, and the goal SUCCEEDED
+            self.twin.check_gripper(goal.width, goal.max_effort)
+        except SlideInputError as exc:
             handle.abort()
-            result.error.code = ErrorCode.INVALID_GOAL
-            result.message = 'width must be >= 0 and finite'
-            return result
-        opening = self.twin.cell.gripper.max_opening
-        if goal.width > opening + 1e-6:
-            # (clamped to the opening, it SUCCEEDED: a real gripper refuses it)
-            handle.abort()
-            result.error.code = ErrorCode.INVALID_GOAL
-            result.message = f'width {goal.width:g} m is beyond the gripper opening {opening:g} m'
+            result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
             return result
         t0 = self.twin.time
         self._submit(lambda: self.twin.command_gripper(goal.width, goal.max_effort))

@@ -294,21 +294,26 @@ class Twin:
         path = self._paths[tool]
         return -1 if path is None else path.index
 
+    def check_gripper(self, width: float, max_effort: float = 0.0) -> None:
+        """SlideInputError when the gripper cannot be asked for ``width`` [m] apart with
+        ``max_effort`` [N], as a real gripper refuses it: not finite, negative, or wider
+        than it opens (clamped to the opening, it SUCCEEDED)."""
+        if not (math.isfinite(width) and width >= 0 and math.isfinite(max_effort)):
+            raise SlideInputError(f'width must be >= 0 and finite, got {width}')
+        opening = self.cell.gripper.max_opening
+        if width > opening + 1e-6:
+            raise SlideInputError(
+                f'width {width:g} m is beyond the gripper opening {opening:g} m (workcell '
+                'gripper.max_opening)'
+            )
+
     def command_gripper(self, width: float, max_effort: float = 0.0, ramp_s: float = 0.5) -> None:
         """Move the fingers to ``width`` [m] apart over ``ramp_s`` seconds; with
         ``max_effort`` [N] > 0 the set point lies that force inside ``width`` (the object's
         thickness), so the fingers squeeze it with that force, as a parallel gripper's
         grasp(width, force) does (a set point far inside drove the pads through light
         objects once lifted)."""
-        if not (math.isfinite(width) and width >= 0 and math.isfinite(max_effort)):
-            raise SlideInputError(f'gripper width must be >= 0 and finite, got {width}')
-        opening = self.cell.gripper.max_opening
-        if width > opening + 1e-6:
-            # (it was clamped and SUCCEEDED; a real gripper refuses it)
-            raise SlideInputError(
-                f'gripper width {width:g} m is beyond its opening of {opening:g} m '
-                '(workcell gripper.max_opening)'
-            )
+        self.check_gripper(width, max_effort)
         target = width / 2
         if max_effort > 0:
             force = min(max_effort, self.cell.gripper.force)

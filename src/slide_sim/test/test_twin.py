@@ -376,7 +376,7 @@ def test_the_gripper_goes_only_where_an_arm_could_take_it(workcell) -> None:
     ):
         with pytest.raises(SlideInputError, match=reason):
             twin.check_path('gripper', [Waypoint(np.array(p), 0.1, 0.0, 'there')])
-    with pytest.raises(SlideInputError, match='beyond its opening of 0.08 m'):
+    with pytest.raises(SlideInputError, match='width 0.5 m is beyond the gripper opening 0.08 m'):
         twin.command_gripper(0.5)
     # A grasp's own path, its pads reaching under the top beyond the edge, is taken.
     grasp = Grasp(
