@@ -416,7 +416,7 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     from slide_core.model import Belief, load_workcell, save_belief
     from slide_core.planning import next_step, planner_config, select_goal, step_seed
 
-    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02)  # 20 x 6 cm
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02, 0.01)  # 20 x 6 x 1 cm
     belief = Belief.create(bar, np.full(bar.n, 0.01), np.full(bar.n, 0.4))
     path = tmp_path / 'bar.yaml'
     save_belief(belief, path)
@@ -467,6 +467,16 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
         code, result = plan()
         assert code == 2 and 'rad is more than a turn: is it in degrees?' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2
+    # A file without heights (0 m: unknown) planned a grasp closing at the table, z 0.
+    flat = Grid(
+        bar.cell_size, bar.occupancy, np.where(np.arange(10) < 3, 0.0, 0.01) * bar.heights / 0.01
+    )
+    save_belief(Belief.create(flat, belief.mass, belief.friction), path)
+    X = np.array([0.4, 0.05, 0.3])
+    code, result = plan()
+    assert (
+        code == 2 and 'bar.yaml: 9 of the 30 cells of the object have no height' in result['error']
+    )
 
 
 def test_a_launch_that_is_not_ok_says_why() -> None:

@@ -107,6 +107,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.index < 0:
         raise ValueError(f'--index must not be negative, got {args.index}')
     belief = load_belief(args.belief)
+    grid = belief.grid
+    unknown = int(np.count_nonzero(grid.heights[grid.occupancy] <= 0.0))
+    if unknown:
+        # (a file without heights planned a grasp whose pads closed at the table, z 0,
+        # which the executor refuses only once the object has been pushed there)
+        raise ValueError(
+            f'{args.belief}: {unknown} of the {grid.n} cells of the object have no height '
+            '(0 m), and the gripper closes at half the height of what it holds: give every '
+            'occupied cell its height [m] (heights; slide identify writes them from the camera)'
+        )
     workcell = load_workcell()
     config = planner_config(workcell, overhang_weight=args.overhang_weight)
     poses: dict[str, Any] = {}
