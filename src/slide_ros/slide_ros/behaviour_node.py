@@ -30,6 +30,7 @@ from collections.abc import Callable
 import json
 from pathlib import Path
 import threading
+import time
 import traceback
 from typing import Any
 
@@ -126,6 +127,9 @@ PARAMS = (
     *LIFECYCLE_PARAMS,
 )
 HISTORY = 100
+STOP_WAIT_S = 3.0
+"""How long [s] a node being stopped mid-episode waits for the running stage to see the
+abort before it saves the episode's result."""
 EXIT_FAILED = 3
 OUTPUTS: dict[str, tuple[str, ...]] = {
     'result_file': (),
@@ -165,6 +169,11 @@ class StageLeaf(py_trees.behaviour.Behaviour):
             self.ended_by = TaskFailure(
                 Outcome.ERROR, self.task_stage(), f'internal error: {type(exc).__name__}: {exc}'
             )
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The thread running the stage now (None before it first ran)."""
+        return self._thread
 
     def initialise(self) -> None:
         self.ended_by, self._result = None, None
@@ -222,6 +231,7 @@ class BehaviourNode(SlideNode):
         self.tree: py_trees.trees.BehaviourTree | None = None
         self.leaves: list[StageLeaf] = []
         self.result: TaskResult | None = None
+        self._first_push = 0  # the executor's index of the episode's first push
         caller = Caller(self, self._abort_flag.is_set)
         self.world = RosWorld(
             self,
@@ -250,6 +260,15 @@ class BehaviourNode(SlideNode):
     def configure(self) -> None:
         """Ready when every action the task calls has its server and perception sees the
         object (NotReady saying what is missing; the start-up retries)."""
+        problem = self._not_ready()
+        if problem:
+            raise NotReady(problem)
+
+    def _not_ready(self) -> str:
+        """What the graph lacks for an episode ('' when nothing): a server of an action the
+        task calls, a node not active, perception without the object. Asked at start-up
+        and at each ``~/start``: a start with the identification node gone pushed the
+        object once before the episode failed on it."""
         missing = [
             name
             for name, client in (
@@ -261,16 +280,17 @@ class BehaviourNode(SlideNode):
             if not client.wait_for_server(timeout_sec=0.5)
         ]
         if missing:
-            raise NotReady(f'waiting for {", ".join(missing)}')
+            return f'waiting for {", ".join(missing)}'
         inactive = [
             name
             for name in ('/executor', '/planner', '/identification')
             if remote_state(self, name) != 'active'
         ]
         if inactive:
-            raise NotReady(f'waiting for {", ".join(inactive)} to be active')
+            return f'waiting for {", ".join(inactive)} to be active'
         if not self.world.ready():
-            raise NotReady('waiting for perception to acquire the object')
+            return 'waiting for perception to acquire the object'
+        return ''
 
     def activate(self) -> None:
         if not self.p['start_on_activate']:
@@ -296,6 +316,8 @@ class BehaviourNode(SlideNode):
             res.success, res.message = False, 'the behaviour node is not active'
         elif self._episode_running() or self._start_pending:
             res.success, res.message = False, 'an episode is running'
+        elif problem := self._not_ready():
+            res.success, res.message = False, f'not started: {problem}'
         else:
             self._begin()
             res.success, res.message = True, 'episode started'
@@ -312,6 +334,7 @@ class BehaviourNode(SlideNode):
     # -- the episode --------------------------------------------------------------------------
     def _begin(self) -> None:
         self._abort_flag.clear()
+        self._first_push = len(self.world.records)
         self.result, self.history = None, []
         settings = TaskSettings(
             exploration_pushes=int(self.p['exploration_pushes']),
@@ -378,6 +401,9 @@ class BehaviourNode(SlideNode):
 
     def _finish(self, result: TaskResult) -> None:
         status = 'succeeded' if result.success else result.outcome.value
+        line = f'[{result.stage.value}] {status}: {result.reason or "the object was lifted"}'
+        with self._lock:  # (the history ended at the last event, without how it ended)
+            self.history = (self.history + [line])[-HISTORY:]
         self._publish(status, result.reason or 'the object was lifted')
         self.get_logger().info(
             f'episode {status} at {result.stage.value}: {result.reason or "the object was lifted"}'
@@ -397,6 +423,14 @@ class BehaviourNode(SlideNode):
         if self.task is None or self.result is not None:
             return
         self._abort_flag.set()
+        # The stage's thread sees the abort within milliseconds (a goal in flight waits for
+        # its cancel): its result is read once it has stopped updating the task's state,
+        # or after STOP_WAIT_S at most.
+        end = time.monotonic() + STOP_WAIT_S
+        for leaf in self.leaves:
+            thread = leaf.thread
+            if thread is not None:
+                thread.join(max(0.0, end - time.monotonic()))
         try:
             result = self.task.result(Aborted('the behaviour node was stopped mid-episode'))
             self.result = result
@@ -413,7 +447,10 @@ class BehaviourNode(SlideNode):
         status = 'succeeded' if result.success else result.outcome.value
         if self.p['result_file']:
             try:
-                write_text_atomic(self.p['result_file'], json.dumps(self.summary(result)) + '\n')
+                # The executor numbers pushes over the node's life (a bag of several
+                # episodes keeps one index per push): where this episode's began.
+                summary = dict(self.summary(result), first_push_index=self._first_push)
+                write_text_atomic(self.p['result_file'], json.dumps(summary) + '\n')
             except OSError as exc:
                 self.get_logger().warning(f'no result file: {exc}')
         provenance = {

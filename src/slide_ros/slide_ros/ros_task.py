@@ -122,6 +122,10 @@ class Caller:
                     while not future.done() and time.monotonic() < stop:
                         time.sleep(0.01)
                     del cancel
+                    if future.done() and future.result().status == GoalStatus.STATUS_SUCCEEDED:
+                        # It ended before the cancel reached it: a push that was made is
+                        # kept (it was lost from the result); the task's next stage aborts.
+                        return future.result()
                 raise Aborted(f'aborted during {what}')
             now = time.monotonic()
             if now - last_check > 1.0:
@@ -217,6 +221,15 @@ class RosWorld:
             if time.monotonic() > end:
                 if grid is None:
                     raise ObjectLost('perception has not acquired the object')
+                if pose is None or time.monotonic() - pose[0] >= self.pose_timeout_s:
+                    # (first: perception silent for 27 s read 'falling behind: its latest
+                    # pose is 27.5 s old'.) Not reacquired here: a new acquisition draws a
+                    # new object frame, and the episode's grid and belief hold in the old.
+                    raise ObjectLost(
+                        f'no object pose from perception for {self.pose_timeout_s:g} s: it '
+                        'is not tracking the object (its /diagnostics say why; if the object '
+                        'was moved, call /perception/reacquire, then start a new episode)'
+                    )
                 if age > max_age:
                     raise ObjectLost(
                         f'perception is falling behind: its latest pose is {age:.1f} s old'
@@ -227,7 +240,10 @@ class RosWorld:
                         f"perception's poses are stamped {-age:.1f} s ahead of this clock: "
                         "are the machines' clocks apart (or one on sim time)?"
                     )
-                raise ObjectLost(f'no object pose from perception for {self.pose_timeout_s:g} s')
+                raise ObjectLost(
+                    f'no object pose from perception since the last motion ended, for '
+                    f'{self.pose_timeout_s:g} s'
+                )
             if self.caller.should_stop():
                 raise Aborted('aborted while observing')
             time.sleep(0.02)
@@ -302,12 +318,19 @@ class RosDecider:
 
     @staticmethod
     def _ok(result: Any, what: str) -> Any:
-        if result.error.code == ErrorCode.UNCERTAIN:
+        """``result`` when it succeeded; the planner's answer that there is no solution as
+        the core's PlanningError (UncertainBeliefError); any other failure (not active,
+        cancelled by someone else, timed out, its own fault, a goal it refused) as a
+        WorldError that ends the task as an error: it is no decision, and no stage may
+        take it for one (a planner not active was a failed push, and a goal selection
+        cancelled elsewhere an internal error)."""
+        code = result.error.code
+        if code == ErrorCode.UNCERTAIN:
             raise UncertainBeliefError(f'{what}: {result.message}')
-        if result.error.code == ErrorCode.NO_SOLUTION:
+        if code == ErrorCode.NO_SOLUTION:
             raise PlanningError(f'{what}: {result.message}')
-        if result.error.code != ErrorCode.SUCCESS:
-            raise NoSolutionError(f'{what}: {result.message} (code {result.error.code})')
+        if code != ErrorCode.SUCCESS:
+            raise WorldError(f'{what}: {result.message} (code {code})', retryable=False)
         return result
 
     def exploration(

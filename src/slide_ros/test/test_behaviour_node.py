@@ -67,6 +67,8 @@ def test_an_ended_episode_leaves_its_result_and_its_last_belief(tmp_path: Path) 
         context.try_shutdown()
     written = json.loads((tmp_path / 'r.json').read_text())
     assert written['outcome'] == 'no_grasp' and written['pushes'] == 1
+    # The executor numbers pushes over the node's life: where this episode's began.
+    assert written['first_push_index'] == 0
     # The push as it was decided, without its path's waypoints.
     assert written['planned'] == [
         {k: v for k, v in result.state.trace['pushes'][0].items() if k != 'path'}
@@ -167,6 +169,8 @@ def test_deactivated_and_at_once_activated_it_runs_one_episode_at_a_time() -> No
         """Stands in for the graph's world: a push takes a second and sees the abort as
         the graph's action caller does (every 5 ms)."""
 
+        records: list[object] = []  # the executor's push records (none completes here)
+
         def observe(self) -> Observation:
             return Observation(box.grid, np.array([0.45, 0.0, 0.0]), time.time())
 
@@ -223,3 +227,44 @@ def test_deactivated_and_at_once_activated_it_runs_one_episode_at_a_time() -> No
         spin.join(timeout=5.0)
     # The first episode's push saw the abort; the second began after it had ended.
     assert pushes[:2] == [(1, 'aborted'), (2, 'completed')]
+
+
+def test_a_start_with_a_node_of_the_graph_missing_is_refused_before_anything_moves() -> None:
+    # It was accepted with the identification node gone: the arm made an exploratory push,
+    # and the episode failed on it 10 s later.
+    from std_srvs.srv import Trigger
+
+    from slide_ros.testing import spinning
+
+    def make(context: Context) -> BehaviourNode:
+        params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
+        return BehaviourNode(
+            context=context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        )
+
+    with spinning(make) as node:
+        node.configure = lambda: None  # brought up without its peers
+        node.trigger_configure()
+        node.trigger_activate()
+        assert node.active
+        res = node._start(Trigger.Request(), Trigger.Response())
+        assert not res.success and node.task is None
+        assert res.message == (
+            'not started: waiting for executor push, executor grasp, planner, identification'
+        )
+
+
+def test_the_history_ends_with_how_the_episode_ended() -> None:
+    # It ended at the last event ('[explore] exploratory push 1: 6.8 cm'), whatever the end.
+    node, context = node_writing({})
+    try:
+        node._event(Stage.GRASP, 'grasping at [0.0, 0.1]')
+        node._finish(ended_episode())
+        assert node.history[-2:] == [
+            '[grasp] grasping at [0.0, 0.1]',
+            '[grasp] no_grasp: no grasp at the final pose (every candidate push risks a fall)',
+        ]
+    finally:
+        node.destroy_node()
+        context.try_shutdown()

@@ -92,7 +92,10 @@ class Decider(Protocol):
         attempt: int = 0,
     ) -> Primitive:
         """The next exploratory push (``belief`` is None before the first identification);
-        ``attempt``: tries of it the world refused so far (a retry draws another push)."""
+        ``attempt``: tries of it the world refused so far (a retry draws another push).
+        Raises NoSolutionError when there is none; a decider that fails for another reason
+        (a planner node not running) raises WorldError, as every method here may: the
+        task then ends as an error, keeping what it had."""
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
         """The belief from what the exploratory pushes measured."""
