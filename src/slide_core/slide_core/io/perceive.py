@@ -147,6 +147,12 @@ def track_clouds(
         except PerceptionError as exc:
             refused[exc.status.value] = refused.get(exc.status.value, 0) + 1
             continue
+        except (RuntimeError, ValueError):
+            # A cloud perception cannot handle (open3d refuses degenerate ones with a
+            # RuntimeError, numpy with a ValueError): that frame is lost, as the node
+            # loses it; one such frame ended slide identify with a traceback.
+            refused['bad_cloud'] = refused.get('bad_cloud', 0) + 1
+            continue
         poses.append((log, stamp, X))
     warnings = []
     if bad:

@@ -79,3 +79,38 @@ def test_clouds_perception_cannot_use_are_refused_with_the_reason(bag: Path, tmp
         read_pushes(none)
     with pytest.raises(SlideInputError, match='no camera clouds'):
         read_pushes(none, poses='cloud')
+
+
+def test_a_cloud_perception_cannot_handle_is_skipped_and_counted(bag: Path, tmp_path: Path):
+    # The first cloud, every point the same one (a frozen depth image): open3d's plane fit
+    # raised a RuntimeError that ended slide identify with a traceback, where the node
+    # loses that frame and carries on.
+    store = interfaces_typestore()
+    broken = tmp_path / 'broken'
+    first = True
+    with (
+        AnyReader([bag]) as reader,
+        Writer(broken, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+            if c.topic != '/object/pose'
+        }
+        for conn, t_ns, raw in reader.messages():
+            if conn.topic == '/object/pose':
+                continue
+            if conn.topic == CLOUD_TOPIC and first:
+                first = False
+                msg = reader.deserialize(raw, conn.msgtype)
+                rows = np.frombuffer(msg.data, np.uint8).reshape(-1, msg.point_step)
+                xyz = rows[:, :12].copy().view(np.float32)  # x, y, z first, as recorded
+                ok = np.flatnonzero(np.isfinite(xyz).all(axis=1))
+                median = np.median(xyz[ok], axis=0)  # on the table, in view
+                k = ok[np.argmin(np.linalg.norm(xyz[ok] - median, axis=1))]
+                msg.data = np.tile(rows[k], len(rows))
+                raw = store.serialize_cdr(msg, conn.msgtype)
+            writer.write(conns[conn.topic], t_ns, raw)
+    seen = read_pushes(broken)
+    assert [p.index for p in seen.pushes] == [0, 1]
+    assert any('bad_cloud: 1' in w for w in seen.warnings), seen.warnings
