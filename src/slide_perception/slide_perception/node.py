@@ -117,6 +117,11 @@ def keep_out_stack(name: str, values: Any) -> tuple[tuple[float, float, float], 
     """The (radius, bottom, top) triples [m] of a keep-out parameter's flat list.
     SlideInputError when it is not whole triples of finite numbers with radius >= 0 and
     bottom < top."""
+    if values is None:  # what ROS 2 makes of `name:=[]`: a list without a type
+        raise SlideInputError(
+            f'{name} has no value (an empty list reads as none): give radius, bottom, top [m] '
+            'per cylinder; 0.0, -0.01, 0.01 cuts nothing out'
+        )
     flat = [float(v) for v in values]
     if len(flat) % 3:
         raise SlideInputError(
@@ -235,6 +240,19 @@ class PerceptionNode(Node):
         self.R_WK, self.p_WK = camera.R_WK, camera.p_WK
         self.extrinsics = extrinsics
         self.camera_frame = camera.child_frame
+        for name, corner in (('workspace_min', ws_min), ('workspace_max', ws_max)):
+            if corner is None or len(corner) != 3:
+                raise SlideInputError(
+                    f'{name} needs the 3 numbers x, y, z [m] of a corner of the box the object '
+                    f'must lie in (table frame), got {"none" if corner is None else list(corner)}'
+                )
+        if camera.parent_frame != self.table_frame:
+            # (checked by the graph's launch description, not by the node run on its own)
+            raise SlideInputError(
+                f'{extrinsics}: the camera extrinsics are in {camera.parent_frame!r}, and the '
+                f'table frame is {self.table_frame!r}: give the camera pose in the table frame, '
+                'or set table_frame'
+            )
         self.config = PerceptionConfig(
             cell_size=cell_size,
             workspace_min=tuple(ws_min),
@@ -251,6 +269,7 @@ class PerceptionNode(Node):
         self._pusher: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self._gripper: deque[tuple[float, np.ndarray]] = deque(maxlen=KEEP_OUT_HISTORY)
         self.bad_messages = 0
+        self._foreign: dict[str, tuple[float, str]] = {}  # tool: its last pose in another frame
         self.lost_frames = 0  # tracked frames in a row without a pose
         self._drawn = -math.inf  # when the cells were last drawn (monotonic [s])
 
@@ -317,12 +336,17 @@ class PerceptionNode(Node):
         with self._lock:
             self._cloud = (msg.header.stamp, p_K)
 
-    def _planar(self, msg: PoseStamped) -> np.ndarray | None:
-        if msg.header.frame_id and msg.header.frame_id != self.table_frame:
-            self.get_logger().warn(
-                f'a keep-out pose in {msg.header.frame_id!r} is ignored: publish it in '
-                f'{self.table_frame!r}',
-                throttle_duration_sec=5.0,
+    def _planar(self, msg: PoseStamped, tool: str) -> np.ndarray | None:
+        frame = msg.header.frame_id
+        if frame and frame != self.table_frame:
+            # Where the tool is is then not known: frames are refused until its poses come
+            # in the table frame again (ignored with a log line, the fingertip touching the
+            # box was taken into its grid, 6.6 mm off, with status ok).
+            self._foreign[tool] = (_seconds(msg.header.stamp), frame)
+            self._bad(
+                'wrong_frame',
+                f'a {tool} pose in {frame!r} is ignored: publish it in {self.table_frame!r} '
+                '(the tool cannot be cut out of the frames meanwhile)',
             )
             return None
         q = msg.pose.position
@@ -333,12 +357,12 @@ class PerceptionNode(Node):
         return p
 
     def _on_pusher(self, msg: PoseStamped) -> None:
-        p = self._planar(msg)
+        p = self._planar(msg, 'pusher')
         if p is not None:
             self._pusher.append((_seconds(msg.header.stamp), p))
 
     def _on_gripper(self, msg: PoseStamped) -> None:
-        p = self._planar(msg)
+        p = self._planar(msg, 'gripper')
         if p is not None:
             self._gripper.append((_seconds(msg.header.stamp), p))
 
@@ -363,6 +387,13 @@ class PerceptionNode(Node):
             ('gripper', self._gripper, self.gripper_keep_out),
         ):
             kept = list(history)
+            foreign = self._foreign.get(tool)
+            if foreign is not None and foreign[0] >= max((t for t, _ in kept), default=-math.inf):
+                raise PerceptionError(
+                    PerceptionStatus.KEEP_OUT_UNKNOWN,
+                    f'the latest {tool} pose is in {foreign[1]!r}, not {self.table_frame!r}: '
+                    'where the tool is is not known, so it cannot be cut out',
+                )
             if kept and stamp < min(t for t, _ in kept) - KEEP_OUT_REACH_S:
                 oldest = min(t for t, _ in kept)
                 raise PerceptionError(

@@ -191,3 +191,39 @@ def test_no_cloud_message_stops_the_node(bare_node: PerceptionNode, msg: PointCl
     node._step()  # the timer's work on what was stored
     # Each cloud is either taken (and worked on) or refused and counted: never raised.
     assert stored or node.bad_messages == before + 1
+
+
+def test_a_tool_pose_in_another_frame_stops_frames_until_one_in_the_table_frame(
+    harness: Harness,
+) -> None:
+    # Ignored with a log line: the fingertip touching the box went into its grid (6.6 mm
+    # off, status ok), as the robot's own frame is where such poses come from.
+    from slide_sim.camera import RgbdCamera, point_cloud
+    from slide_sim.twin import Twin
+
+    h = harness
+    twin = Twin(load_object('box'), load_workcell(), (0.4, -0.1, 0.4))
+    with RgbdCamera(twin.model) as camera:
+        frame = cloud(point_cloud(camera.capture(twin.data), world=False))
+    assert h.spin_until(lambda: h.pusher_pub.get_subscription_count() > 0)
+    assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
+
+    def pusher(frame_id: str) -> PoseStamped:
+        msg = PoseStamped()
+        msg.header.frame_id = frame_id
+        msg.header.stamp = h.probe.get_clock().now().to_msg()
+        msg.pose.position.x, msg.pose.position.z = 0.9, 0.2  # far from the box
+        return msg
+
+    h.pusher_pub.publish(pusher('base_link'))
+    assert h.spin_until(lambda: ('wrong_frame', '1') in h.statuses)
+    frame.header.stamp = h.probe.get_clock().now().to_msg()
+    h.cloud_pub.publish(frame)
+    assert h.spin_until(lambda: h.statuses[-1][0] == 'keep_out_unknown')
+    assert h.poses == []
+    h.pusher_pub.publish(pusher('table'))
+    time.sleep(0.05)
+    frame.header.stamp = h.probe.get_clock().now().to_msg()
+    h.cloud_pub.publish(frame)
+    assert h.spin_until(lambda: len(h.poses) == 1)
+    assert h.spin_until(lambda: h.statuses[-1][0] == 'ok')

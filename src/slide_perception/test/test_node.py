@@ -225,6 +225,26 @@ def test_a_keep_out_that_is_not_whole_cylinders_is_refused():
         refused('gripper_keep_out', value, match)
 
 
+def test_an_empty_list_or_extrinsics_in_another_frame_are_refused(tmp_path):
+    # `-p gripper_keep_out:=[]` (no value to ROS 2) ended start-up with a TypeError, and
+    # extrinsics in another frame than the table's were taken when the node ran on its own.
+    for name in ('gripper_keep_out', 'pusher_keep_out'):
+        refused(name, None, f'{name} has no value')
+    refused('workspace_max', [1.0, 0.7], 'workspace_max needs the 3 numbers')
+    world = tmp_path / 'world.yaml'
+    world.write_text(EXTRINSICS.read_text().replace('parent_frame: table', 'parent_frame: world'))
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match="extrinsics are in 'world', and the table frame"):
+            PerceptionNode(
+                context=context,
+                parameter_overrides=[Parameter('extrinsics_file', value=str(world))],
+            )
+    finally:
+        rclpy.shutdown(context=context)
+
+
 def test_missing_extrinsics_is_a_clear_error():
     context = Context()
     rclpy.init(context=context)

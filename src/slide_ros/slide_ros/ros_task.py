@@ -169,7 +169,10 @@ class RosWorld:
     def _on_grid(self, msg: ObjectGrid) -> None:
         try:
             grid, _ = grid_from_msg(msg)
-        except MessageError:
+        except MessageError as exc:
+            # (dropped without a word, the behaviour waited for perception to acquire the
+            # object while perception said ok)
+            self.node.get_logger().error(f'the object grid from perception is refused: {exc}')
             return
         with self._lock:
             self._grid = (grid, msg)

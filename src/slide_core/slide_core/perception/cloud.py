@@ -26,6 +26,8 @@ class PerceptionStatus(enum.Enum):
     NO_TABLE = 'no_table'
     NO_OBJECT = 'no_object'
     SEVERAL_OBJECTS = 'several_objects'
+    TOO_LARGE = 'too_large'
+    """An object larger than the workcell takes (no node would accept its grid)."""
     PARTIAL_VIEW = 'partial_view'
     POOR_REGISTRATION = 'poor_registration'
     KEEP_OUT_UNKNOWN = 'keep_out_unknown'
@@ -546,11 +548,15 @@ def check_in_image(points_W: FloatArray, view: CameraView, config: PerceptionCon
     ``view_margin`` of the edge of the camera's image (or past it)."""
     margin = float(view.margins(points_W).min()) if len(points_W) else math.inf
     if margin < config.view_margin:
+        where = (
+            f'reaches {-margin * 1000:.0f} mm past the edge of the camera image'
+            if margin < 0
+            else f'comes within {margin * 1000:.0f} mm of the edge of the camera image (the '
+            f'least kept is {config.view_margin * 1000:.0f} mm)'
+        )  # (it read 'reaches -0 mm past the edge')
         raise PerceptionError(
             PerceptionStatus.PARTIAL_VIEW,
-            f'the object reaches {max(-margin, 0.0) * 1000:.0f} mm past the edge of the '
-            f'camera image (or within {config.view_margin * 1000:.0f} mm of it): part of it '
-            'is not seen; move the camera or the object',
+            f'the object {where}: part of it may not be seen; move the camera or the object',
         )
 
 

@@ -11,7 +11,14 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import ndimage
 from scipy.spatial import ConvexHull, QhullError
 
-from slide_core.geometry import FloatArray, Grid, GridError, rotation, trace_outline
+from slide_core.geometry import (
+    FloatArray,
+    Grid,
+    GridError,
+    check_object_grid,
+    rotation,
+    trace_outline,
+)
 from slide_core.perception.cloud import (
     CameraView,
     KeepOut,
@@ -343,6 +350,13 @@ def build_grid(seg: Segmentation, config: PerceptionConfig) -> ObjectEstimate:
     # staircase. O's origin is the grid's centre, centre_P in P (the axes are P's).
     outline = _outline(fine_ras, occupancy, origin - centre_P)
     grid = Grid(w, occupancy, heights, area, outline)
+    try:
+        # (a grid over 1 m was published with status ok, and every node refused it)
+        check_object_grid(grid)
+    except GridError as exc:
+        raise PerceptionError(
+            PerceptionStatus.TOO_LARGE, f'{exc} (one object, or several touching?)'
+        ) from None
     p_WO = mean + R @ centre_P
     X_WO = np.array([p_WO[0], p_WO[1], yaw])
     model_xy = (xy - p_WO) @ R

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -162,6 +163,16 @@ def test_two_objects_too_close_to_cluster_apart_are_still_two():
         acquire(pair, CFG)
     assert refused.value.status == PerceptionStatus.SEVERAL_OBJECTS
     assert 'the footprint is in 2 pieces apart' in str(refused.value)
+
+
+def test_an_object_longer_than_the_workcell_takes_is_refused_as_too_large():
+    # A 1.05 m bar was acquired with status ok, and every node then refused its grid.
+    with pytest.raises(PerceptionError) as refused:
+        bar = box_top((0.4, 0.0, 0.0), size=(1.05, 0.05))
+        wide = np.vstack((table_points(lo=(-0.19, -0.3), hi=(0.99, 0.3)), bar))
+        acquire(wide, CFG)
+    assert refused.value.status == PerceptionStatus.TOO_LARGE
+    assert 'at most 1.0 m fits the workcell' in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -409,6 +420,8 @@ def test_tracking_stops_where_the_object_leaves_the_image():
     with pytest.raises(PerceptionError) as err:
         tracker.update(p_W, (), view)
     assert err.value.status is PerceptionStatus.PARTIAL_VIEW
+    # Within the margin, not past the edge (it read 'reaches -0 mm past the edge').
+    assert re.search(r'comes within [89] mm of the edge of the camera image', str(err.value))
     assert tracker.X_WO[0] - offset[0] == pytest.approx(0.11, abs=0.002)  # the last good
 
 
