@@ -127,7 +127,7 @@ PARAMS = (
     *LIFECYCLE_PARAMS,
 )
 HISTORY = 100
-STOP_WAIT_S = 3.0
+STOP_WAIT_S = 1.0
 """How long [s] a node being stopped mid-episode waits for the running stage to see the
 abort before it saves the episode's result."""
 EXIT_FAILED = 3
@@ -232,7 +232,9 @@ class BehaviourNode(SlideNode):
         self.leaves: list[StageLeaf] = []
         self.result: TaskResult | None = None
         self._first_push = 0  # the executor's index of the episode's first push
-        caller = Caller(self, self._abort_flag.is_set)
+        # The node's end (Ctrl-C, SIGTERM) stops the goal in flight as an abort does:
+        # cancelled, while run() still spins the node to hear how it ended.
+        caller = Caller(self, lambda: self._abort_flag.is_set() or self.stopping.is_set())
         self.world = RosWorld(
             self,
             caller,
@@ -308,6 +310,11 @@ class BehaviourNode(SlideNode):
         self._start_pending = False
         self._abort_flag.set()
 
+    def idle(self) -> bool:
+        """No stage of an episode is running (run() spins the node a while for it to stop
+        once the node is ending)."""
+        return not any(leaf.thread is not None and leaf.thread.is_alive() for leaf in self.leaves)
+
     def _episode_running(self) -> bool:
         return self.tree is not None and self.result is None
 
@@ -350,7 +357,7 @@ class BehaviourNode(SlideNode):
             self.decider,
             settings,
             events=self._event,
-            should_stop=self._abort_flag.is_set,
+            should_stop=lambda: self._abort_flag.is_set() or self.stopping.is_set(),
         )
 
         def stage() -> Stage:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import faulthandler
 import math
+import signal
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from rclpy.action import GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from slide_core.errors import SlideError, SlideInputError
@@ -295,9 +297,24 @@ def wait_for(
 
 
 def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
-    """Run one node until Ctrl-C, shutdown, or the node sets its ``exit_code``; exit code 2
-    on a bad parameter, 1 when a lifecycle node gave up starting, else the node's."""
-    rclpy.init(args=sys.argv)
+    """Run one node until Ctrl-C, SIGTERM, shutdown, or the node sets its ``exit_code``;
+    exit code 2 on a bad parameter, 1 when a lifecycle node gave up starting, else the
+    node's.
+
+    SIGINT and SIGTERM end the spin and set the node's ``stopping``; the node is then spun
+    for up to STOP_GRACE_S while its work in flight stops, so that a goal the shutdown
+    stopped reaches its client ABORTED with its result. (rclpy's own handlers shut the
+    context down first: the abort could not be sent, and the client waited on a goal
+    still executing.) A second signal ends the node at once."""
+    rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
+    signalled = threading.Event()
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        if signalled.is_set():
+            raise KeyboardInterrupt
+        signalled.set()
+
+    handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         node = make()
     except (ParameterError, SlideError, OSError, ValueError) as exc:
@@ -310,6 +327,7 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
     try:
         while (
             rclpy.ok()
+            and not signalled.is_set()
             and not getattr(node, 'gave_up', False)
             and getattr(node, 'exit_code', None) is None
         ):
@@ -331,18 +349,37 @@ def run(make: Callable[[], Any], name: str, threads: int = 4) -> int:
         # watchdog runs on through the interpreter's exit, where it joins those threads.
         faulthandler.dump_traceback_later(STOP_REPORT_S, exit=False)
         # Work in flight (an action's execute callback in the executor's threads, which the
-        # interpreter joins at exit) sees ``stopping`` and ends; give it a moment.
+        # interpreter joins at exit) sees ``stopping`` and ends; give it a moment, spun, so
+        # that what it answers (an aborted goal's result) is still sent.
         node.stopping.set()
+        busy = not node.idle()
         end = time.monotonic() + STOP_GRACE_S
-        while not node.idle() and time.monotonic() < end:
-            time.sleep(0.02)
+        flushed: float | None = None  # when what work in flight answered has left
+        while time.monotonic() < end:
+            if node.idle():
+                if not busy:
+                    break
+                # (its answer, just written, leaves before the node's writers are gone)
+                flushed = flushed or time.monotonic() + FLUSH_S
+                if time.monotonic() >= flushed:
+                    break
+            try:
+                executor.spin_once(timeout_sec=0.02)
+            except Exception:  # noqa: BLE001 - the context is gone: wait without spinning
+                time.sleep(0.02)
         node.destroy_node()
         rclpy.try_shutdown()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     return code
 
 
 STOP_GRACE_S = 3.0
 """How long run() waits for work in flight to stop before the node is destroyed."""
+
+FLUSH_S = 0.2
+"""How long run() spins on, at least, once work was in flight when the node was told to
+stop (its last answers are sent)."""
 
 STOP_REPORT_S = 4.0
 """How long a node may take to end once run() stops spinning before it writes every

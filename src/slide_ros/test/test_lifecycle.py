@@ -144,6 +144,86 @@ def test_a_goal_stopped_by_the_nodes_shutdown_is_aborted_with_its_result() -> No
         server_side.close()
 
 
+BUSY = textwrap.dedent(
+    """
+    import time
+
+    from rclpy.action import ActionServer
+    from slide_interfaces.action import ChooseExploration
+    from slide_interfaces.msg import ErrorCode
+    from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
+    from slide_ros.params import declare
+
+    class Busy(SlideNode):
+        def __init__(self):
+            super().__init__('busy')
+            self.slot = GoalSlot()
+            ActionServer(
+                self, ChooseExploration, '/busy/choose', self.execute,
+                goal_callback=self.slot.accept,
+            )
+            self.start_up(declare(self, LIFECYCLE_PARAMS))
+
+        def idle(self):
+            return self.slot.free()
+
+        def execute(self, handle):
+            try:
+                print('executing', flush=True)
+                while not self.stopping.is_set() and not handle.is_cancel_requested:
+                    time.sleep(0.01)
+                end_stopped(handle)
+                result = ChooseExploration.Result()
+                result.error.code = ErrorCode.CANCELED
+                result.message = 'stopped by the node shutting down'
+                return result
+            finally:
+                self.slot.release()
+
+    raise SystemExit(run(Busy, 'busy'))
+    """
+)
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('signal_name', ['SIGINT', 'SIGTERM'])
+def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_aborted(
+    signal_name: str,
+) -> None:
+    # rclpy's own handlers shut the context down before the node heard of it: the abort
+    # could not be sent ('feedback publisher is invalid'), and the client waited on a goal
+    # that read as executing.
+    import signal
+
+    from rclpy.action.client import GoalStatus
+
+    from slide_interfaces.action import ChooseExploration
+    from slide_interfaces.msg import ErrorCode
+    from slide_ros.action_client import SafeActionClient
+    from slide_ros.testing import Peer
+
+    node = subprocess.Popen(
+        [sys.executable, '-c', BUSY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peer = Peer('client')
+    try:
+        client = SafeActionClient(peer.node, ChooseExploration, '/busy/choose')
+        _handle, future = peer.send(client, ChooseExploration.Goal(), 60.0)
+        assert node.stdout is not None and node.stdout.readline() == 'executing\n'
+        node.send_signal(getattr(signal, signal_name))
+        answer = peer.result(future, 10.0)
+        assert answer.status == GoalStatus.STATUS_ABORTED
+        assert answer.result.error.code == ErrorCode.CANCELED
+        assert answer.result.message == 'stopped by the node shutting down'
+        assert node.wait(timeout=10) == 0
+        assert node.stderr is not None and 'Traceback' not in node.stderr.read()
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+        peer.close()
+
+
 TAKING = textwrap.dedent(
     """
     import threading
