@@ -303,7 +303,7 @@ def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no
     # Said by their flags before the bag is read (its name here is not even a bag).
     for flags, reason in (
         (('--models', '0'), '--models must be 1 to 64 models, got 0'),
-        (('--budget', '0'), '--budget must be at least 1 simulation'),
+        (('--budget', '0'), '--budget must be 1 to 10000000 simulations'),
         (('--models', '9', '--budget', '5'), '--budget of 5 simulations cannot evaluate each'),
     ):
         refused = _run('identify', str(tmp_path / 'nowhere'), *flags, '--out', str(model))

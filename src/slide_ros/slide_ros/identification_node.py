@@ -13,6 +13,7 @@ centre of mass sized by its weight.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import math
 import threading
 import time
@@ -139,17 +140,50 @@ class IdentificationNode(SlideNode):
     def idle(self) -> bool:
         return self._slot.free()
 
-    def _pushes(self, goal: Any) -> tuple[Any, list[Any], str]:
-        """The grid and the pushes on identification's step, from the goal or its bag."""
+    def _pushes(
+        self, goal: Any, should_stop: Callable[[], bool]
+    ) -> tuple[Any, list[Any], str, list[str]]:
+        """The grid and the pushes on identification's step, from the goal or its bag, what
+        they are, and what was wrong with them that left data to use (a bag's warnings and
+        skipped pushes: the result said '2 pushes' of 4 asked for, and nothing of why).
+        IdentificationCancelledError when ``should_stop`` says so between two pushes (each
+        takes up to half a second: a cancel waited 8 s for 40)."""
         if goal.bag:
             wanted = [int(i) for i in goal.bag_pushes] or None
-            grid, pushes = read_pushes(goal.bag, wanted)
-            return grid, pushes, f'{len(pushes)} pushes of {goal.bag}'
+            read = read_pushes(goal.bag, wanted)
+            return (
+                read.grid,
+                read.pushes,
+                f'{len(read.pushes)} pushes of {goal.bag}',
+                read.report(),
+            )
         grid, _ = grid_from_msg(goal.grid)
-        pushes = [
-            record_from_msg(r, self.frame).to_data(grid, i) for i, r in enumerate(goal.pushes)
-        ]
-        return grid, pushes, f'{len(pushes)} pushes'
+        pushes = []
+        for r in goal.pushes:
+            if should_stop():
+                raise IdentificationCancelledError(
+                    f'cancelled while reading the pushes ({len(pushes)} of {len(goal.pushes)})'
+                )
+            try:
+                pushes.append(record_from_msg(r, self.frame).to_data(grid, int(r.index)))
+            except MessageError as exc:  # (it did not say which push)
+                raise MessageError(f'push {r.index}: {exc}') from None
+        return grid, pushes, f'{len(pushes)} pushes', []
+
+    @staticmethod
+    def _check_fields(goal: Any) -> None:
+        """SlideInputError when the goal's fields contradict each other (a bag and pushes
+        both given: the pushes were ignored; bag_pushes without a bag: ignored too)."""
+        if goal.bag and goal.pushes:
+            raise SlideInputError(
+                f'the goal gives both a bag and {len(goal.pushes)} pushes: give one of them'
+            )
+        if goal.bag_pushes and not goal.bag:
+            raise SlideInputError('bag_pushes selects pushes of a bag, and the goal gives none')
+        indices = [int(r.index) for r in goal.pushes]
+        if len(set(indices)) < len(indices):
+            # (the same push sent 4 times was weighed 4 times)
+            raise SlideInputError(f'pushes: an index is given more than once: {indices}')
 
     def _settings(self, goal: Any) -> tuple[IdentificationSettings, float, float]:
         """The goal's method, K and budget, and its density and friction bounds (0: the
@@ -181,6 +215,7 @@ class IdentificationNode(SlideNode):
             handle.abort()
             return result
         try:
+            self._check_fields(goal)
             settings, density_max, friction_max = self._settings(goal)
         except SlideInputError as exc:
             result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
@@ -198,8 +233,16 @@ class IdentificationNode(SlideNode):
                 feedback.best_loss = best if math.isfinite(best) else float('nan')
                 handle.publish_feedback(feedback)
 
+        def stop() -> bool:
+            # Deactivated: stopped as on a cancel (it published its belief on an inactive
+            # node).
+            return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
+
+        progress(0, settings.budget, math.inf)  # (the first came seconds after the goal)
         try:
-            grid, pushes, what = self._pushes(goal)
+            grid, pushes, what, read_problems = self._pushes(goal, stop)
+            for line in read_problems:
+                self.get_logger().warning(f'{goal.bag}: {line}')
             bounds = Bounds.from_grid(grid, density_max, friction_max)
             tips = bool(self.get_parameter('push_moment').value)
             height = self.cell.fingertip.push_heights(grid, tips)
@@ -214,15 +257,12 @@ class IdentificationNode(SlideNode):
                 com_directions=int(self.get_parameter('com_directions').value),
                 seed=int(goal.seed),
                 progress=progress,
-                # Deactivated: stopped as on a cancel (it published its belief on an
-                # inactive node).
-                should_stop=lambda: bool(
-                    handle.is_cancel_requested or self.stopping.is_set() or not self.active
-                ),
+                should_stop=stop,
             )
         except IdentificationCancelledError as exc:
             end_stopped(handle)
-            result.error.code, result.message = ErrorCode.CANCELED, str(exc)
+            why = '' if handle.is_cancel_requested or self.stopping.is_set() else ' (deactivated)'
+            result.error.code, result.message = ErrorCode.CANCELED, f'{exc}{why}'
             return result
         except (MessageError, SlideInputError) as exc:
             handle.abort()
@@ -258,6 +298,13 @@ class IdentificationNode(SlideNode):
             f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
             f'({found.simulations} simulations)'
         )
+        if train.still:
+            read_problems.append(
+                f'the object did not move in push(es) {list(train.still)}: they add nothing '
+                'to the fit'
+            )
+        if read_problems:
+            result.message += '; ' + '; '.join(read_problems)
         pressed = fit_problems(train, belief, bounds)
         for line in pressed:
             self.get_logger().warning(f'the most probable model: {line}')

@@ -92,6 +92,7 @@ from slide_core.identification.explore import (
     random_push,
 )
 from slide_core.identification.identify import (
+    MAX_BUDGET,
     MAX_MODELS,
     METHODS,
     Identification,
@@ -131,6 +132,7 @@ __all__ = [
     'MAX_POSE_GAP_S',
     'DENSITY_MAX',
     'FRICTION_BOUND',
+    'MAX_BUDGET',
     'MAX_MODELS',
     'METHODS',
     'OPTIMISERS',

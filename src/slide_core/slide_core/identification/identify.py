@@ -72,6 +72,10 @@ MAX_MODELS = 64
 """Most models K a belief is identified with (each costs a warm start and its evaluations;
 a goal asking a million could not be cancelled)."""
 
+MAX_BUDGET = 10**7
+"""Most simulations an identification may spend (about 40 minutes at 4000 a second: a goal
+asking 2^32 - 1 ran for what would have been weeks, holding the node's one goal)."""
+
 
 SETTING_NAMES = {
     'method': 'method',
@@ -92,8 +96,8 @@ def check_settings(
 ) -> None:
     """Raise IdentificationError when :func:`identify` could not run with these settings,
     naming each as ``names`` says (a command line's flags, a node's parameters): an unknown
-    method, K outside 1 to MAX_MODELS, a budget under 1 simulation or (probabilistic)
-    under one per model, com_directions outside 0 to MAX_COM_DIRECTIONS."""
+    method, K outside 1 to MAX_MODELS, a budget outside 1 to MAX_BUDGET simulations or
+    (probabilistic) under one per model, com_directions outside 0 to MAX_COM_DIRECTIONS."""
     n = {**SETTING_NAMES, **names}
     if method not in METHODS:
         raise IdentificationError(
@@ -101,8 +105,10 @@ def check_settings(
         )
     if not 1 <= K <= MAX_MODELS:
         raise IdentificationError(f'{n["K"]} must be 1 to {MAX_MODELS} models, got {K}')
-    if budget < 1:
-        raise IdentificationError(f'{n["budget"]} must be at least 1 simulation, got {budget}')
+    if not 1 <= budget <= MAX_BUDGET:
+        raise IdentificationError(
+            f'{n["budget"]} must be 1 to {MAX_BUDGET} simulations, got {budget}'
+        )
     if not 0 <= com_directions <= MAX_COM_DIRECTIONS:
         # (each may add a model: 200 made a belief of 71, 1e8 took 15 s)
         raise IdentificationError(

@@ -183,7 +183,7 @@ def push_from_samples(
         np.column_stack((tt, X)),
         np.column_stack((tt, p[:, :2])),
         np.column_stack((tt, f[:, :2])),
-        f'<push {index}>',
+        'the push record',
         dt,
     )
 
@@ -431,6 +431,6 @@ class PushSamples:
             np.column_stack((self.t_X, self.X_WO)),
             np.column_stack((self.t_F, self.p_WF[:, :2])),
             np.column_stack((self.t_f, self.f_W[:, :2])),
-            f'<push {index}>',
+            'the push record',
             STEP_S,
         )
