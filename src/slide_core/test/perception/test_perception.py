@@ -454,3 +454,21 @@ def test_an_object_the_height_threshold_cuts_into_noise_is_no_object(height, see
         acquire(cloud, CFG)
     assert err.value.status is PerceptionStatus.NO_OBJECT
     assert 'height threshold' in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ('objects', 'reason'),
+    [
+        ((), '0 points above the table in the workspace: no object there'),
+        ((box_top((0.4, 0.0, 0.0), size=(0.45, 0.08), height=0.45),), 'raise workspace_max z'),
+        ((box_top((0.4, 0.0, 0.0), size=(0.008, 0.008)),), 'fewer than the 30 an object needs'),
+        ((box_top((0.4, 0.0, 0.0), height=0.004),), 'an object thinner than that is not seen'),
+    ],
+)
+def test_no_object_says_what_would_let_it_be_seen(objects, reason):
+    # A 45 cm box (taller than the workspace box), a tiny cube and a 4 mm sheet were each
+    # 'no object there'.
+    with pytest.raises(PerceptionError) as err:
+        acquire(scene(*objects), CFG)
+    assert err.value.status is PerceptionStatus.NO_OBJECT
+    assert reason in str(err.value)
