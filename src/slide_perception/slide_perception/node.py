@@ -71,6 +71,9 @@ KEEP_OUT_REACH_S = 0.5
 with it: further back, where the tool was is not known (or the camera and the arm stamp on
 different clocks), and the frame is refused; a cloud stamped at 0 had the fingertip cut
 where it stood seconds before, 20 cm away, and left in the object."""
+CLOCK_APART_S = 5.0
+"""How far [s] a cloud's stamp may lie from the node's clock before /diagnostics warns
+(a frame waits in queues for well under a second)."""
 MARKER_PERIOD_S = 0.2
 """How often [s] at most the cells are drawn again at the tracked pose."""
 DECIMATION = FilterSettings.decimation
@@ -486,6 +489,20 @@ class PerceptionNode(Node):
             cloud_msg.header = pose.header
             self.pub_cloud.publish(xyz_to_cloud(segmented, cloud_msg, PointField))
         detail['ms'] = f'{(time.perf_counter() - t0) * 1000:.1f}'
+        apart = _seconds(stamp) - self.get_clock().now().nanoseconds * 1e-9
+        if abs(apart) > CLOCK_APART_S:
+            # (tracking 'ok', and every pose then too old or too new for the behaviour,
+            # which said the object was lost)
+            detail['stamp_offset_s'] = f'{apart:+.1f}'
+            self._report(
+                DiagnosticStatus.WARN,
+                'ok',
+                f"tracking, but the clouds are stamped {apart:+.1f} s from this node's clock: "
+                'their poses are too old or too new to push on (the camera on another clock, '
+                'unstamped clouds, or use_sim_time set on one side only)',
+                detail,
+            )
+            return
         self._report(DiagnosticStatus.OK, 'ok', 'tracking', detail)
 
     def _publish_grid(self, estimate: ObjectEstimate, stamp: Any) -> None:

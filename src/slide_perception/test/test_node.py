@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,9 +71,11 @@ class Harness:
                 return True
         return False
 
-    def send(self, points_C: np.ndarray) -> None:
+    def send(self, points_C: np.ndarray, stamp: Any = None) -> None:
         msg = xyz_to_cloud(points_C, PointCloud2(), PointField)
         msg.header.frame_id = 'camera_color_optical_frame'
+        if stamp is not None:
+            msg.header.stamp = stamp
         self.cloud_pub.publish(msg)
 
     def close(self) -> None:
@@ -353,3 +356,24 @@ def test_the_cells_are_drawn_where_the_object_is_and_none_of_the_last_grid_stays
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_clouds_stamped_far_from_the_nodes_clock_are_tracked_with_a_warning(harness: Harness):
+    # Tracking said ok, and the behaviour then found every pose too old (or too new) and
+    # called the object lost.
+    from rclpy.time import Duration
+
+    h = harness
+    twin = Twin(load_object('box'), load_workcell(), (0.4, -0.1, 0.4))
+    with RgbdCamera(twin.model) as camera:
+        frame = point_cloud(camera.capture(twin.data), world=False)
+    assert h.spin_until(lambda: h.cloud_pub.get_subscription_count() > 0)
+    h.send(frame, h.probe.get_clock().now().to_msg())
+    assert h.spin_until(lambda: len(h.poses) == 1)
+    assert h.spin_until(lambda: h.diagnostics and h.diagnostics[-1].message == 'tracking')
+    assert h.diagnostics[-1].level == DiagnosticStatus.OK
+    h.send(frame, (h.probe.get_clock().now() + Duration(seconds=3600)).to_msg())
+    assert h.spin_until(lambda: len(h.poses) == 2)
+    assert h.spin_until(lambda: 'stamped +3600' in h.diagnostics[-1].message)
+    assert h.diagnostics[-1].level == DiagnosticStatus.WARN
+    assert statuses(h)[-1] == 'ok'

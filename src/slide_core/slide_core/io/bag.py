@@ -51,6 +51,7 @@ from slide_core.io.bagfile import Bag, open_bag
 from slide_core.io.messages import MAX_TILT, MessageError, grid_from_msg, ns_to_s, stamp_to_s
 from slide_core.io.series import (
     CLOUD_TOPIC,
+    JUMP_S,
     Series,
     clock_jump,
     marker_times,
@@ -379,7 +380,9 @@ def read_pushes(
             skipped.append(Skipped(i, reason))
     if not built:
         detail = '; '.join(f'push {s.index}: {s.reason}' for s in skipped)
-        raise SlideInputError(f'{name}: no complete push ({detail})')
+        # What was wrong with the bag may be why (clouds on another clock than the pushes).
+        said = ''.join(f'; {w}' for w in warnings)
+        raise SlideInputError(f'{name}: no complete push ({detail}){said}')
     assert chosen is not None
     return BagPushes(
         chosen,
@@ -463,6 +466,14 @@ def _perceive(
     poses = Series('/object/pose')
     for log, stamp, X in track.poses:
         poses.add(log, stamp, np.array([*X, 0.0, 0.0, 0.0, 0.0, 1.0]), track.frame)
+    apart = stamp_offset(poses) - stamp_offset(pusher)
+    if poses.log and abs(apart) > JUMP_S:
+        # (read as 'push 0 has 0 object poses', with nothing of why)
+        warnings.append(
+            f'{CLOUD_TOPIC}: the clouds are stamped {apart:+.1f} s off the clock of the '
+            "fingertip's poses (a camera on another clock, or clouds without a stamp): the "
+            'poses perceived in them fall outside the pushes'
+        )
     return [(track.log, track.grid, track.frame)], poses
 
 

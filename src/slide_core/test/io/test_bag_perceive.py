@@ -114,3 +114,29 @@ def test_a_cloud_perception_cannot_handle_is_skipped_and_counted(bag: Path, tmp_
     seen = read_pushes(broken)
     assert [p.index for p in seen.pushes] == [0, 1]
     assert any('bad_cloud: 1' in w for w in seen.warnings), seen.warnings
+
+
+def test_clouds_on_another_clock_are_said_to_be_why_no_push_has_poses(bag: Path, tmp_path: Path):
+    # 'push 0 has 0 object poses', with nothing of the camera's clock 1000 s ahead.
+    store = interfaces_typestore()
+    ahead = tmp_path / 'ahead'
+    with (
+        AnyReader([bag]) as reader,
+        Writer(ahead, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns = {
+            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+            for c in reader.connections
+            if c.topic != '/object/pose'
+        }
+        for conn, t_ns, raw in reader.messages():
+            if conn.topic == '/object/pose':
+                continue
+            if conn.topic == CLOUD_TOPIC:
+                msg = reader.deserialize(raw, conn.msgtype)
+                msg.header.stamp.sec += 1000
+                raw = store.serialize_cdr(msg, conn.msgtype)
+            writer.write(conns[conn.topic], t_ns, raw)
+    with pytest.raises(SlideInputError) as err:
+        read_pushes(ahead)
+    assert 'the clouds are stamped +1000.0 s off the clock of the fingertip' in str(err.value)
