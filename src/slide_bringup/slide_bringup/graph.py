@@ -387,7 +387,12 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             'slide_ros',
             'identification_node',
             'identification',
-            {'workcell_file': workcell, 'support': a['support']},
+            {
+                'workcell_file': workcell,
+                'support': a['support'],
+                # (for bag goals whose wrenches are in the sensor's frame)
+                **({} if twin else {'sensor_mount': ARM_SENSOR_MOUNT}),
+            },
         ),
         NodeSpec(
             'slide_ros',

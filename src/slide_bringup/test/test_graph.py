@@ -553,6 +553,9 @@ def test_an_arms_sensor_square_on_its_flange_reads_in_the_table_frame(
         [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
     )
     np.testing.assert_allclose(R_WT @ R_TS, R_WL, atol=1e-12)
+    # Identification reads a bag's sensor-frame wrenches with the same mount.
+    identification = next(s for s in pregrasp(given) if s.name == 'identification').parameters
+    assert identification['sensor_mount'] == executor['sensor_mount']
 
 
 def test_rviz_starts_once_with_slides_configuration() -> None:

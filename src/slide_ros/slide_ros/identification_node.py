@@ -46,6 +46,7 @@ from slide_core.io import (
     MessageError,
     belief_to_msg,
     grid_from_msg,
+    mount_rotation,
     pose_to_planar,
     read_pushes,
     record_from_msg,
@@ -86,6 +87,13 @@ PARAMS = (
         high=MAX_COM_DIRECTIONS,
     ),
     Param(
+        'sensor_mount',
+        [0.0, 0.0, 0.0, 1.0],
+        "bag goals: the F/T sensor's orientation in the fingertip tool frame, quaternion x, "
+        "y, z, w (the executor's parameter), for wrenches recorded in the sensor's frame "
+        '(/netft/wrench without /ft/wrench); the arm graphs set it',
+    ),
+    Param(
         'support',
         DEFAULT_SUPPORT,
         "how the table carries the object's cells: a rigid body's linear pressure, or each "
@@ -113,6 +121,11 @@ class IdentificationNode(SlideNode):
             int(self.p['com_directions']),
             {'K': 'default_models', 'budget': 'default_budget'},
         )
+        try:
+            mount_rotation(self.p['sensor_mount'])
+        except SlideInputError as exc:
+            raise SlideInputError(f'sensor_mount: {exc}') from None
+        self.sensor_mount = [float(v) for v in self.p['sensor_mount']]
         self._lock = threading.Lock()
         # One identification at a time: two ran at once, and the latched /belief ended with
         # whichever finished last, the older goal's.
@@ -150,7 +163,7 @@ class IdentificationNode(SlideNode):
         takes up to half a second: a cancel waited 8 s for 40)."""
         if goal.bag:
             wanted = [int(i) for i in goal.bag_pushes] or None
-            read = read_pushes(goal.bag, wanted)
+            read = read_pushes(goal.bag, wanted, sensor_mount=self.sensor_mount)
             return (
                 read.grid,
                 read.pushes,

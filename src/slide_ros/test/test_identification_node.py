@@ -164,3 +164,34 @@ def test_a_bag_goal_says_which_pushes_it_could_not_use(
     assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
     assert 'from 1 pushes of' in answer.result.message
     assert 'push 1 skipped' in answer.result.message
+
+
+def test_bag_goals_are_read_with_the_nodes_sensor_mount(bag: Path) -> None:
+    # The node had no sensor_mount: a bag of /netft/wrench from a turned sensor was fitted
+    # as if square on the fingertip (0.097 kg for a 1.03 kg object), with a warning that
+    # named a setting it did not have.
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(SlideInputError, match='sensor_mount: a sensor mount is a unit'):
+            node_with(context, sensor_mount=[0.0, 0.0, 0.0, 0.0])
+    finally:
+        context.try_shutdown()
+
+    def make(context: Context) -> IdentificationNode:
+        return node_with(context, sensor_mount=[1.0, 0.0, 0.0, 0.0])
+
+    with spinning(make) as node:
+        peer = Peer('identification_test_peer')
+        try:
+            node.trigger_configure()
+            node.trigger_activate()
+            client = SafeActionClient(peer.node, Identify, '/identification/identify')
+            _handle, future = peer.send(client, Identify.Goal(bag=str(bag), budget=200), 60.0)
+            answer = peer.result(future, 120.0)
+        finally:
+            peer.close()
+    # The twin's bag holds the executor's /ft/wrench, in the table frame: the mount is
+    # read, found unused, and said.
+    assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
+    assert 'the sensor mount was not used' in answer.result.message

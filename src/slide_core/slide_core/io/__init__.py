@@ -20,6 +20,7 @@ from slide_core.io.bag import (
     BagPushes,
     GroundTruth,
     Skipped,
+    mount_rotation,
     read_ground_truth,
     read_pushes,
 )
@@ -77,6 +78,7 @@ __all__ = [
     'maps_from_msg',
     'marker_from_msg',
     'marker_to_msg',
+    'mount_rotation',
     'ns_to_s',
     'open_bag',
     'pose_to_planar',
