@@ -62,6 +62,11 @@ MAX_TURN_RATE = 20.0
 MOVED_UNFELT_M = 0.01
 """How far [m] (its points at the object's radius) an object may move in a push whose
 force never stands above the sensor's noise (the pose's noise; else the wrench was lost)."""
+MAX_CONTACT_GAP_M = 0.05
+"""How far [m] the fingertip's centre may lie from the object's outline, at the median of
+a push's steps that feel a force: a fingertip a few centimetres across and the tracking's
+error stay well inside it; beyond, the fingertip's and the object's poses are not in one
+frame (a path 30 cm off was fitted, and the fit blamed the F/T sensor)."""
 MAX_POSE_GAP_S = 1.0
 """The longest a push's object poses may be missing [s], its window's ends included: the
 smoothing would draw the motion of a gap as a straight line, or the push would end early
@@ -287,6 +292,7 @@ def build_push(
     contact = np.zeros((steps, 2))
     last = grid.p_OC[0]
     model = RigidModel.of(grid)
+    gaps: list[float] = []  # fingertip centre to the outline [m], at steps that feel a force
     for s in range(steps):
         if np.linalg.norm(f[s]) < touch:
             f[s] = 0.0
@@ -299,10 +305,18 @@ def build_push(
         # force then acts at the nearest point of the cells' squares.
         q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
         q_O = q_B[0] + model.p_OG
+        gaps.append(float(np.linalg.norm(p_O - q_O)))
         if contact_cell(grid, q_O) < 0:
             on = np.clip(q_O, grid.p_OC - grid.cell_size / 2, grid.p_OC + grid.cell_size / 2)
             q_O = on[np.argmin(np.linalg.norm(on - q_O, axis=1))]
         contact[s] = last = q_O
+    if gaps and float(np.median(gaps)) > MAX_CONTACT_GAP_M:
+        raise IdentificationError(
+            f'{source}: push {index}: the fingertip is {np.median(gaps) * 100:.1f} cm from the '
+            f'object (median of the {len(gaps)} steps that feel a force of {touch:.2g} N or '
+            "more): the fingertip's and the object's poses are not in one frame, or one is "
+            "off (the camera extrinsics, the arm's base to table transform)"
+        )
     push = WrenchPush.create(grid, contact, f, dt)
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))

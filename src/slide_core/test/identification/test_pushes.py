@@ -213,6 +213,17 @@ def test_a_push_that_moved_the_object_with_no_force_felt_is_refused() -> None:
     push_from_samples(grid, 2, t, still, p_WF, silent, 0.0, 0.8)
 
 
+def test_a_push_felt_with_the_fingertip_far_from_the_object_is_refused() -> None:
+    # A fingertip path 30 cm off the object (its poses in another frame) was fitted: the
+    # force acted on the nearest cell, and the fit blamed the F/T sensor's frame.
+    from slide_core.identification import IdentificationError
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    with pytest.raises(IdentificationError, match=r'push 3: the fingertip is 28\.0 cm from'):
+        push_from_samples(grid, 3, t, X, p_WF + [0.0, 0.3], f_W, 0.0, 0.8)
+    push_from_samples(grid, 3, t, X, p_WF, f_W, 0.0, 0.8)  # touching it: read
+
+
 @pytest.mark.parametrize(
     ('glitch', 'what'),
     [
