@@ -341,7 +341,12 @@ def record_from_msg(msg: Any, frame: str) -> PushSamples:
         frames = {m.header.frame_id for m in series}
         if frames - {frame, ''}:
             raise MessageError(f"the push record's {name} are in {sorted(frames)}, not {frame}")
-    X = np.array([[stamp_to_s(m.header.stamp), *pose_to_planar(m.pose)] for m in msg.object_poses])
+    X = np.empty((len(msg.object_poses), 4))
+    for k, m in enumerate(msg.object_poses):
+        try:
+            X[k] = [stamp_to_s(m.header.stamp), *pose_to_planar(m.pose)]
+        except MessageError as exc:  # (it did not say which sample)
+            raise MessageError(f'object_poses[{k}]: {exc}') from None
     F = np.array(
         [
             [stamp_to_s(m.header.stamp), m.pose.position.x, m.pose.position.y]
@@ -351,8 +356,13 @@ def record_from_msg(msg: Any, frame: str) -> PushSamples:
     f = np.array(
         [[stamp_to_s(m.header.stamp), m.wrench.force.x, m.wrench.force.y] for m in msg.wrenches]
     )
-    if not (np.isfinite(X).all() and np.isfinite(F).all() and np.isfinite(f).all()):
-        raise MessageError('the push record holds NaN or infinite values')
+    for name, rows in (('object_poses', X), ('pusher_poses', F), ('wrenches', f)):
+        bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
+        if len(bad):
+            raise MessageError(
+                f'{name}[{bad[0]}] holds NaN or infinite values ({len(bad)} of its '
+                f'{len(rows)} samples do)'
+            )
     return PushSamples(
         X[:, 0],
         X[:, 1:],

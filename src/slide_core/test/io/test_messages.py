@@ -263,3 +263,42 @@ def test_a_tilted_pose_is_refused_not_flattened() -> None:
     for roll in (math.radians(30.0), math.pi / 2, math.pi):
         with pytest.raises(MessageError, match='tilted .* degrees'):
             pose_to_planar(pose_of(roll, 0.7))
+
+
+def test_a_push_record_with_a_bad_sample_says_which_series_and_sample() -> None:
+    # 'the push record holds NaN or infinite values', and a tilted pose's reason, named
+    # neither the series nor the sample.
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+
+    from slide_core.io import MessageError, record_from_msg
+    from slide_interfaces.msg import PushRecord
+
+    def pose(x: float, tilt: float = 0.0) -> PoseStamped:
+        m = PoseStamped()
+        m.header.frame_id = 'table'
+        m.pose.position.x = x
+        m.pose.orientation.x, m.pose.orientation.w = math.sin(tilt / 2), math.cos(tilt / 2)
+        return m
+
+    def wrench(fx: float) -> WrenchStamped:
+        m = WrenchStamped()
+        m.header.frame_id = 'table'
+        m.wrench.force.x = fx
+        return m
+
+    def record(**series: list) -> PushRecord:  # type: ignore[type-arg]
+        msg = PushRecord(
+            object_poses=[pose(0.4)] * 3, pusher_poses=[pose(0.3)] * 3, wrenches=[wrench(1.0)] * 3
+        )
+        for name, values in series.items():
+            setattr(msg, name, values)
+        return msg
+
+    assert record_from_msg(record(), 'table').f_W.shape == (3, 2)
+    for series, reason in (
+        ({'wrenches': [wrench(1.0), wrench(math.nan), wrench(math.inf)]}, r'wrenches\[1\] holds'),
+        ({'pusher_poses': [pose(0.3), pose(0.3), pose(math.nan)]}, r'pusher_poses\[2\] holds'),
+        ({'object_poses': [pose(0.4), pose(0.4, 0.5), pose(0.4)]}, r'object_poses\[1\]: the pose'),
+    ):
+        with pytest.raises(MessageError, match=reason):
+            record_from_msg(record(**series), 'table')
