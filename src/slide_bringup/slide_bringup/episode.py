@@ -23,6 +23,7 @@ from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT
 from slide_core.planning import PlannerConfig, planner_config, stay_probability
 from slide_core.task import (
+    Aborted,
     IdentificationSettings,
     LocalDecider,
     ModelSource,
@@ -192,7 +193,12 @@ def run_episode(
     say = progress or (lambda _m: None)
     say(f'{spec.name} seed {seed} {method}: {exploration_pushes} exploratory pushes')
     task = Task(TwinWorld(twin), decider, settings, events=lambda stage, m: say(m))
-    outcome = task.run()
+    try:
+        outcome = task.run()
+    except KeyboardInterrupt:
+        # Ctrl-C: the episode so far is the result (it was lost with a traceback).
+        outcome = task.result(Aborted('interrupted (Ctrl-C)'))
+        say(f'interrupted at {outcome.stage.value}: the episode so far is kept')
     result = score(spec, seed, method, outcome, config, twin)
     if png is not None and outcome.state.belief is not None:
         from slide_core.io.plot import episode_figure

@@ -57,6 +57,20 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
         assert key in d
 
 
+def test_an_episode_interrupted_by_ctrl_c_keeps_what_it_had(tmp_path: Path) -> None:
+    # Ctrl-C ended slide episode with a traceback, and nothing of the pushes made.
+    png = tmp_path / 'episode.png'
+
+    def progress(message: str) -> None:
+        if message.startswith('exploratory push 3'):
+            raise KeyboardInterrupt
+
+    r = run_episode(load_object('box'), 0, 'probabilistic', png=png, progress=progress)
+    assert not r.success and r.outcome == 'aborted' and r.stage == 'explore'
+    assert r.failure == 'explore: interrupted (Ctrl-C)'
+    assert r.exploration_pushes == 2
+
+
 def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
     # A 50 cm tall column of 1.5 kg tips over at its first pushes. The result gave the
     # overhang and the stay probability at the planar pose of the toppled object.
