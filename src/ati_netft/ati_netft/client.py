@@ -143,8 +143,15 @@ class Stats:
     last_problem: str = ''
     last_resync: tuple[int, int] | None = None
     status: int = 0
+    settling: int = 0
+    """Records dropped while the sensor's own tare settled (:meth:`RdtClient.bias_sensor`)."""
     last_monotonic: float = 0.0
     started_monotonic: float = field(default_factory=time.monotonic)
+
+
+SENSOR_BIAS_SETTLE_S = 0.05
+"""How long [s] after the sensor is told to tare its records are dropped: the tare reaches it
+within a millisecond on its network, and the records it sent before are on the way."""
 
 
 class RdtClient:
@@ -186,6 +193,7 @@ class RdtClient:
         self._stream = RdtStream(self.plausibility)
         self._bias = (0.0,) * 6
         self._bias_pending = False
+        self._settle_until: float | None = None  # the sensor's own tare is settling
         self._tares = 0
         self._latest: Sample | None = None
         self._lock = threading.Lock()
@@ -255,10 +263,15 @@ class RdtClient:
             self._bias_pending = True
 
     def bias_sensor(self) -> None:
-        """Tare on the sensor itself (RDT command 0x0042); the software bias is cleared."""
+        """Tare on the sensor itself (RDT command 0x0042); the software bias is cleared.
+
+        The sensor applies its zero a record or a few later (the command and the records in
+        flight cross on the network): the records of the next ``SENSOR_BIAS_SETTLE_S`` are
+        dropped, and the software bias is cleared after them. (Cleared at once, the records
+        still in flight read the whole offset the software bias had been taking out.)"""
+        self._send(Command.SET_SOFTWARE_BIAS)  # (a send that fails leaves the zero as it was)
         with self._lock:
-            self._bias = (0.0,) * 6
-        self._send(Command.SET_SOFTWARE_BIAS)
+            self._settle_until = time.monotonic() + SENSOR_BIAS_SETTLE_S
 
     @property
     def latest(self) -> Sample | None:
@@ -340,6 +353,12 @@ class RdtClient:
         for record in records:
             c = record.counts
             with self._lock:
+                if self._settle_until is not None:
+                    if now < self._settle_until:
+                        stats.settling += 1
+                        continue
+                    self._settle_until = None
+                    self._bias = (0.0,) * 6
                 if self._bias_pending:
                     self._bias = (c[0] * f, c[1] * f, c[2] * f, c[3] * t, c[4] * t, c[5] * t)
                     self._bias_pending = False

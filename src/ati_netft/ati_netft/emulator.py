@@ -75,6 +75,9 @@ class NetFTEmulator:
         self.noise_counts = noise_counts
         self.records_per_datagram = records_per_datagram
         self.status = 0
+        # How long [s] after the tare command the sensor's zero moves (a real sensor: its
+        # records already sent are on the way)
+        self.bias_latency_s = 0.0
         self._rng = random.Random(seed)
         self._bias = (0,) * 6
         self._client: tuple[str, int] | None = None
@@ -241,9 +244,15 @@ class NetFTEmulator:
             with self._lock:
                 self._rdt_seq = 0  # "1 for the first record after the start command"
         elif command == Command.SET_SOFTWARE_BIAS:
-            raw, status = self._raw(time.monotonic() - self._t0)
-            if not status:  # the sensor keeps its zero when the reading is bad
-                self._bias = raw
+            if self.bias_latency_s > 0:  # a sensor that applies it some records later
+                threading.Timer(self.bias_latency_s, self._apply_bias).start()
+            else:
+                self._apply_bias()
+
+    def _apply_bias(self) -> None:
+        raw, status = self._raw(time.monotonic() - self._t0)
+        if not status:  # the sensor keeps its zero when the reading is bad
+            self._bias = raw
 
     def _serve_rdt(self) -> None:
         period = 1.0 / self.rate_hz

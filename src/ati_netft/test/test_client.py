@@ -58,6 +58,24 @@ def test_software_bias_and_sensor_bias(emulator: NetFTEmulator) -> None:
         assert wait_for(lambda: client.latest.wrench[0] == pytest.approx(2.0, abs=1e-6))  # type: ignore[union-attr]
 
 
+def test_a_tare_on_the_sensor_never_reads_the_offset_it_takes_out(
+    emulator: NetFTEmulator,
+) -> None:
+    # The software bias was cleared before the sensor applied its own: the records on the
+    # way read the whole offset (here 5 N on z) for a moment.
+    seen: list[float] = []
+    emulator.bias_latency_s = 0.01  # a datagram of ten records
+    with RdtClient('127.0.0.1', CAL, port=emulator.rdt_port) as client:
+        emulator.wrench[2] = 5.0  # type: ignore[attr-defined]
+        assert wait_for(lambda: client.latest is not None and client.latest.wrench[2] == 5.0)
+        client.bias_software()
+        assert wait_for(lambda: client.latest is not None and abs(client.latest.wrench[2]) < 1e-9)
+        client.on_sample = lambda sample: seen.append(sample.wrench[2])
+        client.bias_sensor()
+        assert wait_for(lambda: len(seen) > 50)
+    assert max(abs(z) for z in seen) < 1e-6, max(seen)
+
+
 def test_lost_and_out_of_order_datagrams_are_counted(emulator: NetFTEmulator) -> None:
     with RdtClient('127.0.0.1', CAL, port=emulator.rdt_port) as client:
         assert wait_for(lambda: client.stats.received > 20)
