@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import contextlib
 import os
 from pathlib import Path
+import re
 import shutil
 import tempfile
 
@@ -168,6 +169,13 @@ def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> object:
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+# YAML 1.2's floats too: under PyYAML's 1.1 rules 1e-2 (no dot) was the text '1e-2', and a
+# mass written so was 'not a number'.
+_UniqueKeyLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$'),
+    list('-+0123456789.'),
+)
 
 
 def read_yaml(path: str | Path, error: type[SlideInputError], what: str = 'file') -> object:

@@ -53,6 +53,7 @@ from slide_core.geometry import FloatArray
 from slide_core.identification import MAX_POSE_GAP_S, random_push
 from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
+from slide_sim.scene import check_on_table, default_pose
 from slide_sim.twin import PushRecording, Twin
 
 EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01 00:00:00 UTC: the bag's time origin
@@ -344,6 +345,8 @@ def record(
     out = check_output(out, (), 'the bag folder', directory=True)
     store = typestore()
     rng = np.random.default_rng(seed)
+    # (a 1 m object was recorded hanging 15 cm over the edge, and said ok)
+    check_on_table(spec, cell, X_WO or default_pose(cell))
     twin = Twin(spec, cell, X_WO)
     frame = cell.table.frame_id
     topics = {**TOPICS, CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2'} if cloud_hz else TOPICS

@@ -36,7 +36,7 @@ from matplotlib.transforms import Bbox
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, reach
+from slide_core.geometry import FloatArray, cell_corners, reach
 from slide_core.model import ObjectSpec, Workcell
 from slide_core.perception import load_extrinsics
 
@@ -111,7 +111,7 @@ def object_xml(
                 f'pos="{p[0]:.6f} {p[1]:.6f} {h / 2:.6f}"'
             )
         geoms.append(
-            f'<geom name="cell{i}" {shape} mass="{spec.mass[i]:.6f}" '
+            f'<geom name="cell{i}" {shape} mass="{spec.mass[i]:.9g}" '
             f'friction="{spec.friction[i]:.6f} 0.005 0.0001" priority="1" condim="1" '
             f'rgba="0.3 0.45 0.8 1"/>'
         )
@@ -219,6 +219,28 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
 """
 
 
+def default_pose(cell: Workcell) -> tuple[float, float, float]:
+    """Where the twin puts an object unless told: 35 cm in from the free edge (at most
+    the table's middle), on the centre line, square."""
+    return (min(0.35, cell.table.depth / 2), 0.0, 0.0)
+
+
+def check_on_table(spec: ObjectSpec, cell: Workcell, X_WO: tuple[float, float, float]) -> None:
+    """SlideInputError unless every cell of ``spec`` at X_WO lies on the table top."""
+    x, y, yaw = X_WO
+    c, s = math.cos(yaw), math.sin(yaw)
+    corners = cell_corners(spec.grid).reshape(-1, 2)
+    p_W = corners @ np.array([[c, s], [-s, c]]) + np.array([x, y])
+    t = cell.table
+    lo, hi = p_W.min(axis=0), p_W.max(axis=0)
+    if lo[0] < 0.0 or hi[0] > t.depth or max(-lo[1], hi[1]) > t.width / 2:
+        raise SlideInputError(
+            f'{spec.name} at {list(X_WO)} spans x {lo[0]:.3f} to {hi[0]:.3f} m and y '
+            f'{lo[1]:.3f} to {hi[1]:.3f} m, past the table (x 0 to {t.depth} m, |y| up to '
+            f'{t.width / 2} m): it would start over the edge'
+        )
+
+
 def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, float, float]:
     """A random pose well inside the table (at least 15 cm of table around the object),
     from the seed's own stream (``[seed, 0]``)."""
@@ -228,7 +250,12 @@ def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, fl
     lo = np.array([r + 0.15, -t.width / 2 + r + 0.15])
     hi = np.array([t.depth - r - 0.15, t.width / 2 - r - 0.15])
     if np.any(lo >= hi):
-        raise SlideInputError(f'{spec.name} is too large for the table')
+        room = min(t.depth, t.width) / 2 - 0.15
+        raise SlideInputError(
+            f'{spec.name} reaches {r * 100:.1f} cm from its centre, and a random start leaves '
+            f'15 cm of table around it: on this table ({t.depth} x {t.width} m) it may reach '
+            f'{room * 100:.1f} cm at most'
+        )
     hi = np.minimum(hi, [0.6, 0.3])
     x, y = rng.uniform(lo, np.maximum(hi, lo + 1e-3))
     return (float(x), float(y), float(rng.uniform(-math.pi, math.pi)))

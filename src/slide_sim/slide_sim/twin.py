@@ -25,7 +25,13 @@ from slide_core.geometry import FloatArray
 from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
 from slide_core.planning import Grasp, grasp_waypoints, rectangles_overlap_box
 from slide_sim.friction import TableFriction
-from slide_sim.scene import CARRIAGE_RANGE, FINGER_KP, PAD_THICKNESS, workcell_xml
+from slide_sim.scene import (
+    CARRIAGE_RANGE,
+    FINGER_KP,
+    PAD_THICKNESS,
+    default_pose,
+    workcell_xml,
+)
 
 MIN_SPEED = 1e-4
 """Slowest a tool moves [m/s] (0.1 mm/s: slower is no motion an arm is asked for)."""
@@ -78,7 +84,7 @@ class Twin:
     ) -> None:
         self.spec = spec
         self.cell = cell
-        pose = X_WO or (min(0.35, cell.table.depth / 2), 0.0, 0.0)
+        pose = X_WO or default_pose(cell)
         if not all(math.isfinite(v) for v in pose):
             raise SlideInputError(f'initial pose must be finite, got {pose}')
         self.model = mujoco.MjModel.from_xml_string(workcell_xml(spec, pose, self.cell))

@@ -77,6 +77,11 @@ def test_bad_requests(tmp_path: Path, workcell) -> None:
     (tmp_path / 'file').write_text('')
     with pytest.raises(SlideInputError, match='cannot write in'):
         record(spec, workcell, 1, seed=0, out=tmp_path / 'file' / 'bag')
+    # An object that would start over the table's edge (a 1 m one at the default pose was
+    # recorded hanging 15 cm over it, and said ok).
+    with pytest.raises(SlideInputError, match=r'spans x -0\.100 to 0\.200 m .* past the table'):
+        record(spec, workcell, 1, seed=0, out=tmp_path / 'over', X_WO=(0.05, 0.0, 0.0))
+    assert not (tmp_path / 'over').exists()
 
 
 def test_an_interrupted_recording_keeps_the_pushes_it_made(

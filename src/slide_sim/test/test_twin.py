@@ -37,6 +37,24 @@ UNIFORM_BOX = parse_spec(
 )
 
 
+def test_the_twins_object_weighs_what_its_file_says(workcell) -> None:
+    # Each cell's mass was written with 6 decimals: a 10 g object of 2 mm cells came out
+    # 5% heavier, and a 1 g sheet massless (MuJoCo refused it).
+    for cell_mass in (1.23456e-5, 4e-7):
+        spec = parse_spec(
+            {
+                'name': 'sheet',
+                'cell_size': 0.002,
+                'height': 0.001,
+                'mass': [[cell_mass] * 10] * 8,
+                'friction': [[0.4] * 10] * 8,
+            }
+        )
+        twin = Twin(spec, workcell, (0.35, 0.0, 0.0))
+        mass = float(twin.model.body_subtreemass[twin.model.body('object').id])
+        assert mass == pytest.approx(spec.total_mass, rel=1e-6)
+
+
 @pytest.mark.parametrize('name', library_names())
 def test_each_library_object_rests_on_the_table(name: str, workcell) -> None:
     twin = Twin(load_object(name), workcell, (0.35, 0.0, 0.3))
@@ -385,3 +403,23 @@ def test_the_gripper_goes_only_where_an_arm_could_take_it(workcell) -> None:
     approach, up = grasp_waypoints(grasp, 0.1, workcell.gripper)
     twin.check_path('gripper', [*approach, *up])
     assert twin.grasp(grasp, lift=0.1).success
+
+
+def test_an_object_too_large_for_a_random_start_says_by_how_much(workcell) -> None:
+    # 'rod50 is too large for the table', of a 50 cm rod on a 0.8 x 1.2 m table.
+    from slide_sim.scene import random_start
+
+    rod = parse_spec(
+        {
+            'name': 'rod50',
+            'cell_size': 0.02,
+            'height': 0.02,
+            'mass': [[0.01] * 25],
+            'friction': [[0.4] * 25],
+        }
+    )
+    with pytest.raises(
+        SlideInputError,
+        match=r'^rod50 reaches 25\.4 cm from its centre, .* may reach 25\.0 cm at most',
+    ):
+        random_start(rod, workcell, 0)

@@ -89,19 +89,28 @@ class ObjectSpec:
     def summary(self) -> dict[str, Any]:
         """A JSON-ready description."""
         rows, cols = self.grid.shape
+        occupied = self.grid.occupancy
+        used_rows = np.flatnonzero(occupied.any(axis=1))
+        used_cols = np.flatnonzero(occupied.any(axis=0))
+        w = self.grid.cell_size
+
+        def figures(v: float) -> float:  # (fixed decimals showed a 6.7 mg cell as 0.0)
+            return float(f'{v:.4g}')
+
         return {
             'name': self.name,
             'description': self.description,
             'cells': self.grid.n,
             'grid': [rows, cols],
-            'cell_size_m': self.grid.cell_size,
-            'size_m': [round(cols * self.grid.cell_size, 4), round(rows * self.grid.cell_size, 4)],
-            'mass_kg': round(self.total_mass, 5),
-            'com_O_m': [round(float(v), 5) for v in self.p_OCom],
-            'mass_per_cell_kg': [
-                round(float(self.mass.min()), 5),
-                round(float(self.mass.max()), 5),
+            'cell_size_m': w,
+            # The occupied cells' extent (empty border rows and columns are not the object).
+            'size_m': [
+                round(float(np.ptp(used_cols) + 1) * w, 4),
+                round(float(np.ptp(used_rows) + 1) * w, 4),
             ],
+            'mass_kg': figures(self.total_mass),
+            'com_O_m': [round(float(v), 5) for v in self.p_OCom],
+            'mass_per_cell_kg': [figures(float(self.mass.min())), figures(float(self.mass.max()))],
             'friction': [
                 round(float(self.friction.min()), 3),
                 round(float(self.friction.max()), 3),
@@ -238,6 +247,11 @@ def parse_spec(doc: Any, source: str = '<spec>') -> ObjectSpec:
     )
 
 
+EMPTY_INSIDE_MAX = 0.02
+"""The largest share of an empty cell's square an object file's outline may enclose (a
+vertex drawn a fraction of a millimetre off a cell's corner)."""
+
+
 def _with_outline(grid: Grid, value: Any) -> Grid:
     """``grid`` with the real outline ``value`` ([x, y] vertices) and each cell's share of
     its square inside it (SpecError naming what is wrong)."""
@@ -251,16 +265,29 @@ def _with_outline(grid: Grid, value: Any) -> Grid:
     try:
         outline = check_outline(value)
         cover = polygon_coverage(grid, outline)
-        if np.all(cover > 0.0):
-            coverage = grid.to_map(cover, fill=0.0)
-            return Grid(grid.cell_size, grid.occupancy, grid.heights, coverage, outline)
+        # The empty cells' shares inside it: an outline over a hole, or a concave corner,
+        # claims material the cells do not have (the twin builds the cells, and the planner
+        # pushed at an L's hull where the twin had nothing).
+        every = Grid(grid.cell_size, np.ones(grid.shape, dtype=bool), np.ones(grid.shape))
+        claimed = np.where(grid.occupancy, 0.0, every.to_map(polygon_coverage(every, outline)))
     except GridError as exc:
         raise SpecError(f'outline: {exc}') from None
-    r, c = grid.cell_rc[int(np.argmin(cover))]
-    raise SpecError(
-        f'outline: the cell at row {r}, column {c} has mass but lies outside the outline '
-        '(leave it out, or widen the outline)'
-    )
+    if not np.all(cover > 0.0):
+        r, c = grid.cell_rc[int(np.argmin(cover))]
+        raise SpecError(
+            f'outline: the cell at row {r}, column {c} has mass but lies outside the outline '
+            '(leave it out, or widen the outline)'
+        )
+    if claimed.max() > EMPTY_INSIDE_MAX:
+        r, c = np.unravel_index(int(np.argmax(claimed)), claimed.shape)
+        raise SpecError(
+            f'outline: {claimed.max():.0%} of the empty cell at row {r}, column {c} lies '
+            'inside the outline: trace the outline around the occupied cells (over a hole or '
+            'a concave corner it claims material that is not there), or give that cell its '
+            'mass'
+        )
+    coverage = grid.to_map(cover, fill=0.0)
+    return Grid(grid.cell_size, grid.occupancy, grid.heights, coverage, outline)
 
 
 def load_spec(path: str | Path) -> ObjectSpec:

@@ -151,6 +151,18 @@ def test_a_cell_far_lighter_than_its_air_is_refused() -> None:
             [[-0.03, -0.02], [0.01, -0.02], [0.01, 0.0], [-0.03, 0.0]],
             r'^outline: the cell at row 0, column 1 has mass but lies outside',
         ),
+        (  # across the L's concave corner: the planner pushed where the twin had nothing
+            [
+                [-0.03, -0.02],
+                [0.01, -0.02],
+                [0.03, 0.0],
+                [0.03, 0.02],
+                [-0.01, 0.02],
+                [-0.01, 0.0],
+                [-0.03, 0.0],
+            ],
+            r'^outline: 50% of the empty cell at row 1, column 2 lies inside the outline',
+        ),
     ],
 )
 def test_a_bad_outline_is_refused_saying_why(outline: object, message: str) -> None:
@@ -186,3 +198,26 @@ def test_an_object_of_too_many_cells_is_refused_at_once(tmp_path):
     }
     with pytest.raises(SpecError, match=r'^mass: 40000 cells; at most'):
         parse_spec(doc)
+
+
+def test_the_summary_shows_small_masses_and_the_occupied_extent() -> None:
+    # A 6.7 mg cell showed as 0.0 kg, and empty border columns counted as the object's size.
+    light = {**EXAMPLE, 'mass': [[0.0, 6.7e-6, 6.7e-6], [6.7e-6, 6.7e-6, 0.0]]}
+    light |= {'height': 0.001, 'mass': [[0.0, 0.0, 6.7e-6, 6.7e-6], [0.0, 6.7e-6, 6.7e-6, 0.0]]}
+    light |= {'friction': [[0.0, 0.0, 0.5, 0.5], [0.0, 0.3, 0.3, 0.0]]}
+    summary = parse_spec(light).summary()
+    assert summary['mass_per_cell_kg'] == [6.7e-6, 6.7e-6]
+    assert summary['mass_kg'] == pytest.approx(2.68e-5)
+    assert summary['grid'] == [2, 4] and summary['size_m'] == [0.06, 0.04]
+
+
+def test_numbers_in_e_notation_without_a_dot_are_numbers(tmp_path: Path) -> None:
+    # YAML 1.1 read 1e-2 as text: 'mass: row 0, column 0 is '1e-2', not a number'.
+    path = tmp_path / 'sci.yaml'
+    path.write_text(
+        'name: sci\ncell_size: 2e-2\nheight: 3E-2\n'
+        'mass: [[0, 5e-2, 5.0e-2], [2e-2, 2e-2, 0]]\nfriction: [[0, 0.5, 0.5], [0.3, 0.3, 0]]\n'
+    )
+    spec = load_spec(path)
+    assert spec.grid.cell_size == 0.02 and spec.total_mass == pytest.approx(0.14)
+    assert spec.summary() == parse_spec(EXAMPLE).summary() | {'name': 'sci'}
