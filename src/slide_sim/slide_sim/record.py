@@ -345,8 +345,8 @@ def record(
     out = check_output(out, (), 'the bag folder', directory=True)
     store = typestore()
     rng = np.random.default_rng(seed)
-    # (a 1 m object was recorded hanging 15 cm over the edge, and said ok)
-    check_on_table(spec, cell, X_WO or default_pose(cell))
+    if X_WO is None:  # (a 1 m object was recorded hanging 15 cm over the edge, and said ok)
+        check_on_table(spec, cell, default_pose(cell))
     twin = Twin(spec, cell, X_WO)
     frame = cell.table.frame_id
     topics = {**TOPICS, CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2'} if cloud_hz else TOPICS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from rosbags.highlevel import AnyReader
 
 from slide_core.errors import SlideInputError
 from slide_core.io import read_pushes
-from slide_core.model import load_object
+from slide_core.model import load_object, parse_spec
 from slide_sim.record import TOPICS, Tracking, record
 
 
@@ -77,11 +78,22 @@ def test_bad_requests(tmp_path: Path, workcell) -> None:
     (tmp_path / 'file').write_text('')
     with pytest.raises(SlideInputError, match='cannot write in'):
         record(spec, workcell, 1, seed=0, out=tmp_path / 'file' / 'bag')
-    # An object that would start over the table's edge (a 1 m one at the default pose was
+    # An object that would start over the table's edge at the default pose (a 1 m one was
     # recorded hanging 15 cm over it, and said ok).
-    with pytest.raises(SlideInputError, match=r'spans x -0\.100 to 0\.200 m .* past the table'):
-        record(spec, workcell, 1, seed=0, out=tmp_path / 'over', X_WO=(0.05, 0.0, 0.0))
-    assert not (tmp_path / 'over').exists()
+    long = parse_spec(
+        {
+            'name': 'long',
+            'cell_size': 0.02,
+            'height': 0.02,
+            'mass': [[0.01] * 40],
+            'friction': [[0.4] * 40],
+        }
+    )
+    with pytest.raises(SlideInputError, match=r'spans x -0\.050 to 0\.750 m .* past the table'):
+        record(
+            long, replace(workcell, table=replace(workcell.table, depth=0.7)), 1, 0, tmp_path / 'o'
+        )
+    assert not (tmp_path / 'o').exists()
 
 
 def test_an_interrupted_recording_keeps_the_pushes_it_made(
