@@ -292,7 +292,7 @@ def build_push(
     contact = np.zeros((steps, 2))
     last = grid.p_OC[0]
     model = RigidModel.of(grid)
-    gaps: list[float] = []  # fingertip centre to the outline [m], at steps that feel a force
+    apart: list[float] = []  # fingertip centre to the outline [m], at steps that feel a force
     for s in range(steps):
         if np.linalg.norm(f[s]) < touch:
             f[s] = 0.0
@@ -305,15 +305,15 @@ def build_push(
         # force then acts at the nearest point of the cells' squares.
         q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
         q_O = q_B[0] + model.p_OG
-        gaps.append(float(np.linalg.norm(p_O - q_O)))
+        apart.append(float(np.linalg.norm(p_O - q_O)))
         if contact_cell(grid, q_O) < 0:
             on = np.clip(q_O, grid.p_OC - grid.cell_size / 2, grid.p_OC + grid.cell_size / 2)
             q_O = on[np.argmin(np.linalg.norm(on - q_O, axis=1))]
         contact[s] = last = q_O
-    if gaps and float(np.median(gaps)) > MAX_CONTACT_GAP_M:
+    if apart and float(np.median(apart)) > MAX_CONTACT_GAP_M:
         raise IdentificationError(
-            f'{source}: push {index}: the fingertip is {np.median(gaps) * 100:.1f} cm from the '
-            f'object (median of the {len(gaps)} steps that feel a force of {touch:.2g} N or '
+            f'{source}: push {index}: the fingertip is {np.median(apart) * 100:.1f} cm from the '
+            f'object (median of the {len(apart)} steps that feel a force of {touch:.2g} N or '
             "more): the fingertip's and the object's poses are not in one frame, or one is "
             "off (the camera extrinsics, the arm's base to table transform)"
         )
