@@ -25,12 +25,13 @@ from typing import Any
 from geometry_msgs.msg import Point, Pose, PoseStamped
 from nav_msgs.msg import Path
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from visualization_msgs.msg import MarkerArray
 
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, rotation
+from slide_core.identification import MAX_COM_DIRECTIONS, MAX_MODELS
 from slide_core.io import (
     MessageError,
     belief_from_msg,
@@ -45,6 +46,7 @@ from slide_core.planning import (
     Grasp,
     PlanningError,
     UncertainBeliefError,
+    check_on_table,
     final_grasp,
     next_step,
     planner_config,
@@ -54,7 +56,7 @@ from slide_core.planning import (
 from slide_core.task import EXPLORATION, exploration_push
 from slide_interfaces.action import ChooseExploration, PlanStep, SelectGoal
 from slide_interfaces.msg import ErrorCode
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, end_stopped, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
 from slide_ros.markers import arrow, clear, footprint, obstacle_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED
@@ -76,6 +78,17 @@ PARAMS = (
     ),
     *LIFECYCLE_PARAMS,
 )
+
+
+MAX_BELIEF_MODELS = MAX_MODELS + MAX_COM_DIRECTIONS
+"""The most models a goal's belief may have: what identification can make."""
+
+
+def _unset(pose: Any) -> bool:
+    """Whether a geometry_msgs/Pose is as built: at the origin, not turned (or a zero
+    quaternion)."""
+    p, q = pose.position, pose.orientation
+    return not any((p.x, p.y, p.z, q.x, q.y, q.z)) and q.w in (0.0, 1.0)
 
 
 FEEDBACK_PERIOD_S = 0.1
@@ -102,7 +115,11 @@ class PlannerNode(SlideNode):
         obstacles.publish(obstacle_markers(self.cell.obstacles, self.frame, stamp))
         self.pub_path = self.create_publisher(Path, '/plan/path', LATCHED)
         self.pub_goal = self.create_publisher(PoseStamped, '/plan/goal', LATCHED)
+        self._goal_marker: Any = None  # the last goal's footprint, drawn with every plan
         group = ReentrantCallbackGroup()
+        # One goal at a time, over the three: four long goal searches took every executor
+        # thread, and the node answered no goal and no cancel for minutes.
+        self._slot = GoalSlot()
         for action, name, execute in (
             (ChooseExploration, '~/choose_exploration', self._exploration),
             (SelectGoal, '~/select_goal', self._goal),
@@ -113,7 +130,7 @@ class PlannerNode(SlideNode):
                 action,
                 name,
                 execute_callback=self._guard(action, execute, name),
-                goal_callback=lambda _g: GoalResponse.ACCEPT,
+                goal_callback=self._slot.accept,
                 cancel_callback=lambda _g: CancelResponse.ACCEPT,
                 callback_group=group,
             )
@@ -123,6 +140,12 @@ class PlannerNode(SlideNode):
         """Run ``execute(handle, result)``; failures become error codes, never tracebacks."""
 
         def wrapped(handle: Any) -> Any:
+            try:
+                return answer(handle)
+            finally:
+                self._slot.release()
+
+        def answer(handle: Any) -> Any:
             out = action.Result()
             if not self.active:
                 out.error.code, out.message = ErrorCode.NOT_READY, 'not active'
@@ -131,7 +154,12 @@ class PlannerNode(SlideNode):
             try:
                 execute(handle, out)
             except Cancelled:
-                out.error.code, out.message = ErrorCode.CANCELED, 'cancelled'
+                # (a deactivation read as the client's own cancel)
+                if handle.is_cancel_requested:
+                    out.error.code, out.message = ErrorCode.CANCELED, 'cancelled'
+                else:
+                    why = 'shutting down' if self.stopping.is_set() else 'deactivated'
+                    out.error.code, out.message = ErrorCode.NOT_READY, f'the planner is {why}'
                 end_stopped(handle)
                 return out
             except (MessageError, SlideInputError) as exc:
@@ -158,6 +186,9 @@ class PlannerNode(SlideNode):
 
         return wrapped
 
+    def idle(self) -> bool:
+        return self._slot.free()
+
     def _check(self, handle: Any) -> None:
         if handle.is_cancel_requested or self.stopping.is_set() or not self.active:
             raise Cancelled
@@ -169,7 +200,27 @@ class PlannerNode(SlideNode):
             raise SlideInputError(f'{what} is in {header.frame_id!r}, not {self.frame}')
 
     def _belief(self, msg: Any) -> Belief | None:
-        return belief_from_msg(msg) if msg.models else None
+        return self._read_belief(msg) if msg.models else None
+
+    def _read_belief(self, msg: Any) -> Belief:
+        """The belief of a goal, in the table frame, of at most MAX_BELIEF_MODELS models
+        (200 were taken: each decision then took seconds a model, and a cancel as long)."""
+        self._in_frame('the belief', msg.header)
+        self._in_frame("the belief's grid", msg.grid.header)
+        if len(msg.models) > MAX_BELIEF_MODELS:
+            raise SlideInputError(
+                f'the belief has {len(msg.models)} models; identification makes at most '
+                f'{MAX_BELIEF_MODELS} (its models and those bounding the centre of mass)'
+            )
+        return belief_from_msg(msg)
+
+    def _on_table(self, grid: Any, X: FloatArray, what: str = 'the object pose') -> None:
+        """SlideInputError (INVALID_GOAL) when X puts no part of the object over the table
+        (planned from, with a push 'chosen' for a box 2 m away, and a grasp beside it)."""
+        try:
+            check_on_table(grid, X, self.config)
+        except PlanningError as exc:
+            raise SlideInputError(f'{what}: {str(exc).removeprefix("no goal: ")}') from None
 
     def _stamped(self, X: FloatArray, z: float = 0.0) -> PoseStamped:
         m = PoseStamped()
@@ -183,9 +234,9 @@ class PlannerNode(SlideNode):
         goal = handle.request
         self._in_frame('the object grid', goal.object.header)
         grid, X = grid_from_msg(goal.object)
+        self._on_table(grid, X, "the object grid's pose")
         belief = self._belief(goal.belief)
         if belief is not None:
-            self._in_frame('the belief', goal.belief.header)
             if not belief.grid.same_cells(grid):
                 # The contact came off the belief's cells, off this object (the executor's
                 # outline check was all that stopped it).
@@ -196,6 +247,15 @@ class PlannerNode(SlideNode):
                 )
         done = [primitive_from_msg(p) for p in goal.done]
         self._check(handle)
+        feedback = ChooseExploration.Feedback()
+
+        def on_progress(fraction: float) -> None:
+            # Each candidate is a rollout of every model: seconds on a large object (a
+            # cancel went unheard for 45 s, and no feedback came).
+            self._check(handle)
+            feedback.progress = float(fraction)
+            handle.publish_feedback(feedback)
+
         primitive = exploration_push(
             grid,
             X,
@@ -206,17 +266,22 @@ class PlannerNode(SlideNode):
             self.cell,
             self.config.push_speed,
             int(goal.attempt),
+            on_progress,
         )
         self._check(handle)
         primitive_to_msg(primitive, self.cell.fingertip, out.primitive)
 
     def _goal(self, handle: Any, out: Any) -> None:
         goal = handle.request
-        self._in_frame('the belief', goal.belief.header)
         self._in_frame('the object pose', goal.object_pose.header)
-        belief = belief_from_msg(goal.belief)
+        belief = self._read_belief(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
+        self._on_table(belief.grid, X)
         self._check(handle)
+        # What the last plan drew is no plan for this goal (it stayed, beside a goal chosen
+        # for another object; or, the search failing, a goal that is not there).
+        stamp = self.get_clock().now().to_msg()
+        self._clear_plan(stamp, ('plan/goal', 'plan/push', 'plan/predicted'))
         feedback = SelectGoal.Feedback()
         last = [-math.inf]
 
@@ -241,29 +306,43 @@ class PlannerNode(SlideNode):
         self.pub_goal.publish(out.goal_pose)
         markers = MarkerArray()
         stamp = out.goal_pose.header.stamp
-        markers.markers = [
-            clear('plan/predicted', self.frame, stamp),
-            footprint(
-                belief, chosen.X_WO, 'plan/goal', 0, (0.1, 0.7, 0.1, 1.0), self.frame, stamp
-            ),
-        ]
+        self._goal_marker = footprint(
+            belief, chosen.X_WO, 'plan/goal', 0, (0.1, 0.7, 0.1, 1.0), self.frame, stamp
+        )
+        markers.markers = [clear('plan/predicted', self.frame, stamp), self._goal_marker]
         self.pub_markers.publish(markers)
+
+    def _clear_plan(self, stamp: Any, namespaces: tuple[str, ...]) -> None:
+        """Clear the plan's markers in ``namespaces`` (and its path): a step that found the
+        goal reached, or no plan, left the last push's arrow and predictions drawn."""
+        if 'plan/goal' in namespaces:
+            self._goal_marker = None
+        markers = MarkerArray()
+        markers.markers = [clear(ns, self.frame, stamp) for ns in namespaces]
+        if self._goal_marker is not None:
+            markers.markers.append(self._goal_marker)  # (latched: one array, so again)
+        self.pub_markers.publish(markers)
+        path = Path()
+        path.header.frame_id, path.header.stamp = self.frame, stamp
+        self.pub_path.publish(path)
 
     def _grasp_pose(self, grasp: Grasp) -> PoseStamped:
         return self._stamped(np.array([*grasp.p_WE, grasp.yaw]), grasp.z)
 
     def _step(self, handle: Any, out: Any) -> None:
         goal = handle.request
-        self._in_frame('the belief', goal.belief.header)
         self._in_frame('the object pose', goal.object_pose.header)
-        if not goal.grasp_only:
-            self._in_frame('the goal pose', goal.goal_pose.header)
-        belief = belief_from_msg(goal.belief)
+        belief = self._read_belief(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
+        self._on_table(belief.grid, X)
         cfg = self.config
         if goal.grasp_only:
             self._grasp(belief, X, out)
             return
+        self._in_frame('the goal pose', goal.goal_pose.header)
+        if not goal.goal_pose.header.frame_id and _unset(goal.goal_pose.pose):
+            # (read as a goal at the table's corner, 'too little of the belief stays')
+            raise SlideInputError('the goal pose is not set (no frame, at the origin)')
         feedback = PlanStep.Feedback()
 
         def on_stage(stage: str) -> None:
@@ -271,18 +350,23 @@ class PlannerNode(SlideNode):
             feedback.stage = stage
             handle.publish_feedback(feedback)
 
-        step = next_step(
-            belief,
-            X,
-            pose_to_planar(goal.goal_pose.pose),
-            cfg,
-            seed=step_seed(int(goal.seed), int(goal.index)),
-            on_stage=on_stage,
-        )
+        try:
+            step = next_step(
+                belief,
+                X,
+                pose_to_planar(goal.goal_pose.pose),
+                cfg,
+                seed=step_seed(int(goal.seed), int(goal.index)),
+                on_stage=on_stage,
+            )
+        except PlanningError:
+            self._clear_plan(self.get_clock().now().to_msg(), ('plan/push', 'plan/predicted'))
+            raise
         self._check(handle)
         if step.done:
             out.done = True
             self._grasp(belief, X, out)
+            self._clear_plan(self.get_clock().now().to_msg(), ('plan/push', 'plan/predicted'))
             return
         assert step.path is not None and step.push is not None and step.target is not None
         push = step.push
@@ -307,6 +391,10 @@ class PlannerNode(SlideNode):
             clear('plan/predicted', self.frame, stamp),
             arrow(push.p_WF0, d_W, push.primitive.travel, 'plan/push', self.frame, stamp),
         ]
+        if self._goal_marker is not None:
+            # The topic is latched and keeps one array: a viewer that joined after a step
+            # saw no goal.
+            markers.markers.append(self._goal_marker)
         for k, Xk in enumerate(push.predicted_X_WO):
             alpha = 0.2 + 0.8 * float(belief.weight[k])
             markers.markers.append(

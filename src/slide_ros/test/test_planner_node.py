@@ -134,3 +134,144 @@ def test_a_long_goal_search_gives_feedback_and_stops_on_cancel(
     assert done.status == GoalStatus.STATUS_CANCELED, done.result.message
     assert done.result.error.code == ErrorCode.CANCELED
     assert 0.0 < progress[-1] < 1.0  # it stopped partway, not at its end
+
+
+def _answer(peer: Peer, client: SafeActionClient, goal: object, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
+    handle = peer.result(client.send_goal_async(goal), 10)
+    return peer.result(handle.get_result_async(), timeout_s)
+
+
+def test_one_goal_at_a_time_and_a_second_is_refused_at_once(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # Four long goal searches were all accepted: they took every thread, and the node
+    # answered no other goal, nor a cancel, for minutes.
+    peer, goals, explore = planner
+    grid = Grid.from_occupancy(np.ones((35, 35)), 0.02)
+    light = np.full(grid.n, 0.2 / grid.n)
+    goal = SelectGoal.Goal()
+    goal.belief = belief_to_msg(
+        Belief.create(grid, light, light * 40), X_BOX, ModelBelief(), MassFrictionModel, 0.05
+    )
+    goal.belief.header.frame_id = goal.belief.grid.header.frame_id = 'table'
+    goal.object_pose.header.frame_id = 'table'
+    set_planar_pose(goal.object_pose.pose, np.array([0.5, 0.0, 0.0]))
+    progress: list[float] = []
+    first = peer.result(
+        goals.send_goal_async(goal, lambda m: progress.append(m.feedback.progress)), 10
+    )
+    peer.wait(lambda: bool(progress), 60, 'the first feedback')
+    second = peer.result(explore.send_goal_async(ChooseExploration.Goal()), 10)
+    assert first.accepted and not second.accepted
+    peer.result(first.cancel_goal_async(), 10)
+    assert peer.result(first.get_result_async(), 10).status == GoalStatus.STATUS_CANCELED
+    # Free again.
+    third = _answer(peer, explore, ChooseExploration.Goal())
+    assert third.result.error.code == ErrorCode.INVALID_GOAL  # (no grid: it was taken)
+
+
+def test_an_exploration_choice_gives_feedback_and_stops_on_cancel(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # Each candidate is a rollout of every model: a 30 x 40 cm tray's choice ran for
+    # minutes without feedback, a cancel unheard for 45 s.
+    peer, _, explore = planner
+    grid = Grid.from_occupancy(np.ones((12, 16)), 0.02, 0.02)
+    m = np.full(grid.n, 0.6 / grid.n)
+    goal = ChooseExploration.Goal()
+    grid_to_msg(grid, X_BOX, goal.object)
+    goal.object.header.frame_id = 'table'
+    goal.belief = belief_to_msg(
+        Belief.create(grid, np.stack([m, 1.5 * m]), np.full((2, grid.n), 0.4)),
+        X_BOX,
+        ModelBelief(),
+        MassFrictionModel,
+        0.05,
+    )
+    goal.belief.header.frame_id = goal.belief.grid.header.frame_id = 'table'
+    goal.done = [_a_push()]
+    progress: list[float] = []
+    handle = peer.result(
+        explore.send_goal_async(goal, lambda msg: progress.append(msg.feedback.progress)), 10
+    )
+    peer.wait(lambda: bool(progress), 60, 'the first feedback')
+    peer.result(handle.cancel_goal_async(), 10)
+    done = peer.result(handle.get_result_async(), 60)
+    assert done.status == GoalStatus.STATUS_CANCELED, done.result.message
+    assert progress[-1] < 1.0
+
+
+def _a_push():  # type: ignore[no-untyped-def]
+    from slide_core.io import primitive_to_msg
+    from slide_core.model import Primitive, load_workcell
+    from slide_interfaces.msg import PushPrimitive
+
+    tip = load_workcell(ROOT / 'config' / 'workcell.yaml').fingertip
+    return primitive_to_msg(
+        Primitive.create([-0.16, 0.0], [1.0, 0.0], 0.03, 0.05), tip, PushPrimitive()
+    )
+
+
+def test_poses_where_no_object_can_rest_are_invalid_goals(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # A push was chosen for a box 2 m away, and a grasp planned for one past the edge.
+    peer, _, explore = planner
+    from slide_interfaces.action import PlanStep
+
+    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    far = np.array([-0.5, 0.0, 0.0])
+    goal = ChooseExploration.Goal()
+    grid_to_msg(load_object('box').grid, np.array([-2.0, 0.0, 0.0]), goal.object)
+    goal.object.header.frame_id = 'table'
+    refused = _answer(peer, explore, goal)
+    assert refused.result.error.code == ErrorCode.INVALID_GOAL
+    assert "the object grid's pose: the object pose [-2.0, 0.0, 0.0] puts no part" in (
+        refused.result.message
+    )
+    for grasp_only in (True, False):
+        step = PlanStep.Goal(belief=belief_of('box'), grasp_only=grasp_only)
+        step.object_pose.header.frame_id = step.goal_pose.header.frame_id = 'table'
+        set_planar_pose(step.object_pose.pose, far)
+        set_planar_pose(step.goal_pose.pose, np.array([0.05, 0.0, 0.0]))
+        refused = _answer(peer, steps, step)
+        assert refused.result.error.code == ErrorCode.INVALID_GOAL, refused.result.message
+        assert 'puts no part of the object over the table' in refused.result.message
+    # A goal pose left unset was read as a goal at the table's corner.
+    step = PlanStep.Goal(belief=belief_of('box'))
+    step.object_pose.header.frame_id = 'table'
+    set_planar_pose(step.object_pose.pose, X_BOX)
+    refused = _answer(peer, steps, step)
+    assert refused.result.error.code == ErrorCode.INVALID_GOAL
+    assert refused.result.message == 'the goal pose is not set (no frame, at the origin)'
+
+
+def test_a_step_that_finds_the_goal_reached_clears_the_last_push_drawn(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # The last push's arrow and predicted footprints stayed in RViz beside a reached goal.
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from slide_interfaces.action import PlanStep
+    from slide_ros.qos import LATCHED
+
+    peer, goals, _ = planner
+    arrays: list[MarkerArray] = []
+    peer.node.create_subscription(MarkerArray, '/plan/markers', arrays.append, LATCHED)
+    goal = SelectGoal.Goal(belief=belief_of('box'))
+    goal.object_pose.header.frame_id = 'table'
+    set_planar_pose(goal.object_pose.pose, X_BOX)
+    chosen = _answer(peer, goals, goal)
+    assert chosen.result.error.code == ErrorCode.SUCCESS, chosen.result.message
+    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    step = PlanStep.Goal(belief=belief_of('box'), goal_pose=chosen.result.goal_pose)
+    step.object_pose = chosen.result.goal_pose  # the object where the goal is
+    n = len(arrays)
+    done = _answer(peer, steps, step)
+    assert done.result.done, done.result.message
+    peer.wait(lambda: len(arrays) > n, 10, 'the markers')
+    last = arrays[-1].markers
+    cleared = {m.ns for m in last if m.action == Marker.DELETEALL}
+    assert {'plan/push', 'plan/predicted'} <= cleared
+    # The goal is drawn still (the topic keeps the last array only).
+    assert any(m.ns == 'plan/goal' and m.action == Marker.ADD for m in last)

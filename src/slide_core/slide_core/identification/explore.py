@@ -13,7 +13,7 @@ normal (:func:`candidates`). Strategies:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import math
 
@@ -181,8 +181,13 @@ def choose(
     max_candidates: int = 12,
     speed: float = 0.05,
     dt: float = 0.01,
+    progress: Callable[[float], None] | None = None,
 ) -> tuple[Candidate, FloatArray]:
-    """The next push by ``strategy`` and the scores (C,) of the candidates considered."""
+    """The next push by ``strategy`` and the scores (C,) of the candidates considered.
+
+    ``progress``, when given, is called with the fraction [0, 1] of the candidates rolled
+    out (most-distinctive: each is a rollout of every model, seconds on a large object);
+    an exception it raises stops the choice and reaches the caller (a cancel)."""
     if strategy not in STRATEGIES:
         raise SlideInputError(f'unknown strategy {strategy!r}; choose from {STRATEGIES}')
     pool = pool if pool is not None else candidates(belief, fingertip)
@@ -211,6 +216,8 @@ def choose(
         scores = np.full(len(pool), -np.inf)
         height = belief.push_heights(fingertip)
         for j, cand in enumerate(pool):
+            if progress is not None:
+                progress(j / len(pool))
             push = cand.in_world(np.asarray(X_WO, dtype=float), speed, dt, fingertip)
             try:
                 rollout = simulate(
@@ -232,6 +239,8 @@ def choose(
             scores[j] = float(belief.weight @ spread)
     if not np.any(np.isfinite(scores)):
         raise NoSolutionError('no candidate push could be simulated with the belief')
+    if progress is not None:
+        progress(1.0)
     return pool[int(np.argmax(scores))], scores
 
 

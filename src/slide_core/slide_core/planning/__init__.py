@@ -75,6 +75,7 @@ from slide_core.planning.config import (
 )
 from slide_core.planning.goal import (
     Goal,
+    check_on_table,
     goal_acceptable,
     goal_refusal,
     hold_quantile,
@@ -119,6 +120,7 @@ __all__ = [
     'Step',
     'UncertainBeliefError',
     'carried_area',
+    'check_on_table',
     'com_margins_of',
     'fall_probability',
     'final_grasp',

@@ -176,7 +176,7 @@ def select_goal(
     done after each yaw it has tried (a failing search of a large object takes tens of
     seconds); an exception it raises stops the search and reaches the caller (a cancel)."""
     X0 = check_pose(X_WO, 'X_WO')
-    _check_on_table(belief.grid, X0, config)
+    check_on_table(belief.grid, X0, config)
     turn = landing_turn(belief, config)
     step = 2.0 * np.pi / config.goal_yaws
     # The yaws at which such a grasp holds can lie between the sampled ones (a window
@@ -235,7 +235,7 @@ class _Grasps:
         return self.known[key]
 
 
-def _check_on_table(grid: Grid, X_WO: FloatArray, config: PlannerConfig) -> None:
+def check_on_table(grid: Grid, X_WO: FloatArray, config: PlannerConfig) -> None:
     """PlanningError unless some cell centre of ``grid`` at X_WO lies over the table top.
     Not its centre of mass: the closed loop asks from wherever the object is, and a model
     of the belief may put that past the edge."""

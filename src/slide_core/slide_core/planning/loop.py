@@ -78,8 +78,9 @@ def next_step(
 ) -> Step:
     """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal
     (pose X_goal), else plan a path from it (RRT*, seeded with ``seed``), aim at the next
-    waypoint and choose the push. ``on_stage`` is told 'path' and 'push' as they begin (a
-    node publishes feedback, or raises to stop between them).
+    waypoint and choose the push. ``on_stage`` is told 'path' and 'push' as they begin, and
+    'push' again before each push candidate is checked (a node publishes feedback, or
+    raises to stop).
 
     PlanningError when X_goal itself would not do as a goal under ``belief`` (a goal chosen
     under an older belief: the pushes since moved it past what the pads hold, or the
@@ -101,5 +102,5 @@ def next_step(
     path = plan_path(belief, X, X_goal, config, seed=seed)
     target = next_waypoint(path.waypoints, X, config.lookahead, belief.radius())
     say('push')
-    push = select_push(belief, X, target, config, exhaustive=exhaustive)
+    push = select_push(belief, X, target, config, exhaustive=exhaustive, check=lambda: say('push'))
     return Step(False, path, target, push, time.perf_counter() - t0)

@@ -3,7 +3,7 @@ chosen side by finite differences (paper 1)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import math
 from typing import Any
@@ -204,10 +204,15 @@ def select_push(
     target: Any,
     config: PlannerConfig,
     exhaustive: bool = False,
+    check: Callable[[], None] | None = None,
 ) -> PushPlan:
     """The push that brings the object from X_WO closest to ``target`` in expectation over
     the belief (see the module docstring). Raises PlanningError when every candidate
-    would make the object fall with probability above epsilon."""
+    would make the object fall with probability above epsilon.
+
+    ``check``, when given, is called before each candidate is refined and checked; an
+    exception it raises stops the choice and reaches the caller (a cancel: the candidates
+    of a large belief took seconds each)."""
     X = check_pose(X_WO, 'X_WO')
     Xt = check_pose(target, 'target')
     grid = belief.grid
@@ -247,6 +252,8 @@ def select_push(
     for j in np.argsort(best_c)[:10]:
         if not np.isfinite(best_c[j]):
             break
+        if check is not None:
+            check()
         side, off = cand[j]
         cj, Xj, tj = float(best_c[j]), X_W[j], int(best_t[j])
         if not exhaustive:

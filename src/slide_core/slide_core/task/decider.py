@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import enum
 
@@ -92,13 +92,14 @@ def exploration_push(
     workcell: Workcell,
     speed: float,
     attempt: int = 0,
+    progress: Callable[[float], None] | None = None,
 ) -> Primitive:
     """Exploratory push ``index`` of an episode: random (:func:`random_push`) before any
     belief or under the 'random' policy, else the most distinctive push under ``belief``
     (paper 2); the draws come from the stream ``[seed, 1, index]``. Its ``attempt``-th try
     after ones the world refused is random, from the stream ``[seed, 1, index, attempt]``:
     the same push (the most distinctive one is the same from the same pose) was refused
-    again, and the retries were spent on it."""
+    again, and the retries were spent on it. ``progress``: as :func:`choose` takes it."""
     if policy not in EXPLORATION:
         raise SlideInputError(
             f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'
@@ -114,7 +115,9 @@ def exploration_push(
     if not pool:  # every side's push would leave the middle of the table, or hit an obstacle
         return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     try:
-        candidate, _ = choose(belief, X_WO, 'most-distinctive', rng, tip, pool=pool)
+        candidate, _ = choose(
+            belief, X_WO, 'most-distinctive', rng, tip, pool=pool, progress=progress
+        )
     except NoSolutionError:  # the belief cannot roll out any of them
         return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     return candidate.primitive(speed)
