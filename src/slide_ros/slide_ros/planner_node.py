@@ -8,8 +8,10 @@
   waypoint aimed at and the push, with each model's predicted pose), or the grasp at the
   observed pose (``grasp_only``).
 
-Every action honours cancel (between its stages, and the goal search between the yaws it
-tries, with its progress as feedback; a cancelled goal returns nothing). Markers:
+One goal at a time over the three (a second is refused at once). Every action honours
+cancel (between its stages, the goal search between the yaws it tries, the exploration
+choice and the push stage between their candidates, with their progress as feedback; a
+cancelled goal returns nothing). Markers:
 ``/plan/markers`` (goal footprint, the chosen push, the predicted outcomes), the path on
 ``/plan/path`` (nav_msgs/Path, latched) and the goal on ``/plan/goal`` (latched); the
 workcell's obstacles on ``/workcell/obstacles`` (latched, once).
