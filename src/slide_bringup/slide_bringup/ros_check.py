@@ -64,7 +64,7 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
 
     t0 = time.monotonic()
     context = Context()
-    rclpy.init(context=context)
+    rclpy.init(args=[], context=context)
     feedback: list[Push.Feedback] = []
     try:
         node = rclpy.create_node('slide_doctor', context=context)

@@ -116,7 +116,8 @@ def already_running(specs: Sequence[NodeSpec], wait_s: float = DISCOVERY_WAIT_S)
 
     wanted = {full_name(s) for s in specs}
     context = Context()
-    rclpy.init(context=context)
+    rclpy.init(args=[], context=context)  # (the launch arguments are not ROS ones: a
+    # record:=PATH read as a deprecated remap rule)
     try:
         probe = rclpy.create_node(f'slide_runner_probe_{os.getpid()}', context=context)
         executor = SingleThreadedExecutor(context=context)

@@ -21,6 +21,7 @@ from typing import Any
 import rclpy
 from rclpy.action import GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
@@ -36,6 +37,12 @@ LIFECYCLE_PARAMS = (
     Param('retry_backoff_s', 1.0, 'first wait between retries [s], doubling', low=0.05, high=30.0),
     Param('retry_backoff_max_s', 30.0, 'longest wait between retries [s]', low=0.05, high=300.0),
 )
+
+
+STEADY = Clock(clock_type=ClockType.STEADY_TIME)
+"""The clock of the timers that bring a node up: with ``use_sim_time`` a timer on the node's
+clock waits for ``/clock`` (a recorder started before a replay recorded nothing until it
+ticked, and said nothing)."""
 
 
 class NotReady(Exception):  # noqa: N818 - a state of the node, reported as NOT_READY
@@ -96,7 +103,7 @@ class SlideNode(LifecycleNode):
         self._backoff = float(values['retry_backoff_s'])
         self._backoff_max = float(values['retry_backoff_max_s'])
         if values['autostart']:
-            self._retry_timer = self.create_timer(0.01, self._autostart)
+            self._retry_timer = self.create_timer(0.01, self._autostart, clock=STEADY)
 
     def _autostart(self) -> None:
         self._retry_timer.cancel()
@@ -122,7 +129,7 @@ class SlideNode(LifecycleNode):
             return
         self._retries_left -= 1
         self.get_logger().info(f'retrying start-up in {self._backoff:.2f} s')
-        self._retry_timer = self.create_timer(self._backoff, self._autostart)
+        self._retry_timer = self.create_timer(self._backoff, self._autostart, clock=STEADY)
         self._backoff = min(self._backoff_max, 2 * self._backoff)
 
     # -- to implement ---------------------------------------------------------------------

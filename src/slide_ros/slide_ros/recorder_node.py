@@ -51,7 +51,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from slide_core.errors import SlideError, SlideInputError
 from slide_core.io import flush_chunk, interfaces_typestore
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, STEADY, SlideNode
 from slide_ros.params import Param, ParameterError, declare
 from slide_ros.topics import EPISODE_TOPICS
 
@@ -137,11 +137,19 @@ class RecorderNode(SlideNode):
         self._error = ''
         self._pending: dict[str, int] = {}  # what the writer thread left unflushed
         self._close_lock = threading.Lock()
-        self._discovery = self.create_timer(float(p['discovery_period_s']), self._discover)
+        self._discovery = self.create_timer(
+            float(p['discovery_period_s']), self._discover, clock=STEADY
+        )
         # Unstamped topics: a node of their own whose callbacks get the message info (the
         # EventsExecutor that takes the streams cannot give it), spun in its own thread.
+        # (use_global_arguments off: the runner's '__node:=recorder' renamed it too, and the
+        # graph had two nodes named /recorder)
         self._markers = rclpy.create_node(
-            'recorder_markers', context=self.context, start_parameter_services=False
+            'recorder_markers',
+            context=self.context,
+            start_parameter_services=False,
+            use_global_arguments=False,
+            parameter_overrides=[],
         )
         self._markers_executor = SingleThreadedExecutor(context=self.context)
         self._markers_executor.add_node(self._markers)
@@ -173,6 +181,12 @@ class RecorderNode(SlideNode):
         if self.target.exists():
             raise SlideInputError(f'{self.target} exists: give a new folder for the bag')
         parent = self.target.parent
+        for left in sorted(parent.glob(f'.{self.target.name}.*')):
+            # (a restarted recorder began a new bag, and said nothing of the old one)
+            self.get_logger().warning(
+                f'an earlier recording into {self.target} was left in {left} (its recorder '
+                'was killed before it closed): slide identify reads it there'
+            )
         try:
             parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f'.{self.target.name}.', dir=parent))
@@ -184,7 +198,10 @@ class RecorderNode(SlideNode):
         self._tmp, self._writer, self._store = tmp, writer, store
         self._thread = threading.Thread(target=self._write, name='bag writer', daemon=True)
         self._thread.start()
-        self.get_logger().info(f'recording {len(self.topics)} topics into {self.target}')
+        self.get_logger().info(
+            f'recording {len(self.topics)} topics into {self.target} (written in {tmp} until '
+            'the recording ends; a recorder killed outright leaves it there, readable)'
+        )
 
     def deactivate(self) -> None:
         # Paused: no new messages; the bag stays open until cleanup or shutdown.
@@ -314,6 +331,7 @@ class RecorderNode(SlideNode):
                     f'the bag cannot be written: {exc}; recording stops here (what was '
                     'flushed before stays readable)'
                 )
+                self.exit_code = 1  # the node ends, and closes the bag (it ran on till Ctrl-C)
 
     def _flushed(self, pending: dict[str, int]) -> None:
         for topic, n in pending.items():
@@ -325,6 +343,14 @@ class RecorderNode(SlideNode):
         when there was nothing to close."""
         with self._close_lock:
             if self._closed or self._writer is None:
+                if not self._closed and self.exit_code is None:
+                    # (it exited 0, with no bag and not a word)
+                    print(
+                        f'recorder: no bag: the recording never started ({self.target} was '
+                        'not opened)',
+                        flush=True,
+                    )
+                    self.exit_code = 1
                 self._closed = True
                 return None
             self._closed = True
@@ -371,7 +397,14 @@ class RecorderNode(SlideNode):
             )
             self.exit_code = 1
             return self.target
+        silent = [t for t, n in self.counts.items() if n == 0]
         print(f'recorder: {total} messages written to {self.target}', flush=True)
+        if silent:
+            print(
+                f'recorder: nothing came on {", ".join(silent)}'
+                + (' (no message at all: was the graph running?)' if total == 0 else ''),
+                flush=True,
+            )
         return self.target
 
 

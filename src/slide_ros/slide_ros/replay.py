@@ -12,8 +12,12 @@ topics recorded with another definition of their type than the one installed (an
 slide_interfaces: its bytes would not decode, and subscribers drop them without a word),
 are left out with the reason, and the bag's own warnings (cut short, metadata that
 disagrees) come with the result. Replaying the camera's clouds into the perception node
-rebuilds the grid and the poses; replaying the pushes (fingertip poses, wrenches, markers)
-lets the identification node identify from them.
+rebuilds the grid and the poses, and what the graph's nodes draw follows the bag in RViz.
+The identification node does not identify from replayed pushes (it takes pushes in its
+``~/identify`` goal, or a bag's path there): give it the bag (``bag:``), or use ``slide
+identify BAG``. A recorder that records a replay at another ``rate`` than 1 needs
+``use_sim_time`` (its log times are then the bag's): on the wall clock, its log times and
+the messages' stamps drift apart, and pushes are lost on reading.
 """
 
 from __future__ import annotations
@@ -124,7 +128,9 @@ def plan(bag: Bag, topics: Sequence[str] | None) -> tuple[dict[str, str], dict[s
             play[topic] = info.type
     if not play:
         reasons = '; '.join(f'{t}: {why}' for t, why in left_out.items())
-        raise SlideInputError(f'{bag.path}: nothing to play ({reasons})')
+        raise SlideInputError(
+            f'{bag.path}: nothing to play ({reasons or "the bag holds no message"})'
+        )
     return play, left_out
 
 
@@ -191,6 +197,24 @@ class Player:
         for topic, typ in self.play_types.items():
             qos: QoSProfile = LATCHED if topic in LATCHED_TOPICS else RELIABLE
             self.publishers[topic] = node.create_publisher(message_class(typ), topic, qos)
+
+    def others(self) -> dict[str, list[str]]:
+        """The nodes besides this one that publish ``/clock`` or a played topic (another
+        replay's clock runs the graph's time backwards; a live node's topic mixes with the
+        bag's), by topic."""
+        me = (self.node.get_name(), self.node.get_namespace())
+        found: dict[str, list[str]] = {}
+        for topic in (CLOCK_TOPIC, *self.publishers):
+            names = sorted(
+                f'{i.node_namespace.rstrip("/")}/{i.node_name}'
+                if not i.node_name.startswith('_NODE_NAME_UNKNOWN')
+                else 'a node not yet known by name'
+                for i in self.node.get_publishers_info_by_topic(topic)
+                if (i.node_name, i.node_namespace) != me
+            )
+            if names:
+                found[topic] = names
+        return found
 
     def subscribed(self) -> bool:
         """Every played topic, and ``/clock``, has a matched subscriber (call before

@@ -170,6 +170,28 @@ def test_a_killed_recorder_leaves_what_it_had_flushed(episode: Publisher, tmp_pa
     assert any('no metadata.yaml' in w for w in b.warnings)
     assert any('without its summary and footer' in w for w in b.warnings)
     assert wrenches(partial) == [(float(k), -0.5 * k, 'table') for k in range(200)]
+    # Its log named where the data went; a recorder started again for the same bag says
+    # where the earlier one was left (it began a new bag, and said nothing of it).
+    assert (
+        f'(written in {hidden} until the recording ends' in (tmp_path / 'recorder.log').read_text()
+    )
+    again = start_recorder(bag, tmp_path / 'again.log', use_sim_time=True)
+    try:
+        # With use_sim_time and no /clock it still starts (it waited for /clock, silent).
+        # (The killed recorder's subscriptions linger in DDS: its log line is waited for.)
+        end = time.monotonic() + 60
+        while 'recording 14 topics into' not in (tmp_path / 'again.log').read_text():
+            assert time.monotonic() < end, (tmp_path / 'again.log').read_text()
+            time.sleep(0.1)
+        time.sleep(1.0)  # its subscriptions made
+        episode.publish_wrenches(5)
+        time.sleep(0.5)
+    finally:
+        assert stop(again, signal.SIGINT) == 0
+    log = (tmp_path / 'again.log').read_text()
+    assert f'an earlier recording into {bag} was left in {hidden}' in log
+    # The topics on which nothing came are named.
+    assert 'recorder: nothing came on /object/grid' in log
 
 
 def test_a_full_disk_ends_the_recording_with_what_was_flushed_and_says_so(

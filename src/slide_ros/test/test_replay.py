@@ -208,6 +208,25 @@ def test_a_latched_message_before_the_start_is_sent_with_nothing_after_it(
     assert json.loads(out.stdout)['messages'] == {'/object/grid': 1}
 
 
+def test_a_replay_says_who_else_publishes_its_clock(twin_bag: Path) -> None:
+    # Two replays at once ran /clock backwards 237 times, and both exited 0 without a word.
+    from rosgraph_msgs.msg import Clock
+
+    from slide_ros.testing import Peer
+
+    other = Peer('other_replay')
+    try:
+        other.node.create_publisher(Clock, '/clock', 10)
+        out = slide(
+            'replay', str(twin_bag), '--topics', '/object/pose', '--wait', '0', '--json',
+        )  # fmt: skip
+    finally:
+        other.close()
+    assert out.returncode == 0, out.stderr
+    assert 'warning: /clock is published by ' in out.stderr  # (by name once DDS knows it)
+    assert any(w.startswith('/clock is published by') for w in json.loads(out.stdout)['warnings'])
+
+
 def test_a_replay_says_how_far_it_has_played(twin_bag: Path) -> None:
     # A graph bag played for minutes without a word on a terminal: the bar slide replay
     # draws there is told the bag seconds played, a few times a second, up to the whole.

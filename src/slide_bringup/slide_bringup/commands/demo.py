@@ -69,7 +69,7 @@ class Watcher:
         from slide_ros.qos import LATCHED
 
         self.context = Context()
-        rclpy.init(context=self.context)
+        rclpy.init(args=[], context=self.context)
         self.node = rclpy.create_node('slide_demo', context=self.context)
         self.truth: Any = None
         self.first_truth: Any = None

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from pathlib import Path
 import sys
 import time
@@ -41,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+OTHERS_PERIOD_S = 1.0
+"""How often [s] a replay looks for other publishers of its topics and ``/clock``."""
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import rclpy
     from rclpy.context import Context
@@ -57,9 +63,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_ros.replay import Player
 
     context = Context()
-    rclpy.init(context=context)
+    rclpy.init(args=[], context=context)
     try:
-        node = rclpy.create_node('replay', context=context)
+        # A name of its own: two replays (or a replay and a runner's node) shared one.
+        node = rclpy.create_node(f'replay_{os.getpid()}', context=context)
         try:
             player = Player(
                 node, args.bag, args.topics, args.rate, args.clock_hz, args.start_offset
@@ -69,6 +76,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(0.05)
             for line in player.bag.warnings:  # said before a long replay, and in the result
                 print(f'slide replay: warning: {line}', file=sys.stderr, flush=True)
+            # Other publishers of the clock or of a played topic, looked for as the replay
+            # goes (discovery takes its time): two replays at once ran /clock backwards 237
+            # times, and neither said so.
+            said: set[str] = set()
+            looked = [-math.inf]
+
+            def look() -> None:
+                if time.monotonic() - looked[0] < OTHERS_PERIOD_S:
+                    return
+                looked[0] = time.monotonic()
+                for topic, names in player.others().items():
+                    if topic in said:
+                        continue
+                    said.add(topic)
+                    warnings.append(
+                        f'{topic} is published by {", ".join(names)} too: '
+                        + (
+                            "their clocks mix, and the graph's time jumps back and forth"
+                            if topic == '/clock'
+                            else "the bag's messages mix with theirs"
+                        )
+                    )
+                    print(f'slide replay: warning: {warnings[-1]}', file=sys.stderr, flush=True)
+
+            warnings: list[str] = []
+            look()
             # A bag of a whole episode plays for minutes: a bar on a terminal says how far.
             with tqdm(
                 total=round(player.seconds, 1),
@@ -82,6 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 def progress(done: float, _total: float) -> None:
                     bar.update(round(done, 1) - bar.n)
+                    look()
 
                 result = player.play(progress=progress)
             if not player.flush():
@@ -99,7 +133,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'bag': result.bag,
         'messages': result.messages,
         'left_out': result.left_out,
-        'warnings': list(result.warnings),
+        'warnings': [*result.warnings, *warnings],
         'bag_seconds': result.bag_seconds,
         'wall_seconds': result.wall_seconds,
     }
