@@ -274,8 +274,12 @@ class IdentificationNode(SlideNode):
             )
         except IdentificationCancelledError as exc:
             end_stopped(handle)
-            why = '' if handle.is_cancel_requested or self.stopping.is_set() else ' (deactivated)'
-            result.error.code, result.message = ErrorCode.CANCELED, f'{exc}{why}'
+            if handle.is_cancel_requested:
+                result.error.code, result.message = ErrorCode.CANCELED, str(exc)
+            else:  # (a deactivation read as the client's own cancel)
+                why = 'shutting down' if self.stopping.is_set() else 'deactivated'
+                result.error.code = ErrorCode.NOT_READY
+                result.message = f'{exc}: the identification node is {why}'
             return result
         except (MessageError, SlideInputError) as exc:
             handle.abort()

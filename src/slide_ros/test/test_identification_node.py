@@ -195,3 +195,27 @@ def test_bag_goals_are_read_with_the_nodes_sensor_mount(bag: Path) -> None:
     # read, found unused, and said.
     assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
     assert 'the sensor mount was not used' in answer.result.message
+
+
+def test_a_deactivation_mid_goal_is_said_as_such_not_as_the_clients_cancel(bag: Path) -> None:
+    # It answered CANCELED 'cancelled after 893 simulations', as if the client had asked.
+    with spinning(node_with) as node:
+        peer = Peer('identification_test_peer')
+        try:
+            node.trigger_configure()
+            node.trigger_activate()
+            client = SafeActionClient(peer.node, Identify, '/identification/identify')
+            peer.handshake(client, Identify.Goal(method='bogus'))
+            progress: list[int] = []
+            goal = Identify.Goal(bag=str(bag), method='finite-diff', budget=10**6)
+            _handle, future = peer.send(
+                client, goal, 60.0, lambda m: progress.append(m.feedback.iteration)
+            )
+            peer.wait(lambda: any(i > 0 for i in progress), 60, 'the optimiser to run')
+            node.trigger_deactivate()
+            answer = peer.result(future, 30.0)
+        finally:
+            peer.close()
+    assert answer.status == GoalStatus.STATUS_ABORTED
+    assert answer.result.error.code == ErrorCode.NOT_READY
+    assert answer.result.message.endswith(': the identification node is deactivated')

@@ -44,9 +44,11 @@ def belief_of(name: str) -> ModelBelief:
     return msg
 
 
-@pytest.fixture
+@pytest.fixture(scope='module')
 def planner() -> Iterator[tuple[Peer, SafeActionClient, SafeActionClient]]:
-    """The planner node, active; a peer with its goal and exploration clients."""
+    """The planner node, active; a peer with its goal and exploration clients (one node for
+    the module's tests: in a full run, a sixth node in a row named planner was once not
+    discovered for a minute)."""
     params = {'autostart': False, 'workcell_file': str(ROOT / 'config' / 'workcell.yaml')}
 
     def make(context: Context) -> PlannerNode:
