@@ -4,6 +4,7 @@ at a time, and defaults that cannot identify are refused at start-up."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -44,18 +45,25 @@ def node_with(context: Context, **params: object) -> IdentificationNode:
     )
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[Peer, SafeActionClient]]:
-    with spinning(node_with) as node:
+@contextlib.contextmanager
+def serving(**params: object) -> Iterator[tuple[IdentificationNode, Peer, SafeActionClient]]:
+    """An active identification node with ``params``, and a peer with its action client."""
+    with spinning(lambda context: node_with(context, **params)) as node:
         peer = Peer('identification_test_peer')
         try:
             node.trigger_configure()
             node.trigger_activate()
             client = SafeActionClient(peer.node, Identify, '/identification/identify')
             peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
-            yield peer, client
+            yield node, peer, client
         finally:
             peer.close()
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Peer, SafeActionClient]]:
+    with serving() as (_node, peer, client):
+        yield peer, client
 
 
 def test_a_second_identification_while_one_runs_is_refused(
@@ -178,19 +186,9 @@ def test_bag_goals_are_read_with_the_nodes_sensor_mount(bag: Path) -> None:
     finally:
         context.try_shutdown()
 
-    def make(context: Context) -> IdentificationNode:
-        return node_with(context, sensor_mount=[1.0, 0.0, 0.0, 0.0])
-
-    with spinning(make) as node:
-        peer = Peer('identification_test_peer')
-        try:
-            node.trigger_configure()
-            node.trigger_activate()
-            client = SafeActionClient(peer.node, Identify, '/identification/identify')
-            _handle, future = peer.send(client, Identify.Goal(bag=str(bag), budget=200), 60.0)
-            answer = peer.result(future, 120.0)
-        finally:
-            peer.close()
+    with serving(sensor_mount=[1.0, 0.0, 0.0, 0.0]) as (_node, peer, client):
+        _handle, future = peer.send(client, Identify.Goal(bag=str(bag), budget=200), 60.0)
+        answer = peer.result(future, 120.0)
     # The twin's bag holds the executor's /ft/wrench, in the table frame: the mount is
     # read, found unused, and said.
     assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
@@ -199,23 +197,15 @@ def test_bag_goals_are_read_with_the_nodes_sensor_mount(bag: Path) -> None:
 
 def test_a_deactivation_mid_goal_is_said_as_such_not_as_the_clients_cancel(bag: Path) -> None:
     # It answered CANCELED 'cancelled after 893 simulations', as if the client had asked.
-    with spinning(node_with) as node:
-        peer = Peer('identification_test_peer')
-        try:
-            node.trigger_configure()
-            node.trigger_activate()
-            client = SafeActionClient(peer.node, Identify, '/identification/identify')
-            peer.handshake(client, Identify.Goal(method='bogus'))
-            progress: list[int] = []
-            goal = Identify.Goal(bag=str(bag), method='finite-diff', budget=10**6)
-            _handle, future = peer.send(
-                client, goal, 60.0, lambda m: progress.append(m.feedback.iteration)
-            )
-            peer.wait(lambda: any(i > 0 for i in progress), 60, 'the optimiser to run')
-            node.trigger_deactivate()
-            answer = peer.result(future, 30.0)
-        finally:
-            peer.close()
+    with serving() as (node, peer, client):
+        progress: list[int] = []
+        goal = Identify.Goal(bag=str(bag), method='finite-diff', budget=10**6)
+        _handle, future = peer.send(
+            client, goal, 60.0, lambda m: progress.append(m.feedback.iteration)
+        )
+        peer.wait(lambda: any(i > 0 for i in progress), 60, 'the optimiser to run')
+        node.trigger_deactivate()
+        answer = peer.result(future, 30.0)
     assert answer.status == GoalStatus.STATUS_ABORTED
     assert answer.result.error.code == ErrorCode.NOT_READY
     assert answer.result.message.endswith(': the identification node is deactivated')

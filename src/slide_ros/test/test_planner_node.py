@@ -44,6 +44,22 @@ def belief_of(name: str) -> ModelBelief:
     return msg
 
 
+def answer(peer: Peer, client: SafeActionClient, goal: object, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
+    handle = peer.result(client.send_goal_async(goal), 10)
+    return peer.result(handle.get_result_async(), timeout_s)
+
+
+def a_push():  # type: ignore[no-untyped-def]
+    from slide_core.io import primitive_to_msg
+    from slide_core.model import Primitive, load_workcell
+    from slide_interfaces.msg import PushPrimitive
+
+    tip = load_workcell(ROOT / 'config' / 'workcell.yaml').fingertip
+    return primitive_to_msg(
+        Primitive.create([-0.16, 0.0], [1.0, 0.0], 0.03, 0.05), tip, PushPrimitive()
+    )
+
+
 @pytest.fixture(scope='module')
 def planner() -> Iterator[tuple[Peer, SafeActionClient, SafeActionClient]]:
     """The planner node, active; a peer with its goal and exploration clients (one node for
@@ -78,17 +94,13 @@ def test_goals_in_another_frame_or_of_another_object_are_refused(
     # refuses such poses; the planner's goal, path and grasp were silently wrong).
     peer, goals, explore = planner
 
-    def answer(client, goal):  # type: ignore[no-untyped-def]
-        handle = peer.result(client.send_goal_async(goal), 10)
-        return peer.result(handle.get_result_async(), 120)
-
     def select(object_frame: str, belief_frame: str):  # type: ignore[no-untyped-def]
         goal = SelectGoal.Goal()
         goal.belief = belief_of('box')
         goal.belief.header.frame_id = belief_frame
         goal.object_pose.header.frame_id = object_frame
         set_planar_pose(goal.object_pose.pose, X_BOX)
-        return answer(goals, goal)
+        return answer(peer, goals, goal)
 
     done = select('table', 'table')
     assert done.status == GoalStatus.STATUS_SUCCEEDED, done.result.message
@@ -104,19 +116,21 @@ def test_goals_in_another_frame_or_of_another_object_are_refused(
     grid_to_msg(load_object('box').grid, X_BOX, goal.object)
     goal.object.header.frame_id = 'table'
     goal.belief = belief_of('hammer')
-    refused = answer(explore, goal)
+    refused = answer(peer, explore, goal)
     assert refused.result.error.code == ErrorCode.INVALID_GOAL
     assert 'the belief is of another grid' in refused.result.message
     goal.belief = belief_of('box')
-    assert answer(explore, goal).status == GoalStatus.STATUS_SUCCEEDED
+    assert answer(peer, explore, goal).status == GoalStatus.STATUS_SUCCEEDED
 
 
-def test_a_long_goal_search_gives_feedback_and_stops_on_cancel(
+def test_a_long_goal_search_gives_feedback_stops_on_cancel_and_runs_alone(
     planner: tuple[Peer, SafeActionClient, SafeActionClient],
 ) -> None:
     # The goal search of a 70 cm square takes seconds (a failing one of a larger object,
-    # tens): it published no feedback, and went on after a cancel to its end.
-    peer, goals, _ = planner
+    # tens): it published no feedback, and went on after a cancel to its end. And four of
+    # them were all accepted: they took every thread, and the node answered no other goal,
+    # nor a cancel, for minutes.
+    peer, goals, explore = planner
     grid = Grid.from_occupancy(np.ones((35, 35)), 0.02)
     light = np.full(grid.n, 0.2 / grid.n)
     goal = SelectGoal.Goal()
@@ -131,45 +145,17 @@ def test_a_long_goal_search_gives_feedback_and_stops_on_cancel(
         goals.send_goal_async(goal, lambda m: progress.append(m.feedback.progress)), 10
     )
     peer.wait(lambda: bool(progress), 60, 'the first feedback')
+    second = peer.result(explore.send_goal_async(ChooseExploration.Goal()), 10)
+    assert not second.accepted  # one goal at a time, over the three actions
     peer.result(handle.cancel_goal_async(), 10)
     done = peer.result(handle.get_result_async(), 10)
     assert done.status == GoalStatus.STATUS_CANCELED, done.result.message
     assert done.result.error.code == ErrorCode.CANCELED
     assert 0.0 < progress[-1] < 1.0  # it stopped partway, not at its end
-
-
-def _answer(peer: Peer, client: SafeActionClient, goal: object, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
-    handle = peer.result(client.send_goal_async(goal), 10)
-    return peer.result(handle.get_result_async(), timeout_s)
-
-
-def test_one_goal_at_a_time_and_a_second_is_refused_at_once(
-    planner: tuple[Peer, SafeActionClient, SafeActionClient],
-) -> None:
-    # Four long goal searches were all accepted: they took every thread, and the node
-    # answered no other goal, nor a cancel, for minutes.
-    peer, goals, explore = planner
-    grid = Grid.from_occupancy(np.ones((35, 35)), 0.02)
-    light = np.full(grid.n, 0.2 / grid.n)
-    goal = SelectGoal.Goal()
-    goal.belief = belief_to_msg(
-        Belief.create(grid, light, light * 40), X_BOX, ModelBelief(), MassFrictionModel, 0.05
+    # Free again once it has ended (no grid: refused, but taken).
+    assert answer(peer, explore, ChooseExploration.Goal()).result.error.code == (
+        ErrorCode.INVALID_GOAL
     )
-    goal.belief.header.frame_id = goal.belief.grid.header.frame_id = 'table'
-    goal.object_pose.header.frame_id = 'table'
-    set_planar_pose(goal.object_pose.pose, np.array([0.5, 0.0, 0.0]))
-    progress: list[float] = []
-    first = peer.result(
-        goals.send_goal_async(goal, lambda m: progress.append(m.feedback.progress)), 10
-    )
-    peer.wait(lambda: bool(progress), 60, 'the first feedback')
-    second = peer.result(explore.send_goal_async(ChooseExploration.Goal()), 10)
-    assert first.accepted and not second.accepted
-    peer.result(first.cancel_goal_async(), 10)
-    assert peer.result(first.get_result_async(), 10).status == GoalStatus.STATUS_CANCELED
-    # Free again.
-    third = _answer(peer, explore, ChooseExploration.Goal())
-    assert third.result.error.code == ErrorCode.INVALID_GOAL  # (no grid: it was taken)
 
 
 def test_an_exploration_choice_gives_feedback_and_stops_on_cancel(
@@ -191,7 +177,7 @@ def test_an_exploration_choice_gives_feedback_and_stops_on_cancel(
         0.05,
     )
     goal.belief.header.frame_id = goal.belief.grid.header.frame_id = 'table'
-    goal.done = [_a_push()]
+    goal.done = [a_push()]
     progress: list[float] = []
     handle = peer.result(
         explore.send_goal_async(goal, lambda msg: progress.append(msg.feedback.progress)), 10
@@ -201,17 +187,6 @@ def test_an_exploration_choice_gives_feedback_and_stops_on_cancel(
     done = peer.result(handle.get_result_async(), 60)
     assert done.status == GoalStatus.STATUS_CANCELED, done.result.message
     assert progress[-1] < 1.0
-
-
-def _a_push():  # type: ignore[no-untyped-def]
-    from slide_core.io import primitive_to_msg
-    from slide_core.model import Primitive, load_workcell
-    from slide_interfaces.msg import PushPrimitive
-
-    tip = load_workcell(ROOT / 'config' / 'workcell.yaml').fingertip
-    return primitive_to_msg(
-        Primitive.create([-0.16, 0.0], [1.0, 0.0], 0.03, 0.05), tip, PushPrimitive()
-    )
 
 
 def test_poses_where_no_object_can_rest_are_invalid_goals(
@@ -226,7 +201,7 @@ def test_poses_where_no_object_can_rest_are_invalid_goals(
     goal = ChooseExploration.Goal()
     grid_to_msg(load_object('box').grid, np.array([-2.0, 0.0, 0.0]), goal.object)
     goal.object.header.frame_id = 'table'
-    refused = _answer(peer, explore, goal)
+    refused = answer(peer, explore, goal)
     assert refused.result.error.code == ErrorCode.INVALID_GOAL
     assert "the object grid's pose: the object pose [-2.0, 0.0, 0.0] puts no part" in (
         refused.result.message
@@ -236,14 +211,14 @@ def test_poses_where_no_object_can_rest_are_invalid_goals(
         step.object_pose.header.frame_id = step.goal_pose.header.frame_id = 'table'
         set_planar_pose(step.object_pose.pose, far)
         set_planar_pose(step.goal_pose.pose, np.array([0.05, 0.0, 0.0]))
-        refused = _answer(peer, steps, step)
+        refused = answer(peer, steps, step)
         assert refused.result.error.code == ErrorCode.INVALID_GOAL, refused.result.message
         assert 'puts no part of the object over the table' in refused.result.message
     # A goal pose left unset was read as a goal at the table's corner.
     step = PlanStep.Goal(belief=belief_of('box'))
     step.object_pose.header.frame_id = 'table'
     set_planar_pose(step.object_pose.pose, X_BOX)
-    refused = _answer(peer, steps, step)
+    refused = answer(peer, steps, step)
     assert refused.result.error.code == ErrorCode.INVALID_GOAL
     assert refused.result.message == 'the goal pose is not set (no frame, at the origin)'
 
@@ -263,13 +238,13 @@ def test_a_step_that_finds_the_goal_reached_clears_the_last_push_drawn(
     goal = SelectGoal.Goal(belief=belief_of('box'))
     goal.object_pose.header.frame_id = 'table'
     set_planar_pose(goal.object_pose.pose, X_BOX)
-    chosen = _answer(peer, goals, goal)
+    chosen = answer(peer, goals, goal)
     assert chosen.result.error.code == ErrorCode.SUCCESS, chosen.result.message
     steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
     step = PlanStep.Goal(belief=belief_of('box'), goal_pose=chosen.result.goal_pose)
     step.object_pose = chosen.result.goal_pose  # the object where the goal is
     n = len(arrays)
-    done = _answer(peer, steps, step)
+    done = answer(peer, steps, step)
     assert done.result.done, done.result.message
     peer.wait(lambda: len(arrays) > n, 10, 'the markers')
     last = arrays[-1].markers

@@ -3,6 +3,7 @@ poses is read through the perception pipeline, and gives the pushes its poses wo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,48 +82,14 @@ def test_clouds_perception_cannot_use_are_refused_with_the_reason(bag: Path, tmp
         read_pushes(none, poses='cloud')
 
 
-def test_a_cloud_perception_cannot_handle_is_skipped_and_counted(bag: Path, tmp_path: Path):
-    # The first cloud, every point the same one (a frozen depth image): open3d's plane fit
-    # raised a RuntimeError that ended slide identify with a traceback, where the node
-    # loses that frame and carries on.
+def blind_with_clouds(src: Path, dst: Path, change: Callable[[int, Any], None]) -> Path:
+    """A copy of the bag without /object/pose, each camera cloud passed through
+    ``change(k, msg)`` (k: the cloud's place in the bag) before it is written."""
     store = interfaces_typestore()
-    broken = tmp_path / 'broken'
-    first = True
+    k = 0
     with (
-        AnyReader([bag]) as reader,
-        Writer(broken, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
-    ):
-        conns = {
-            c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
-            for c in reader.connections
-            if c.topic != '/object/pose'
-        }
-        for conn, t_ns, raw in reader.messages():
-            if conn.topic == '/object/pose':
-                continue
-            if conn.topic == CLOUD_TOPIC and first:
-                first = False
-                msg = reader.deserialize(raw, conn.msgtype)
-                rows = np.frombuffer(msg.data, np.uint8).reshape(-1, msg.point_step)
-                xyz = rows[:, :12].copy().view(np.float32)  # x, y, z first, as recorded
-                ok = np.flatnonzero(np.isfinite(xyz).all(axis=1))
-                median = np.median(xyz[ok], axis=0)  # on the table, in view
-                k = ok[np.argmin(np.linalg.norm(xyz[ok] - median, axis=1))]
-                msg.data = np.tile(rows[k], len(rows))
-                raw = store.serialize_cdr(msg, conn.msgtype)
-            writer.write(conns[conn.topic], t_ns, raw)
-    seen = read_pushes(broken)
-    assert [p.index for p in seen.pushes] == [0, 1]
-    assert any('bad_cloud: 1' in w for w in seen.warnings), seen.warnings
-
-
-def test_clouds_on_another_clock_are_said_to_be_why_no_push_has_poses(bag: Path, tmp_path: Path):
-    # 'push 0 has 0 object poses', with nothing of the camera's clock 1000 s ahead.
-    store = interfaces_typestore()
-    ahead = tmp_path / 'ahead'
-    with (
-        AnyReader([bag]) as reader,
-        Writer(ahead, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+        AnyReader([src]) as reader,
+        Writer(dst, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
     ):
         conns = {
             c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
@@ -134,9 +101,36 @@ def test_clouds_on_another_clock_are_said_to_be_why_no_push_has_poses(bag: Path,
                 continue
             if conn.topic == CLOUD_TOPIC:
                 msg = reader.deserialize(raw, conn.msgtype)
-                msg.header.stamp.sec += 1000
+                change(k, msg)
+                k += 1
                 raw = store.serialize_cdr(msg, conn.msgtype)
             writer.write(conns[conn.topic], t_ns, raw)
+    return dst
+
+
+def test_a_cloud_perception_cannot_handle_is_skipped_and_counted(bag: Path, tmp_path: Path):
+    # The first cloud, every point the same one (a frozen depth image): open3d's plane fit
+    # raised a RuntimeError that ended slide identify with a traceback, where the node
+    # loses that frame and carries on.
+    def frozen(k: int, msg: Any) -> None:
+        if k == 0:
+            rows = np.frombuffer(msg.data, np.uint8).reshape(-1, msg.point_step)
+            xyz = rows[:, :12].copy().view(np.float32)  # x, y, z first, as recorded
+            ok = np.flatnonzero(np.isfinite(xyz).all(axis=1))
+            median = np.median(xyz[ok], axis=0)  # on the table, in view
+            i = ok[np.argmin(np.linalg.norm(xyz[ok] - median, axis=1))]
+            msg.data = np.tile(rows[i], len(rows))
+
+    seen = read_pushes(blind_with_clouds(bag, tmp_path / 'broken', frozen))
+    assert [p.index for p in seen.pushes] == [0, 1]
+    assert any('bad_cloud: 1' in w for w in seen.warnings), seen.warnings
+
+
+def test_clouds_on_another_clock_are_said_to_be_why_no_push_has_poses(bag: Path, tmp_path: Path):
+    # 'push 0 has 0 object poses', with nothing of the camera's clock 1000 s ahead.
+    def ahead(_k: int, msg: Any) -> None:
+        msg.header.stamp.sec += 1000
+
     with pytest.raises(SlideInputError) as err:
-        read_pushes(ahead)
+        read_pushes(blind_with_clouds(bag, tmp_path / 'ahead', ahead))
     assert 'the clouds are stamped +1000.0 s off the clock of the fingertip' in str(err.value)
