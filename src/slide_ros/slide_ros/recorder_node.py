@@ -106,6 +106,36 @@ def matching_qos(publishers: list[Any], depth: int = 1000) -> QoSProfile:
     )
 
 
+def bag_qos(qos: QoSProfile) -> tuple[Any, ...]:
+    """The rosbags QoS of a subscription's ``qos``, for a bag's metadata: ``ros2 bag play``
+    offers each topic with it (without it the grid, the belief and the behaviour's state
+    were played volatile, and a late subscriber never got them)."""
+    from rosbags.interfaces import (
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
+
+    latched = qos.durability == DurabilityPolicy.TRANSIENT_LOCAL
+    reliable = qos.reliability == ReliabilityPolicy.RELIABLE
+    return (
+        Qos(
+            QosHistory.KEEP_LAST,
+            1 if latched else int(qos.depth),
+            QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+            QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
+            QosTime(0, 0),
+            QosTime(0, 0),
+            QosLiveliness.AUTOMATIC,
+            QosTime(0, 0),
+            False,
+        ),
+    )
+
+
 class RecorderNode(SlideNode):
     """Records the episode topics into a bag (see the module docstring)."""
 
@@ -130,6 +160,7 @@ class RecorderNode(SlideNode):
         self._queued_lock = threading.Lock()
         self.dropped: dict[str, int] = dict.fromkeys(self.topics, 0)
         self._subs: dict[str, Any] = {}
+        self._offered: dict[str, tuple[Any, ...]] = {}  # topic: its QoS, for the metadata
         self._writer: Any = None
         self._tmp: Path | None = None
         self._thread: threading.Thread | None = None
@@ -253,12 +284,10 @@ class RecorderNode(SlideNode):
             # A queue for a few seconds of each stream (a busy recorder takes messages in
             # bursts; with 100 it lost a tenth of a 250 Hz wrench); clouds are 1 MB each.
             depth = 20 if TYPES[topic].endswith('/PointCloud2') else 2000
+            qos = matching_qos(publishers, depth)
+            self._offered[topic] = bag_qos(qos)
             self._subs[topic] = node.create_subscription(
-                message_class(TYPES[topic]),
-                topic,
-                callback,
-                matching_qos(publishers, depth),
-                raw=True,
+                message_class(TYPES[topic]), topic, callback, qos, raw=True
             )
 
     def _on_message(self, topic: str, data: bytes) -> None:
@@ -317,7 +346,10 @@ class RecorderNode(SlideNode):
                 if topic:
                     if topic not in conns:
                         conns[topic] = self._writer.add_connection(
-                            topic, typ, typestore=self._store
+                            topic,
+                            typ,
+                            typestore=self._store,
+                            offered_qos_profiles=self._offered.get(topic, ()),
                         )
                     self._writer.write(conns[topic], t_ns, data)
                     pending[topic] += 1

@@ -137,6 +137,21 @@ def test_a_recording_is_a_complete_bag_when_the_recorder_is_stopped(
     # Moved into place whole: the folder and its metadata, nothing hidden left beside it.
     assert sorted(p.name for p in tmp_path.iterdir()) == ['episode', 'recorder.log']
     assert sorted(p.name for p in bag.iterdir()) == ['episode.mcap', 'metadata.yaml']
+    # Each topic's QoS is in the metadata, as ros2 bag record writes it: ros2 bag play
+    # offers the grid latched again (the profiles were empty, and it played it volatile).
+    import yaml
+
+    topics = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    offered = {
+        t['topic_metadata']['name']: t['topic_metadata']['offered_qos_profiles']
+        for t in topics['topics_with_message_count']
+    }
+    grid_qos = offered['/object/grid']
+    grid_qos = yaml.safe_load(grid_qos) if isinstance(grid_qos, str) else grid_qos
+    assert grid_qos[0]['durability'] in (1, 'transient_local')
+    wrench_qos = offered['/ft/wrench']
+    wrench_qos = yaml.safe_load(wrench_qos) if isinstance(wrench_qos, str) else wrench_qos
+    assert wrench_qos[0]['durability'] in (2, 'volatile')
     b = open_bag(bag)
     assert b.warnings == [] and not b.truncated
     assert b.topics['/object/grid'].type == 'slide_interfaces/msg/ObjectGrid'
