@@ -273,8 +273,9 @@ class IdentificationNode(SlideNode):
                 should_stop=stop,
             )
         except IdentificationCancelledError as exc:
+            asked = handle.is_cancel_requested  # (read first: after canceled() it is False)
             end_stopped(handle)
-            if handle.is_cancel_requested:
+            if asked:
                 result.error.code, result.message = ErrorCode.CANCELED, str(exc)
             else:  # (a deactivation read as the client's own cancel)
                 why = 'shutting down' if self.stopping.is_set() else 'deactivated'

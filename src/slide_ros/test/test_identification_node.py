@@ -79,6 +79,7 @@ def test_a_second_identification_while_one_runs_is_refused(
     peer.result(first.cancel_goal_async(), 10)
     answer = peer.result(first.get_result_async(), 30)
     assert answer.status == GoalStatus.STATUS_CANCELED
+    assert answer.result.error.code == ErrorCode.CANCELED  # the client's own cancel
     # Free again once the first has ended.
     third = peer.result(client.send_goal_async(Identify.Goal(bag=str(bag))), 10)
     assert third.accepted
