@@ -36,7 +36,7 @@ from matplotlib.transforms import Bbox
 import numpy as np
 
 from slide_core.errors import SlideInputError
-from slide_core.geometry import FloatArray, cell_corners, reach
+from slide_core.geometry import FloatArray, cell_corners, reach, to_world
 from slide_core.model import ObjectSpec, Workcell
 from slide_core.perception import load_extrinsics
 
@@ -227,10 +227,7 @@ def default_pose(cell: Workcell) -> tuple[float, float, float]:
 
 def check_on_table(spec: ObjectSpec, cell: Workcell, X_WO: tuple[float, float, float]) -> None:
     """SlideInputError unless every cell of ``spec`` at X_WO lies on the table top."""
-    x, y, yaw = X_WO
-    c, s = math.cos(yaw), math.sin(yaw)
-    corners = cell_corners(spec.grid).reshape(-1, 2)
-    p_W = corners @ np.array([[c, s], [-s, c]]) + np.array([x, y])
+    p_W = to_world(np.asarray(X_WO, dtype=float), cell_corners(spec.grid).reshape(-1, 2))
     t = cell.table
     lo, hi = p_W.min(axis=0), p_W.max(axis=0)
     if lo[0] < 0.0 or hi[0] > t.depth or max(-lo[1], hi[1]) > t.width / 2:

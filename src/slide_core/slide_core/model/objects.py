@@ -264,12 +264,13 @@ def _with_outline(grid: Grid, value: Any) -> Grid:
         raise SpecError('outline: must be a list of [x, y] vertices (numbers, metres)')
     try:
         outline = check_outline(value)
-        cover = polygon_coverage(grid, outline)
-        # The empty cells' shares inside it: an outline over a hole, or a concave corner,
-        # claims material the cells do not have (the twin builds the cells, and the planner
-        # pushed at an L's hull where the twin had nothing).
+        # Every square's share inside it, the empty cells' too: an outline over a hole, or a
+        # concave corner, claims material the cells do not have (the twin builds the cells,
+        # and the planner pushed at an L's hull where the twin had nothing).
         every = Grid(grid.cell_size, np.ones(grid.shape, dtype=bool), np.ones(grid.shape))
-        claimed = np.where(grid.occupancy, 0.0, every.to_map(polygon_coverage(every, outline)))
+        shares = every.to_map(polygon_coverage(every, outline))
+        cover = grid.from_map(shares)
+        claimed = np.where(grid.occupancy, 0.0, shares)
     except GridError as exc:
         raise SpecError(f'outline: {exc}') from None
     if not np.all(cover > 0.0):

@@ -517,11 +517,9 @@ def _why_no_object(
             f'above it (up to z {top:.2f} m, the box ends at {hi[2]:g} m): an object taller '
             'than the box? raise workspace_max z'
         )
-    # Above the table's depth noise (robust, as _check_not_thin measures it) by 4 of its
-    # deviations, and below min_height: the top of a thin object, not the noise's tail.
-    band = config.table_inlier_distance
-    near = h[np.abs(h) < band]
-    sigma = 1.4826 * float(np.median(np.abs(near))) if near.size else band / 2
+    # Above the table's depth noise by 4 of its deviations, and below min_height: the top
+    # of a thin object, not the noise's tail.
+    sigma = _table_noise(h, config)
     thin = (h >= max(0.5 * config.min_height, 4.0 * sigma)) & (h < config.min_height)
     if np.count_nonzero(thin & _in_box(points_W, lo, hi)) >= config.min_cluster_points:
         return (
@@ -532,15 +530,21 @@ def _why_no_object(
     return '0 points above the table in the workspace: no object there'
 
 
+def _table_noise(h: FloatArray, config: PerceptionConfig) -> float:
+    """The table's depth noise [m], robust (1.4826 median absolute height) from the
+    heights ``h`` (N,) of a cloud's points within ``table_inlier_distance`` of the plane."""
+    band = config.table_inlier_distance
+    table = h[np.abs(h) < band]
+    return 1.4826 * float(np.median(np.abs(table))) if table.size else band / 2
+
+
 def _check_not_thin(heights: FloatArray, table_h: FloatArray, config: PerceptionConfig) -> None:
     """PerceptionError(NO_OBJECT) when the object's points (``heights`` (M,) above the
     table) are the noise's tail above ``min_height`` rather than its top: their median
     within THIN_SIGMAS of the table's noise (robust, from the heights ``table_h`` of every
     point near the plane) of the threshold. A 5 mm box under a 6 mm threshold gave a grid
     of 27 of its 32 cells, read up to 50% too high."""
-    band = config.table_inlier_distance
-    table = table_h[np.abs(table_h) < band]
-    sigma = 1.4826 * float(np.median(np.abs(table))) if table.size else band / 2
+    sigma = _table_noise(table_h, config)
     top = float(np.median(heights))
     if top < config.min_height + THIN_SIGMAS * sigma:
         raise PerceptionError(
