@@ -67,6 +67,9 @@ REQUIRED = ('/object/grid', '/object/pose', '/pusher/pose', '/ft/wrench', '/push
 """The topics of a complete twin bag (``slide record``)."""
 WRENCH_TOPICS = ('/ft/wrench', '/netft/wrench')
 PoseSource = Literal['auto', 'topic', 'cloud']
+LOST_REASON = 'not in the bag (lost with data that is cut short or damaged: see the warnings)'
+"""Why a push the bag should hold is skipped: its markers were in data the bag lost (a
+file that stops early, was not closed, or has a malformed chunk; the warnings say which)."""
 
 
 @dataclass(frozen=True)
@@ -315,7 +318,7 @@ def read_pushes(
     bounds = [*starts, math.inf]
     for i in wanted:
         if i not in position:
-            skipped.append(Skipped(i, 'not in the bag (lost with the data that was cut)'))
+            skipped.append(Skipped(i, LOST_REASON))
             continue
         k = position[i]
         t0, t_next = bounds[k], bounds[k + 1]

@@ -143,7 +143,7 @@ def test_a_damaged_chunk_loses_its_push_only(bag: Path, tmp_path: Path):
     read = read_pushes(bad)
     assert [p.index for p in read.pushes] == [0, 2]
     assert [(s.index, s.reason) for s in read.skipped] == [
-        (1, 'not in the bag (lost with the data that was cut)')
+        (1, 'not in the bag (lost with data that is cut short or damaged: see the warnings)')
     ]
     assert any('malformed' in w and 'skipped' in w for w in read.warnings)
 
