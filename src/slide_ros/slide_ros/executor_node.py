@@ -28,8 +28,12 @@ push (``max_wrench_gap_s``: the driver's force limit and the push's record both 
 push does not start, or stops, as on a limit), a tare the driver refused or did not answer
 (the push does not start), a failed motion, the node deactivated mid-motion (it stops as
 on a cancel), a fault of the arm or of this code (INTERNAL, with the reason). Every failure
-retracts the tool; a retract the arm does not complete (an arm, or a twin, that stopped
-answering: the twin backend notices within 3 s) is MOTION_FAILED saying so. One goal at a
+retracts the tool. A grasp that ends before its lift opens the fingers and leaves the way it
+came in, back along its approach and up (straight up, the lower pad under the overhang
+caught it); a cancel before the gripper came down moves nothing, and after the lift the
+gripper holds the object where it stopped. A retract the arm does not complete (an arm, or
+a twin, that stopped answering: the twin backend notices within 3 s) is MOTION_FAILED
+saying so. One goal at a
 time: a push or grasp sent while another is taken is refused when it arrives.
 """
 
@@ -72,7 +76,7 @@ from slide_core.model import (
     load_workcell,
     push_waypoints,
 )
-from slide_core.planning import Grasp, grasp_waypoints
+from slide_core.planning import PRE_GRASP_HEIGHT, Grasp, grasp_waypoints, grasp_withdrawal
 from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
 from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitive
@@ -439,7 +443,8 @@ class ExecutorNode(SlideNode):
         if back_W is not None:
             p[:2] += back_W
             waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
-        up = LIFT if tool == 'fingertip' else p[2] + 0.1
+        # To a fixed height: a retract after a retract did not climb another 10 cm.
+        up = LIFT if tool == 'fingertip' else PRE_GRASP_HEIGHT
         waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
         motion = self.backend.follow(tool, waypoints, lambda _i, _t: None, self.stopping.is_set)
         if not motion.completed and not self.stopping.is_set():
@@ -457,13 +462,17 @@ class ExecutorNode(SlideNode):
             handle.succeed()
         return result
 
-    def _serve(self, handle: Any, result: Any, tool: str, work: Callable[[], None]) -> bool:
+    def _serve(
+        self, handle: Any, result: Any, tool: str, work: Callable[[], None], retract: bool = True
+    ) -> bool:
         """Run a goal's ``work`` (it fills ``result``), and give back the one-goal slot its
         acceptance took when it ends. A Failure answers with its code; any other fault (a
-        controller's error, a bug) pulls ``tool`` up clear, whatever it was doing, and
-        answers INTERNAL with the reason (a RuntimeError at the stroke left the fingertip
-        against the object, and any other type escaped as an empty result, whose code
-        reads as success). True when ``work`` returned."""
+        controller's error, a bug) pulls ``tool`` up clear (with ``retract``), whatever it
+        was doing, and answers INTERNAL with the reason (a RuntimeError at the stroke left
+        the fingertip against the object, and any other type escaped as an empty result,
+        whose code reads as success). A grasp takes its gripper out itself, the way it came
+        in, and a gripper holding the object up stays: ``retract`` False. True when
+        ``work`` returned."""
         try:
             work()
             return True
@@ -485,9 +494,10 @@ class ExecutorNode(SlideNode):
             return False
         except Exception as exc:  # noqa: BLE001 - any fault: the tool rises, the goal says why
             self.get_logger().error(f'{tool}: {traceback.format_exc()}')
-            after = f'{tool} pulled up'
+            after = f'{tool} pulled up' if retract else f'the {tool} stays where it stopped'
             try:
-                self._retract(tool)
+                if retract:
+                    self._retract(tool)
             except Exception as again:  # noqa: BLE001 - said; the goal still gets its answer
                 self.get_logger().error(f'{tool}: the retract after the fault failed: {again}')
                 after = f'and the {tool} could not be pulled up: {again}'
@@ -665,7 +675,7 @@ class ExecutorNode(SlideNode):
         def work() -> None:
             result.holding, result.lifted = self._execute_grasp(handle)
 
-        if not self._serve(handle, result, 'gripper', work):
+        if not self._serve(handle, result, 'gripper', work, retract=False):
             return result
         if not result.holding:
             result.error.code = ErrorCode.NOT_HELD
@@ -702,49 +712,123 @@ class ExecutorNode(SlideNode):
         approach, up = grasp_waypoints(grasp, lift, self.cell.gripper)
         feedback = GraspAction.Feedback()
         backend = self.backend
+        reached = [-1]  # the furthest waypoint of the approach begun
+        doing = ['opening', False]  # what the gripper does; whether it may close on the object
 
-        def phase(name: str) -> None:
-            if handle.is_cancel_requested:
-                self._retract('gripper')
-                raise Failure(ErrorCode.CANCELED, f'cancelled before {name}: gripper raised')
+        def why() -> str:
+            if self.stopping.is_set():
+                return 'the executor is shutting down'
+            return 'cancelled' if self.active else 'the executor was deactivated'
+
+        def phase(name: str, what: str, closed: bool) -> None:
+            doing[:] = [what, closed]
+            if stop():
+                raise _Stopped
             feedback.phase = name
             handle.publish_feedback(feedback)
 
         def stop() -> bool:
             return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
 
-        def grip(width: float, effort: float, what: str) -> tuple[float, bool]:
-            try:
-                gripped = backend.gripper(width, effort, stop)
-            except (RuntimeError, TimeoutError):  # refused, failed or silent: leave the object
-                self._retract('gripper')
-                raise
+        def on_approach(i: int, _stamp: float | None) -> None:
+            reached[0] = max(reached[0], i)
+
+        def grip(width: float, effort: float) -> tuple[float, bool]:
+            gripped = backend.gripper(width, effort, stop)
             if gripped is None:
-                self._retract('gripper')
-                raise Failure(ErrorCode.CANCELED, f'cancelled while {what}: gripper raised')
+                raise _Stopped
             return gripped
 
-        phase('open')
-        grip(g.max_opening, 0.0, 'opening')
-        phase('pre_grasp')
-        motion = backend.follow('gripper', approach, lambda _i, _t: None, stop)
-        if not motion.completed:
-            self._retract('gripper')
-            code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
-            raise Failure(code, motion.message or 'the gripper did not reach the pre-grasp')
-        phase('close')
-        grip(2 * z, g.force, 'closing')
-        z0 = backend.tool_pose('gripper')
-        phase('lift')
-        motion = backend.follow('gripper', up, lambda _i, _t: None, stop)
-        if not motion.completed:
-            code = ErrorCode.CANCELED if motion.stopped else ErrorCode.MOTION_FAILED
-            raise Failure(code, motion.message or 'the lift failed')
-        phase('check')
-        _, holding = grip(2 * z, g.force, 'checking the hold')
+        try:
+            phase('open', 'opening', False)
+            grip(g.max_opening, 0.0)
+            phase('pre_grasp', 'coming to the pre-grasp', False)
+            motion = backend.follow('gripper', approach, on_approach, stop)
+            if motion.stopped:
+                raise _Stopped
+            if not motion.completed:
+                raise Failure(
+                    ErrorCode.MOTION_FAILED,
+                    motion.message or 'the gripper did not reach the pre-grasp',
+                )
+            phase('close', 'closing', True)
+            grip(2 * z, g.force)
+            z0 = backend.tool_pose('gripper')
+            doing[0] = 'about to lift'
+        except Exception as exc:  # noqa: BLE001 - any end before the lift: out the way it came
+            if isinstance(exc, _Stopped):
+                code, text = ErrorCode.CANCELED, f'{why()} while {doing[0]}'
+            elif isinstance(exc, Failure):
+                code, text = exc.code, str(exc)
+            else:  # the gripper refused or failed, the arm's controller, a bug
+                self.get_logger().error(f'gripper: {traceback.format_exc()}')
+                code, text = ErrorCode.INTERNAL, f'{type(exc).__name__}: {exc}'
+            after = self._leave_grasp(grasp, reached[0], doing[1], isinstance(exc, _Stopped))
+            raise Failure(code, f'{text}: {after}') from None
+        try:
+            phase('lift', 'lifting', True)
+            motion = backend.follow('gripper', up, lambda _i, _t: None, stop)
+            if motion.stopped:
+                raise _Stopped
+            if not motion.completed:
+                raise Failure(ErrorCode.MOTION_FAILED, motion.message or 'the lift failed')
+            phase('check', 'checking the hold', True)
+            _, holding = grip(2 * z, g.force)
+        except _Stopped:
+            # Holding the object off the table: opening or moving now would drop it.
+            raise Failure(
+                ErrorCode.CANCELED,
+                f'{why()} while {doing[0]}: the gripper holds it where it stopped',
+            ) from None
         z1 = backend.tool_pose('gripper')
         lifted = float(z1.p_W[2] - z0.p_W[2]) if z0 is not None and z1 is not None else 0.0
         return holding, lifted
+
+    def _leave_grasp(self, grasp: Grasp, reached: int, closed: bool, stopped: bool) -> str:
+        """Take the gripper out of a grasp that ended before its lift (``stopped``: by a
+        cancel or deactivation, else by a fault), ``reached`` the furthest approach waypoint
+        begun (-1: none), ``closed`` whether the fingers may be on the object: open them,
+        then back out along the approach and up
+        (:func:`slide_core.planning.grasp_withdrawal`). Before the gripper came down a stop
+        moves nothing, and a fault raises it to the approach's height (where it is is not
+        known); nothing moves on a shutdown. What was done, for the result's message;
+        RetractFailed when the gripper could not be taken out."""
+        assert self.backend is not None
+        if self.stopping.is_set():
+            return 'the arm stays where it stopped'
+        if reached < 1:  # not yet lowered towards the object
+            if stopped:
+                return 'the arm stays where it stopped' if reached == 0 else 'the arm did not move'
+            self._retract('gripper')
+            return 'gripper raised'
+        opened = ''
+        if closed:
+            try:
+                done = self.backend.gripper(
+                    self.cell.gripper.max_opening, 0.0, self.stopping.is_set
+                )
+            except (RuntimeError, TimeoutError) as exc:
+                raise RetractFailed(
+                    f'the gripper did not open ({exc}): left where it is, not to drag the object'
+                ) from None
+            if done is None:
+                return 'the arm stays where it stopped'
+            opened = 'opened, '
+        pose = self.backend.tool_pose('gripper')
+        if pose is None:
+            raise RetractFailed('no gripper pose: the gripper was not withdrawn')
+        waypoints = grasp_withdrawal(grasp, self.cell.gripper, pose.p_W)
+        if waypoints:
+            motion = self.backend.follow(
+                'gripper', waypoints, lambda _i, _t: None, self.stopping.is_set
+            )
+            if not motion.completed and not self.stopping.is_set():
+                raise RetractFailed(f'the gripper was not withdrawn: {motion.message}')
+        return f'{opened}withdrawn along the approach and raised'
+
+
+class _Stopped(Exception):  # noqa: N818 - a cancel, deactivation or shutdown came
+    """Raised inside a grasp when its stop condition came true."""
 
 
 def main() -> int:

@@ -26,6 +26,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
 from slide_core.model import LIFT, load_object, load_workcell  # noqa: E402
+from slide_core.planning import PRE_GRASP_HEIGHT  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
 from slide_interfaces.action import Push  # noqa: E402
@@ -311,3 +312,73 @@ def test_a_fingertip_left_low_is_lifted_before_the_tare() -> None:
     assert answer.status == GoalStatus.STATUS_SUCCEEDED, answer.result.message
     assert tares and tares[0] >= LIFT - 0.01, tares
     assert arm.motions[0] == ('fingertip', ['lift'], 'completed')
+
+
+class GripperArm(StubArm):
+    """A stub arm whose gripper commands take ``grip_s[k]`` seconds each (a stop in that
+    time cancels the command: None), and whose command ``grip_fault_at`` fails as a
+    gripper's error does."""
+
+    def __init__(self, dt: float, grip_s: tuple[float, ...], grip_fault_at: int | None = None):
+        super().__init__(dt)
+        self.grip_s, self.grip_fault_at = grip_s, grip_fault_at
+        self.grips: list[tuple[float, str]] = []  # width, how it ended
+
+    def gripper(self, width, max_effort, should_stop):  # type: ignore[no-untyped-def]
+        k = len(self.grips)
+        if k == self.grip_fault_at:
+            self.grips.append((width, 'fault'))
+            raise RuntimeError('the gripper failed: error 5')
+        end = time.monotonic() + (self.grip_s[k] if k < len(self.grip_s) else 0.0)
+        while time.monotonic() < end:
+            if should_stop():
+                self.grips.append((width, 'stopped'))
+                return None
+            time.sleep(0.005)
+        self.grips.append((width, 'done'))
+        return float(width), True
+
+
+def run_grasp(arm: GripperArm, cancel_when: Any = None) -> Any:
+    """Send the test grasp; cancel it once ``cancel_when()`` comes true. Its answer."""
+    with executor_on(arm) as (node, peer, _, grasp):
+        handle = peer.result(grasp.send_goal_async(grasp_goal(node)), 10)
+        if cancel_when is not None:
+            peer.wait(cancel_when, 10, 'the moment to cancel')
+            peer.result(handle.cancel_goal_async(), 10)
+        return peer.result(handle.get_result_async(), 30)
+
+
+def test_a_grasp_cancelled_before_the_arm_moved_moves_nothing() -> None:
+    # It lifted the gripper 10 cm, and 10 cm more on every cancel after.
+    arm = GripperArm(0.02, grip_s=(3.0,))
+    start = arm.p.copy()
+    answer = run_grasp(arm, lambda: True)
+    assert answer.status == GoalStatus.STATUS_CANCELED
+    assert answer.result.message == 'cancelled while opening: the arm did not move'
+    assert arm.motions == [] and arm.grips[0][1] == 'stopped'
+    assert arm.p == pytest.approx(start)
+
+
+@pytest.mark.parametrize('cancelled', [True, False])
+def test_a_grasp_stopped_while_closing_opens_and_leaves_the_way_it_came(
+    cancelled: bool,
+) -> None:
+    # A cancel lifted the half-closed fingers straight up (the twin closes them fully on
+    # a cancelled close: the object went up with them); a gripper's fault lifted twice.
+    arm = GripperArm(0.02, grip_s=(0.0, 3.0), grip_fault_at=None if cancelled else 1)
+    answer = run_grasp(arm, (lambda: len(arm.motions) == 1) if cancelled else None)
+    if cancelled:
+        assert answer.status == GoalStatus.STATUS_CANCELED
+        assert answer.result.message.startswith('cancelled while closing: ')
+    else:
+        assert answer.result.error.code == ErrorCode.INTERNAL
+        assert 'the gripper failed: error 5' in answer.result.message
+    assert answer.result.message.endswith('opened, withdrawn along the approach and raised')
+    cell = load_workcell(ROOT / 'config' / 'workcell.yaml')
+    assert [g for g, _ in arm.grips] == [cell.gripper.max_opening, 0.04, cell.gripper.max_opening]
+    assert [phases for _, phases, _ in arm.motions] == [
+        ['pre_grasp', 'lower', 'reach'],
+        ['withdraw', 'raise'],
+    ]
+    assert arm.p[2] == pytest.approx(PRE_GRASP_HEIGHT)  # once, not 10 cm per retract

@@ -84,9 +84,11 @@ from slide_core.planning.goal import (
     yaw_seen,
 )
 from slide_core.planning.grasp import (
+    PRE_GRASP_HEIGHT,
     Grasp,
     grasp_at,
     grasp_waypoints,
+    grasp_withdrawal,
     hold_floor,
     hold_ratios,
 )
@@ -109,6 +111,7 @@ from slide_core.planning.push import (
 )
 
 __all__ = [
+    'PRE_GRASP_HEIGHT',
     'TIP_GAP',
     'Goal',
     'Grasp',
@@ -128,6 +131,7 @@ __all__ = [
     'goal_refusal',
     'grasp_at',
     'grasp_waypoints',
+    'grasp_withdrawal',
     'hold_quantile',
     'hold_floor',
     'hold_ratios',

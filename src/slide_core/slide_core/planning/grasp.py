@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from slide_core.errors import SlideInputError
 from slide_core.geometry import (
     FloatArray,
     Grid,
@@ -341,3 +342,28 @@ def grasp_waypoints(
     ]
     up = [Waypoint(np.array([*front, grasp.z + lift]), 0.1, 0.5, 'lift', grasp.yaw)]
     return approach, up
+
+
+WITHDRAW_SLACK = 0.001
+"""m: a gripper this close (horizontally) to its pre-grasp line is not moved back first."""
+
+
+def grasp_withdrawal(grasp: Grasp, gripper: Gripper, p_W: Any) -> list[Waypoint]:
+    """The open gripper's way out of a grasp stopped part-way (a cancel, a fault), from its
+    pads' front end at ``p_W`` (3,): back along the approach to the pre-grasp place at the
+    height it is at, then up to the approach's height. Lifting straight up from under an
+    overhang would catch it on the lower pad, so the gripper leaves the way it came in.
+    Empty when it stands there already (a gripper stopped on its way to the pre-grasp,
+    above everything, stays where it is)."""
+    p = np.asarray(p_W, dtype=float)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise SlideInputError(f'p_W must be a finite (3,) position, got {p!r}')
+    d = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])
+    pre = np.asarray(grasp.p_WE, dtype=float) - d * (gripper.finger_depth + PRE_GRASP_ROOM)
+    if p[2] >= PRE_GRASP_HEIGHT - WITHDRAW_SLACK:
+        return []
+    out = []
+    if float(np.linalg.norm(p[:2] - pre)) > WITHDRAW_SLACK:
+        out.append(Waypoint(np.array([*pre, p[2]]), 0.1, 0.0, 'withdraw', grasp.yaw))
+    out.append(Waypoint(np.array([*pre, PRE_GRASP_HEIGHT]), 0.3, 0.0, 'raise', grasp.yaw))
+    return out

@@ -615,6 +615,26 @@ def test_the_gripper_comes_down_clear_of_the_overhang_whatever_its_pads_depth() 
     assert grasp.p_WE[0] - approach[0].p_W[0] == pytest.approx(0.08)
 
 
+def test_a_gripper_stopped_under_the_overhang_leaves_the_way_it_came_in() -> None:
+    # The executor lifted it straight up: the lower pad, under the overhang, caught it.
+    from slide_core.planning import PRE_GRASP_HEIGHT, grasp_waypoints, grasp_withdrawal
+
+    grasp = grasp_at(BAR, np.zeros(3), CELL.gripper)
+    assert grasp is not None
+    approach, _ = grasp_waypoints(grasp, 0.1, CELL.gripper)
+    pre, down, reach = (w.p_W for w in approach)
+    out = grasp_withdrawal(grasp, CELL.gripper, reach)  # in, level with the overhang
+    assert [w.phase for w in out] == ['withdraw', 'raise']
+    assert out[0].p_W == pytest.approx([*down[:2], reach[2]])  # back first, at its height
+    assert out[1].p_W == pytest.approx(pre)
+    halfway = (down + pre) / 2  # coming down in front of it: straight up
+    assert [w.phase for w in grasp_withdrawal(grasp, CELL.gripper, halfway)] == ['raise']
+    above = np.array([0.5, 0.3, PRE_GRASP_HEIGHT + 0.01])  # on its way, above everything
+    assert grasp_withdrawal(grasp, CELL.gripper, above) == []
+    with pytest.raises(SlideInputError, match='finite'):
+        grasp_withdrawal(grasp, CELL.gripper, [0.0, np.nan, 0.1])
+
+
 def test_a_goal_is_found_on_a_bench_narrower_than_the_object_is_long() -> None:
     # The goal's y was bounded by the object's radius either way: on a table 20 cm wide
     # a 20 cm bar had no y at all, though it fits lying across the edge.
