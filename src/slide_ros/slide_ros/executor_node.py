@@ -309,6 +309,17 @@ class ExecutorNode(SlideNode):
         self._grid = grid
 
     def _on_pose(self, msg: PoseStamped) -> None:
+        frame = msg.header.frame_id
+        if frame not in ('', self.frame):
+            # Recorded as table-frame poses, a push's record gave identification camera
+            # coordinates, and the push succeeded.
+            self.bad_messages += 1
+            self.get_logger().warning(
+                f'an object pose in {frame!r} is ignored: perception must publish it in '
+                f'{self.frame!r}',
+                throttle_duration_sec=5.0,
+            )
+            return
         try:
             X = pose_to_planar(msg.pose)
         except MessageError:

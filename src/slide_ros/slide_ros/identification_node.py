@@ -148,6 +148,13 @@ class IdentificationNode(SlideNode):
         self.start_up(self.p)
 
     def _on_pose(self, msg: PoseStamped) -> None:
+        frame = msg.header.frame_id
+        if frame not in ('', self.frame):  # the belief was drawn at camera coordinates
+            self.get_logger().warning(
+                f'an object pose in {frame!r} is ignored: the belief is drawn in {self.frame!r}',
+                throttle_duration_sec=5.0,
+            )
+            return
         self._pose = msg
 
     def idle(self) -> bool:

@@ -382,3 +382,19 @@ def test_a_grasp_stopped_while_closing_opens_and_leaves_the_way_it_came(
         ['withdraw', 'raise'],
     ]
     assert arm.p[2] == pytest.approx(PRE_GRASP_HEIGHT)  # once, not 10 cm per retract
+
+
+def test_object_poses_in_another_frame_are_not_recorded_as_the_tables() -> None:
+    # Perception publishing in the camera's frame: the push succeeded, and its record gave
+    # identification camera coordinates labelled table.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (node, _peer, _push, _grasp):
+        msg = pose_msg(node, np.array([0.02, -0.05, 0.0]))
+        msg.header.frame_id = 'camera_color_optical_frame'
+        bad = node.bad_messages
+        with node._lock:
+            node._poses.clear()
+        node._on_pose(msg)
+        with node._lock:
+            kept = [X for _, X in node._poses if abs(X[0] - 0.02) < 1e-9]
+    assert kept == [] and node.bad_messages == bad + 1

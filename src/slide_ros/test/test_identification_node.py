@@ -129,6 +129,12 @@ def test_the_belief_is_drawn_where_the_object_is_now() -> None:
         drawn = np.array([[p.x, p.y] for p in mass.points])
         np.testing.assert_allclose(drawn, cell_positions(grid, X), atol=1e-9)
         assert node._redraw() is None  # drawn there already
+        # A pose in another frame was drawn in the table's at camera coordinates.
+        camera = PoseStamped()
+        camera.header.frame_id = 'camera_color_optical_frame'
+        set_planar_pose(camera.pose, np.array([0.02, -0.05, 0.0]))
+        node._on_pose(camera)
+        assert node._redraw() is None
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
