@@ -382,7 +382,8 @@ class ExecutorNode(SlideNode):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _check_push(self, goal: Any) -> tuple[Primitive, FloatArray]:
+    def _check_push(self, handle: Any) -> tuple[Primitive, FloatArray]:
+        goal = handle.request
         if not self.active or self.backend is None:
             raise Failure(ErrorCode.NOT_READY, 'the executor is not active')
         try:
@@ -408,8 +409,9 @@ class ExecutorNode(SlideNode):
         # The latched grid reaches each subscriber in its own time: a behaviour that already
         # has it may ask before this node does.
         end = time.monotonic() + GRID_WAIT_S
-        while self._grid is None and time.monotonic() < end and not self.stopping.is_set():
+        while self._grid is None and time.monotonic() < end and not self._halted(handle):
             time.sleep(0.05)
+        self._not_started(handle, 'waiting for the object grid')
         grid = self._grid
         if grid is None:
             raise Failure(ErrorCode.NOT_READY, 'no object grid yet (is perception running?)')
@@ -521,12 +523,13 @@ class ExecutorNode(SlideNode):
 
     def _execute_push(self, handle: Any) -> Any:
         goal = handle.request
-        primitive, X = self._check_push(goal)
+        primitive, X = self._check_push(handle)
         assert self.backend is not None
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
         if self.get_parameter('tare').value:
             self._clear_for_tare()
-            self._tare()
+            self._tare(lambda: self._halted(handle))
+            self._not_started(handle, 'during the tare')
         silent = self._wrench_silence()
         if silent is not None:
             raise Failure(
@@ -623,14 +626,29 @@ class ExecutorNode(SlideNode):
             )
             self._retract('fingertip')
 
-    def _tare(self) -> None:
+    def _halted(self, handle: Any) -> bool:
+        """Whether a goal must stop: cancelled, the node deactivated or shutting down."""
+        return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
+
+    def _not_started(self, handle: Any, when: str) -> None:
+        """CANCELED, saying that nothing moved for the push, when the goal was halted
+        ``when`` (a cancel while the grid was awaited was answered NOT_READY 5 s later, and
+        one during the tare still sent the push to the arm)."""
+        if self.stopping.is_set():
+            raise Failure(ErrorCode.CANCELED, f'the executor is shutting down {when}: no push')
+        if not self.active:
+            raise Failure(ErrorCode.CANCELED, f'the executor was deactivated {when}: no push')
+        if handle.is_cancel_requested:
+            raise Failure(ErrorCode.CANCELED, f'cancelled {when}: no push')
+
+    def _tare(self, should_stop: Callable[[], bool]) -> None:
         """Zero the F/T sensor where the fingertip is now: retracted and lifted, in free
         air, before the push's approach (every push and the start-up end there). What
         offset is left, identification takes out per push from the readings before the
-        touch."""
+        touch. Returns early when ``should_stop()``."""
         try:
             response = call_idempotent(
-                self.tare_client, Trigger.Request(), TARE_TIMEOUT_S, self.stopping.is_set
+                self.tare_client, Trigger.Request(), TARE_TIMEOUT_S, should_stop
             )
         except TimeoutError:
             raise Failure(
@@ -639,7 +657,7 @@ class ExecutorNode(SlideNode):
                 f'{TARE_TIMEOUT_S:.0f} s: is it running? (or set tare false)',
             ) from None
         if response is None:
-            raise Failure(ErrorCode.CANCELED, 'the executor is shutting down: no push')
+            return  # halted: the caller says why
         if not response.success:
             raise Failure(
                 ErrorCode.NOT_READY, f'the F/T driver refused to tare: {response.message}'

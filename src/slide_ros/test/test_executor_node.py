@@ -19,6 +19,7 @@ pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from geometry_msgs.msg import PoseStamped, WrenchStamped  # noqa: E402
 import rclpy  # noqa: E402
+from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -115,12 +116,12 @@ SERIAL = itertools.count()
 
 @contextlib.contextmanager
 def executor_on(
-    arm: StubArm, tares: list[float] | None = None
+    arm: StubArm, tares: list[float] | None = None, tare_s: float = 0.0
 ) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
     """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
     stream as perception and the F/T driver would; a peer with its push and grasp
     clients. With ``tares``, the peer serves the driver's bias service too, noting the
-    fingertip's height at each tare there."""
+    fingertip's height at each tare there, and answering after ``tare_s`` seconds."""
     params = {
         'autostart': False,
         'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
@@ -160,10 +161,13 @@ def executor_on(
 
             def tare(_request: Trigger.Request, response: Trigger.Response) -> Any:
                 tares.append(float(arm.p[2]))
+                time.sleep(tare_s)
                 response.success = True
                 return response
 
-            peer.node.create_service(Trigger, f'{ns}/ft_bias', tare)
+            peer.node.create_service(
+                Trigger, f'{ns}/ft_bias', tare, callback_group=ReentrantCallbackGroup()
+            )
         try:
             assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
             node.trigger_activate()
@@ -398,3 +402,24 @@ def test_object_poses_in_another_frame_are_not_recorded_as_the_tables() -> None:
         with node._lock:
             kept = [X for _, X in node._poses if abs(X[0] - 0.02) < 1e-9]
     assert kept == [] and node.bad_messages == bad + 1
+
+
+@pytest.mark.parametrize('when', ['waiting for the object grid', 'during the tare'])
+def test_a_push_cancelled_before_it_began_is_answered_at_once_and_never_moves(
+    when: str,
+) -> None:
+    # The grid's wait heard only a shutdown: the cancel was answered NOT_READY 5 s later;
+    # during the tare (here a driver that does not answer) the push still went to the arm.
+    arm = StubArm(0.02)
+    slow = [] if when == 'during the tare' else None  # a driver slow to tare: 1 s
+    with executor_on(arm, slow, tare_s=1.0) as (node, peer, push, _):
+        goal = push_goal(node)
+        if when.startswith('waiting'):
+            node._grid = None
+        handle = peer.result(push.send_goal_async(goal), 10)
+        time.sleep(0.3)
+        peer.result(handle.cancel_goal_async(), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_CANCELED
+    assert answer.result.message == f'cancelled {when}: no push'
+    assert arm.motions == []
