@@ -537,6 +537,7 @@ class ExecutorNode(SlideNode):
                 f'no wrench from the F/T driver on {self._wrench_topic} for {silent:.2f} s: '
                 'the push does not start (is the driver streaming?)',
             )
+        self._check_wrench_clock()
         self._limit.clear()
         went_silent: list[float] = []
         times: dict[str, float] = {}
@@ -609,6 +610,23 @@ class ExecutorNode(SlideNode):
             seen = self._wrench_seen
         silent = time.monotonic() - seen
         return silent if silent > float(self.get_parameter('max_wrench_gap_s').value) else None
+
+    def _check_wrench_clock(self) -> None:
+        """TIMEOUT before anything moves when the latest wrench is stamped further from this
+        node's clock than ``max_pose_age_s`` (either way): the push's record keeps the
+        wrenches by their stamps, so it would end with none, blamed on a silent driver."""
+        with self._lock:
+            latest = self._wrenches[-1][0] if self._wrenches else None
+        if latest is None:
+            return
+        age = self._now() - latest
+        if abs(age) > float(self.get_parameter('max_pose_age_s').value):
+            raise Failure(
+                ErrorCode.TIMEOUT,
+                f'the F/T wrenches on {self._wrench_topic} are stamped {abs(age):.2f} s '
+                f"{'behind' if age > 0 else 'ahead of'} this node's clock: the push does not "
+                "start (are the machines' clocks apart, or one on sim time?)",
+            )
 
     def _clear_for_tare(self) -> None:
         """Lift the fingertip to ``LIFT`` when it is lower: a retract the arm did not

@@ -116,12 +116,17 @@ SERIAL = itertools.count()
 
 @contextlib.contextmanager
 def executor_on(
-    arm: StubArm, tares: list[float] | None = None, tare_s: float = 0.0
+    arm: StubArm,
+    tares: list[float] | None = None,
+    tare_s: float = 0.0,
+    wrench_lag_s: list[float] | None = None,
 ) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
     """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
     stream as perception and the F/T driver would; a peer with its push and grasp
     clients. With ``tares``, the peer serves the driver's bias service too, noting the
-    fingertip's height at each tare there, and answering after ``tare_s`` seconds."""
+    fingertip's height at each tare there, and answering after ``tare_s`` seconds. The
+    wrenches are stamped ``wrench_lag_s[0]`` behind the node's clock (read at each one)."""
+    lag = wrench_lag_s or [0.0]
     params = {
         'autostart': False,
         'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
@@ -149,7 +154,7 @@ def executor_on(
         def feed() -> None:
             while not feeding.is_set():
                 w = WrenchStamped()
-                w.header.stamp = node.get_clock().now().to_msg()
+                set_stamp(w.header.stamp, node.get_clock().now().nanoseconds * 1e-9 - lag[0])
                 node._on_wrench(w)
                 node._on_pose(pose_msg(node, X_BOX))
                 time.sleep(0.02)
@@ -422,4 +427,19 @@ def test_a_push_cancelled_before_it_began_is_answered_at_once_and_never_moves(
         answer = peer.result(handle.get_result_async(), 30)
     assert answer.status == GoalStatus.STATUS_CANCELED
     assert answer.result.message == f'cancelled {when}: no push'
+    assert arm.motions == []
+
+
+def test_wrenches_stamped_off_the_nodes_clock_stop_the_push_before_it_moves() -> None:
+    # The silence check went by arrival: the push ran, then its record, keeping wrenches by
+    # their stamps, had none, and blamed a driver that was streaming.
+    arm = StubArm(0.02)
+    lag = [0.0]
+    with executor_on(arm, wrench_lag_s=lag) as (node, peer, push, _):
+        lag[0] = 30.0  # the driver's machine's clock set back 30 s
+        time.sleep(0.1)
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.TIMEOUT
+    assert 'stamped 30' in answer.result.message and 'behind' in answer.result.message
     assert arm.motions == []
