@@ -76,7 +76,14 @@ from slide_core.model import (
     load_workcell,
     push_waypoints,
 )
-from slide_core.planning import PRE_GRASP_HEIGHT, Grasp, grasp_waypoints, grasp_withdrawal
+from slide_core.planning import (
+    PRE_GRASP_HEIGHT,
+    Grasp,
+    PlanningError,
+    check_on_table,
+    grasp_waypoints,
+    grasp_withdrawal,
+)
 from slide_interfaces.action import Grasp as GraspAction
 from slide_interfaces.action import Push
 from slide_interfaces.msg import ErrorCode, ObjectGrid, PushMarker, PushPrimitive
@@ -425,6 +432,10 @@ class ExecutorNode(SlideNode):
                 f"the object pose is stamped {-age:.2f} s ahead of this node's clock: are "
                 "the machines' clocks apart (or one on sim time)?",
             )
+        try:  # the arm went 40 m out for an object pose there, and succeeded
+            check_on_table(grid, X, self.cell.table)
+        except PlanningError as exc:
+            raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
         tol = float(self.get_parameter('contact_tolerance_m').value)
         off = distance_to_cells(grid, primitive.p_OA)
         if off > tol:

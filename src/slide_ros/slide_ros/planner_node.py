@@ -220,9 +220,9 @@ class PlannerNode(SlideNode):
         """SlideInputError (INVALID_GOAL) when X puts no part of the object over the table
         (planned from, with a push 'chosen' for a box 2 m away, and a grasp beside it)."""
         try:
-            check_on_table(grid, X, self.config)
+            check_on_table(grid, X, self.config.table)
         except PlanningError as exc:
-            raise SlideInputError(f'{what}: {str(exc).removeprefix("no goal: ")}') from None
+            raise SlideInputError(f'{what}: {exc}') from None
 
     def _stamped(self, X: FloatArray, z: float = 0.0) -> PoseStamped:
         m = PoseStamped()

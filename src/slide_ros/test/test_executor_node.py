@@ -443,3 +443,16 @@ def test_wrenches_stamped_off_the_nodes_clock_stop_the_push_before_it_moves() ->
     assert answer.result.error.code == ErrorCode.TIMEOUT
     assert 'stamped 30' in answer.result.message and 'behind' in answer.result.message
     assert arm.motions == []
+
+
+def test_a_push_at_an_object_pose_off_the_table_is_refused() -> None:
+    # The arm went 40 m out for it, and the push succeeded.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (node, peer, push, _):
+        goal = push_goal(node)
+        goal.object_pose = pose_msg(node, np.array([40.0, -25.0, 0.0]))
+        handle = peer.result(push.send_goal_async(goal), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.INVALID_GOAL
+    assert 'puts no part of the object over the table' in answer.result.message
+    assert arm.motions == []

@@ -34,6 +34,9 @@ LOWER_SPEED = 0.1
 """Speed [m/s] of lowering to and lifting from the push height."""
 LIFT = 0.12
 """Height [m] of the fingertip's centre above the table between pushes."""
+MIN_PUSH_SPEED = 0.001
+"""Slowest stroke [m/s]: the longest push takes 500 s at it (a speed of 1e-300 m/s was
+taken, and its motion's timeout came out at 8e298 s)."""
 
 
 class PrimitiveError(SlideInputError):
@@ -71,8 +74,8 @@ class Primitive:
             raise PrimitiveError('the push direction is zero')
         if not (math.isfinite(travel) and 0.0 < travel <= 0.5):
             raise PrimitiveError(f'travel must lie in (0, 0.5] m, got {travel}')
-        if not (math.isfinite(speed) and 0.0 < speed <= 0.5):
-            raise PrimitiveError(f'speed must lie in (0, 0.5] m/s, got {speed}')
+        if not (math.isfinite(speed) and MIN_PUSH_SPEED <= speed <= 0.5):
+            raise PrimitiveError(f'speed must lie in [{MIN_PUSH_SPEED:g}, 0.5] m/s, got {speed}')
         return cls(p, d / norm, float(travel), float(speed))
 
     def stroke_W(self, X_WO: ArrayLike, fingertip: Fingertip) -> tuple[FloatArray, FloatArray]:

@@ -8,7 +8,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from slide_core.errors import NoSolutionError, SlideInputError
-from slide_core.model import Fingertip, Gripper, Obstacle, Table, Workcell
+from slide_core.model import MIN_PUSH_SPEED, Fingertip, Gripper, Obstacle, Table, Workcell
 
 
 class PlanningError(NoSolutionError):
@@ -99,7 +99,10 @@ class PlannerConfig:
             'epsilon': (0.0 <= self.epsilon < 1.0, '[0, 1)'),
             'balance_margin': (0.0 <= self.balance_margin <= 0.2, '[0, 0.2] m'),
             'grasp_margin': (0.0 <= self.grasp_margin <= 0.2, '[0, 0.2] m'),
-            'push_speed': (0.0 < self.push_speed <= 0.5, '(0, 0.5] m/s'),
+            'push_speed': (
+                MIN_PUSH_SPEED <= self.push_speed <= 0.5,
+                f'[{MIN_PUSH_SPEED:g}, 0.5] m/s',
+            ),
             'push_min': (0.0 < self.push_min < self.push_max, '(0, push_max) m'),
             'push_max': (self.push_min < self.push_max <= 0.5, '(push_min, 0.5] m'),
             'sim_step': (0.0 < self.sim_step <= 0.01, '(0, 0.01] m'),

@@ -22,7 +22,7 @@ from slide_core.geometry import (
     turn_sweep,
     wrap_angle,
 )
-from slide_core.model import Belief
+from slide_core.model import Belief, Table
 from slide_core.planning.balance import (
     com_margins_of,
     in_workspace,
@@ -176,7 +176,10 @@ def select_goal(
     done after each yaw it has tried (a failing search of a large object takes tens of
     seconds); an exception it raises stops the search and reaches the caller (a cancel)."""
     X0 = check_pose(X_WO, 'X_WO')
-    check_on_table(belief.grid, X0, config)
+    try:
+        check_on_table(belief.grid, X0, config.table)
+    except PlanningError as exc:
+        raise PlanningError(f'no goal: {exc}') from None
     turn = landing_turn(belief, config)
     step = 2.0 * np.pi / config.goal_yaws
     # The yaws at which such a grasp holds can lie between the sampled ones (a window
@@ -235,16 +238,17 @@ class _Grasps:
         return self.known[key]
 
 
-def check_on_table(grid: Grid, X_WO: FloatArray, config: PlannerConfig) -> None:
+def check_on_table(grid: Grid, X_WO: FloatArray, table: Table) -> None:
     """PlanningError unless some cell centre of ``grid`` at X_WO lies over the table top.
     Not its centre of mass: the closed loop asks from wherever the object is, and a model
-    of the belief may put that past the edge."""
-    t = config.table
+    of the belief may put that past the edge. The planner's goals and pushes, and the
+    executor's pushes, are refused with it."""
+    t = table
     p_WC = to_world(X_WO, grid.p_OC)
     over = (p_WC[:, 0] >= 0.0) & (p_WC[:, 0] <= t.depth) & (np.abs(p_WC[:, 1]) <= t.width / 2)
     if not over.any():
         raise PlanningError(
-            f'no goal: the object pose {np.round(X_WO, 4).tolist()} puts no part of the '
+            f'the object pose {np.round(X_WO, 4).tolist()} puts no part of the '
             f'object over the table (x 0 to {t.depth} m, |y| up to {t.width / 2} m, table '
             'frame): no object rests there (is the pose in the table frame?)'
         )

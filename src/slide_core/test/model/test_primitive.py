@@ -22,6 +22,7 @@ def test_a_primitive_is_refused_for_what_no_push_can_be() -> None:
         ([0.0, 0.0], [0.0, 0.0], 0.05, 0.04, 'direction is zero'),
         ([0.0, 0.0], [1.0, 0.0], 0.0, 0.04, 'travel'),
         ([0.0, 0.0], [1.0, 0.0], 0.05, -1.0, 'speed'),
+        ([0.0, 0.0], [1.0, 0.0], 0.05, 1e-300, 'speed'),  # a 5 cm stroke of 1e298 s
     ):
         with pytest.raises(PrimitiveError, match=reason):
             Primitive.create(p_OA, d_O, travel, speed)

@@ -778,7 +778,7 @@ def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
         ('hold_max', 50.0, r'\(0, 1\]'),
         ('seen_turn', 5.0, r'\[0, 0.05\] m'),
         ('push_max', 8.0, r'\(push_min, 0.5\] m'),
-        ('push_speed', 5.0, r'\(0, 0.5\] m/s'),
+        ('push_speed', 5.0, r'\[0.001, 0.5\] m/s'),
         ('grasp_margin', 1.0, r'\[0, 0.2\] m'),
     ):
         with pytest.raises(PlannerSettingsError, match=f'{key} = {value}, not {allowed}'):
