@@ -21,6 +21,18 @@ def seed(text: str) -> int:
     return value
 
 
+def force_limit(text: str) -> float:
+    """The argparse type of ``--force-limit``: newtons, from 0 (off) to what the graph's
+    ``force_limit`` argument takes."""
+    from slide_bringup.graph import GraphError
+    from slide_bringup.graph import force_limit as checked
+
+    try:
+        return checked(text)
+    except GraphError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix('force_limit ')) from None
+
+
 MAX_PUSHES = 10_000
 """Most pushes a range may name: about 14 hours of 5 s pushes, more than any session's bag
 (a range is a list in memory; '0-10000000000' would fill it)."""

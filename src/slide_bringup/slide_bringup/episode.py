@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from slide_bringup.graph import FORCE_LIMIT_N
 from slide_core.errors import SlideInputError
 from slide_core.geometry import com_margins, overhang
 from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
@@ -151,6 +152,7 @@ def run_episode(
     regoals: int = TaskSettings.regoals,
     relearn_every: int = TaskSettings.relearn_every,
     before_start: Callable[[], None] | None = None,
+    force_limit: float = FORCE_LIMIT_N,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
@@ -160,7 +162,9 @@ def run_episode(
     the goal from there; ``relearn_every``: planned pushes between identifications from
     the pushes so far (:class:`TaskSettings`); ``before_start`` is called once every
     setting was accepted, before the task (the command line loads the compiled kernels
-    there, so that a bad setting is said at once)."""
+    there, so that a bad setting is said at once); ``force_limit`` [N]: a push whose force
+    goes over it stops, retracts and ends the episode, as the graph's F/T limit does (0:
+    none)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -192,7 +196,8 @@ def run_episode(
         before_start()
     say = progress or (lambda _m: None)
     say(f'{spec.name} seed {seed} {method}: {exploration_pushes} exploratory pushes')
-    task = Task(TwinWorld(twin), decider, settings, events=lambda stage, m: say(m))
+    world = TwinWorld(twin, force_limit=force_limit)
+    task = Task(world, decider, settings, events=lambda stage, m: say(m))
     try:
         outcome = task.run()
     except KeyboardInterrupt:

@@ -25,6 +25,10 @@ from slide_core.task import SEED_MAX
 if TYPE_CHECKING:
     from slide_core.model import Workcell
 
+FORCE_LIMIT_N = 25.0
+"""The force [N] at which a push stops and retracts, by default: the graph's F/T driver
+limit, and ``slide episode``'s in the twin."""
+
 ARGUMENTS: dict[str, tuple[str, str]] = {
     'backend': ('twin', 'twin, fr3 or lbr'),
     'object': ('hammer', 'twin: library object name or object .yaml file'),
@@ -54,7 +58,7 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
     'start_episode': ('true', 'start the episode as soon as the graph is up'),
     'ft_ports': ('auto', 'twin: ports of the emulated sensor (RDT,TCP,HTTP), or auto: free ones'),
     'force_limit': (
-        '25',
+        f'{FORCE_LIMIT_N:g}',
         'the F/T driver raises a limit and the executor stops and retracts the push when the '
         'force exceeds this [N] (the sensor is tared before each push); 0: off. Sliding an '
         'object of 2 kg on a friction of 1.2 takes 24 N',

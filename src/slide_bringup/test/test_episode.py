@@ -87,6 +87,15 @@ def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
     assert 'no final pose (it fell while pushed)' in format_text({**out, 'png': None})
 
 
+def test_a_push_over_the_force_limit_stops_the_episode_as_the_graph_does() -> None:
+    # The graph's driver stops pushes over 25 N; the in-process twin had no limit, so an
+    # episode could succeed here and fail on the graph.
+    r = run_episode(load_object('hammer'), 0, 'probabilistic', force_limit=0.5)
+    assert not r.success and r.outcome != 'lifted'
+    assert 'over the 0.5 N limit: stopped and retracted' in r.failure
+    assert r.exploration_pushes == 0 and r.pushes == 0
+
+
 def test_each_method_gives_the_planner_its_models() -> None:
     spec = load_object('crimp')
     rng = np.random.default_rng(0)

@@ -71,10 +71,10 @@ from slide_core.model import (
     LIFT,
     RETRACT,
     Primitive,
-    Waypoint,
     approach_clear,
     load_workcell,
     push_waypoints,
+    retract_waypoints,
 )
 from slide_core.planning import (
     PRE_GRASP_HEIGHT,
@@ -461,15 +461,10 @@ class ExecutorNode(SlideNode):
         pose = self.backend.tool_pose(tool)
         if pose is None:
             return
-        p = pose.p_W.copy()
         yaw = 2 * math.atan2(float(pose.q_W[2]), float(pose.q_W[3]))
-        waypoints = []
-        if back_W is not None:
-            p[:2] += back_W
-            waypoints.append(Waypoint(p.copy(), 0.05, 0.0, 'retract', yaw))
         # To a fixed height: a retract after a retract did not climb another 10 cm.
         up = LIFT if tool == 'fingertip' else PRE_GRASP_HEIGHT
-        waypoints.append(Waypoint(np.array([p[0], p[1], max(up, p[2])]), 0.1, 0.0, 'lift', yaw))
+        waypoints = retract_waypoints(pose.p_W, yaw, back_W, up)
         motion = self.backend.follow(tool, waypoints, lambda _i, _t: None, self.stopping.is_set)
         if not motion.completed and not self.stopping.is_set():
             # Said, not taken for done: each goal's reason read "retracted" or "raised".

@@ -17,12 +17,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 import math
 
+from ati_netft.filters import LimitMonitor
 import mujoco
 import numpy as np
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import SlideError, SlideInputError
 from slide_core.geometry import FloatArray
-from slide_core.model import LIFT, ObjectSpec, Primitive, Waypoint, Workcell, push_waypoints
+from slide_core.model import (
+    LIFT,
+    RETRACT,
+    ObjectSpec,
+    Primitive,
+    Waypoint,
+    Workcell,
+    push_waypoints,
+    retract_waypoints,
+)
 from slide_core.planning import Grasp, grasp_waypoints, rectangles_overlap_box
 from slide_sim.friction import TableFriction
 from slide_sim.scene import (
@@ -37,6 +47,17 @@ MIN_SPEED = 1e-4
 """Slowest a tool moves [m/s] (0.1 mm/s: slower is no motion an arm is asked for)."""
 TIPPED = math.radians(20)
 """An object not held that leans more than this [rad] has tipped over (off the edge)."""
+
+
+class ForceLimitExceeded(SlideError):  # noqa: N818 - a condition of the push, as the driver's
+    """A push's force went over its limit: the fingertip stopped, pulled back and lifted."""
+
+    def __init__(self, force: float, limit: float) -> None:
+        super().__init__(
+            f'the force reached {force:.1f} N, over the {limit:g} N limit: stopped and retracted'
+        )
+        self.force = force
+        self.limit = limit
 
 
 @dataclass
@@ -424,8 +445,10 @@ class Twin:
         waypoints: list[Waypoint],
         record: str = 'stroke',
         on_step: Callable[[], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> tuple[list[tuple], int, int]:
-        """Drive the fingertip through ``waypoints`` and wait until it is there.
+        """Drive the fingertip through ``waypoints`` and wait until it is there, or until
+        ``should_stop()``, asked after every step, says to stop it where it is.
 
         Samples (time, object pose, fingertip, wrench, object orientation) are logged every
         physics step from the start of the waypoint whose phase is ``record`` to the end of
@@ -450,6 +473,8 @@ class Twin:
                 end = len(log) - 1
             if ('fingertip', r + 1, 'left') in events:
                 logging = False
+            if should_stop is not None and should_stop():
+                self.stop('fingertip')
         return log, start, end
 
     def push(
@@ -457,13 +482,33 @@ class Twin:
         primitive: Primitive,
         X_WO: FloatArray | None = None,
         on_step: Callable[[], None] | None = None,
+        force_limit: float = 0.0,
     ) -> PushRecording:
         """One push, resolved at X_WO (the object's true pose by default) into the
         workcell's fingertip waypoints. The log runs from the stroke's start through the
-        settle pause and the retract."""
+        settle pause and the retract.
+
+        ``force_limit`` [N] (0: none): when the F/T reading's force goes over it, the
+        fingertip stops, pulls back along the stroke and lifts, as the graph's executor does
+        on its F/T driver's limit (the same monitor), and ForceLimitExceeded is raised."""
         X = self.object_pose() if X_WO is None else np.asarray(X_WO, dtype=float)
         waypoints = push_waypoints(primitive, X, self.cell.fingertip)
-        log, i0, i1 = self.follow(waypoints, 'stroke', on_step)
+        monitor = LimitMonitor(force_limit, 0.0)
+        over: list[float] = []
+
+        def too_much() -> bool:
+            w = self.wrench()
+            if monitor.active and monitor.exceeded(w.tolist()):
+                over.append(float(np.linalg.norm(w[:3])))
+                return True
+            return False
+
+        log, i0, i1 = self.follow(waypoints, 'stroke', on_step, too_much)
+        if over:
+            stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
+            back = -stroke / float(np.linalg.norm(stroke)) * RETRACT if i0 >= 0 else None
+            self.follow(retract_waypoints(self.fingertip(), 0.0, back), record='')
+            raise ForceLimitExceeded(over[0], force_limit)
         t, X_WO_, p, w, q = (np.array(v) for v in zip(*log, strict=True))
         return PushRecording(t, X_WO_, p, w, primitive, i0, i1, self.fell(), q)
 

@@ -9,14 +9,16 @@ F/T force and object pose at every physics step.
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 
 import numpy as np
 
+from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray
 from slide_core.model import Primitive
 from slide_core.planning import Grasp
-from slide_core.task import GraspReport, ObjectLost, Observation, PushSamples
-from slide_sim.twin import PushRecording, Twin
+from slide_core.task import GraspReport, ObjectLost, Observation, PushFailed, PushSamples
+from slide_sim.twin import ForceLimitExceeded, PushRecording, Twin
 
 
 def samples_of(rec: PushRecording) -> PushSamples:
@@ -36,11 +38,21 @@ def samples_of(rec: PushRecording) -> PushSamples:
 class TwinWorld:
     """The twin behind the :class:`slide_core.task.World` protocol.
 
-    ``on_push`` is told every push recording (``slide record`` writes them to a bag)."""
+    ``on_push`` is told every push recording (``slide record`` writes them to a bag).
+    ``force_limit`` [N] (0: none): a push whose force goes over it stops and retracts, and
+    fails as the graph's does on its F/T driver's limit (not to be tried again)."""
 
-    def __init__(self, twin: Twin, on_push: Callable[[PushRecording], None] | None = None) -> None:
+    def __init__(
+        self,
+        twin: Twin,
+        on_push: Callable[[PushRecording], None] | None = None,
+        force_limit: float = 0.0,
+    ) -> None:
+        if not (math.isfinite(force_limit) and force_limit >= 0):
+            raise SlideInputError(f'force_limit must be >= 0 N (0: none), got {force_limit}')
         self.twin = twin
         self._on_push = on_push
+        self.force_limit = force_limit
         self.recordings: list[PushRecording] = []
 
     def observe(self) -> Observation:
@@ -49,7 +61,12 @@ class TwinWorld:
         return Observation(self.twin.spec.grid, self.twin.object_pose(), self.twin.time)
 
     def push(self, primitive: Primitive, X_WO: FloatArray) -> PushSamples:
-        rec = self.twin.push(primitive, np.asarray(X_WO, dtype=float))
+        try:
+            rec = self.twin.push(
+                primitive, np.asarray(X_WO, dtype=float), force_limit=self.force_limit
+            )
+        except ForceLimitExceeded as exc:
+            raise PushFailed(f'push: {exc}', retryable=False) from None
         self.recordings.append(rec)
         if self._on_push is not None:
             self._on_push(rec)

@@ -74,6 +74,29 @@ def test_centred_push_on_a_uniform_box_moves_it_straight(workcell) -> None:
     assert rec.start < rec.end and not rec.fell
 
 
+def test_a_push_over_its_force_limit_stops_pulls_back_and_lifts(workcell) -> None:
+    from slide_core.model import LIFT
+    from slide_core.task import PushFailed
+    from slide_sim.twin import ForceLimitExceeded
+    from slide_sim.world import TwinWorld
+
+    twin = Twin(UNIFORM_BOX, workcell, (0.35, 0.0, 0.0))
+    push = Primitive.create((-0.06, 0.0), (1.0, 0.0), travel=0.05, speed=0.05)
+    with pytest.raises(ForceLimitExceeded, match='over the 0.5 N limit') as e:
+        twin.push(push, force_limit=0.5)
+    assert e.value.force > 0.5
+    moved = twin.object_pose()[0] - 0.35
+    assert moved < 0.02  # stopped early in a 5 cm stroke
+    tip = twin.fingertip()
+    assert tip[2] == pytest.approx(LIFT, abs=0.01)
+    assert tip[0] < 0.35 - 0.06 - 0.005  # pulled back off the box's side before the lift
+    world = TwinWorld(twin, force_limit=0.5)  # the task sees the graph's failure
+    with pytest.raises(PushFailed, match='over the 0.5 N limit') as failed:
+        world.push(push, twin.object_pose())
+    assert not failed.value.retryable
+    twin.push(push, force_limit=0.0)  # 0: no limit
+
+
 def test_an_object_pushed_past_the_edge_falls_and_the_twin_says_so(workcell) -> None:
     twin = Twin(UNIFORM_BOX, workcell, (0.07, 0.0, 0.0))
     assert not twin.fell()

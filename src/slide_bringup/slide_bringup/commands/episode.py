@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any
 
-from slide_bringup.args import seed
+from slide_bringup.args import force_limit, seed
+from slide_bringup.graph import FORCE_LIMIT_N
 from slide_core.task import EXPLORATION, MODEL_SOURCES, TaskSettings
 
 NAME = 'episode'
@@ -77,6 +78,13 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         help='identify again from every push so far after this many planned pushes (0: '
         'never, up to 25; default %(default)s)',
     )
+    parser.add_argument(
+        '--force-limit',
+        type=force_limit,
+        default=FORCE_LIMIT_N,
+        help='a push whose force goes over this stops, retracts and ends the episode, as the '
+        "graph's F/T limit does [N] (0: off; default %(default)g)",
+    )
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
 
@@ -128,6 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             progress=progress,
             exploration=args.exploration,
             before_start=load_kernels,
+            force_limit=args.force_limit,
         )
     out = result.to_dict()
     out['png'] = str(args.png) if args.png is not None and args.png.exists() else None

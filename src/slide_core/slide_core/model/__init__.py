@@ -47,6 +47,7 @@ from slide_core.model.primitive import (
     Waypoint,
     approach_clear,
     push_waypoints,
+    retract_waypoints,
     side_met,
     stroke_clear,
 )
@@ -101,6 +102,7 @@ __all__ = [
     'parse_spec',
     'parse_workcell',
     'push_waypoints',
+    'retract_waypoints',
     'save_belief',
     'save_spec',
     'side_met',

@@ -34,6 +34,8 @@ LOWER_SPEED = 0.1
 """Speed [m/s] of lowering to and lifting from the push height."""
 LIFT = 0.12
 """Height [m] of the fingertip's centre above the table between pushes."""
+RETRACT_SPEED = 0.05
+"""Speed [m/s] of pulling back from the object after a stop."""
 MIN_PUSH_SPEED = 0.001
 """Slowest stroke [m/s]: the longest push takes 500 s at it (a speed of 1e-300 m/s was
 taken, and its motion's timeout came out at 8e298 s)."""
@@ -176,3 +178,22 @@ def push_waypoints(primitive: Primitive, X_WO: ArrayLike, fingertip: Fingertip) 
         Waypoint(np.array([*back, z]), primitive.speed, 0.0, 'retract'),
         Waypoint(np.array([*back, up]), LOWER_SPEED, 0.0, 'lift'),
     ]
+
+
+def retract_waypoints(
+    p_W: ArrayLike, yaw: float, back_W: ArrayLike | None = None, up: float = LIFT
+) -> list[Waypoint]:
+    """A tool's way out of a motion stopped part-way (a cancel, a force limit, a fault),
+    from where it is, p_W (3,): back by ``back_W`` (2,) [m] at the table's height (None:
+    not; a push's stroke begun pulls back along it), then up to ``up`` [m] (never down).
+    The executor's and the in-process twin's stops both retract by it."""
+    p = np.array(p_W, dtype=float)
+    if p.shape != (3,) or not np.isfinite(p).all():
+        raise SlideInputError(f'p_W must be a finite (3,) position, got {p!r}')
+    waypoints = []
+    if back_W is not None:
+        p[:2] += np.asarray(back_W, dtype=float)
+        waypoints.append(Waypoint(p.copy(), RETRACT_SPEED, 0.0, 'retract', yaw))
+    top = np.array([p[0], p[1], max(up, p[2])])
+    waypoints.append(Waypoint(top, LOWER_SPEED, 0.0, 'lift', yaw))
+    return waypoints
