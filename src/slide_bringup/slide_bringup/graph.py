@@ -188,7 +188,34 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     force_limit(out['force_limit'])
     if out['backend'] == 'fr3' and not out['robot_ip']:
         raise GraphError("backend fr3 needs robot_ip:=ADDRESS (the arm's controller)")
+    # Said by the twin and the recorder as they started, every other node came up, and
+    # the launch ran on without them.
+    if out['backend'] == 'twin':
+        from slide_core.errors import SlideInputError
+        from slide_core.model import load_object
+
+        try:
+            load_object(out['object'])
+        except SlideInputError as exc:
+            raise GraphError(f'object: {exc}') from None
+    if out['record']:
+        record_target(out['record'])
     return out
+
+
+def record_target(text: str) -> Path:
+    """The ``record`` argument's bag folder; GraphError when it exists or cannot be made
+    (the recorder's own refusals, said before any node starts)."""
+    bag = Path(text).expanduser()
+    if bag.exists():
+        raise GraphError(f'record: {bag} exists: give a new folder for the bag')
+    ancestor = next(p for p in bag.absolute().parents if p.exists())
+    if not (ancestor.is_dir() and os.access(ancestor, os.W_OK | os.X_OK)):
+        raise GraphError(
+            f'record: cannot write the bag in {bag.parent}: {ancestor} is not a folder this '
+            'user may write in'
+        )
+    return bag
 
 
 def force_limit(text: str) -> float:

@@ -647,3 +647,22 @@ def test_a_seed_the_nodes_cannot_take_is_refused_as_an_argument() -> None:
     for bad in ('-1', '2147483648'):
         with pytest.raises(GraphError, match=f'seed must be 0 to 2147483647, got {bad}'):
             pregrasp({'seed': bad})
+
+
+def test_an_object_or_a_bag_folder_the_nodes_cannot_take_is_refused_as_an_argument(
+    tmp_path: Path,
+) -> None:
+    # Both passed: every node came up, the twin and the recorder died saying why in their
+    # own logs, and the launch ran on.
+    with pytest.raises(GraphError, match="object: .*'nope'"):
+        pregrasp({'object': 'nope'})
+    assert pregrasp({'object': 'nope', 'backend': 'fr3', 'robot_ip': '10.0.0.2'})  # no twin
+    (tmp_path / 'old').mkdir()
+    with pytest.raises(GraphError, match='record: .*old exists: give a new folder'):
+        pregrasp({'record': str(tmp_path / 'old')})
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(GraphError, match='record: cannot write the bag in .*file/sub'):
+        pregrasp({'record': str(tmp_path / 'file' / 'sub' / 'bag')})
+    bag = tmp_path / 'new' / 'bag'  # its folder is made by the recorder
+    recorder = {s.name: s for s in pregrasp({'record': str(bag)})}['recorder']
+    assert recorder.parameters['bag'] == str(bag)
