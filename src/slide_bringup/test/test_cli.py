@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -158,7 +159,9 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
         # A name:=value after an option reaches the graph's check (it was 'unrecognized').
         (('launch', 'pregrasp', '--log-dir', str(tmp_path / 'logs'), 'seed:=-1'), 'seed must'),
         (('demo', '--timeout', '-1'), '--timeout must be a positive number'),
-        # Refused after the earlier run's belief was deleted.
+        # Its belief files were deleted, the user's own among them.
+        (('demo', '--log-dir', str(old)), f'--log-dir {old} holds belief files already'),
+        # Refused before the folder's older beliefs are looked at (they were deleted).
         (
             ('demo', '--log-dir', str(old), '--ft-offset', 'nan', '0', '0', '0', '0', '0'),
             'ft_offset must be six numbers',
@@ -180,6 +183,15 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
         assert out.returncode == 2, (args, out.stderr[-2000:])
         assert reason in json.loads(out.stdout)['error'], (args, out.stdout)
     assert (old / 'belief.yaml').read_text() == 'kept: true\n'
+    # The demo's own node started first, and DDS ended the process: exit 1, no JSON.
+    out = subprocess.run(
+        [str(SLIDE), 'demo', '--json'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, 'ROS_DOMAIN_ID': '250'},
+    )
+    assert out.returncode == 2 and 'is no ROS domain' in json.loads(out.stdout)['error']
 
 
 def test_a_terminated_recording_keeps_the_pushes_it_made(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -114,7 +114,8 @@ class Watcher:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from slide_bringup.graph import pregrasp
+    from slide_bringup.graph import GraphError, pregrasp
+    from slide_bringup.ros_check import domain_problem
     from slide_bringup.runner import Graph, fresh_log_dir
     from slide_core.files import check_folder, check_output
     from slide_core.geometry import overhang
@@ -136,12 +137,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             'ft_offset': ','.join(repr(float(v)) for v in args.ft_offset),
         }
     )  # the arguments are checked before anything of an earlier run is touched
+    problem = domain_problem()  # before this process's own node: DDS would end it
+    if problem:
+        raise GraphError(problem)
     log_dir = args.log_dir or fresh_log_dir(Path('out/demo'))
-    # A --log-dir used before may hold an older run's beliefs: only this run's are kept
-    # (the last, and those its planned pushes were decided under, belief.N.yaml).
+    # A --log-dir used before may hold an older run's beliefs, which would be mixed with
+    # this run's (the last, and those its planned pushes were decided under, belief.N.yaml);
+    # they were deleted, and with them any file of the user's named so.
     belief_file = log_dir / 'belief.yaml'
-    for old in (belief_file, *log_dir.glob('belief.*.yaml')):
-        old.unlink(missing_ok=True)
+    older = sorted(p.name for p in (belief_file, *log_dir.glob('belief.*.yaml')) if p.exists())
+    if older:
+        raise ValueError(
+            f'--log-dir {log_dir} holds belief files already ({", ".join(older[:3])}'
+            f'{", ..." if len(older) > 3 else ""}): give a new or empty folder, the demo '
+            'writes its own there'
+        )
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / 'result.json'
         for spec in specs:
