@@ -16,7 +16,7 @@ import tempfile
 
 import yaml
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import OutputError, SlideInputError
 
 
 def check_output(
@@ -118,7 +118,7 @@ def atomic_path(path: str | Path, directory: bool = False) -> Iterator[Path]:
             tmp.rename(target)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         if holder is not None:
             shutil.rmtree(holder, ignore_errors=True)
         elif written is not None:
@@ -128,6 +128,16 @@ def atomic_path(path: str | Path, directory: bool = False) -> Iterator[Path]:
                 folder.rmdir()
             except OSError:
                 break
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            failed = Path(str(exc.filename)) if exc.filename else None
+            if (
+                failed is not None
+                and failed.parent in (target.parent, holder)
+                and (failed == target or failed.name.startswith(f'.{target.name}.'))
+            ):
+                # Named by its hidden temporary, and a missing folder (/proc/x.yaml) read
+                # as a missing input, exit 2.
+                raise OutputError(exc.errno, exc.strerror, str(target)) from exc
         raise
     if holder is not None:
         holder.rmdir()

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import OutputError, SlideInputError
 from slide_core.files import atomic_path, check_folder, check_output, write_text_atomic
 
 
@@ -38,6 +38,21 @@ def test_a_failed_write_leaves_nothing_not_even_the_folders_it_made(tmp_path: Pa
         raise RuntimeError('drawing failed')
     assert [p.name for p in tmp_path.iterdir()] == ['keep']
     assert list((tmp_path / 'keep').iterdir()) == []
+
+
+@pytest.mark.skipif(not Path('/proc/self').is_dir(), reason='needs Linux /proc')
+def test_a_path_the_machine_will_not_write_is_its_output_error_not_a_missing_input(
+    tmp_path: Path,
+) -> None:
+    # /proc takes no new files: mkstemp's FileNotFoundError named the hidden temporary, and
+    # the command line, taking it for a missing input, said 'bad input' (exit 2).
+    for directory in (False, True):
+        with pytest.raises(OutputError) as e, atomic_path('/proc/x.yaml', directory) as tmp:
+            tmp.write_text('a: 1\n')
+        assert e.value.filename == '/proc/x.yaml' and e.value.strerror
+        assert not isinstance(e.value, FileNotFoundError)
+    with pytest.raises(FileNotFoundError), atomic_path(tmp_path / 'y.yaml'):  # the body's
+        Path('/nonexistent/input.bag').read_bytes()
 
 
 def test_a_folder_is_written_under_its_own_name_and_moved_in_whole(tmp_path: Path) -> None:
