@@ -524,3 +524,23 @@ def test_a_full_disk_is_one_line_with_what_was_kept(
         'cut there)'
     )
     assert captured.err.strip().splitlines()[-1] == f'slide record: error: {error["error"]}'
+
+
+def test_evaluate_says_how_a_beliefs_cells_differ_from_the_bags() -> None:
+    # A hammer acquired turned half a turn was 'another object', its cells and the bag's
+    # both shown as (4, 15) of 2 cm.
+    import numpy as np
+
+    from slide_bringup.commands.evaluate import how_cells_differ
+    from slide_core.geometry import Grid
+
+    occupied = np.zeros((4, 15), dtype=bool)
+    occupied[1:3, :] = True
+    occupied[:, :3] = True  # the head
+    model = Grid(0.02, occupied, np.full(occupied.shape, 0.03))
+    turned = Grid(0.02, occupied[::-1, ::-1].copy(), np.full(occupied.shape, 0.03))
+    said = how_cells_differ(model, turned)
+    assert said.startswith('both (4, 15) of 2 cm cells, but 12 of them are occupied in one')
+    assert 'turned half a turn' in said
+    small = Grid(0.018, occupied, np.full(occupied.shape, 0.03))
+    assert 'of 1.8 cm' in how_cells_differ(model, small)

@@ -49,9 +49,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     if not grid.same_cells(belief.grid):  # (the cells' size too: 18 mm passed for 20 mm)
         raise ValueError(
-            f'{args.model} is a belief about another object than {args.bag} (its cells: '
-            f"{belief.grid.shape} of {belief.grid.cell_size * 100:g} cm; the bag's: "
-            f'{grid.shape} of {grid.cell_size * 100:g} cm)'
+            f'{args.model} is a belief about another object than {args.bag} '
+            f'({how_cells_differ(belief.grid, grid)})'
         )
     truth = read_ground_truth(args.bag)
     ev = evaluate(belief, pushes, load_workcell().fingertip, None if truth is None else truth.mass)
@@ -129,3 +128,26 @@ def format_text(result: dict[str, Any]) -> str:
             f"models' support: {result['truth_in_support']}"
         )
     return '\n'.join(lines)
+
+
+def how_cells_differ(model: Any, bag: Any) -> str:
+    """How the belief's grid and the bag's differ, in words (two grids of one shape and cell
+    size were said to be another object, with the same numbers shown for both)."""
+    import numpy as np
+
+    if model.shape != bag.shape or abs(model.cell_size - bag.cell_size) > 1e-9:
+        return (
+            f"its cells: {model.shape} of {model.cell_size * 100:g} cm; the bag's: "
+            f'{bag.shape} of {bag.cell_size * 100:g} cm'
+        )
+    a, b = model.occupancy, bag.occupancy
+    turned = (
+        ' (the same cells turned half a turn: the object was acquired in a frame turned '
+        '180 degrees from the one the belief was identified in)'
+        if np.array_equal(a, b[::-1, ::-1])
+        else ''
+    )
+    return (
+        f'both {model.shape} of {model.cell_size * 100:g} cm cells, but {int((a != b).sum())} '
+        f'of them are occupied in one and not the other{turned}'
+    )
