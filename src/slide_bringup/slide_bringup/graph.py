@@ -206,7 +206,13 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
 def record_target(text: str) -> Path:
     """The ``record`` argument's bag folder; GraphError when it exists or cannot be made
     (the recorder's own refusals, said before any node starts)."""
-    bag = Path(text).expanduser()
+    from slide_core.errors import SlideInputError
+    from slide_core.files import check_bag_folder
+
+    try:
+        bag = check_bag_folder(Path(text).expanduser(), 'record:')
+    except SlideInputError as exc:
+        raise GraphError(str(exc)) from None
     if bag.exists():
         raise GraphError(f'record: {bag} exists: give a new folder for the bag')
     ancestor = next(p for p in bag.absolute().parents if p.exists())

@@ -478,6 +478,9 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
         X = np.array([0.4, 0.05, yaw])
         code, result = plan()
         assert code == 2 and 'rad is more than a turn: is it in degrees?' in result['error']
+    X = np.array([0.4, 0.05, np.nan])  # said to be more than a turn, too
+    code, result = plan()
+    assert code == 2 and 'is not three finite numbers' in result['error']
     assert main(['plan', str(path), '--pose', '0.4', '0', '0', '--index', '-1']) == 2
     # A file without heights (0 m: unknown) planned a grasp closing at the table, z 0.
     flat = Grid(

@@ -663,6 +663,8 @@ def test_an_object_or_a_bag_folder_the_nodes_cannot_take_is_refused_as_an_argume
     (tmp_path / 'file').write_text('')
     with pytest.raises(GraphError, match='record: cannot write the bag in .*file/sub'):
         pregrasp({'record': str(tmp_path / 'file' / 'sub' / 'bag')})
+    with pytest.raises(GraphError, match='record: .*a bag is a folder'):
+        pregrasp({'record': str(tmp_path / 'b.mcap')})  # a folder b.mcap/ of b.mcap.mcap
     bag = tmp_path / 'new' / 'bag'  # its folder is made by the recorder
     recorder = {s.name: s for s in pregrasp({'record': str(bag)})}['recorder']
     assert recorder.parameters['bag'] == str(bag)

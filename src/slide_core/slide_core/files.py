@@ -59,6 +59,21 @@ def check_folder(path: str | Path, what: str) -> Path:
     return p
 
 
+BAG_FILE_SUFFIXES = ('.mcap', '.db3')
+
+
+def check_bag_folder(path: str | Path, what: str) -> Path:
+    """``path`` as a new bag's folder; SlideInputError when its name ends like a bag's
+    data file (``b.mcap`` became a folder ``b.mcap/`` holding ``b.mcap.mcap``)."""
+    p = Path(path)
+    if p.suffix.lower() in BAG_FILE_SUFFIXES:
+        raise SlideInputError(
+            f'{what} {p}: a bag is a folder, and this names a data file; give the folder '
+            f'without {p.suffix} (its data file is named after it)'
+        )
+    return p
+
+
 def _check_writable(folder: Path, path: Path, what: str) -> None:
     """SlideInputError unless ``folder``, or the nearest of its parents that exists, is a
     folder this process may write in (``path``, ``what``: for the message)."""

@@ -8,7 +8,13 @@ import stat
 import pytest
 
 from slide_core.errors import OutputError, SlideInputError
-from slide_core.files import atomic_path, check_folder, check_output, write_text_atomic
+from slide_core.files import (
+    atomic_path,
+    check_bag_folder,
+    check_folder,
+    check_output,
+    write_text_atomic,
+)
 
 
 def mode(path: Path) -> int:
@@ -90,3 +96,11 @@ def test_a_folder_for_logs_is_checked_as_outputs_are(tmp_path: Path) -> None:
         check_folder(tmp_path / 'file' / 'logs', '--log-dir')
     assert check_folder(tmp_path, '--log-dir') == tmp_path  # an existing folder is fine
     assert check_folder(tmp_path / 'new' / 'logs', '--log-dir')
+
+
+def test_a_bag_folder_is_not_named_as_its_data_file() -> None:
+    # slide record --out b.mcap wrote a folder b.mcap/ holding b.mcap.mcap.
+    for name in ('b.mcap', 'b.DB3'):
+        with pytest.raises(SlideInputError, match='a bag is a folder'):
+            check_bag_folder(name, '--out')
+    assert check_bag_folder('runs/b', '--out') == Path('runs/b')

@@ -48,7 +48,7 @@ from rosbags.typesys.store import Typestore
 from transforms3d import quaternions
 
 from slide_core.errors import SlideInputError
-from slide_core.files import atomic_path, check_output
+from slide_core.files import atomic_path, check_bag_folder, check_output
 from slide_core.geometry import FloatArray
 from slide_core.identification import MAX_POSE_GAP_S, random_push
 from slide_core.io import bagfile, coverage_values, outline_values
@@ -342,6 +342,7 @@ def record(
         raise SlideInputError(f'--pushes must be at least 1, got {pushes}')
     if not (math.isfinite(cloud_hz) and 0.0 <= cloud_hz <= 60.0):
         raise SlideInputError(f'cloud_hz must be 0 (no clouds) to 60 Hz, got {cloud_hz}')
+    out = check_bag_folder(out, 'the bag folder')
     out = check_output(out, (), 'the bag folder', directory=True)
     store = typestore()
     rng = np.random.default_rng(seed)

@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
     parser.add_argument(
-        '--train', default='0-4', help="training pushes, like 0-4 or 0,2,5, or 'all'"
+        '--train',
+        default='0-4',
+        help="training pushes, like 0-4 or 0,2,5, or 'all' (default %(default)s)",
     )
     parser.add_argument(
         '--poses',

@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for flag, pose in (('--pose', args.pose), ('--goal', args.goal)):
         if pose is None:
             continue
+        if not all(math.isfinite(v) for v in pose):  # (a NaN yaw was 'more than a turn')
+            raise ValueError(f'{flag}: {list(pose)} is not three finite numbers (x y yaw)')
         if not abs(pose[2]) <= MAX_YAW:
             # (1e20 rad found no goal where its wrapped value, 1.8956, found one: the
             # planner's turns lose every digit of such an angle)
