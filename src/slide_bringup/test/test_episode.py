@@ -79,7 +79,8 @@ def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
 
     grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
     tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
-    r = run_episode(tall, 0, 'probabilistic')
+    # (The graph's 25 N limit stops the push as the column goes over: no limit here.)
+    r = run_episode(tall, 0, 'probabilistic', force_limit=0.0)
     assert r.fell and r.outcome == 'fell' and not r.success
     assert r.X_final == [] and r.overhang_m is None and r.stay_probability is None
     out = r.to_dict()

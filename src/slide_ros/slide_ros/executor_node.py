@@ -33,8 +33,8 @@ came in, back along its approach and up (straight up, the lower pad under the ov
 caught it); a cancel before the gripper came down moves nothing, and after the lift the
 gripper holds the object where it stopped. A retract the arm does not complete (an arm, or
 a twin, that stopped answering: the twin backend notices within 3 s) is MOTION_FAILED
-saying so. One goal at a
-time: a push or grasp sent while another is taken is refused when it arrives.
+saying so. One goal at a time: a push or grasp sent while another is taken is refused when
+it arrives.
 """
 
 from __future__ import annotations
