@@ -6,7 +6,8 @@
 for any goal, up to ``TaskSettings.extra_exploration`` times; the closed loop chooses a
 goal anew from where the object is when nothing leads to its goal from there, up to
 ``TaskSettings.regoals`` times, and, with ``TaskSettings.relearn_every``, identifies again
-from the pushes so far)
+from the pushes so far; when the belief is then too uncertain for any goal, it explores
+once more and identifies again from every push, within the same ``extra_exploration``)
 
 Each stage is a method of :class:`Task` that reads and updates its :class:`TaskState`;
 :meth:`Task.run` calls them in order, and so do the leaves of the ROS behaviour node, so
@@ -193,7 +194,8 @@ class Task:
         assert st.grid is not None and st.X_WO is not None
         usable = self._explored_on_table()
         fresh = st.belief is not None and st.belief_pushes == len(usable)
-        if self.settings.interim_beliefs and usable and not fresh:
+        # In the closed loop the belief is the freshest already (from every push so far).
+        if self.settings.interim_beliefs and usable and not fresh and st.goal is None:
             # The push the models identified so far disagree most about (paper 2).
             try:
                 st.belief = self.decider.identify(st.grid, usable)
@@ -227,6 +229,7 @@ class Task:
                 self._push_failed(exc, Stage.EXPLORE, attempt)
                 self.say(f'exploratory push failed ({exc}); choosing one again from here')
                 continue
+            st.explored_at.append(len(st.samples))
             st.samples.append(samples)
             st.pushes.append(data)
             break
@@ -241,7 +244,7 @@ class Task:
         st = self.state
         assert st.grid is not None
         grid = st.grid
-        return [s for s in st.samples[: len(st.explored)] if on_table(grid, s.X_WO)]
+        return [st.samples[k] for k in st.explored_at if on_table(grid, st.samples[k].X_WO)]
 
     def identify(self) -> None:
         t0 = self._enter(Stage.IDENTIFY)
@@ -315,10 +318,22 @@ class Task:
                 st.step = self.decider.step(st.belief, X, goal, st.planned)
                 break
             except PlanningError as exc:
-                if self._new_goal(X, exc):
+                verdict = self._new_goal(X, exc)
+                if verdict == 'explore':
+                    # Too uncertain for any goal from here (a belief identified again from
+                    # the planned pushes): the loop gave up, and 'no grasp' was said with
+                    # the object 30 cm from the edge.
+                    self._leave(Stage.PLAN, t0)
+                    st.extra_explored += 1
+                    self.explore_once()
+                    self.relearn()
+                    t0 = self._enter(Stage.PLAN)
+                    X = self.observe()
+                    continue
+                if verdict == 'goal':
                     continue
                 after = f' (after {st.regoals} new goal(s))' if st.regoals else ''
-                st.no_plan = f'{exc}{after}'
+                st.no_plan = f'{exc}{after}{verdict}'
                 self.say(f'no plan: {st.no_plan}')
                 self._leave(Stage.PLAN, t0)
                 return True
@@ -348,41 +363,51 @@ class Task:
             return True
         return False
 
-    def _new_goal(self, X: FloatArray, refusal: PlanningError) -> bool:
+    def _new_goal(self, X: FloatArray, refusal: PlanningError) -> str:
         """After no path or safe push to the goal from the observed pose X: a goal chosen
         anew from X, ``regoals`` times at most. The pushes so far can have left the object
         where the old goal is out of reach (turned at the edge, where every push towards it
-        risks a fall), while from here another is not. True when there is a new goal to
-        plan for; False when the budget is spent, no goal exists from here, or the goal
-        search chose the old goal again (it would be refused again). A goal chosen under an
-        older belief (``relearn_every``) is replaced without counting against ``regoals``:
-        the belief that refuses it is not the one that chose it."""
+        risks a fall), while from here another is not. 'goal' when there is a new goal to
+        plan for; 'explore' when the belief is too uncertain for any goal from here and
+        ``extra_exploration`` allows one more exploratory push; else why there is none, to
+        add to the loop's reason ('' when the budget is spent or the goal search chose the
+        old goal again, which would be refused again). A goal chosen under an older belief
+        (``relearn_every``) is replaced without counting against ``regoals``: the belief
+        that refuses it is not the one that chose it."""
         st = self.state
         assert st.belief is not None and st.goal is not None
         stale = st.goal_belief != st.belief_pushes
         if not stale:
             if st.regoals >= self.settings.regoals:
-                return False
+                return ''
             st.regoals += 1
         older = ', chosen under an older belief' * stale
         self.say(f'no plan to the goal ({refusal}{older}): choosing a goal from here')
         try:
             goal = self.decider.goal(st.belief, X)
+        except UncertainBeliefError as exc:
+            if st.extra_explored < self.settings.extra_exploration:
+                self.say(f'no goal from here: {exc}: exploring once more')
+                return 'explore'
+            self.say(f'no goal from here: {exc}')
+            extra = st.extra_explored
+            after = f' after {extra} more exploratory push(es)' if extra else ''
+            return f'; no goal from here{after}: {exc}'
         except PlanningError as exc:
             self.say(f'no goal from here: {exc}')
-            return False
+            return f'; no goal from here: {exc}'
         if not stale and at_rest(goal.X_WO, st.goal.X_WO):
             # The belief that refused the old goal chose it again. (A stale goal's
             # neighbour is not: the new belief accepted it, a millimetre further in.)
             self.say('the goal from here is the same goal')
-            return False
+            return ''
         st.goal, st.goal_belief = goal, st.belief_pushes
         st.closest, st.stalled = math.inf, 0
         st.trace.setdefault('goals', [st.trace.get('goal')]).append(goal.X_WO.tolist())
         st.trace['goal'] = goal.X_WO.tolist()
         st.trace['goal_yaw_free'] = goal.yaw_free
         self.say(f'new goal {np.round(goal.X_WO, 3).tolist()}')
-        return True
+        return 'goal'
 
     def push_once(self) -> bool:
         """Execute the planned push; a failed one is re-planned up to ``push_retries``.

@@ -140,7 +140,8 @@ class TaskState:
     decided under, by its ``belief_pushes`` (each trace entry of a push names its own, with
     the goal and the index it was planned for, so the decision can be made again);
     ``unreadable``: the indices in ``samples`` of planned pushes identification cannot read
-    (left out when it identifies again)."""
+    (left out when it identifies again); ``explored_at``: the indices in ``samples`` of the
+    exploratory pushes (the closed loop explores too, after planned pushes)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -148,6 +149,7 @@ class TaskState:
     explored: list[Primitive] = field(default_factory=list)
     pushes: list[PushData] = field(default_factory=list)
     samples: list[PushSamples] = field(default_factory=list)
+    explored_at: list[int] = field(default_factory=list)
     belief: Belief | None = None
     belief_pushes: int = 0
     extra_explored: int = 0

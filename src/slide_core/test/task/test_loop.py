@@ -618,7 +618,7 @@ def test_identification_leaves_out_the_exploratory_pushes_made_over_the_edge() -
     st = t.state
     st.grid = GRID
     st.samples = [pushed_at(0.02), pushed_at(0.1), pushed_at(0.2)]  # the first sticks out
-    st.explored = [PRIMITIVE] * 3
+    st.explored, st.explored_at = [PRIMITIVE] * 3, [0, 1, 2]
     t.identify()
     assert learner.given == [2] and st.belief_pushes == 2
     st.samples = [pushed_at(0.02)] * 3
@@ -707,3 +707,46 @@ def test_no_grasp_after_the_push_budget_says_the_budget_was_spent() -> None:
     assert failure.value.reason == (
         'no grasp at the final pose (the push budget of 25 was spent before the goal)'
     )
+
+
+class UncertainFromHere(RefusesOneGoal, Learner):
+    """No push towards the goal; from here, the goals (or refusals) queued; exploration
+    always the same push; identification a new belief from the pushes it is given."""
+
+    def __init__(self, goals: list[Goal | PlanningError]) -> None:
+        RefusesOneGoal.__init__(self, GOAL.X_WO, goals)
+        Learner.__init__(self)
+
+    def exploration(
+        self, grid: Grid, X_WO: np.ndarray, belief: object, done: object, attempt: int = 0
+    ) -> Primitive:
+        return PRIMITIVE
+
+
+@pytest.mark.parametrize('extra', [0, 1])
+def test_a_belief_too_uncertain_for_a_goal_from_here_explores_once_more_in_the_loop(
+    extra: int,
+) -> None:
+    # A belief identified again from the planned pushes refused the goal and had none from
+    # here: the loop gave up and said 'no grasp' with the object 30 cm from the edge.
+    other = Goal(X_REACHED + [0.0, 0.05, 2.0], 1.0, 0.02, 0.05, 0.1, GRASP)
+    planner = UncertainFromHere([UncertainBeliefError('no goal: too uncertain'), other])
+    arm = PushingArm(X_REACHED + [0.2, 0.0, 0.0])
+    settings = TaskSettings(regoals=2, extra_exploration=extra)
+    t = Task(arm, planner, settings)  # type: ignore[arg-type]
+    st = t.state
+    st.grid, st.belief, st.goal = (
+        GRID,
+        Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4)),
+        GOAL,
+    )
+    st.samples = [pushed_at(0.2)]  # a planned push, before any exploration of the loop's
+    if not extra:
+        assert t.plan_once() is True and arm.pushes == 0
+        assert st.no_plan.endswith('; no goal from here: no goal: too uncertain')
+        return
+    assert t.plan_once() is False  # explored, identified again, and a goal from there
+    assert arm.pushes == 1 and st.extra_explored == 1 and st.explored == [PRIMITIVE]
+    assert st.explored_at == [1]  # after the planned push: its samples are not taken for it
+    assert planner.given == [2] and st.belief_pushes == 2  # every push so far
+    assert st.goal is other and st.no_plan == ''
