@@ -238,21 +238,30 @@ def check_on_table(spec: ObjectSpec, cell: Workcell, X_WO: tuple[float, float, f
         )
 
 
+START_MARGIN = 0.15
+"""Table [m] a random start leaves around the object where the table allows."""
+START_MARGIN_MIN = 0.05
+"""The least table [m] a random start leaves around the object."""
+
+
 def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, float, float]:
-    """A random pose well inside the table (at least 15 cm of table around the object),
-    from the seed's own stream (``[seed, 0]``)."""
+    """A random pose well inside the table (START_MARGIN of table around the object, or as
+    much as the table leaves, START_MARGIN_MIN at least), from the seed's own stream
+    (``[seed, 0]``)."""
     rng = np.random.default_rng([abs(int(seed)), 0])
     r = reach(spec.grid)
     t = cell.table
-    lo = np.array([r + 0.15, -t.width / 2 + r + 0.15])
-    hi = np.array([t.depth - r - 0.15, t.width / 2 - r - 0.15])
-    if np.any(lo >= hi):
-        room = min(t.depth, t.width) / 2 - 0.15
+    # A 40 x 30 cm tray on the 0.8 m table had exactly 15 cm around it, and was refused.
+    margin = min(START_MARGIN, min(t.depth, t.width) / 2 - r)
+    if margin < START_MARGIN_MIN:
+        room = min(t.depth, t.width) / 2 - START_MARGIN_MIN
         raise SlideInputError(
             f'{spec.name} reaches {r * 100:.1f} cm from its centre, and a random start leaves '
-            f'15 cm of table around it: on this table ({t.depth} x {t.width} m) it may reach '
-            f'{room * 100:.1f} cm at most'
+            f'{START_MARGIN_MIN * 100:.0f} cm of table around it: on this table ({t.depth} x '
+            f'{t.width} m) it may reach {room * 100:.1f} cm at most'
         )
+    lo = np.array([r + margin, -t.width / 2 + r + margin])
+    hi = np.array([t.depth - r - margin, t.width / 2 - r - margin])
     hi = np.minimum(hi, [0.6, 0.3])
     x, y = rng.uniform(lo, np.maximum(hi, lo + 1e-3))
     return (float(x), float(y), float(rng.uniform(-math.pi, math.pi)))

@@ -429,20 +429,31 @@ def test_the_gripper_goes_only_where_an_arm_could_take_it(workcell) -> None:
 
 
 def test_an_object_too_large_for_a_random_start_says_by_how_much(workcell) -> None:
-    # 'rod50 is too large for the table', of a 50 cm rod on a 0.8 x 1.2 m table.
-    from slide_sim.scene import random_start
+    # 'rod50 is too large for the table', of a 50 cm rod on a 0.8 x 1.2 m table; and then
+    # a 40 x 30 cm tray, with exactly the 15 cm asked for around it, was refused.
+    from slide_core.geometry import reach, to_world
+    from slide_sim.scene import START_MARGIN_MIN, random_start
 
-    rod = parse_spec(
-        {
-            'name': 'rod50',
-            'cell_size': 0.02,
-            'height': 0.02,
-            'mass': [[0.01] * 25],
-            'friction': [[0.4] * 25],
-        }
-    )
+    def rod(cells: int) -> ObjectSpec:
+        return parse_spec(
+            {
+                'name': f'rod{2 * cells}',
+                'cell_size': 0.02,
+                'height': 0.02,
+                'mass': [[0.01] * cells],
+                'friction': [[0.4] * cells],
+            }
+        )
+
+    t = workcell.table
+    for cells in (20, 25, 34):  # 15 cm around it, then less, as the table allows
+        spec = rod(cells)
+        X = np.array(random_start(spec, workcell, 0))
+        corners = to_world(X, spec.grid.p_OC)
+        assert reach(spec.grid) + START_MARGIN_MIN <= X[0] <= t.depth - START_MARGIN_MIN
+        assert corners[:, 0].min() > 0.0 and corners[:, 0].max() < t.depth
     with pytest.raises(
         SlideInputError,
-        match=r'^rod50 reaches 25\.4 cm from its centre, .* may reach 25\.0 cm at most',
+        match=r'^rod76 reaches 38\.4 cm from its centre, .* may reach 35\.0 cm at most',
     ):
-        random_start(rod, workcell, 0)
+        random_start(rod(38), workcell, 0)
