@@ -204,6 +204,8 @@ def _main(words: list[str], as_json: bool) -> int:
     else:
         fmt = getattr(module, 'format_text', _default_text)
         print(fmt(result))
+    if result.get('exit') in (EXIT_INTERRUPTED, EXIT_TERMINATED):  # its result kept
+        return int(result['exit'])
     return EXIT_FAILED if result.get('ok') is False else 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from slide_bringup.graph import FORCE_LIMIT_N
+from slide_bringup.signals import Terminated
 from slide_core.errors import SlideInputError
 from slide_core.geometry import com_margins, overhang
 from slide_core.model import Belief, ObjectSpec, Workcell, load_workcell
@@ -69,6 +70,7 @@ class EpisodeResult:
     total_s: float = 0.0
     simulations: int = 0
     failure: str = ''
+    interrupted: str = ''
     goal: dict[str, Any] = field(default_factory=dict)
     X_final: list[float] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
@@ -200,11 +202,17 @@ def run_episode(
     task = Task(world, decider, settings, events=lambda stage, m: say(m))
     try:
         outcome = task.run()
-    except KeyboardInterrupt:
-        # Ctrl-C: the episode so far is the result (it was lost with a traceback).
-        outcome = task.result(Aborted('interrupted (Ctrl-C)'))
-        say(f'interrupted at {outcome.stage.value}: the episode so far is kept')
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM: the episode so far is the result (it was lost with a
+        # traceback); a SIGTERM was said to be a Ctrl-C.
+        how = 'terminated' if isinstance(exc, Terminated) else 'interrupted'
+        signal_name = 'SIGTERM' if how == 'terminated' else 'Ctrl-C'
+        outcome = task.result(Aborted(f'{how} ({signal_name})'))
+        say(f'{how} at {outcome.stage.value}: the episode so far is kept')
+    else:
+        how = ''
     result = score(spec, seed, method, outcome, config, twin)
+    result.interrupted = how
     if png is not None and outcome.state.belief is not None:
         from slide_core.io.plot import episode_figure
 

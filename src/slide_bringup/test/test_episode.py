@@ -67,8 +67,36 @@ def test_an_episode_interrupted_by_ctrl_c_keeps_what_it_had(tmp_path: Path) -> N
 
     r = run_episode(load_object('box'), 0, 'probabilistic', png=png, progress=progress)
     assert not r.success and r.outcome == 'aborted' and r.stage == 'explore'
-    assert r.failure == 'explore: interrupted (Ctrl-C)'
+    assert r.failure == 'explore: interrupted (Ctrl-C)' and r.interrupted == 'interrupted'
     assert r.exploration_pushes == 2
+
+
+def test_an_episode_terminated_says_so_and_exits_as_terminated(tmp_path: Path) -> None:
+    # A SIGTERM (a batch runner's timeout) was said to be a Ctrl-C, and exited 3 as a
+    # failed episode does: a kill could not be told from a failure.
+    import json
+    import shutil
+    import signal
+    import subprocess
+
+    slide = shutil.which('slide')
+    assert slide is not None
+    with subprocess.Popen(
+        [slide, 'episode', '--object', 'box', '--json'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if 'exploratory push 2' in line:
+                proc.send_signal(signal.SIGTERM)
+                break
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    result = json.loads(out)
+    assert result['outcome'] == 'aborted' and result['exit'] == 143
+    assert result['failure'] == 'explore: terminated (SIGTERM)'
 
 
 def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     from slide_bringup.bench.warmup import warm_up
+    from slide_bringup.cli import EXIT_INTERRUPTED, EXIT_TERMINATED
     from slide_bringup.episode import run_episode
     from slide_core.files import check_output
     from slide_core.model import load_object
@@ -140,8 +141,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     out = result.to_dict()
     out['png'] = str(args.png) if args.png is not None and args.png.exists() else None
-    # The command ran; a failed episode is its result, and the exit code says so.
+    # The command ran; a failed episode is its result, and the exit code says so (that of
+    # an interrupt or a SIGTERM when one stopped it: a batch runner told a kill from a
+    # failed episode by nothing).
     out['ok'] = result.success
+    if result.interrupted:
+        out['exit'] = EXIT_TERMINATED if result.interrupted == 'terminated' else EXIT_INTERRUPTED
     return out
 
 
