@@ -567,9 +567,8 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def should_stop() -> bool:
-            if handle.is_cancel_requested or self._limit.is_set() or self.stopping.is_set():
-                return True
-            if not self.active:  # deactivated: the arm stops as on a cancel
+            # (deactivated: the arm stops as on a cancel)
+            if self._halted(handle) or self._limit.is_set():
                 return True
             silent = self._wrench_silence()
             if silent is not None:
@@ -650,20 +649,26 @@ class ExecutorNode(SlideNode):
             )
             self._retract('fingertip')
 
+    def _why_halted(self, handle: Any) -> str:
+        """Why a goal must stop, in words ('' while it may go on): the node shutting down,
+        the node deactivated, or its client's cancel."""
+        if self.stopping.is_set():
+            return 'the executor is shutting down'
+        if not self.active:
+            return 'the executor was deactivated'
+        return 'cancelled' if handle.is_cancel_requested else ''
+
     def _halted(self, handle: Any) -> bool:
-        """Whether a goal must stop: cancelled, the node deactivated or shutting down."""
-        return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
+        """Whether a goal must stop (:meth:`_why_halted`)."""
+        return bool(self._why_halted(handle))
 
     def _not_started(self, handle: Any, when: str) -> None:
         """CANCELED, saying that nothing moved for the push, when the goal was halted
         ``when`` (a cancel while the grid was awaited was answered NOT_READY 5 s later, and
         one during the tare still sent the push to the arm)."""
-        if self.stopping.is_set():
-            raise Failure(ErrorCode.CANCELED, f'the executor is shutting down {when}: no push')
-        if not self.active:
-            raise Failure(ErrorCode.CANCELED, f'the executor was deactivated {when}: no push')
-        if handle.is_cancel_requested:
-            raise Failure(ErrorCode.CANCELED, f'cancelled {when}: no push')
+        why = self._why_halted(handle)
+        if why:
+            raise Failure(ErrorCode.CANCELED, f'{why} {when}: no push')
 
     def _tare(self, should_stop: Callable[[], bool]) -> None:
         """Zero the F/T sensor where the fingertip is now: retracted and lifted, in free
@@ -769,9 +774,7 @@ class ExecutorNode(SlideNode):
         doing = ['opening', False]  # what the gripper does; whether it may close on the object
 
         def why() -> str:
-            if self.stopping.is_set():
-                return 'the executor is shutting down'
-            return 'cancelled' if self.active else 'the executor was deactivated'
+            return self._why_halted(handle) or 'cancelled'
 
         def phase(name: str, what: str, closed: bool) -> None:
             doing[:] = [what, closed]
@@ -781,7 +784,7 @@ class ExecutorNode(SlideNode):
             handle.publish_feedback(feedback)
 
         def stop() -> bool:
-            return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
+            return self._halted(handle)
 
         def on_approach(i: int, _stamp: float | None) -> None:
             reached[0] = max(reached[0], i)
