@@ -69,7 +69,6 @@ from slide_core.io import (
 )
 from slide_core.model import (
     LIFT,
-    RETRACT,
     Primitive,
     approach_clear,
     load_workcell,
@@ -579,9 +578,7 @@ class ExecutorNode(SlideNode):
         if not motion.completed and self.stopping.is_set():
             raise Failure(ErrorCode.CANCELED, 'the executor is shutting down: the arm stopped')
         if not motion.completed:
-            stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
-            back = -stroke / max(float(np.linalg.norm(stroke)), 1e-9) * RETRACT
-            self._retract('fingertip', back if 'start' in times else None)
+            self._retract('fingertip', primitive.back_W(X) if 'start' in times else None)
             if not self.active:
                 raise Failure(
                     ErrorCode.CANCELED, 'the executor was deactivated: stopped and retracted'

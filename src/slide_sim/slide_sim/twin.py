@@ -25,7 +25,6 @@ from slide_core.errors import SlideError, SlideInputError
 from slide_core.geometry import FloatArray
 from slide_core.model import (
     LIFT,
-    RETRACT,
     ObjectSpec,
     Primitive,
     Waypoint,
@@ -498,15 +497,17 @@ class Twin:
 
         def too_much() -> bool:
             w = self.wrench()
-            if monitor.active and monitor.exceeded(w.tolist()):
+            if monitor.exceeded(w.tolist()):
                 over.append(float(np.linalg.norm(w[:3])))
                 return True
             return False
 
-        log, i0, i1 = self.follow(waypoints, 'stroke', on_step, too_much)
+        # (asked every physics step: not at all without a limit)
+        log, i0, i1 = self.follow(
+            waypoints, 'stroke', on_step, too_much if monitor.active else None
+        )
         if over:
-            stroke = waypoints[3].p_W[:2] - waypoints[1].p_W[:2]
-            back = -stroke / float(np.linalg.norm(stroke)) * RETRACT if i0 >= 0 else None
+            back = primitive.back_W(X) if i0 >= 0 else None
             self.follow(retract_waypoints(self.fingertip(), 0.0, back), record='')
             raise ForceLimitExceeded(over[0], force_limit)
         t, X_WO_, p, w, q = (np.array(v) for v in zip(*log, strict=True))

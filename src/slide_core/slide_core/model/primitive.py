@@ -90,6 +90,13 @@ class Primitive:
         start = p_WA - d_W * (APPROACH + fingertip.radius)
         return start, start + d_W * (APPROACH + self.travel)
 
+    def back_W(self, X_WO: ArrayLike) -> FloatArray:
+        """RETRACT [m] back along the stroke (2,), table frame, with the object at X_WO:
+        where a push stopped part-way pulls back before it lifts (the executor's and the
+        in-process twin's stops alike)."""
+        X = check_pose(X_WO, 'X_WO')
+        return np.asarray(-(rotation(float(X[2])) @ self.d_O) * RETRACT, dtype=float)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             'p_OA': [float(v) for v in self.p_OA],
