@@ -42,11 +42,9 @@ from slide_core.model import (
     side_met,
     stroke_clear,
 )
-from slide_core.physics import FingertipPush, PhysicsError, quasistatic
+from slide_core.physics import PhysicsError, quasistatic
 
 STRATEGIES = ('random', 'most-different', 'most-distinctive')
-DISTINCTIVE_STEP = 0.002
-"""Fingertip travel [m] per step of the quasi-static rollouts that score candidates."""
 EXPLORATION_MARGIN = 0.08
 """Table [m] an exploratory push must leave around the object (beyond its reach)."""
 
@@ -64,20 +62,6 @@ class Candidate:
     def primitive(self, speed: float) -> Primitive:
         """This push as a primitive for the arm."""
         return Primitive.create(self.p_OA, self.direction_O, self.travel, speed)
-
-    def in_world(
-        self, X_WO: FloatArray, speed: float, dt: float, fingertip: Fingertip
-    ) -> FingertipPush:
-        R = rotation(float(X_WO[2]))
-        return FingertipPush.straight(
-            X_WO[:2] + R @ self.p_OF,
-            R @ self.direction_O,
-            self.travel,
-            speed,
-            dt,
-            fingertip.radius,
-            fingertip.mu,
-        )
 
 
 def candidates(
@@ -236,7 +220,6 @@ def choose(
                     cand.travel,
                     fingertip.radius,
                     fingertip.mu,
-                    DISTINCTIVE_STEP,
                     support=belief.support,
                     push_height=height,
                 )
