@@ -207,21 +207,13 @@ def record_target(text: str) -> Path:
     """The ``record`` argument's bag folder; GraphError when it exists or cannot be made
     (the recorder's own refusals, said before any node starts)."""
     from slide_core.errors import SlideInputError
-    from slide_core.files import check_bag_folder
+    from slide_core.files import check_bag_folder, check_output
 
     try:
         bag = check_bag_folder(Path(text).expanduser(), 'record:')
+        return check_output(bag, (), 'record:', directory=True)
     except SlideInputError as exc:
         raise GraphError(str(exc)) from None
-    if bag.exists():
-        raise GraphError(f'record: {bag} exists: give a new folder for the bag')
-    ancestor = next(p for p in bag.absolute().parents if p.exists())
-    if not (ancestor.is_dir() and os.access(ancestor, os.W_OK | os.X_OK)):
-        raise GraphError(
-            f'record: cannot write the bag in {bag.parent}: {ancestor} is not a folder this '
-            'user may write in'
-        )
-    return bag
 
 
 def force_limit(text: str) -> float:

@@ -658,10 +658,10 @@ def test_an_object_or_a_bag_folder_the_nodes_cannot_take_is_refused_as_an_argume
         pregrasp({'object': 'nope'})
     assert pregrasp({'object': 'nope', 'backend': 'fr3', 'robot_ip': '10.0.0.2'})  # no twin
     (tmp_path / 'old').mkdir()
-    with pytest.raises(GraphError, match='record: .*old exists: give a new folder'):
+    with pytest.raises(GraphError, match='record: .*old exists: give a new path'):
         pregrasp({'record': str(tmp_path / 'old')})
     (tmp_path / 'file').write_text('')
-    with pytest.raises(GraphError, match='record: cannot write the bag in .*file/sub'):
+    with pytest.raises(GraphError, match='record: .*file/sub/bag: cannot write in .*file$'):
         pregrasp({'record': str(tmp_path / 'file' / 'sub' / 'bag')})
     with pytest.raises(GraphError, match='record: .*a bag is a folder'):
         pregrasp({'record': str(tmp_path / 'b.mcap')})  # a folder b.mcap/ of b.mcap.mcap
