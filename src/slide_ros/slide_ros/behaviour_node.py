@@ -540,8 +540,9 @@ class BehaviourNode(SlideNode):
         if task is not None:
             msg.exploration_pushes = len(task.state.explored)
             msg.pushes = task.state.planned
-            msg.stage_names = list(task.state.stage_s)
-            msg.stage_seconds = [float(v) for v in task.state.stage_s.values()]
+            seconds = task.stage_seconds()  # the stage running now counts too
+            msg.stage_names = list(seconds)
+            msg.stage_seconds = [float(v) for v in seconds.values()]
         with self._lock:
             msg.history = list(self.history)
         self.pub_state.publish(msg)

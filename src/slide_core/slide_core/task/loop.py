@@ -137,17 +137,29 @@ class Task:
         self._should_stop = should_stop or (lambda: False)
         self._sleep = sleep
         self.started = time.perf_counter()
+        self._open: tuple[Stage, float] | None = None  # the stage entered and not left
 
     # -- helpers ---------------------------------------------------------------------------
     def _enter(self, stage: Stage) -> float:
         if self._should_stop():
             raise Aborted(f'aborted before {stage.value}')
         self.state.stage = stage
-        return time.perf_counter()
+        t0 = time.perf_counter()
+        self._open = (stage, t0)
+        return t0
 
     def _leave(self, stage: Stage, t0: float) -> None:
         key = stage.value
         self.state.stage_s[key] = self.state.stage_s.get(key, 0.0) + time.perf_counter() - t0
+        self._open = None
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds spent per stage so far, the time in the stage running now included."""
+        seconds = dict(self.state.stage_s)
+        if self._open is not None:
+            stage, t0 = self._open
+            seconds[stage.value] = seconds.get(stage.value, 0.0) + time.perf_counter() - t0
+        return seconds
 
     def say(self, message: str) -> None:
         self._events(self.state.stage, message)
@@ -585,8 +597,11 @@ class Task:
 
     def result(self, ended_by: TaskFailure | Aborted | None) -> TaskResult:
         """The task's result: succeeded when nothing ended it early, else the failure's (or
-        the abort's) outcome, stage and reason."""
+        the abort's) outcome, stage and reason. The time in the stage it stopped in counts
+        (it was left out: an episode stopped after 3 minutes of exploring said 2)."""
         st = self.state
+        if self._open is not None:
+            self._leave(*self._open)
         if isinstance(ended_by, TaskFailure):
             outcome, stage, reason = ended_by.outcome, ended_by.stage, ended_by.reason
         elif isinstance(ended_by, Aborted):

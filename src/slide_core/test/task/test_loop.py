@@ -683,6 +683,36 @@ def test_a_push_stopped_by_an_abort_is_not_in_the_trace_as_made() -> None:
     assert t.state.planned == 0
 
 
+def test_the_time_in_the_stage_a_task_stopped_in_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An episode stopped (Ctrl-C, a fault) while exploring said only the exploring of the
+    # pushes before: the stage it stopped in was entered and never left.
+    from slide_core.task import loop
+    from slide_core.task.world import Aborted
+
+    now = [0.0]
+    monkeypatch.setattr(loop, 'time', SimpleNamespace(perf_counter=lambda: now[0]))
+
+    class Slow(FaultyArm):
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            now[0] += 10.0
+            if stop_next:
+                raise Aborted('stopped while pushing')
+            return super().push(primitive, X_WO)
+
+    stop_next = False
+    t, _, _ = faulty([])
+    t.world = Slow(X_REACHED)
+    t.explore_once()
+    stop_next = True
+    with pytest.raises(Aborted) as stop:
+        t.explore_once()
+    assert t.stage_seconds()['explore'] == pytest.approx(20.0)
+    result = t.result(stop.value)
+    assert result.stage.value == 'explore'
+    assert result.stage_s['explore'] == pytest.approx(20.0)  # (10 s: the stopped push left out)
+    assert t.stage_seconds() == result.stage_s  # counted once
+
+
 def test_a_replan_that_ends_the_loop_after_a_failed_push_ends_it() -> None:
     # The closed loop ignored it and planned again: a second goal search, counted as a
     # second new goal.
