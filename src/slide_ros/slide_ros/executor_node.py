@@ -15,7 +15,8 @@ tool's pose and the sensor's mounting, header frame the table's), ``/push/primit
 ``/push/start`` and ``/push/end`` (the push's index, stamped with the stroke's start and
 end: the record's ``start`` and ``end``), and for RViz ``/ft/marker`` (the force as an
 arrow at the fingertip). A push's result carries its record (object poses
-from perception, fingertip poses, wrenches). Before each push it tares the F/T sensor
+from perception, fingertip poses, wrenches), also when a cancel, a deactivation or a failed
+motion stopped it after its stroke (its message says so). Before each push it tares the F/T sensor
 through the driver's bias service (``ft_bias``; parameter ``tare``), with the fingertip
 retracted in free air (lifted first when it is lower), so that the driver's force limit and
 ``/ft/wrench`` read the push alone.
@@ -473,7 +474,7 @@ class ExecutorNode(SlideNode):
         result = Push.Result()
 
         def work() -> None:
-            result.record = self._execute_push(handle)
+            self._execute_push(handle, result)
 
         if self._serve(handle, result, 'fingertip', work):
             result.error.code = ErrorCode.SUCCESS
@@ -526,7 +527,11 @@ class ExecutorNode(SlideNode):
         finally:
             self._slot.release()
 
-    def _execute_push(self, handle: Any) -> Any:
+    def _execute_push(self, handle: Any, result: Push.Result) -> None:
+        """Make the push and put its record in ``result``: also when a cancel, a
+        deactivation or a failed motion stopped it after its stroke (the object was pushed;
+        the record was thrown away, and the push's index came again for the next push,
+        which shadowed it in the bag)."""
         goal = handle.request
         primitive, X = self._check_push(handle)
         assert self.backend is not None
@@ -579,9 +584,20 @@ class ExecutorNode(SlideNode):
             raise Failure(ErrorCode.CANCELED, 'the executor is shutting down: the arm stopped')
         if not motion.completed:
             self._retract('fingertip', primitive.back_W(X) if 'start' in times else None)
+            # Stopped after its stroke (a cancel, a deactivation, a motion that failed in
+            # the retract): the push was made, and its record is kept (not after a limit
+            # or a silent sensor: the wrenches are not the push's alone, or missing).
+            kept = ''
+            if 'end' in times and not self._limit.is_set() and not went_silent:
+                try:
+                    result.record = self._record(index, primitive, *self._stroke(times))
+                    kept = ' after the stroke; the push is recorded'
+                except Failure as exc:
+                    kept = f' after the stroke; the push is not recorded: {exc}'
             if not self.active:
                 raise Failure(
-                    ErrorCode.CANCELED, 'the executor was deactivated: stopped and retracted'
+                    ErrorCode.CANCELED,
+                    f'the executor was deactivated: stopped and retracted{kept}',
                 )
             if self._limit.is_set():
                 raise Failure(ErrorCode.FT_LIMIT, 'the F/T driver reported a limit: retracted')
@@ -593,13 +609,16 @@ class ExecutorNode(SlideNode):
                     'force limit acts on a silent sensor); the push is not recorded',
                 )
             if handle.is_cancel_requested:
-                raise Failure(ErrorCode.CANCELED, 'cancelled: stopped and retracted')
-            raise Failure(ErrorCode.MOTION_FAILED, motion.message)
+                raise Failure(ErrorCode.CANCELED, f'cancelled: stopped and retracted{kept}')
+            raise Failure(ErrorCode.MOTION_FAILED, f'{motion.message}{kept}')
         if 'start' not in times or 'end' not in times:
             raise Failure(ErrorCode.MOTION_FAILED, 'the arm skipped the stroke')
-        t0, t1 = times['start'], times['end']
-        t2 = times.get('rest', self._now())
-        return self._record(index, primitive, t0, t1, t2)
+        result.record = self._record(index, primitive, *self._stroke(times))
+
+    def _stroke(self, times: dict[str, float]) -> tuple[float, float, float]:
+        """The stroke's start and end and when the object came to rest (the retract began;
+        now, when the push stopped before it) [s, ROS time]."""
+        return times['start'], times['end'], times.get('rest', self._now())
 
     @property
     def _wrench_topic(self) -> str:

@@ -91,7 +91,11 @@ class Caller:
         goal: Any,
         timeout_s: float,
         feedback: Callable[[Any], None] | None = None,
+        made: Callable[[Any], bool] | None = None,
     ) -> Any:
+        """The goal's result. ``made`` says of a result whether the goal did its work
+        (a push stopped after its stroke, with its record): such a result, like a success,
+        is returned when an abort cancelled the goal, not lost in Aborted."""
         name = self._names.get(id(client), 'its action server')
         if not client.wait_for_server(timeout_sec=3.0):
             raise NodeGone(f'{what}: {name} is not running (is its node up? see its log)')
@@ -100,7 +104,7 @@ class Caller:
         if not handle.accepted:
             raise WorldError(f'{what}: the goal was refused', retryable=True)
         result = handle.get_result_async()
-        self._wait(result, client, f'{what} ({name})', timeout_s, handle)
+        self._wait(result, client, f'{what} ({name})', timeout_s, handle, made)
         response = result.result()
         if response.status == GoalStatus.STATUS_ABORTED and response.result.error.code == 0:
             # A server that died inside its execute callback aborts with an empty result,
@@ -110,7 +114,13 @@ class Caller:
         return response.result
 
     def _wait(
-        self, future: Any, client: ActionClient, what: str, timeout_s: float, handle: Any
+        self,
+        future: Any,
+        client: ActionClient,
+        what: str,
+        timeout_s: float,
+        handle: Any,
+        made: Callable[[Any], bool] | None = None,
     ) -> Any:
         end = time.monotonic() + timeout_s
         last_check = time.monotonic()
@@ -122,9 +132,14 @@ class Caller:
                     while not future.done() and time.monotonic() < stop:
                         time.sleep(0.01)
                     del cancel
-                    if future.done() and future.result().status == GoalStatus.STATUS_SUCCEEDED:
-                        # It ended before the cancel reached it: a push that was made is
-                        # kept (it was lost from the result); the task's next stage aborts.
+                    if future.done() and (
+                        future.result().status == GoalStatus.STATUS_SUCCEEDED
+                        or (made is not None and made(future.result().result))
+                    ):
+                        # It ended before the cancel reached it, or the cancel stopped it
+                        # after its work (a push after its stroke): a push that was made
+                        # is kept (it was lost from the result); the task's next stage
+                        # aborts.
                         return future.result()
                 raise Aborted(f'aborted during {what}')
             now = time.monotonic()
@@ -138,6 +153,12 @@ class Caller:
                 raise NodeGone(f'{what}: no answer within {timeout_s:g} s')
             time.sleep(0.005)
         return future.result()
+
+
+def recorded(result: Any) -> bool:
+    """Whether a push's result carries its record: the push was made (it succeeded, or a
+    cancel, a deactivation or a failed motion stopped it after its stroke)."""
+    return bool(result.record.object_poses)
 
 
 class RosWorld:
@@ -260,14 +281,18 @@ class RosWorld:
         assert self.observed is not None
         goal.object_pose = self.observed
         goal.index = len(self.records)
-        result = self.caller.call(self.push_client, 'push', goal, TIMEOUTS['push'])
+        result = self.caller.call(self.push_client, 'push', goal, TIMEOUTS['push'], made=recorded)
         self._since = self._now()
-        if result.error.code != ErrorCode.SUCCESS:
+        made = recorded(result)
+        if made:
+            # A push stopped after its stroke was made: kept, and its index is not given
+            # to the next push (the bag reads the last push of an index).
+            self.records.append(result.record)
+        if result.error.code != ErrorCode.SUCCESS and not (made and self.caller.should_stop()):
             unsafe = result.error.code in (ErrorCode.FT_LIMIT, ErrorCode.CANCELED)
             raise PushFailed(
                 f'push: {result.message} (code {result.error.code})', retryable=not unsafe
             )
-        self.records.append(result.record)
         try:
             return record_from_msg(result.record, self.frame)
         except MessageError as exc:

@@ -456,3 +456,33 @@ def test_a_push_at_an_object_pose_off_the_table_is_refused() -> None:
     assert answer.result.error.code == ErrorCode.INVALID_GOAL
     assert 'puts no part of the object over the table' in answer.result.message
     assert arm.motions == []
+
+
+class PhaseArm(StubArm):
+    """A StubArm that tells which waypoint's phase it is moving through."""
+
+    phase = ''
+
+    def follow(self, tool, waypoints, on_waypoint, should_stop):  # type: ignore[no-untyped-def]
+        def told(i: int, stamp: float | None) -> None:
+            self.phase = waypoints[i].phase
+            on_waypoint(i, stamp)
+
+        return super().follow(tool, waypoints, told, should_stop)
+
+
+def test_a_push_cancelled_after_its_stroke_keeps_its_record() -> None:
+    # The record was thrown away with the cancel, though the object had been pushed: the
+    # push's index came again for the next push, which shadowed it in the bag.
+    arm = PhaseArm(0.3)
+    with executor_on(arm) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        peer.wait(lambda: arm.phase == 'settle', 20, 'the stroke ended')
+        peer.result(handle.cancel_goal_async(), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.status == GoalStatus.STATUS_CANCELED
+    assert answer.result.message == (
+        'cancelled: stopped and retracted after the stroke; the push is recorded'
+    )
+    assert len(answer.result.record.object_poses) >= 2 and answer.result.record.wrenches
+    assert arm.motions[0][2] == 'stopped at settle'

@@ -77,12 +77,11 @@ def test_a_planner_that_cannot_answer_ends_the_task_as_an_error_not_as_a_decisio
     assert result.reason == 'exploration choice: not active (code 3)'
 
 
-@pytest.mark.parametrize('honours_cancel', [False, True])
-def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(
-    honours_cancel: bool,
-) -> None:
+@pytest.mark.parametrize('answer', ['rejects the cancel', 'honours it', 'stops after its work'])
+def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(answer: str) -> None:
     # A push that completed while its cancel was on the way was thrown away (Aborted),
-    # though it had been made: it was missing from the episode's pushes.
+    # though it had been made: it was missing from the episode's pushes. So was one the
+    # cancel stopped after its stroke, with its record (the server's 'made' result).
     import threading
     import time
 
@@ -98,7 +97,9 @@ def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(
         while time.monotonic() < end:
             if handle.is_cancel_requested:
                 handle.canceled()
-                return ChooseExploration.Result()
+                result = ChooseExploration.Result()
+                result.message = 'made' if answer == 'stops after its work' else ''
+                return result
             time.sleep(0.01)
         handle.succeed()
         result = ChooseExploration.Result()
@@ -106,7 +107,7 @@ def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(
         return result
 
     def cancel(_request):  # type: ignore[no-untyped-def]
-        return CancelResponse.ACCEPT if honours_cancel else CancelResponse.REJECT
+        return CancelResponse.REJECT if answer == 'rejects the cancel' else CancelResponse.ACCEPT
 
     server = ActionServer(
         server_side.node, ChooseExploration, '/test/busy', execute, cancel_callback=cancel
@@ -116,11 +117,12 @@ def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(
         client = caller.client(ChooseExploration, '/test/busy')
         client_side.wait(client.server_is_ready, 30, 'the server')
         threading.Timer(0.3, stop.set).start()
-        if honours_cancel:
+        goal = ChooseExploration.Goal()
+        if answer == 'honours it':
             with pytest.raises(Aborted, match='aborted during push'):
-                caller.call(client, 'push', ChooseExploration.Goal(), 30.0)
+                caller.call(client, 'push', goal, 30.0, made=lambda r: r.message == 'made')
         else:
-            result = caller.call(client, 'push', ChooseExploration.Goal(), 30.0)
+            result = caller.call(client, 'push', goal, 30.0, made=lambda r: r.message == 'made')
             assert result.message == 'made'
     finally:
         server.destroy()
@@ -188,3 +190,99 @@ def test_a_perception_that_sends_no_pose_is_told_from_one_that_falls_behind() ->
         stop.set()
         behaviour.close()
         perception.close()
+
+
+def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> None:
+    # The executor's record of a push a cancel stopped after its stroke was lost: the
+    # episode's pushes missed it, and its index went to the next push, which shadowed it in
+    # the bag (the bag reads the last push of an index).
+    from pathlib import Path
+    import threading
+    import time
+
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+    import numpy as np
+    from rclpy.action import CancelResponse
+
+    from slide_core.geometry import Grid
+    from slide_core.identification import PushSamples
+    from slide_core.io import grid_to_msg, record_to_msg, set_planar_pose
+    from slide_core.model import Primitive, load_workcell
+    from slide_core.task import PushFailed
+    from slide_interfaces.action import Push
+    from slide_interfaces.msg import ObjectGrid
+    from slide_ros.qos import LATCHED, RELIABLE
+    from slide_ros.ros_task import RosWorld
+
+    cell = load_workcell(Path(__file__).resolve().parents[3] / 'config' / 'workcell.yaml')
+    frame = cell.table.frame_id
+    stand_in, behaviour = Peer('executor_stand_in'), Peer('behaviour_stand_in')
+    aborting, stop = threading.Event(), threading.Event()
+    indices: list[int] = []
+
+    def execute(handle):  # type: ignore[no-untyped-def]
+        indices.append(int(handle.request.index))
+        result = Push.Result()
+        end = time.monotonic() + 5.0
+        while indices != [0] and time.monotonic() < end and not handle.is_cancel_requested:
+            time.sleep(0.01)
+        t = np.linspace(0.0, 1.0, 5)
+        xy = np.column_stack((0.4 + 0.01 * t, 0.0 * t))
+        samples = PushSamples(
+            t, np.column_stack((xy, 0.0 * t)), t, xy - [0.05, 0.0], t, 0.0 * xy + 1.0, 0.2, 0.8
+        )
+        record_to_msg(samples, result.record, PoseStamped, WrenchStamped, frame)
+        if indices == [0]:  # the retract failed: MOTION_FAILED, after the stroke, recorded
+            result.error.code = ErrorCode.MOTION_FAILED
+            result.message = 'the arm stopped after the stroke; the push is recorded'
+            handle.abort()
+        else:  # stopped by the cancel after its stroke, recorded
+            result.error.code = ErrorCode.CANCELED
+            result.message = (
+                'cancelled: stopped and retracted after the stroke; the push is recorded'
+            )
+            handle.canceled()
+        return result
+
+    server = ActionServer(
+        stand_in.node,
+        Push,
+        '/executor/push',
+        execute,
+        cancel_callback=lambda _r: CancelResponse.ACCEPT,
+    )
+    try:
+        grids = stand_in.node.create_publisher(ObjectGrid, '/object/grid', LATCHED)
+        poses = stand_in.node.create_publisher(PoseStamped, '/object/pose', RELIABLE)
+        grid_msg = grid_to_msg(
+            Grid.from_occupancy(np.ones((2, 4)), 0.02, 0.03), np.zeros(3), ObjectGrid()
+        )
+        grid_msg.header.frame_id = frame
+        grids.publish(grid_msg)
+
+        def perceive() -> None:
+            while not stop.wait(0.05):
+                msg = PoseStamped()
+                msg.header.frame_id = frame
+                msg.header.stamp = stand_in.node.get_clock().now().to_msg()
+                set_planar_pose(msg.pose, np.array([0.4, 0.0, 0.0]))
+                poses.publish(msg)
+
+        threading.Thread(target=perceive, daemon=True).start()
+        world = RosWorld(behaviour.node, Caller(behaviour.node, aborting.is_set), cell, 2.0)
+        primitive = Primitive.create([-0.04, 0.0], [1.0, 0.0], 0.02, 0.05)
+        behaviour.wait(world.push_client.server_is_ready, 30, 'the executor stand-in')
+        # Failed after its stroke: a failed push to make again, but a made one, kept.
+        with pytest.raises(PushFailed, match='after the stroke') as failed:
+            world.push(primitive, np.array([0.4, 0.0, 0.0]))
+        assert failed.value.retryable and len(world.records) == 1
+        # Cancelled by the task's own abort: the push is the world's answer.
+        threading.Timer(0.5, aborting.set).start()
+        samples = world.push(primitive, np.array([0.4, 0.0, 0.0]))
+        assert samples.X_WO[-1, 0] == pytest.approx(0.41)
+        assert indices == [0, 1] and len(world.records) == 2
+    finally:
+        stop.set()
+        server.destroy()
+        behaviour.close()
+        stand_in.close()
