@@ -34,7 +34,8 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   either way (where the closed loop's shortest pushes land) come first; the others only
   when there is no such goal. A round object's yaw is free (:func:`yaw_seen`: no turn
   moves its outline by more than the camera's noise): the closed loop steers the goal's
-  position and leaves the yaw it tracks, which only drifts, alone (:meth:`Goal.toward`).
+  position and leaves the yaw it tracks, which only drifts, alone (:meth:`Goal.toward`);
+  its goals are looked for at that yaw alone, where the loop will judge them.
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded

@@ -164,7 +164,8 @@ def select_goal(
     and its last pushes, at least ``push_min`` long, land about that far from the goal's
     yaw. A goal only the exact yaw makes graspable (a narrow tip sticking out) is taken
     only when no other goal exists. The goal's yaw is free when the camera cannot see the
-    object turn (:func:`yaw_seen`): the closed loop then steers its position alone.
+    object turn (:func:`yaw_seen`): the closed loop then steers its position alone, and
+    goals are looked for at X_WO's yaw alone.
 
     Raises PlanningError when no sampled pose is graspable and balanced, saying which
     condition failed (:func:`_no_goal`); UncertainBeliefError when the only condition
@@ -187,16 +188,20 @@ def select_goal(
     # of the way between are tried too.
     free = not yaw_seen(belief.grid, config)
     grasps = _Grasps(belief, config)
+    # A free yaw is not steered to: the object arrives at the yaw it has (a ring's goal at
+    # a yaw 0.35 rad from it was refused where the object came, at its own yaw, and the
+    # loop gave up). Its goals are looked for at that yaw alone.
+    offsets = (0.0,) if free else ROBUST_YAW_OFFSETS
     # The passes: one per robust offset, the goal without the landing turn, why no goal.
-    tick = _Ticks(len(ROBUST_YAW_OFFSETS) + 2, config.goal_yaws, progress)
-    for offset in ROBUST_YAW_OFFSETS:
-        goal = _best_goal(belief, X0, config, grasps, turn, offset * step, tick)
+    tick = _Ticks(len(offsets) + 2, len(_goal_yaws(X0, config, free)), progress)
+    for offset in offsets:
+        goal = _best_goal(belief, X0, config, grasps, turn, offset * step, tick, free)
         if goal is not None:
             tick.finish()
             return replace(goal, yaw_free=free)
-    goal = _best_goal(belief, X0, config, grasps, 0.0, tick=tick)
+    goal = _best_goal(belief, X0, config, grasps, 0.0, tick=tick, free=free)
     if goal is None:
-        error = _no_goal(belief, X0, config, grasps, tick)
+        error = _no_goal(belief, X0, config, grasps, tick, free)
         tick.finish()
         raise error
     tick.finish()
@@ -268,17 +273,18 @@ def _best_goal(
     turn: float,
     offset: float = 0.0,
     tick: Callable[[], None] | None = None,
+    free: bool = False,
 ) -> Goal | None:
     """The best-scoring goal whose grasp holds at its yaw and at ``turn`` [rad] either
-    side of it (0: at its yaw alone), at the sampled yaws turned by ``offset`` [rad], or
-    None. ``tick`` is called after each yaw."""
+    side of it (0: at its yaw alone), at the sampled yaws turned by ``offset`` [rad] (X0's
+    yaw alone when the yaw is ``free``), or None. ``tick`` is called after each yaw."""
     grid = belief.grid
     rho = belief.radius()
     corners = boundary_rings(grid).reshape(-1, 2)
     g = config.gripper
     need = g.clearance + g.min_grip + config.grasp_margin
     best: tuple[float, Goal] | None = None
-    yaws = wrap_angle(_goal_yaws(X0, config) + offset)
+    yaws = wrap_angle(_goal_yaws(X0, config, free) + offset)
     half_width = config.table.width / 2
     anchor = -(half_width - rho)
     need_k = needed_margins(belief, config)
@@ -360,7 +366,11 @@ def _best_goal(
     return None if best is None else best[1]
 
 
-def _goal_yaws(X0: FloatArray, config: PlannerConfig) -> FloatArray:
+def _goal_yaws(X0: FloatArray, config: PlannerConfig, free: bool = False) -> FloatArray:
+    """The yaws goals are looked for at from X0: ``config.goal_yaws`` of them round the
+    circle from X0's, or X0's alone when the yaw is ``free`` (not steered to)."""
+    if free:
+        return np.array([float(X0[2])])
     return wrap_angle(X0[2] + np.linspace(-np.pi, np.pi, config.goal_yaws, endpoint=False))
 
 
@@ -370,6 +380,7 @@ def _no_goal(
     config: PlannerConfig,
     grasps: _Grasps,
     tick: Callable[[], None] | None = None,
+    free: bool = False,
 ) -> PlanningError:
     """Why :func:`select_goal` finds no goal for an object at X_WO: the first of its
     conditions that no pose it tries meets, in the order a person would fix them (the
@@ -394,7 +405,7 @@ def _no_goal(
     stays_best = held = lifted = 0
     least_hold = math.inf  # the most probable model's smallest hold ratio where it is held
     p_held = 0.0  # the most of the belief that stays and is held at one pose
-    for yaw in _goal_yaws(X0, config):
+    for yaw in _goal_yaws(X0, config, free):
         if tick is not None:
             tick()
         R = rotation(float(yaw))

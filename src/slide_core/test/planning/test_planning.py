@@ -884,6 +884,29 @@ def test_a_round_object_gets_a_goal_whose_yaw_is_free() -> None:
     assert not select_goal(belief, [0.4, 0.1, 1.0], replace(CONFIG, seen_turn=0.0)).yaw_free
 
 
+def test_a_free_yaw_goal_is_one_the_loop_accepts_at_the_yaw_it_steers_at() -> None:
+    # A ring on 1 cm cells: its pads hold 4 cm at some yaws only (the staircase). Its goal
+    # was taken at such a yaw, the loop steered to its position at the yaw it tracked,
+    # refused it there at once, and the task ended with no plan.
+    xs = (np.arange(18) - 8.5) * 0.01
+    r = np.hypot(*np.meshgrid(xs, xs))
+    ring = Grid.from_occupancy(((r <= 0.09) & (r >= 0.05)).astype(float), 0.01, 0.03)
+    belief = Belief.create(ring, 0.2 * ring.area / ring.area.sum(), np.full(ring.n, 0.4))
+    found = refused = 0
+    for yaw in np.linspace(-np.pi, np.pi, 12, endpoint=False):
+        X0 = np.array([0.4, 0.0, yaw])
+        try:
+            goal = select_goal(belief, X0, CONFIG)
+        except PlanningError as exc:
+            assert 'the pads hold less than' in str(exc)
+            refused += 1
+            continue
+        assert goal.yaw_free and goal.X_WO[2] == yaw
+        assert goal_acceptable(belief, goal.toward(X0), CONFIG) is not None
+        found += 1
+    assert found and refused  # (the staircase holds at some yaws: both cases are met)
+
+
 def test_grasps_of_long_overhangs_are_those_of_sampling_them_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
