@@ -444,6 +444,7 @@ def segment(
     candidate = (h >= config.min_height) & _in_box(
         points_W, config.workspace_min, config.workspace_max
     )
+    seen = candidate.copy()  # (before the tools are cut out)
     for body in keep_out:
         candidate &= ~body.contains(points_W)
     above = points_W[candidate]
@@ -478,6 +479,7 @@ def segment(
     obj = above[np.isfinite(near)]
     _check_in_view(obj, points_W, config, view)
     heights = plane.height(obj)
+    _check_clear_of_tools(obj, heights, points_W[seen & ~candidate], h[seen & ~candidate], config)
     _check_not_thin(heights, h, config)
     lo, hi = obj[:, :2].min(axis=0), obj[:, :2].max(axis=0)
     through = (np.abs(h) <= config.table_inlier_distance / 2) & np.all(
@@ -583,6 +585,37 @@ def _check_in_view(
             PerceptionStatus.PARTIAL_VIEW,
             'the object touches the edge of the camera view; move the camera or the object',
         )
+
+
+def _check_clear_of_tools(
+    obj: FloatArray,
+    heights: FloatArray,
+    cut: FloatArray,
+    cut_h: FloatArray,
+    config: PerceptionConfig,
+) -> None:
+    """PerceptionError(PARTIAL_VIEW) when points cut out of the cloud as a tool's
+    (``cut`` (K, 3), heights ``cut_h`` (K,) above the table) lie within ``cluster_eps`` of
+    the object's points ``obj`` (M, 3, heights ``heights``) in the table plane and no
+    higher than its top: the tool's keep-out cylinder touches the object, and what of the
+    object lies inside it is cut out with the tool (a gripper 3 cm past a box's end took 16%
+    of its area out of the acquired grid, and the episode ran on the rest). A tool above
+    the object, clear of its top, is not in the way."""
+    low = cut_h <= float(heights.max()) + config.cluster_eps
+    if not low.any():
+        return
+    d = cKDTree(obj[:, :2]).query(cut[low, :2], distance_upper_bound=config.cluster_eps)[0]
+    touching = cut[low][np.isfinite(d)]
+    if touching.shape[0] == 0:
+        return
+    at = np.round(touching[:, :2].mean(axis=0), 3).tolist()
+    raise PerceptionError(
+        PerceptionStatus.PARTIAL_VIEW,
+        f'a tool (the pusher or gripper, cut out of the cloud) is within '
+        f'{config.cluster_eps * 1000:.0f} mm of the object near {at} m, at its height: the '
+        'part of the object inside its keep-out would be cut out with it; move the tool '
+        'clear of the object to acquire it',
+    )
 
 
 def check_in_image(points_W: FloatArray, view: CameraView, config: PerceptionConfig) -> None:

@@ -300,6 +300,21 @@ def test_the_pusher_is_cut_out_not_a_second_object():
     assert est.grid.n == 32
 
 
+def test_a_tool_touching_the_object_at_acquisition_is_refused_not_cut_into_it():
+    # A tool's keep-out cylinder reaching over the box's end took that end out of the grid,
+    # and the episode ran on the rest. A tool above the box, clear of its top, is no matter.
+    box = box_top((0.4, 0.0, 0.0))  # 16 x 8 cm: x 0.32 to 0.48
+    tip = np.array([0.49, 0.0])
+    beside = table_points(tip - 0.008, tip + 0.008, z=0.02)
+    body = KeepOut((tip[0], tip[1], 0.02), 0.02, 0.03)
+    with pytest.raises(PerceptionError, match='a tool .* is within') as refused:
+        acquire(scene(box, beside), CFG, (body,))
+    assert refused.value.status is PerceptionStatus.PARTIAL_VIEW
+    above = table_points(tip - 0.008, tip + 0.008, z=0.12)
+    high = KeepOut((tip[0], tip[1], 0.12), 0.02, 0.03)
+    assert acquire(scene(box, above), CFG, (high,)).grid.n == 32
+
+
 def test_extrinsics_file_and_frame_change(tmp_path):
     path = tmp_path / 'camera.yaml'
     # Camera 0.9 m above (0.35, 0), looking down, image x along -y of the table.
