@@ -433,7 +433,8 @@ def segment(
     table plane, which the floor past the table's edge widens.
 
     Raises PerceptionError: EMPTY_CLOUD, NO_TABLE, NO_OBJECT, SEVERAL_OBJECTS or
-    PARTIAL_VIEW (the object touches the edge of the view or of the workspace box).
+    PARTIAL_VIEW (the object touches the edge of the view or of the workspace box, or a
+    tool in ``keep_out``: :func:`_check_clear_of_tools`).
     """
     points_W = as_points(points_W, 'points_W')
     points_W = points_W[np.isfinite(points_W).all(axis=1)]
