@@ -322,6 +322,11 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
     extrinsics = str(_extrinsics(cell))
     # The table frame's name is the workcell's (the twin and perception took their own).
     frame = cell.table.frame_id
+    from slide_core.io.perceive import pusher_keep_out
+    from slide_core.perception import workspace_box
+
+    box = workspace_box(cell.table.depth, cell.table.width)
+    keep_out = pusher_keep_out(cell.fingertip.radius)
     seed = int(a['seed'])
     twin = a['backend'] == 'twin'
     nodes: list[NodeSpec] = []
@@ -384,7 +389,15 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             'slide_perception',
             'perception_node',
             'perception',
-            {'extrinsics_file': extrinsics, 'table_frame': frame},
+            {
+                'extrinsics_file': extrinsics,
+                'table_frame': frame,
+                # The workcell's table and fingertip (its defaults fit the 0.8 x 1.2 m
+                # table alone: on a larger one the object was 'no object there').
+                'workspace_min': list(box[0]),
+                'workspace_max': list(box[1]),
+                'pusher_keep_out': [keep_out[0], -keep_out[1], keep_out[1]],
+            },
             (('points', CLOUD_TOPIC),),
         ),
         NodeSpec(

@@ -620,6 +620,30 @@ def test_every_backend_reads_the_extrinsics_the_workcell_file_names(tmp_path) ->
         pregrasp({'config_dir': str(tmp_path), 'backend': 'fr3', 'robot_ip': '172.16.0.2'})
 
 
+def test_perception_gets_the_workcells_table_and_fingertip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Its workspace box and pusher keep-out were its defaults, written for the 0.8 x 1.2 m
+    # table and the 8 mm fingertip: on a 1.6 x 2 m table an object at x 1.2 m was 'no
+    # object there'.
+    import shutil
+
+    config = ROOT / 'config'
+    shutil.copy(config / 'twin_camera.yaml', tmp_path / 'twin_camera.yaml')
+    text = (config / 'workcell.yaml').read_text()
+    for old, new in (('depth: 0.80', 'depth: 1.60'), ('width: 1.20', 'width: 2.00')):
+        assert old in text
+        text = text.replace(old, new)
+    text = text.replace('radius: 0.008', 'radius: 0.012')
+    (tmp_path / 'workcell.yaml').write_text(text)
+    default = {s.name: s for s in pregrasp({})}['perception'].parameters
+    assert default['workspace_min'] == pytest.approx([-0.2, -0.7, -0.05])  # as they were
+    assert default['workspace_max'] == pytest.approx([1.0, 0.7, 0.4])
+    assert default['pusher_keep_out'] == pytest.approx([0.014, -0.05, 0.05])
+    mine = {s.name: s for s in pregrasp({'config_dir': str(tmp_path)})}['perception'].parameters
+    assert mine['workspace_min'] == pytest.approx([-0.2, -1.1, -0.05])
+    assert mine['workspace_max'] == pytest.approx([1.8, 1.1, 0.4])
+    assert mine['pusher_keep_out'] == pytest.approx([0.018, -0.05, 0.05])
+
+
 def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:
     twin = {s.name: s for s in pregrasp({'ft_offset': '1,-0.6,0.5,0,0,0.01'})}['twin']
     assert twin.parameters['ft_offset'] == [1.0, -0.6, 0.5, 0.0, 0.0, 0.01]

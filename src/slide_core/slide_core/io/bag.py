@@ -433,7 +433,9 @@ def _perceive(
     """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series.
     After the acquisition only the clouds of the pushes are worked on."""
     from slide_core.io.messages import cloud_to_xyz
-    from slide_core.io.perceive import keep_out_from, track_clouds
+    from slide_core.io.perceive import keep_out_from, pusher_keep_out, track_clouds
+    from slide_core.model import load_workcell
+    from slide_core.perception import KeepOut
 
     starts = sorted(series['/push/start'].log)
     ends = sorted(series['/push/end'].log) if '/push/end' in series else []
@@ -458,12 +460,21 @@ def _perceive(
 
     pusher = series['/pusher/pose']
     gripper = series.get('/gripper/pose')
-    keep_out = keep_out_from(
+    tools_at = keep_out_from(
         np.asarray(pusher.stamp),
         np.array([r[[0, 1, 3]] for r in pusher.rows]).reshape(-1, 3),
         None if gripper is None else np.asarray(gripper.stamp),
         None if gripper is None else np.array([r[[0, 1, 3]] for r in gripper.rows]).reshape(-1, 3),
+        pusher_keep_out(load_workcell().fingertip.radius),  # (the workcell's fingertip)
     )
+    # A cloud logged at t is cut where the tools were then, on their own clock: by the
+    # clouds' stamps, a camera 1000 s ahead had the fingertip's last pose cut out of every
+    # cloud (its keep-out over the object, which no cloud was then acquired from).
+    tools_offset = stamp_offset(pusher)
+
+    def keep_out(log: float) -> tuple[KeepOut, ...]:
+        return tools_at(log + tools_offset)
+
     track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path), wanted=wanted)
     warnings.extend(f'{CLOUD_TOPIC}: {w}' for w in track.warnings)
     poses = Series('/object/pose')

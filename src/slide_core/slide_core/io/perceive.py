@@ -31,9 +31,21 @@ from slide_core.perception import (
 )
 
 PUSHER_KEEP_OUT = (0.014, 0.05)
-"""Radius and half height [m] cut out around the pusher (the node's defaults)."""
+"""Radius and half height [m] cut out around the pusher (the node's defaults: the
+workcell's 8 mm fingertip and :data:`KEEP_OUT_MARGIN`)."""
+KEEP_OUT_MARGIN = 0.006
+"""What the pusher's keep-out adds to the fingertip's radius [m] (depth noise at its rim)."""
+
 GRIPPER_KEEP_OUT = (0.07, 0.1)
 """Radius and half height [m] cut out around the gripper (the node's defaults)."""
+
+
+def pusher_keep_out(fingertip_radius: float) -> tuple[float, float]:
+    """Radius and half height [m] to cut out around a fingertip of this radius [m] (the
+    workcell's: one wider than the default keep-out would leave its rim in the cloud, a
+    second object beside the object)."""
+    return fingertip_radius + KEEP_OUT_MARGIN, PUSHER_KEEP_OUT[1]
+
 
 KeepOutAt = Callable[[float], tuple[KeepOut, ...]]
 
@@ -64,10 +76,12 @@ def keep_out_from(
     p_pusher: FloatArray,
     t_gripper: FloatArray | None = None,
     p_gripper: FloatArray | None = None,
+    pusher: tuple[float, float] = PUSHER_KEEP_OUT,
 ) -> KeepOutAt:
     """The bodies to cut out of a cloud stamped t: the pusher and gripper at their latest
-    recorded positions (N, 3) (table frame) no later than t."""
-    tools = [(t_pusher, p_pusher, PUSHER_KEEP_OUT)]
+    recorded positions (N, 3) (table frame) no later than t; ``pusher``: the radius and
+    half height [m] of the pusher's (:func:`pusher_keep_out`)."""
+    tools = [(t_pusher, p_pusher, pusher)]
     if t_gripper is not None and p_gripper is not None:
         tools.append((t_gripper, p_gripper, GRIPPER_KEEP_OUT))
     ordered = []
@@ -104,15 +118,20 @@ def track_clouds(
     """Acquire and track the object over clouds (log time [s], the cloud), in order.
     Once the object is acquired, only clouds whose log time is ``wanted`` are decoded and
     tracked (the object rests between pushes: the tracker takes up where it stopped).
-    ``extrinsics``: the camera file (default: the workcell's). Raises SlideInputError when
-    no cloud shows the object."""
-    if extrinsics is None:
+    ``keep_out``: the tools to cut out of the cloud logged at a log time [s] (looked up by
+    log time: a camera on another clock was cut where the tools were at its wrong stamps);
+    ``extrinsics``: the camera file (default: the workcell's); ``config``: perception's
+    settings (default: the workcell table's workspace box). Raises SlideInputError when no
+    cloud shows the object."""
+    if extrinsics is None or config is None:
         from slide_core.model import load_workcell
 
-        extrinsics = load_workcell().camera_extrinsics
+        cell = load_workcell()
+        extrinsics = cell.camera_extrinsics if extrinsics is None else extrinsics
+        config = config or PerceptionConfig.for_table(cell.table.depth, cell.table.width)
     camera = read_extrinsics(extrinsics)
     R_WK, p_WK, optical = camera.R_WK, camera.p_WK, camera.child_frame
-    cfg = config or PerceptionConfig()
+    cfg = config
     tracker: PoseTracker | None = None
     grid: Grid | None = None
     acquired_at = 0.0
@@ -135,7 +154,7 @@ def track_clouds(
         frames += 1
         p_W = to_table_frame(p_K, R_WK, p_WK)
         view = CameraView.of(p_K, R_WK, p_WK)
-        bodies = keep_out(stamp)
+        bodies = keep_out(log)
         try:
             if tracker is None:
                 estimate = acquire(p_W, cfg, bodies, view)

@@ -43,12 +43,14 @@ from slide_core.perception.cloud import (
     read_extrinsics,
     segment,
     to_table_frame,
+    workspace_box,
 )
 from slide_core.perception.shape import ObjectEstimate, acquire, build_grid
 from slide_core.perception.tracking import PoseTracker, TrackResult
 
 __all__ = [
     'CameraView',
+    'Extrinsics',
     'KeepOut',
     'ObjectEstimate',
     'PerceptionConfig',
@@ -60,10 +62,10 @@ __all__ = [
     'TrackResult',
     'acquire',
     'build_grid',
-    'Extrinsics',
     'fit_table',
     'load_extrinsics',
     'read_extrinsics',
     'segment',
     'to_table_frame',
+    'workspace_box',
 ]

@@ -42,13 +42,35 @@ class PerceptionError(SlideInputError):
         self.status = status
 
 
+EDGE_REACH = 0.2
+"""How far past the table's free edge and far end [m] the workspace box reaches: an object
+pushed out over the edge is still seen whole."""
+SIDE_REACH = 0.1
+"""How far past the table's sides [m] the workspace box reaches."""
+WORKSPACE_Z = (-0.05, 0.4)
+"""The workspace box's bottom and top [m] above the table top."""
+
+
+def workspace_box(
+    depth: float, width: float
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """The corners (table frame [m]) of the box an object must lie in on a table ``depth``
+    deep and ``width`` wide (the workcell's table): the table, with ``EDGE_REACH`` past its
+    edge and end and ``SIDE_REACH`` past its sides. The box was written for the 0.8 x 1.2 m
+    table alone, and an object on a larger one was 'no object there'."""
+    half = width / 2 + SIDE_REACH
+    return (-EDGE_REACH, -half, WORKSPACE_Z[0]), (depth + EDGE_REACH, half, WORKSPACE_Z[1])
+
+
 @dataclass(frozen=True)
 class PerceptionConfig:
     """Settings; lengths in metres, in the table frame W.
 
     Attributes:
         cell_size: edge of a grid cell.
-        workspace_min, workspace_max: (3,) corners of the box the object must lie in.
+        workspace_min, workspace_max: (3,) corners of the box the object must lie in
+            (the defaults: :func:`workspace_box` of the workcell's 0.8 x 1.2 m table; give
+            it the table's own, as :meth:`for_table` does).
         table_inlier_distance: RANSAC inlier band of the table plane.
         max_table_tilt_deg, max_table_offset: how far the fitted plane may be from the
             calibrated z = 0 plane before the frame is refused (calibration or view wrong).
@@ -86,6 +108,13 @@ class PerceptionConfig:
     max_motion: float = 0.05
     min_fitness: float = 0.6
     max_rmse: float = 0.004
+
+    @classmethod
+    def for_table(cls, depth: float, width: float, **settings: Any) -> PerceptionConfig:
+        """Settings whose workspace box is that of a table ``depth`` deep and ``width``
+        wide (:func:`workspace_box`), the others ``settings`` or the defaults."""
+        lo, hi = workspace_box(depth, width)
+        return cls(workspace_min=lo, workspace_max=hi, **settings)
 
     def __post_init__(self) -> None:
         positive = (

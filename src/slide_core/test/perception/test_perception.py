@@ -315,6 +315,24 @@ def test_a_tool_touching_the_object_at_acquisition_is_refused_not_cut_into_it():
     assert acquire(scene(box, above), CFG, (high,)).grid.n == 32
 
 
+def test_the_workspace_box_is_the_tables():
+    # Written for the 0.8 x 1.2 m table alone: on a 1.6 x 2 m one, an object at x 1.2 m
+    # was 'no object there'.
+    cloud = scene(box_top((1.2, 0.5, 0.0)))
+    cloud = np.vstack(
+        (cloud, table_points((0.8, -1.0), (1.6, 1.0)), table_points((0.0, 0.4), (0.8, 1.0)))
+    )
+    with pytest.raises(PerceptionError, match='no object'):
+        acquire(cloud, CFG)
+    big = PerceptionConfig.for_table(1.6, 2.0)
+    est = acquire(cloud, big)
+    assert est.grid.n == 32 and np.allclose(est.X_WO[:2], (1.2, 0.5), atol=0.005)
+    assert (PerceptionConfig.for_table(0.8, 1.2).workspace_min, CFG.workspace_max) == (
+        CFG.workspace_min,
+        PerceptionConfig.for_table(0.8, 1.2).workspace_max,
+    )
+
+
 def test_extrinsics_file_and_frame_change(tmp_path):
     path = tmp_path / 'camera.yaml'
     # Camera 0.9 m above (0.35, 0), looking down, image x along -y of the table.
