@@ -162,8 +162,8 @@ def run(
         raise SlideInputError(f'poses must be at least 1, got {poses}')
     for name in names:  # an unknown one is refused before the others' scenes run
         load_object(name)
-    config = PerceptionConfig()
     cell = load_workcell()
+    config = PerceptionConfig.for_table(cell.table.depth, cell.table.width)
     rng = np.random.default_rng(seed)
     ious: list[float] = []
     acquire_ms: list[float] = []
