@@ -124,12 +124,17 @@ class NodeSpec:
 
 def config_dir(value: str = '') -> Path:
     """The configuration folder: ``value``, else ``$SLIDE_CONFIG_DIR``, else the installed
-    ``share/slide_bringup/config``."""
-    if value:
-        return Path(value)
+    ``share/slide_bringup/config``; a given folder must hold ``workcell.yaml``."""
+    from slide_core.model import WorkcellError, check_config_dir
+
     env = os.environ.get('SLIDE_CONFIG_DIR')
-    if env:
-        return Path(env)
+    try:
+        if value:
+            return check_config_dir(value, 'config_dir:=')
+        if env:
+            return check_config_dir(env, 'SLIDE_CONFIG_DIR=')
+    except WorkcellError as exc:
+        raise GraphError(str(exc)) from None
     shipped = installed_config()
     if shipped is not None:
         return shipped

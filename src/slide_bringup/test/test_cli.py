@@ -58,7 +58,7 @@ def test_doctor_fails_where_the_demo_could_not_start(tmp_path) -> None:  # type:
     checks = json.loads(out.stdout)['checks']
     assert (
         not checks['workcell']['ok']
-        and 'cannot read the workcell file' in (checks['workcell']['detail'])
+        and f'SLIDE_CONFIG_DIR={tmp_path} holds no workcell.yaml' in checks['workcell']['detail']
     )
     assert checks['slide_core']['ok']
     # A mis-spelt planner setting: every reader of the file but the planner took it, the

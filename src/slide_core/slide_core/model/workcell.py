@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import math
 import os
 from pathlib import Path
+import re
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,10 @@ from slide_core.model.objects import FRICTION_MAX
 from slide_core.model.values import finite_number, shown
 
 WORKCELL_FILE = 'workcell.yaml'
+FRAME_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*')
+"""A frame name as tf2 and URDF take it."""
+URDF_ROOT = 'world'
+"""The root link of the workcell's URDF (``urdf/workcell.urdf.in``): the table hangs from it."""
 
 
 class WorkcellError(SlideInputError):
@@ -147,11 +152,32 @@ class Workcell:
     source: Path
 
 
+def check_config_dir(path: str | Path, given: str) -> Path:
+    """``path`` when it is a folder holding ``workcell.yaml``; WorkcellError saying so
+    otherwise (``given``: how it was given, e.g. 'SLIDE_CONFIG_DIR='). A workcell file
+    given for it read as '.../my_cell.yaml/workcell.yaml: cannot read the workcell file
+    (Not a directory)'."""
+    folder = Path(path)
+    if folder.is_dir() and (folder / WORKCELL_FILE).is_file():
+        return folder
+    if folder.is_file():
+        why = 'is a file'
+    elif folder.is_dir():
+        why = f'holds no {WORKCELL_FILE}'
+    else:
+        why = 'does not exist'
+    raise WorkcellError(
+        f'{given}{folder} {why}: it must be a folder holding the workcell as '
+        f'{WORKCELL_FILE}, with the camera extrinsics file that one names (copy config/ '
+        'and edit the copy)'
+    )
+
+
 def config_dir() -> Path:
     """The folder of slide's configuration files (see the module docstring)."""
     env = os.environ.get('SLIDE_CONFIG_DIR')
     if env:
-        return Path(env)
+        return check_config_dir(env, 'SLIDE_CONFIG_DIR=')
     for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
         candidate = Path(prefix) / 'share' / 'slide_bringup' / 'config'
         if prefix and (candidate / WORKCELL_FILE).is_file():
@@ -260,8 +286,18 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
     _known(doc, (*SECTIONS, 'obstacles', 'planner'), f'{source}: ')
     t = _section(doc, 'table')
     frame_id = t.get('frame_id', 'table')
-    if not isinstance(frame_id, str) or not frame_id:
-        raise WorkcellError('table.frame_id: must be a non-empty string')
+    if not isinstance(frame_id, str) or not FRAME_NAME.fullmatch(frame_id):
+        # ('/table' was taken, which tf2 refuses; 'world' made the workcell's URDF a link
+        # joined to itself)
+        raise WorkcellError(
+            f'table.frame_id: {frame_id!r} is not a frame name tf2 takes (letters, digits '
+            "and _, parts joined by /, no leading /): e.g. 'table'"
+        )
+    if frame_id == URDF_ROOT:
+        raise WorkcellError(
+            f"table.frame_id: {URDF_ROOT!r} is the workcell URDF's root link, which the "
+            "table's frame hangs from: name the table's frame otherwise, e.g. 'table'"
+        )
     table = Table(
         frame_id,
         _number(t, 'depth', 'table', most=5.0),
@@ -354,6 +390,13 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
 
 
 def load_workcell(path: str | Path | None = None) -> Workcell:
-    """Read and validate the workcell file (:func:`workcell_path` finds the default)."""
+    """Read and validate the workcell file (:func:`workcell_path` finds the default); a
+    WorkcellError names the file (the one a command read need not be the one in mind)."""
     p = workcell_path(path)
-    return parse_workcell(read_yaml(p, WorkcellError, 'workcell file'), p)
+    doc = read_yaml(p, WorkcellError, 'workcell file')
+    try:
+        return parse_workcell(doc, p)
+    except WorkcellError as exc:
+        if str(exc).startswith(str(p)):
+            raise
+        raise WorkcellError(f'{p}: {exc}') from None

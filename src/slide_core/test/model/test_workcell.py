@@ -51,6 +51,10 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         (('fingertip', 'height'), 0.001, r'^fingertip\.height: .* into the table'),
         (('gripper', 'min_grip'), 0.05, r'^gripper\.min_grip: .* longer than the pads'),
         (('camera', 'extrinsics'), '', r'^camera\.extrinsics: must name'),
+        # tf2 refuses a leading slash; 'world' made the URDF's table a link joined to itself.
+        (('table', 'frame_id'), '/table', r"^table\.frame_id: '/table' is not a frame name"),
+        (('table', 'frame_id'), 'my table', r'^table\.frame_id: .* is not a frame name'),
+        (('table', 'frame_id'), 'world', r"^table\.frame_id: 'world' is the workcell URDF's"),
         (('obstacles',), [{'centre': [0.1], 'half_size': [0.1, 0.1]}], r'^obstacles\[0\]'),
         # Planned around as if it were nowhere, or everywhere (the planner took both).
         (
@@ -111,6 +115,32 @@ def test_bad_fields_are_named(path, value, message):
     target[path[-1]] = value
     with pytest.raises(WorkcellError, match=message):
         parse_workcell(doc, ROOT / 'config' / 'workcell.yaml')
+
+
+def test_a_namespaced_frame_is_a_frame_name():
+    doc = copy.deepcopy(_doc())
+    doc['table']['frame_id'] = 'cell_2/table'
+    assert parse_workcell(doc, ROOT / 'config' / 'workcell.yaml').table.frame_id == 'cell_2/table'
+
+
+def test_a_bad_field_names_the_file_read_and_a_file_for_the_folder_is_said(monkeypatch, tmp_path):
+    # 'table.depth: 800 m is more than a workcell has', of a file chosen by the
+    # environment; and SLIDE_CONFIG_DIR naming the workcell file itself read as
+    # '.../my_cell.yaml/workcell.yaml: cannot read the workcell file (Not a directory)'.
+    doc = _doc()
+    doc['table']['depth'] = 800
+    (tmp_path / 'workcell.yaml').write_text(yaml.safe_dump(doc))
+    monkeypatch.setenv('SLIDE_CONFIG_DIR', str(tmp_path))
+    with pytest.raises(WorkcellError, match=f'^{tmp_path / "workcell.yaml"}: table.depth: 800'):
+        load_workcell()
+    for given, why in (
+        (tmp_path / 'workcell.yaml', 'is a file'),
+        (tmp_path / 'nowhere', 'does not exist'),
+        (tmp_path.parent, 'holds no workcell.yaml'),
+    ):
+        monkeypatch.setenv('SLIDE_CONFIG_DIR', str(given))
+        with pytest.raises(WorkcellError, match=f'^SLIDE_CONFIG_DIR={given} {why}: it must be'):
+            load_workcell()
 
 
 @pytest.mark.parametrize(
