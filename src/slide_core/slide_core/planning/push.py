@@ -241,6 +241,15 @@ def select_push(
         cand = [(s, float(o) * s.half) for s in every for o in offsets]
         cost, X_W = ev.run([c[0] for c in cand], [c[1] for c in cand])
     if not np.isfinite(cost).any():
+        tip = config.fingertip
+        if not any(side_met(grid, s.mid_O + o * s.tangent, tip) for s, o in cand):
+            # (said as no room to come down beside it, around an object on an open table)
+            raise PlanningError(
+                "no push can start: the object stands no higher than the fingertip's bottom "
+                f'({tip.clearance * 1000:.1f} mm above the table) where a push would meet '
+                'it: the fingertip would pass over it (lower fingertip.height in the '
+                "workcell file, or check the grid's heights)"
+            )
         raise PlanningError(
             'no push can start: the fingertip has no room to come down beside the object '
             f'(obstacles, or the table, around it; target {np.round(Xt, 3).tolist()})'

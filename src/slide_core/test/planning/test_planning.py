@@ -586,6 +586,17 @@ def test_an_object_whose_back_is_against_a_box_is_pushed_from_a_side() -> None:
         select_push(uniform(), [0.35, 0.0, 0.0], [0.3, 0.0, 0.0], replace(CONFIG, obstacles=cage))
 
 
+def test_an_object_lower_than_the_fingertips_bottom_is_said_to_be_so() -> None:
+    # A fingertip set 24 cm high in the workcell file: 'no room to come down beside the
+    # object (obstacles, or the table, around it)', on an open table.
+    high = replace(CONFIG.fingertip, height=0.25)
+    config = replace(CONFIG, fingertip=high)
+    bar = Belief.create(Grid.from_occupancy(np.ones((3, 10)), 0.02, 0.04), M, MU)  # 4 cm
+    with pytest.raises(PlanningError, match="the object stands no higher than the fingertip's"):
+        select_push(bar, [0.35, 0.0, 0.0], [0.3, 0.0, 0.0], config)
+    assert select_push(bar, [0.35, 0.0, 0.0], [0.3, 0.0, 0.0], CONFIG).primitive.travel > 0
+
+
 def test_a_planned_push_is_no_longer_than_push_max() -> None:
     # Its steps were rounded up: 0.084 m for a push_max of 0.08 m.
     for sim_step, push_max in ((0.007, 0.08), (0.003, 0.05), (0.01, 0.015)):
