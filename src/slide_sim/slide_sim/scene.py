@@ -37,19 +37,33 @@ import numpy as np
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, cell_corners, reach, to_world
-from slide_core.model import ObjectSpec, Workcell
+from slide_core.model import ObjectSpec, Table, Workcell
 from slide_core.perception import load_extrinsics
 
 CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
 PAD_MU = 0.3  # the gripper pads' friction (module docstring)
 PAD_THICKNESS = 0.01  # m: each finger pad's, inside the opening's faces
-CARRIAGE_RANGE = ((-2.0, -2.0, -1.0), (2.0, 2.0, 2.0))
-"""Where the fingertip's carriage can go [m] (x, y, z, lowest then highest): its joints'
-control range; the fingertip's centre is ``fingertip.height`` above it."""
+CARRIAGE_REACH = 2.0
+"""How far [m] the tools' carriage reaches from the table frame's origin along x and y, at
+least (:func:`carriage_range`)."""
+CARRIAGE_SPARE = 1.0
+"""How far [m] past the table's far end and sides the carriage reaches, at least."""
+CARRIAGE_Z = (-1.0, 2.0)
+"""The carriage's lowest and highest z [m]."""
+
 PUSHER_KP = 4000.0  # N/m: a stiff position-controlled arm
 PUSHER_KV = 200.0  # N s/m
 TIMESTEP = 0.002  # s
+
+
+def carriage_range(table: Table) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Where the tools' carriage can go [m] (x, y, z, lowest then highest): its joints'
+    control range, over the whole ``table`` and ``CARRIAGE_SPARE`` past it (a fixed 2 m
+    left a 4 m table's far half out of reach, refused only when a push went there); the
+    fingertip's centre is ``fingertip.height`` above it."""
+    r = max(CARRIAGE_REACH, table.depth + CARRIAGE_SPARE, table.width / 2 + CARRIAGE_SPARE)
+    return (-r, -r, CARRIAGE_Z[0]), (r, r, CARRIAGE_Z[1])
 
 
 WHOLE = 1.0 - 1e-6
@@ -138,7 +152,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     d, w, t = t_.depth, t_.width, t_.thickness
     r, length = f.radius, f.length
     z_tip = f.height
-    lo, hi = CARRIAGE_RANGE
+    lo, hi = carriage_range(t_)
     R_WK, p_WK = load_extrinsics(cell.camera_extrinsics)
     pieces = cell_pieces(spec)  # clipped once, for the meshes and the geoms
     return f"""

@@ -35,9 +35,9 @@ from slide_core.model import (
 from slide_core.planning import Grasp, grasp_waypoints, rectangles_overlap_box
 from slide_sim.friction import TableFriction
 from slide_sim.scene import (
-    CARRIAGE_RANGE,
     FINGER_KP,
     PAD_THICKNESS,
+    carriage_range,
     default_pose,
     workcell_xml,
 )
@@ -268,7 +268,7 @@ class Twin:
                 )
             if not (math.isfinite(wp.dwell_s) and wp.dwell_s >= 0 and math.isfinite(wp.yaw)):
                 raise SlideInputError(f'waypoint {wp.phase}: bad dwell or yaw')
-            lo, hi = CARRIAGE_RANGE
+            lo, hi = carriage_range(t)
             carriage = p - np.array([0.0, 0.0, self.tip_z if tool == 'fingertip' else 0.0])
             if np.any(carriage < lo) or np.any(carriage > hi):
                 raise SlideInputError(

@@ -428,6 +428,19 @@ def test_the_gripper_goes_only_where_an_arm_could_take_it(workcell) -> None:
     assert twin.grasp(grasp, lift=0.1).success
 
 
+def test_the_fingertip_reaches_the_whole_of_a_large_table(workcell) -> None:
+    # The carriage moved 2 m at most: on a 4 x 4 m table the far half was out of reach, and
+    # a push there was refused only when it was made.
+    from slide_core.model import Waypoint
+
+    big = replace(workcell, table=replace(workcell.table, depth=4.0, width=4.0))
+    twin = Twin(load_object('box'), big, (3.0, 1.5, 0.0))
+    on_far_corner = Waypoint(np.array([3.9, 1.9, 0.1]), 0.1, 0.0, 'there')
+    twin.check_path('fingertip', [on_far_corner])
+    with pytest.raises(SlideInputError, match="out of the fingertip's reach"):
+        twin.check_path('fingertip', [Waypoint(np.array([50.0, 0.0, 0.1]), 0.1, 0.0, 'far')])
+
+
 def test_an_object_too_large_for_a_random_start_says_by_how_much(workcell) -> None:
     # 'rod50 is too large for the table', of a 50 cm rod on a 0.8 x 1.2 m table; and then
     # a 40 x 30 cm tray, with exactly the 15 cm asked for around it, was refused.
