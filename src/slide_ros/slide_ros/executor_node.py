@@ -151,7 +151,6 @@ PARAMS = (
     Param('tool_rate_hz', 30.0, 'tool pose messages per second', low=1.0, high=200.0),
     Param('planning_group', 'fr3_arm', 'moveit_py: planning group'),
     Param('end_effector_link', 'fr3_hand_tcp', 'moveit_py: link the tool offsets refer to'),
-    Param('fingertip_offset', [0.0, 0.0, 0.1], 'moveit_py: fingertip centre in that link [m]'),
     Param(
         'gripper_action',
         '/fr3_gripper/gripper_action',

@@ -7,11 +7,11 @@ machines (no MoveIt there); everything around it is tested with the twin backend
 
 - Straight tool motions: each waypoint is a Pilz ``LIN`` (Cartesian straight line) plan
   of the planning group to the pose of ``end_effector_link`` that puts the tool (the
-  fingertip's centre, ``fingertip_offset`` in that link; or the gripper's pads' front end,
-  the link itself) at the waypoint, with the velocity scaled to the waypoint's speed, then
-  executed in a worker thread while this one watches the stop (a cancel, the F/T limit,
-  shutdown): when it comes mid-segment, the trajectory execution manager's
-  ``stop_execution()`` halts the controllers there, not at the segment's end.
+  fingertip's centre, the workcell's ``fingertip.mount`` in that link; or the gripper's
+  pads' front end, the link itself) at the waypoint, with the velocity scaled to the
+  waypoint's speed, then executed in a worker thread while this one watches the stop (a
+  cancel, the F/T limit, shutdown): when it comes mid-segment, the trajectory execution
+  manager's ``stop_execution()`` halts the controllers there, not at the segment's end.
 - Gripper: a ``control_msgs/GripperCommand`` action (``gripper_action``): position = half
   the opening, max_effort; held as the gripper says it (``gripper_held``: :func:`held`).
 - Tool poses: forward kinematics of the current state.
@@ -52,7 +52,7 @@ class MoveItBackend:
         self.node, self.frame, self.cell = node, frame, cell
         self.group_name = str(params['planning_group'])
         self.link = str(params['end_effector_link'])
-        self.offset = np.asarray(params['fingertip_offset'], dtype=float)
+        self.offset = np.asarray(cell.p_EF, dtype=float)  # the workcell's fingertip.mount
         self.gripper_action = str(params['gripper_action'])
         # What velocity scaling 1 means for a LIN plan: the arm's Pilz cartesian limit (the
         # 0.25 m/s once assumed here ran pushes 4 times faster than planned on a 1 m/s one).

@@ -141,6 +141,9 @@ class Workcell:
         camera_extrinsics: the camera calibration file (X_WK), absolute path.
         planner: the ``planner:`` section (settings of ``slide_core.planning``).
         source: the file it was read from.
+        p_EF: (3,) the fingertip's centre in the arm's end-effector link [m]
+            (``fingertip.mount``: where the robot backends put the link to put the
+            fingertip at a waypoint; the twin moves the fingertip itself).
     """
 
     table: Table
@@ -150,6 +153,7 @@ class Workcell:
     camera_extrinsics: Path
     planner: dict[str, Any]
     source: Path
+    p_EF: tuple[float, float, float]
 
 
 def check_config_dir(path: str | Path, given: str) -> Path:
@@ -193,6 +197,8 @@ def workcell_path(path: str | Path | None = None) -> Path:
     return Path(path) if path is not None else config_dir() / WORKCELL_FILE
 
 
+MAX_MOUNT = 0.5
+"""The farthest [m] the fingertip's centre may be from the arm's end-effector link."""
 MAX_GRIP_FORCE = 400.0
 """The most [N] a workcell's gripper may squeeze with, per finger."""
 
@@ -235,7 +241,7 @@ def _number(
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     'table': ('frame_id', 'depth', 'width', 'thickness', 'height'),
-    'fingertip': ('radius', 'length', 'mu', 'height'),
+    'fingertip': ('radius', 'length', 'mu', 'height', 'mount'),
     'gripper': (
         'max_opening',
         'finger_depth',
@@ -323,6 +329,18 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
             f'fingertip.height: {fingertip.height} m puts the fingertip on or into the table '
             f'(its length is {fingertip.length} m); give more than half its length'
         )
+    mount = f.get('mount')
+    if (
+        not isinstance(mount, list | tuple)
+        or len(mount) != 3
+        or not all(finite_number(v) and abs(float(v)) <= MAX_MOUNT for v in mount)
+    ):
+        # (it was the executor's fingertip_offset parameter, which no launch argument or
+        # file set: an arm ran with a fingertip assumed 10 cm along the link's z)
+        raise WorkcellError(
+            f"fingertip.mount: must be the fingertip centre in the arm's end-effector link, "
+            f'three numbers [x, y, z] of at most {MAX_MOUNT} m, got {shown(mount)}'
+        )
     g = _section(doc, 'gripper')
     gripper = Gripper(
         _number(g, 'max_opening', 'gripper', most=0.5),
@@ -386,6 +404,7 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         (source.parent / extrinsics).resolve(),
         dict(planner),
         source,
+        (float(mount[0]), float(mount[1]), float(mount[2])),
     )
 
 

@@ -32,6 +32,7 @@ def test_the_repository_workcell_loads_and_names_the_camera_file():
     assert cell.fingertip.clearance >= 0
     assert cell.camera_extrinsics == (ROOT / 'config' / 'twin_camera.yaml').resolve()
     assert cell.camera_extrinsics.is_file()
+    assert cell.p_EF == (0.0, 0.0, 0.1)  # the fingertip's mount on the arm
 
 
 def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_path):
@@ -55,6 +56,10 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         (('table', 'frame_id'), '/table', r"^table\.frame_id: '/table' is not a frame name"),
         (('table', 'frame_id'), 'my table', r'^table\.frame_id: .* is not a frame name'),
         (('table', 'frame_id'), 'world', r"^table\.frame_id: 'world' is the workcell URDF's"),
+        # The executor's own parameter, which no launch argument or file set.
+        (('fingertip', 'mount'), [0.0, 0.1], r'^fingertip\.mount: must be the fingertip centre'),
+        (('fingertip', 'mount'), [0.0, 0.0, 100.0], r'^fingertip\.mount: .* at most 0\.5 m'),
+        (('fingertip', 'mount'), None, r'^fingertip\.mount: .* got'),
         (('obstacles',), [{'centre': [0.1], 'half_size': [0.1, 0.1]}], r'^obstacles\[0\]'),
         # Planned around as if it were nowhere, or everywhere (the planner took both).
         (
