@@ -397,6 +397,7 @@ def pregrasp(given: Mapping[str, str]) -> list[NodeSpec]:
             {
                 'extrinsics_file': extrinsics,
                 'table_frame': frame,
+                'workcell_file': workcell,  # its obstacles
                 # The workcell's table and fingertip (its defaults fit the 0.8 x 1.2 m
                 # table alone: on a larger one the object was 'no object there').
                 'workspace_min': list(box[0]),

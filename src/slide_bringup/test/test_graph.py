@@ -642,6 +642,8 @@ def test_perception_gets_the_workcells_table_and_fingertip(tmp_path) -> None:  #
     assert mine['workspace_min'] == pytest.approx([-0.2, -1.1, -0.05])
     assert mine['workspace_max'] == pytest.approx([1.8, 1.1, 0.4])
     assert mine['pusher_keep_out'] == pytest.approx([0.018, -0.05, 0.05])
+    # The workcell's obstacles: perception reads them from its file.
+    assert mine['workcell_file'] == str(tmp_path / 'workcell.yaml')
 
 
 def test_the_ft_offset_argument_reaches_the_twin_and_a_bad_one_is_refused() -> None:

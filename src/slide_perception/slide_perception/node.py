@@ -7,7 +7,9 @@ extrinsics file gives the optical frame in the table frame. ``pusher/pose`` and
 ``gripper/pose`` (geometry_msgs/PoseStamped in the table frame) are cut out of the cloud,
 each with the stack of vertical cylinders around it that ``pusher_keep_out`` and
 ``gripper_keep_out`` describe (on a real arm: the fingertip, then the wider wrist and
-sensor above it, which would otherwise be merged into the object below them).
+sensor above it, which would otherwise be merged into the object below them). With
+``workcell_file``, what stands on the workcell's obstacles is not the object either; the
+graph gives it, and the workspace box and pusher keep-out, from the workcell.
 
 Publishes ``object/grid`` (slide_interfaces/ObjectGrid, latched), ``object/pose``
 (PoseStamped), ``object/cloud`` (the segmented points), ``object/markers`` (MarkerArray)
@@ -48,6 +50,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, rotation
 from slide_core.io import cloud_to_xyz, grid_to_msg, set_planar_pose, xyz_to_cloud
+from slide_core.io.perceive import obstacle_boxes
+from slide_core.model import load_workcell
 from slide_core.perception import (
     CameraView,
     KeepOut,
@@ -158,6 +162,14 @@ class PerceptionNode(Node):
         self.table_frame = p(
             'table_frame', 'table', ParameterDescriptor(description='frame of grid and pose')
         ).value
+        workcell_file = p(
+            'workcell_file',
+            '',
+            ParameterDescriptor(
+                description='workcell file whose obstacles are cut out of the cloud, with '
+                "what stands on them (empty: none; the graph gives the workcell's)"
+            ),
+        ).value
         source = p(
             'source',
             'topic',
@@ -256,12 +268,17 @@ class PerceptionNode(Node):
                 f'table frame is {self.table_frame!r}: give the camera pose in the table frame, '
                 'or set table_frame'
             )
+        obstacles: tuple[tuple[float, float, float, float], ...] = ()
+        if workcell_file:
+            # (a box on the table, which the planner steered round, was a second object)
+            obstacles = obstacle_boxes(load_workcell(workcell_file))
         self.config = PerceptionConfig(
             cell_size=cell_size,
             workspace_min=tuple(ws_min),
             workspace_max=tuple(ws_max),
             min_fitness=min_fitness,
             min_height=min_height,
+            obstacles=obstacles,
         )
         self.estimate: ObjectEstimate | None = None
         self.tracker: PoseTracker | None = None

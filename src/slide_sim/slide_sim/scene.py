@@ -145,6 +145,22 @@ def camera_xml(R_WK: FloatArray, p_WK: FloatArray) -> str:
     return f'<camera name="rgbd" pos="{pos}" xyaxes="{axes}" fovy="{CAMERA_FOVY_DEG}"/>'
 
 
+OBSTACLE_HEIGHT = 0.1
+"""How tall [m] the twin builds the workcell's obstacles (the file gives their footprints)."""
+
+
+def obstacles_xml(cell: Workcell) -> str:
+    """The workcell's obstacles as fixed boxes ``OBSTACLE_HEIGHT`` tall on the table: the
+    twin had none, so a push the planner would not make went through where one stood, and
+    the camera never saw one."""
+    h = OBSTACLE_HEIGHT / 2
+    return '\n    '.join(
+        f'<geom name="obstacle_{i}" type="box" size="{o.half_size[0]} {o.half_size[1]} {h}" '
+        f'pos="{o.centre[0]} {o.centre[1]} {h}" rgba="0.35 0.35 0.4 1"/>'
+        for i, o in enumerate(cell.obstacles)
+    )
+
+
 def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workcell) -> str:
     """The whole scene: the workcell's dimensions, the object, the camera where the
     extrinsics file puts it."""
@@ -167,6 +183,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
           friction="0 0 0" rgba="0.6 0.6 0.6 1"/>
     <geom name="table" type="box" size="{d / 2} {w / 2} {t / 2}" pos="{d / 2} 0 {-t / 2}"
           friction="0 0 0" rgba="0.72 0.58 0.42 1"/>
+    {obstacles_xml(cell)}
     {camera_xml(R_WK, p_WK)}
     {object_xml(spec, X_WO, pieces)}
     <body name="carriage" pos="0 0 0" gravcomp="1">
@@ -258,10 +275,14 @@ START_MARGIN_MIN = 0.05
 """The least table [m] a random start leaves around the object."""
 
 
+START_DRAWS = 200
+"""Random starts drawn at most before one clear of the obstacles is given up on."""
+
+
 def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, float, float]:
     """A random pose well inside the table (START_MARGIN of table around the object, or as
-    much as the table leaves, START_MARGIN_MIN at least), from the seed's own stream
-    (``[seed, 0]``)."""
+    much as the table leaves, START_MARGIN_MIN at least) and START_MARGIN_MIN clear of the
+    workcell's obstacles, from the seed's own stream (``[seed, 0]``)."""
     rng = np.random.default_rng([abs(int(seed)), 0])
     r = reach(spec.grid)
     t = cell.table
@@ -277,5 +298,13 @@ def random_start(spec: ObjectSpec, cell: Workcell, seed: int) -> tuple[float, fl
     lo = np.array([r + margin, -t.width / 2 + r + margin])
     hi = np.array([t.depth - r - margin, t.width / 2 - r - margin])
     hi = np.minimum(hi, [0.6, 0.3])
-    x, y = rng.uniform(lo, np.maximum(hi, lo + 1e-3))
-    return (float(x), float(y), float(rng.uniform(-math.pi, math.pi)))
+    for _ in range(START_DRAWS):
+        x, y = rng.uniform(lo, np.maximum(hi, lo + 1e-3))
+        yaw = float(rng.uniform(-math.pi, math.pi))
+        # Clear of the obstacles by the margin too (a start inside a box on the table).
+        if all(float(o.distance([x, y])[0]) >= r + START_MARGIN_MIN for o in cell.obstacles):
+            return (float(x), float(y), yaw)
+    raise SlideInputError(
+        f'no random start for {spec.name} leaves {START_MARGIN_MIN * 100:.0f} cm between it and '
+        f'the workcell obstacles ({START_DRAWS} draws): give the start pose, or move them'
+    )

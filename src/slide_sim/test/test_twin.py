@@ -441,6 +441,33 @@ def test_the_fingertip_reaches_the_whole_of_a_large_table(workcell) -> None:
         twin.check_path('fingertip', [Waypoint(np.array([50.0, 0.0, 0.1]), 0.1, 0.0, 'far')])
 
 
+def test_the_workcells_obstacles_stand_in_the_twin_and_starts_keep_clear_of_them(
+    workcell,
+) -> None:
+    # The twin built none: a push went through where one stood, and the camera never saw
+    # one; a random start could lie inside one.
+    from slide_core.geometry import reach
+    from slide_core.model import Obstacle
+    from slide_sim.scene import START_MARGIN_MIN, random_start
+
+    box = load_object('box')
+    # A wall across the middle of the starts' region.
+    wall = Obstacle((0.3, 0.0), (0.02, 0.25))
+    cell = replace(workcell, obstacles=(wall,))
+    for seed in range(20):
+        X = random_start(box, cell, seed)
+        assert wall.distance(X[:2])[0] >= reach(box.grid) + START_MARGIN_MIN
+    twin = Twin(box, cell, (0.5, 0.0, 0.0))
+    geom = twin.model.geom('obstacle_0')
+    assert np.allclose(geom.size, (0.02, 0.25, 0.05)) and np.allclose(geom.pos, (0.3, 0.0, 0.05))
+    # Pushed into it, the box (18 cm long) stops against it.
+    twin.push(Primitive.create([0.09, 0.0], [-1.0, 0.0], 0.12, 0.05))
+    assert twin.object_pose()[0] - 0.09 > 0.3 + 0.02 - 0.005
+    everywhere = replace(workcell, obstacles=(Obstacle((0.4, 0.0), (0.4, 0.6)),))
+    with pytest.raises(SlideInputError, match='no random start for box leaves'):
+        random_start(box, everywhere, 0)
+
+
 def test_an_object_too_large_for_a_random_start_says_by_how_much(workcell) -> None:
     # 'rod50 is too large for the table', of a 50 cm rod on a 0.8 x 1.2 m table; and then
     # a 40 x 30 cm tray, with exactly the 15 cm asked for around it, was refused.

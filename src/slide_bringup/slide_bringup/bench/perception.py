@@ -30,11 +30,11 @@ from slide_core.geometry import (
     wrap_angle,
 )
 from slide_core.identification import outline_point
+from slide_core.io.perceive import perception_config
 from slide_core.model import Primitive, library_names, load_object, load_workcell
 from slide_core.perception import (
     CameraView,
     KeepOut,
-    PerceptionConfig,
     PerceptionError,
     PoseTracker,
     acquire,
@@ -163,7 +163,7 @@ def run(
     for name in names:  # an unknown one is refused before the others' scenes run
         load_object(name)
     cell = load_workcell()
-    config = PerceptionConfig.for_table(cell.table.depth, cell.table.width)
+    config = perception_config(cell)
     rng = np.random.default_rng(seed)
     ious: list[float] = []
     acquire_ms: list[float] = []

@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid
+from slide_core.model import Workcell
 from slide_core.perception import (
     CameraView,
     KeepOut,
@@ -45,6 +47,20 @@ def pusher_keep_out(fingertip_radius: float) -> tuple[float, float]:
     workcell's: one wider than the default keep-out would leave its rim in the cloud, a
     second object beside the object)."""
     return fingertip_radius + KEEP_OUT_MARGIN, PUSHER_KEEP_OUT[1]
+
+
+def obstacle_boxes(cell: Workcell) -> tuple[tuple[float, float, float, float], ...]:
+    """The workcell's obstacles as perception takes them (``PerceptionConfig.obstacles``)."""
+    return tuple((*o.centre, *o.half_size) for o in cell.obstacles)
+
+
+def perception_config(cell: Workcell, **settings: Any) -> PerceptionConfig:
+    """Perception's settings for the workcell ``cell``: its table's workspace box and its
+    obstacles (a box on the table was a second object), the others ``settings`` or the
+    defaults."""
+    return PerceptionConfig.for_table(
+        cell.table.depth, cell.table.width, obstacles=obstacle_boxes(cell), **settings
+    )
 
 
 KeepOutAt = Callable[[float], tuple[KeepOut, ...]]
@@ -128,7 +144,7 @@ def track_clouds(
 
         cell = load_workcell()
         extrinsics = cell.camera_extrinsics if extrinsics is None else extrinsics
-        config = config or PerceptionConfig.for_table(cell.table.depth, cell.table.width)
+        config = config or perception_config(cell)
     camera = read_extrinsics(extrinsics)
     R_WK, p_WK, optical = camera.R_WK, camera.p_WK, camera.child_frame
     cfg = config

@@ -49,6 +49,8 @@ SIDE_REACH = 0.1
 """How far past the table's sides [m] the workspace box reaches."""
 WORKSPACE_Z = (-0.05, 0.4)
 """The workspace box's bottom and top [m] above the table top."""
+OBSTACLE_MARGIN = 0.006
+"""What is cut out round a workcell obstacle's footprint [m] (depth noise at its sides)."""
 
 
 def workspace_box(
@@ -89,6 +91,9 @@ class PerceptionConfig:
         max_motion: how far the object may move between two tracked frames.
         min_fitness: least share of model points matched for a pose to be trusted.
         max_rmse: largest RMS distance of the matched points for a pose to be trusted.
+        obstacles: the workcell's boxes on the table, (centre x, y, half size x, y) each:
+            what stands on them, and ``OBSTACLE_MARGIN`` round them, is not the object
+            (:meth:`on_obstacles`).
     """
 
     cell_size: float = 0.02
@@ -108,6 +113,17 @@ class PerceptionConfig:
     max_motion: float = 0.05
     min_fitness: float = 0.6
     max_rmse: float = 0.004
+    obstacles: tuple[tuple[float, float, float, float], ...] = ()
+
+    def on_obstacles(self, points_W: FloatArray) -> NDArray[np.bool_]:
+        """(N,) whether points p_W (N, 3) stand on an obstacle's footprint, or within
+        ``OBSTACLE_MARGIN`` of it (at any height)."""
+        out = np.zeros(points_W.shape[0], dtype=bool)
+        for cx, cy, hx, hy in self.obstacles:
+            out |= (np.abs(points_W[:, 0] - cx) <= hx + OBSTACLE_MARGIN) & (
+                np.abs(points_W[:, 1] - cy) <= hy + OBSTACLE_MARGIN
+            )
+        return out
 
     @classmethod
     def for_table(cls, depth: float, width: float, **settings: Any) -> PerceptionConfig:
@@ -163,6 +179,12 @@ class PerceptionConfig:
             raise SlideInputError(
                 f'perception cell_size must be {smallest} to {largest} m, got {self.cell_size}'
             )
+        for box in self.obstacles:
+            if len(box) != 4 or not all(math.isfinite(v) for v in box) or min(box[2:]) <= 0:
+                raise SlideInputError(
+                    'perception obstacles are (centre x, y, half size x, y) boxes of finite '
+                    f'numbers and positive half sizes [m], got {list(box)}'
+                )
         if self.voxel_size > self.cell_size / 2:
             raise SlideInputError('voxel_size must be at most half the cell size')
 
@@ -474,9 +496,11 @@ def segment(
     candidate = (h >= config.min_height) & _in_box(
         points_W, config.workspace_min, config.workspace_max
     )
-    seen = candidate.copy()  # (before the tools are cut out)
+    seen = candidate.copy()  # (before the tools and obstacles are cut out)
     for body in keep_out:
         candidate &= ~body.contains(points_W)
+    if config.obstacles:
+        candidate &= ~config.on_obstacles(points_W)
     above = points_W[candidate]
     if above.shape[0] < config.min_cluster_points:
         raise PerceptionError(
@@ -624,28 +648,38 @@ def _check_clear_of_tools(
     cut_h: FloatArray,
     config: PerceptionConfig,
 ) -> None:
-    """PerceptionError(PARTIAL_VIEW) when points cut out of the cloud as a tool's
-    (``cut`` (K, 3), heights ``cut_h`` (K,) above the table) lie within ``cluster_eps`` of
-    the object's points ``obj`` (M, 3, heights ``heights``) in the table plane and no
-    higher than its top: the tool's keep-out cylinder touches the object, and what of the
-    object lies inside it is cut out with the tool (a gripper 3 cm past a box's end took 16%
-    of its area out of the acquired grid, and the episode ran on the rest). A tool above
-    the object, clear of its top, is not in the way."""
-    low = cut_h <= float(heights.max()) + config.cluster_eps
-    if not low.any():
+    """PerceptionError(PARTIAL_VIEW) when more than a cell's area of the object may have
+    been cut out of the cloud with a tool's keep-out cylinder or round a workcell obstacle:
+    points cut (``cut`` (K, 3), heights ``cut_h`` (K,) above the table) that lie within
+    ``cluster_eps`` of the object's points ``obj`` (M, 3, heights ``heights``) in the table
+    plane, at the height of the object's surface there (within ``CUT_HEIGHT_BAND``), over
+    more than ``cell_size`` squared (counted on the ``voxel_size`` raster). A gripper 3 cm
+    past a box's end took 16% of its area out of the acquired grid, and the episode ran on
+    the rest; a fingertip beside the object, its keep-out a few millimetres into it, or a
+    tool above it, is no matter."""
+    if cut.shape[0] == 0:
         return
-    d = cKDTree(obj[:, :2]).query(cut[low, :2], distance_upper_bound=config.cluster_eps)[0]
-    touching = cut[low][np.isfinite(d)]
-    if touching.shape[0] == 0:
+    d, k = cKDTree(obj[:, :2]).query(cut[:, :2], distance_upper_bound=config.cluster_eps)
+    near = np.isfinite(d)
+    surface = np.zeros(cut.shape[0], dtype=bool)
+    surface[near] = np.abs(cut_h[near] - heights[k[near]]) <= CUT_HEIGHT_BAND
+    lost = cut[surface]
+    pixels = np.unique(np.floor(lost[:, :2] / config.voxel_size).astype(np.int64), axis=0)
+    area = pixels.shape[0] * config.voxel_size**2
+    if area <= config.cell_size**2:
         return
-    at = np.round(touching[:, :2].mean(axis=0), 3).tolist()
+    at = np.round(lost[:, :2].mean(axis=0), 3).tolist()
     raise PerceptionError(
         PerceptionStatus.PARTIAL_VIEW,
-        f'a tool (the pusher or gripper, cut out of the cloud) is within '
-        f'{config.cluster_eps * 1000:.0f} mm of the object near {at} m, at its height: the '
-        'part of the object inside its keep-out would be cut out with it; move the tool '
-        'clear of the object to acquire it',
+        f'a tool or a workcell obstacle (cut out of the cloud) reaches into the object near '
+        f'{at} m: about {area * 1e4:.0f} cm2 at the height of its surface would be cut out '
+        'with it; move the tool, or the object, clear to acquire it',
     )
+
+
+CUT_HEIGHT_BAND = 0.01
+"""How near [m] the height of a cut point must be to the object's surface beside it for
+the point to be taken for the object's (:func:`_check_clear_of_tools`)."""
 
 
 def check_in_image(points_W: FloatArray, view: CameraView, config: PerceptionConfig) -> None:

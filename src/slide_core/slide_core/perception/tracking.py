@@ -135,6 +135,8 @@ class PoseTracker:
                 bodies,
             )
         ]
+        if cfg.obstacles:  # what stands on an obstacle is not the object
+            p = p[~cfg.on_obstacles(p)]
         xy = np.ascontiguousarray(p[:, :2])
         if xy.shape[0] < cfg.min_cluster_points:
             raise PerceptionError(

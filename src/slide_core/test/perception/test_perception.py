@@ -304,15 +304,19 @@ def test_a_tool_touching_the_object_at_acquisition_is_refused_not_cut_into_it():
     # A tool's keep-out cylinder reaching over the box's end took that end out of the grid,
     # and the episode ran on the rest. A tool above the box, clear of its top, is no matter.
     box = box_top((0.4, 0.0, 0.0))  # 16 x 8 cm: x 0.32 to 0.48
-    tip = np.array([0.49, 0.0])
-    beside = table_points(tip - 0.008, tip + 0.008, z=0.02)
-    body = KeepOut((tip[0], tip[1], 0.02), 0.02, 0.03)
-    with pytest.raises(PerceptionError, match='a tool .* is within') as refused:
-        acquire(scene(box, beside), CFG, (body,))
+    hand = np.array([0.51, 0.0])  # a gripper's keep-out (7 cm) 3 cm past the box's end
+    fingers = table_points(hand - 0.01, hand + 0.01, z=0.02)
+    body = KeepOut((hand[0], hand[1], 0.03), 0.07, 0.1)
+    with pytest.raises(PerceptionError, match='reaches into the object') as refused:
+        acquire(scene(box, fingers), CFG, (body,))
     assert refused.value.status is PerceptionStatus.PARTIAL_VIEW
-    above = table_points(tip - 0.008, tip + 0.008, z=0.12)
-    high = KeepOut((tip[0], tip[1], 0.12), 0.02, 0.03)
-    assert acquire(scene(box, above), CFG, (high,)).grid.n == 32
+    # The hand above the box's top; a fingertip beside it, its keep-out 2 mm into it.
+    above = KeepOut((hand[0], hand[1], 0.2), 0.07, 0.1)
+    assert acquire(scene(box, fingers + [0, 0, 0.18]), CFG, (above,)).grid.n == 32
+    tip = np.array([0.492, 0.0])
+    fingertip = table_points(tip - 0.008, tip + 0.008, z=0.032)
+    beside = KeepOut((tip[0], tip[1], 0.017), 0.014, 0.05)
+    assert acquire(scene(box, fingertip), CFG, (beside,)).grid.n == 32
 
 
 def test_the_workspace_box_is_the_tables():
@@ -331,6 +335,24 @@ def test_the_workspace_box_is_the_tables():
         CFG.workspace_min,
         PerceptionConfig.for_table(0.8, 1.2).workspace_max,
     )
+
+
+def test_what_stands_on_a_workcell_obstacle_is_not_the_object():
+    # A box on the table, which the planner steers round, was a second object: no object
+    # was acquired, with 'clear the table or give the pusher and gripper poses'.
+    obstacle = box_top((0.6, 0.1, 0.0), size=(0.1, 0.1), height=0.1)  # 2 cm past its end
+    cloud = scene(box_top((0.45, 0.1, 0.0)), obstacle)
+    with pytest.raises(PerceptionError) as several:
+        acquire(cloud, CFG)
+    assert several.value.status is PerceptionStatus.SEVERAL_OBJECTS
+    config = PerceptionConfig(obstacles=((0.6, 0.1, 0.05, 0.05),))
+    est = acquire(cloud, config)
+    assert est.grid.n == 32 and np.allclose(est.X_WO[:2], (0.45, 0.1), atol=0.005)
+    # Tracked beside it too (within the tracker's reach).
+    moved = scene(box_top((0.44, 0.1, 0.0)), obstacle, seed=1)
+    assert np.allclose(PoseTracker(est, config).update(moved).X_WO[:2], (0.44, 0.1), atol=0.003)
+    with pytest.raises(SlideInputError, match='perception obstacles are'):
+        PerceptionConfig(obstacles=((0.3, -0.25, 0.0, 0.05),))
 
 
 def test_extrinsics_file_and_frame_change(tmp_path):
