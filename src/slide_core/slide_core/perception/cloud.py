@@ -485,7 +485,7 @@ def segment(
 
     Raises PerceptionError: EMPTY_CLOUD, NO_TABLE, NO_OBJECT, SEVERAL_OBJECTS or
     PARTIAL_VIEW (the object touches the edge of the view or of the workspace box, or a
-    tool in ``keep_out``: :func:`_check_clear_of_tools`).
+    tool in ``keep_out`` or an obstacle cuts into it: :func:`_check_not_cut_out`).
     """
     points_W = as_points(points_W, 'points_W')
     points_W = points_W[np.isfinite(points_W).all(axis=1)]
@@ -533,7 +533,7 @@ def segment(
     obj = above[np.isfinite(near)]
     _check_in_view(obj, points_W, config, view)
     heights = plane.height(obj)
-    _check_clear_of_tools(obj, heights, points_W[seen & ~candidate], h[seen & ~candidate], config)
+    _check_not_cut_out(obj, heights, points_W[seen & ~candidate], h[seen & ~candidate], config)
     _check_not_thin(heights, h, config)
     lo, hi = obj[:, :2].min(axis=0), obj[:, :2].max(axis=0)
     through = (np.abs(h) <= config.table_inlier_distance / 2) & np.all(
@@ -641,7 +641,7 @@ def _check_in_view(
         )
 
 
-def _check_clear_of_tools(
+def _check_not_cut_out(
     obj: FloatArray,
     heights: FloatArray,
     cut: FloatArray,
@@ -679,7 +679,7 @@ def _check_clear_of_tools(
 
 CUT_HEIGHT_BAND = 0.01
 """How near [m] the height of a cut point must be to the object's surface beside it for
-the point to be taken for the object's (:func:`_check_clear_of_tools`)."""
+the point to be taken for the object's (:func:`_check_not_cut_out`)."""
 
 
 def check_in_image(points_W: FloatArray, view: CameraView, config: PerceptionConfig) -> None:
