@@ -178,6 +178,13 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
             ('bench', 'identification', '--objects', 'box', '--methods', 'nosuch'),
             'unknown methods',
         ),
+        # Ignored: the physics suite ran its minute.
+        (('bench', 'physics', '--objects', 'nosuch'), '--objects is for perception'),
+        (('bench', 'mit-push', '--png', 'x.png'), '--png is for identification, not mit-push'),
+        # 10000 processes forked at once.
+        (('bench', 'pregrasp', '--jobs', '10000'), '--jobs takes at most 64'),
+        # Refused after the first object's minutes, naming a temporary folder.
+        (('bench', 'identification', '--objects', 'box', 'box'), 'names box more than once'),
     ):
         out = _run(*args, '--json', timeout=60)
         assert out.returncode == 2, (args, out.stderr[-2000:])

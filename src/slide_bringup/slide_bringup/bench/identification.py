@@ -113,9 +113,10 @@ def run(
     refined: dict[str, dict[str, float | None]] = {}
     cell = load_workcell()
     with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
+        for k, name in enumerate(names):
             spec = load_object(name)
-            bag = Path(tmp) / name
+            # (by its place: a file's path as the name put the bag at that path)
+            bag = Path(tmp) / f'object{k}'
             record(spec, cell, 10, seed, bag)
             grid, train_pd = read_pushes(bag, list(range(5)))
             _, test_pd = read_pushes(bag, list(range(5, 10)))
@@ -172,7 +173,7 @@ def run(
                             f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
                             f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
                         )
-                seen = Path(tmp) / f'{name}-tracked'
+                seen = Path(tmp) / f'object{k}-tracked'
                 record(spec, cell, 10, seed, seen, tracking=TRACKED)
                 grid_t, train_t = read_pushes(seen, list(range(5)))
                 _, test_t = read_pushes(seen, list(range(5, 10)))

@@ -19,6 +19,27 @@ NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
 
 SUITES = ('physics', 'ft', 'executor', 'perception', 'identification', 'mit-push', 'pregrasp')
+APPLIES = {
+    'no_reference': ('physics',),
+    'objects': ('perception', 'identification', 'pregrasp', 'executor'),
+    'poses': ('perception',),
+    'seed': ('perception', 'identification', 'pregrasp', 'executor'),
+    'pushes': ('executor',),
+    'methods': ('identification', 'pregrasp'),
+    'seeds': ('pregrasp',),
+    'planning_trials': ('pregrasp',),
+    'jobs': ('pregrasp', 'mit-push'),
+    'overhang_weight': ('pregrasp',),
+    'refine_budget': ('identification',),
+    'support': ('identification', 'pregrasp'),
+    'png': ('identification',),
+    'data': ('mit-push',),
+}
+"""The suites each option is for: one given to another suite is refused (they were
+ignored, and a physics run with --objects nosuch --jobs 0 ran its minute)."""
+MOST = {'poses': 1000, 'seeds': 1000, 'planning_trials': 1000, 'jobs': 64, 'refine_budget': 100000}
+"""The largest count each option takes (--jobs 10000 forked 10000 processes at once, and
+--seeds 1e8 built 3.2e9 jobs in memory)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,38 +59,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'executor: the first (default box)',
     )
     parser.add_argument(
-        '--poses', type=int, default=2, help='perception: random poses per object (default 2)'
+        '--poses',
+        type=int,
+        default=2,
+        help='perception: random poses per object (1 to 1000, default 2)',
     )
-    parser.add_argument('--seed', type=seed, default=0, help='random seed')
     parser.add_argument(
-        '--pushes', type=int, default=6, help='executor: pushes to send (default 6)'
+        '--seed',
+        type=seed,
+        default=0,
+        help='perception, identification, pregrasp, executor: random seed (pregrasp: its '
+        'episodes take seed to seed + seeds - 1; default 0)',
+    )
+    parser.add_argument(
+        '--pushes', type=int, default=6, help='executor: pushes to send (1 to 50, default 6)'
     )
     parser.add_argument(
         '--methods',
         nargs='+',
         metavar='METHOD',
-        help='identification, pregrasp: methods (default: all)',
+        help='identification, pregrasp: methods (default: all; identification: its fitting '
+        'methods, pregrasp: probabilistic, deterministic, uniform, ground-truth)',
     )
     parser.add_argument(
-        '--seeds', type=int, default=3, help='pregrasp: episodes per object and method'
+        '--seeds',
+        type=int,
+        default=3,
+        help='pregrasp: episodes per object and method (1 to 1000, default 3)',
     )
     parser.add_argument(
         '--planning-trials',
         type=int,
         default=2,
-        help='pregrasp: planning-benchmark trials per object (0: skip it)',
+        help='pregrasp: planning-benchmark trials per object (0: skip it; at most 1000, '
+        'default 2)',
     )
     parser.add_argument(
         '--jobs',
         type=int,
         default=None,
-        help='pregrasp, mit-push: parallel processes, at least 1 (default: one per core)',
+        help='pregrasp, mit-push: parallel processes, 1 to 64 (default: one per core)',
     )
     parser.add_argument(
         '--overhang-weight',
         type=float,
         default=0.0,
-        help='pregrasp: goal preference for overhang (0: what the grasp needs; 5: far out)',
+        help='pregrasp: goal preference for overhang, in metres of pushing effort per metre '
+        'of overhang (0, the default: what the grasp needs; 5: far out)',
     )
     parser.add_argument(
         '--refine-budget',
@@ -77,7 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar='N',
         help="identification: also refine the probabilistic models on the simulator's pose "
-        'error (N evaluations; about a minute per object at 100) and report both',
+        'error (N evaluations, at most 100000; about a minute per object at 100) and report '
+        'both (default 0: not)',
     )
     parser.add_argument(
         '--support',
@@ -90,7 +127,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--png',
         type=Path,
         default=Path('out/bench_identification.png'),
-        help='identification: loss-against-simulations picture',
+        help='identification: loss-against-simulations picture (default '
+        'out/bench_identification.png)',
     )
     parser.add_argument(
         '--data',
@@ -158,7 +196,36 @@ def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
     return None, 'step'
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """SlideInputError, before any work, for an option given to a suite it is not for
+    (:data:`APPLIES`: set to other than its default), a count over :data:`MOST`, or an
+    object named twice."""
+    from slide_core.errors import SlideInputError
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    for dest, suites in APPLIES.items():
+        if args.suite not in suites and getattr(args, dest) != parser.get_default(dest):
+            flag = '--' + dest.replace('_', '-')
+            raise SlideInputError(
+                f'{flag} is for {", ".join(suites)}, not {args.suite}: leave it out'
+            )
+    for dest, most in MOST.items():
+        value = getattr(args, dest)
+        if value is not None and value > most:
+            flag = '--' + dest.replace('_', '-')
+            raise SlideInputError(f'{flag} takes at most {most}, got {value}')
+    named = [str(o) for o in args.objects or ()]
+    twice = sorted({o for o in named if named.count(o) > 1})
+    if twice:
+        raise SlideInputError(f'--objects names {", ".join(twice)} more than once')
+    if args.suite == 'executor' and len(named) > 1:
+        raise SlideInputError('--objects: the executor suite pushes one object; name one')
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    check_options(args)
     t0 = time.perf_counter()
     total, unit = _jobs(args)
     bar = _Progress(total, unit)
