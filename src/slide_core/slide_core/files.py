@@ -76,12 +76,21 @@ def check_bag_folder(path: str | Path, what: str) -> Path:
 
 def _check_writable(folder: Path, path: Path, what: str) -> None:
     """SlideInputError unless ``folder``, or the nearest of its parents that exists, is a
-    folder this process may write in (``path``, ``what``: for the message)."""
+    folder this process can write in (``path``, ``what``: for the message): a file is
+    made there and removed. Permissions alone said yes to root for /proc, and a bench's
+    picture failed there only after its minutes of work."""
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK):
         raise SlideInputError(f'{what} {path}: cannot write in {existing}')
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise SlideInputError(
+            f'{what} {path}: cannot write in {existing} ({exc.strerror or exc})'
+        ) from None
 
 
 def _umask() -> int:

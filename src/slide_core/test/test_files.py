@@ -86,6 +86,11 @@ def test_outputs_are_checked_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(SlideInputError, match='must name a .png file'):
         check_output(tmp_path / 'x.jpg', ('.png',), '--png')
     assert check_output(tmp_path / 'new' / 'deeper' / 'bag', (), '--out', directory=True)
+    # A folder no file can be made in, whatever its permissions say (root was told /proc
+    # was writable, and a bench's picture failed there after its minutes of work).
+    if Path('/proc/self').is_dir():
+        with pytest.raises(SlideInputError, match='cannot write in /proc'):
+            check_output(Path('/proc/x.png'), ('.png',), '--png')
 
 
 def test_a_folder_for_logs_is_checked_as_outputs_are(tmp_path: Path) -> None:
