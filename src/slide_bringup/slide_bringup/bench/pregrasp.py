@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 import math
+import multiprocessing
 import time
 from typing import Any
 
@@ -34,6 +35,7 @@ import numpy as np
 from slide_bringup.bench.pool import processes
 from slide_bringup.bench.warmup import warm_up
 from slide_bringup.episode import run_episode
+from slide_bringup.signals import Terminated
 from slide_core.geometry import rotation, wrap_angle
 from slide_core.identification import Bounds
 from slide_core.model import Belief, library_names, load_object, load_workcell
@@ -150,7 +152,15 @@ Advance = Callable[[str, int, int], None]
 """Called with (what, jobs done, jobs) as jobs finish (the command's progress bar)."""
 
 
-def _map(
+class Stopped(Exception):  # noqa: N818 - a Ctrl-C or SIGTERM, with what was done
+    """A Ctrl-C or SIGTERM (``stop``) stopped the jobs; ``rows`` holds those done."""
+
+    def __init__(self, rows: list[dict[str, Any]], stop: KeyboardInterrupt) -> None:
+        super().__init__(str(stop))
+        self.rows, self.stop = rows, stop
+
+
+def map_jobs(
     fn: Callable[[Any], dict[str, Any]],
     jobs: list[Any],
     workers: int,
@@ -158,15 +168,26 @@ def _map(
     what: str,
     advance: Advance | None = None,
 ) -> list[dict[str, Any]]:
-    out = []
+    """``fn`` of every job in ``workers`` processes, in order; Stopped with the rows done
+    when a Ctrl-C or SIGTERM comes (the workers are ended, the jobs not begun dropped)."""
+    out: list[dict[str, Any]] = []
     if advance is not None:
         advance(what, 0, len(jobs))
-    with ProcessPoolExecutor(max_workers=workers, initializer=warm_up) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
+    try:
         for i, row in enumerate(pool.map(fn, jobs)):
             out.append(row)
             progress(f'{what} {i + 1}/{len(jobs)}: {row}')
             if advance is not None:
                 advance(what, i + 1, len(jobs))
+    except KeyboardInterrupt as stop:
+        # (every episode done was lost with the interrupt, up to 19 minutes of them; a
+        # SIGTERM, which only this process hears, left the workers running on)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.kill()  # (its own SIGTERM handler would make it an exception)
+        raise Stopped(out, stop) from None
+    pool.shutdown()
     return out
 
 
@@ -202,7 +223,11 @@ def run(
         for s in range(seeds)
         for m in methods
     ]
-    rows = _map(_episode, jobs, workers, say, 'episode', advance)
+    stopped: KeyboardInterrupt | None = None
+    try:
+        rows = map_jobs(_episode, jobs, workers, say, 'episode', advance)
+    except Stopped as stop:  # the episodes done are the result
+        rows, stopped = stop.rows, stop.stop
     per_method: dict[str, Any] = {}
     for m in methods:
         r = [x for x in rows if x['method'] == m]
@@ -227,13 +252,16 @@ def run(
             'total_s_mean': _avg([x['total_s'] for x in done]),
         }
     planning: dict[str, Any] = {}
-    if planning_trials:
+    if planning_trials and stopped is None:
         for exhaustive in (False, True):
             label = 'exhaustive' if exhaustive else 'refined'
             trials = [
                 (n, seed + 1000 + k, exhaustive) for n in names for k in range(planning_trials)
             ]
-            res = _map(_plan_trial, trials, workers, say, f'planning ({label})', advance)
+            try:
+                res = map_jobs(_plan_trial, trials, workers, say, f'planning ({label})', advance)
+            except Stopped as stop:
+                res, stopped = stop.rows, stop.stop
             planning[label] = {
                 'trials': len(res),
                 'success_rate': _mean([x['success'] for x in res], len(res)),
@@ -243,7 +271,14 @@ def run(
                 'seconds_per_plan_median': _median([x['seconds'] for x in res]),
                 'seconds_per_push': _avg([x['seconds'] / x['pushes'] for x in res if x['pushes']]),
             }
+            if stopped is not None:
+                break
+    kept = {}
+    if stopped is not None:
+        how = 'terminated' if isinstance(stopped, Terminated) else 'interrupted'
+        kept = {'interrupted': how, 'episodes_planned': len(jobs)}
     return {
+        **kept,
         'objects': names,
         'seeds': seeds,
         'overhang_weight': overhang_weight,

@@ -234,6 +234,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         bar.close()
     result['bench_wall_s'] = time.perf_counter() - t0
+    if result.get('interrupted'):  # the jobs done kept, and the exit code says it stopped
+        from slide_bringup.cli import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+        terminated = result['interrupted'] == 'terminated'
+        result['exit'] = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     return {'suite': args.suite, **result}
 
 

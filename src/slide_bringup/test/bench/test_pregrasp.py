@@ -1,0 +1,32 @@
+"""The pregrasp bench's jobs: a Ctrl-C or SIGTERM keeps the episodes done."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+
+from slide_bringup.bench import pregrasp
+
+
+def nap(seconds: float) -> dict[str, float]:
+    time.sleep(seconds)
+    return {'slept': seconds}
+
+
+def test_a_stopped_run_keeps_the_jobs_done_and_ends_its_workers() -> None:
+    # Every episode done was lost with the interrupt (up to 19 minutes of them), and a
+    # SIGTERM, which only the bench's own process hears, left its workers running on.
+    def interrupt(_message: str) -> None:
+        raise KeyboardInterrupt  # as the first job's row comes in
+
+    t0 = time.monotonic()
+    with pytest.raises(pregrasp.Stopped) as stop:
+        pregrasp.map_jobs(nap, [0.01, 60.0, 60.0], 2, interrupt, 'job')
+    assert stop.value.rows == [{'slept': 0.01}]
+    end = time.monotonic() + 10.0
+    while multiprocessing.active_children() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []
+    assert time.monotonic() - t0 < 50.0  # the 60 s jobs were not waited for
