@@ -273,10 +273,19 @@ def run(
             }
             if stopped is not None:
                 break
-    kept = {}
+    kept: dict[str, Any] = {}
     if stopped is not None:
         how = 'terminated' if isinstance(stopped, Terminated) else 'interrupted'
         kept = {'interrupted': how, 'episodes_planned': len(jobs)}
+    crashed = [x for x in rows if 'error' in x]
+    if crashed:
+        # An episode that crashed is the bench's own fault, not a figure (every episode
+        # crashing read as a run that went well: exit 0).
+        kept['ok'] = False
+        kept['reason'] = (
+            f'{len(crashed)} of {len(rows)} episode(s) ended in an error, the first: '
+            f'{crashed[0]["error"]}'
+        )
     return {
         **kept,
         'objects': names,

@@ -30,3 +30,16 @@ def test_a_stopped_run_keeps_the_jobs_done_and_ends_its_workers() -> None:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
     assert time.monotonic() - t0 < 50.0  # the 60 s jobs were not waited for
+
+
+def crash(job: tuple[object, ...]) -> dict[str, object]:
+    name, seed, method = job[:3]
+    return {'object': name, 'seed': seed, 'method': method, 'error': "RuntimeError('boom')"}
+
+
+def test_episodes_that_crashed_make_the_run_a_failed_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every episode crashing read as a run that went well: exit 0.
+    monkeypatch.setattr(pregrasp, '_episode', crash)
+    result = pregrasp.run(['box'], ['uniform'], seeds=2, planning_trials=0, workers=1)
+    assert result['ok'] is False and result['methods']['uniform']['errors'] == 2
+    assert result['reason'].startswith('2 of 2 episode(s) ended in an error, the first: Runtime')
