@@ -598,7 +598,7 @@ class Task:
     def result(self, ended_by: TaskFailure | Aborted | None) -> TaskResult:
         """The task's result: succeeded when nothing ended it early, else the failure's (or
         the abort's) outcome, stage and reason. The time in the stage it stopped in counts
-        (it was left out: an episode stopped after 3 minutes of exploring said 2)."""
+        (it was left out: an episode stopped after 5 minutes of exploring said 2)."""
         st = self.state
         if self._open is not None:
             self._leave(*self._open)
