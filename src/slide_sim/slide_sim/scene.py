@@ -151,8 +151,8 @@ OBSTACLE_HEIGHT = 0.1
 
 def obstacles_xml(cell: Workcell) -> str:
     """The workcell's obstacles as fixed boxes ``OBSTACLE_HEIGHT`` tall on the table: the
-    twin had none, so a push the planner would not make went through where one stood, and
-    the camera never saw one."""
+    twin had none, so the camera never saw one and nothing stopped an object sliding into
+    one."""
     h = OBSTACLE_HEIGHT / 2
     return '\n    '.join(
         f'<geom name="obstacle_{i}" type="box" size="{o.half_size[0]} {o.half_size[1]} {h}" '
