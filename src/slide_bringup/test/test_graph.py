@@ -40,7 +40,7 @@ from slide_core.io import (  # noqa: E402
     primitive_to_msg,
     stamp_to_s,
 )
-from slide_core.model import APPROACH, Belief, load_workcell  # noqa: E402
+from slide_core.model import APPROACH, Belief, Primitive, load_workcell  # noqa: E402
 from slide_core.planning import (  # noqa: E402
     PlanningError,
     UncertainBeliefError,
@@ -93,11 +93,21 @@ class Rig:
         self.peer.wait(lambda: len(self.poses) >= n + 2, 30, 'fresh object poses')
         return self.poses[-1]
 
-    def push_goal(self, speed: float = 0.03, min_travel: float = 0.0) -> Push.Goal:
+    def push_goal(
+        self, speed: float = 0.03, min_travel: float = 0.0, centred: bool = False
+    ) -> Push.Goal:
+        """An exploration's random push, or with ``centred`` one through the middle of the
+        perceived grid's -x side along +x (object frame), in contact for the whole
+        stroke (a random one, under the suite's load, once had 0.64 s of contact in a
+        1.75 s stroke, too short to compare the forces)."""
         grid, _ = grid_from_msg(self.grids[-1])
         pose = self.fresh_pose()
         X_WO = pose_to_planar(pose.pose)
         primitive = exploration_push(grid, X_WO, None, self.index, 'random', 7, self.cell, speed)
+        if centred:
+            x_back = float(grid.p_OC[:, 0].min()) - grid.cell_size / 2
+            y_mid = float(np.mean(grid.p_OC[:, 1]))
+            primitive = Primitive.create([x_back, y_mid], [1.0, 0.0], primitive.travel, speed)
         if primitive.travel < min_travel:
             primitive = dataclasses.replace(primitive, travel=min_travel)
         goal = Push.Goal()
@@ -168,7 +178,7 @@ def test_a_push_returns_its_record_with_feedback(rig: Rig) -> None:
     # comes in bursts). 3.5 cm at 2 cm/s is 1.75 s of stroke.
     handle, done = rig.peer.send(
         rig.push,
-        rig.push_goal(speed=0.02, min_travel=0.035),
+        rig.push_goal(speed=0.02, min_travel=0.035, centred=True),
         feedback=lambda m: phases.append(m.feedback.phase),
     )
     result = rig.peer.result(done, 120).result
