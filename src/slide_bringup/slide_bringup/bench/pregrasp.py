@@ -181,12 +181,15 @@ def map_jobs(
             if advance is not None:
                 advance(what, i + 1, len(jobs))
     except KeyboardInterrupt as stop:
-        # (every episode done was lost with the interrupt, up to 19 minutes of them; a
-        # SIGTERM, which only this process hears, left the workers running on)
+        # (every episode done was lost with the interrupt, up to 19 minutes of them, and
+        # a SIGTERM, which only this process hears, waited for the episodes running)
         pool.shutdown(wait=False, cancel_futures=True)
         for child in multiprocessing.active_children():
             child.kill()  # (its own SIGTERM handler would make it an exception)
         raise Stopped(out, stop) from None
+    except BaseException:  # (a worker's fault: the jobs not begun are not started)
+        pool.shutdown(cancel_futures=True)
+        raise
     pool.shutdown()
     return out
 
