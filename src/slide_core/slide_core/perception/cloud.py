@@ -659,7 +659,8 @@ def _check_not_cut_out(
     tool above it, is no matter."""
     if cut.shape[0] == 0:
         return
-    d, k = cKDTree(obj[:, :2]).query(cut[:, :2], distance_upper_bound=config.cluster_eps)
+    d, found = cKDTree(obj[:, :2]).query(cut[:, :2], distance_upper_bound=config.cluster_eps)
+    k = np.asarray(found, dtype=np.int64)  # the nearest object point of each cut point
     near = np.isfinite(d)
     surface = np.zeros(cut.shape[0], dtype=bool)
     surface[near] = np.abs(cut_h[near] - heights[k[near]]) <= CUT_HEIGHT_BAND
