@@ -433,7 +433,12 @@ def _perceive(
     """Perception on the bag's clouds: the grid (as a one-grid list) and the pose series.
     After the acquisition only the clouds of the pushes are worked on."""
     from slide_core.io.messages import cloud_to_xyz
-    from slide_core.io.perceive import keep_out_from, pusher_keep_out, track_clouds
+    from slide_core.io.perceive import (
+        keep_out_from,
+        perception_config,
+        pusher_keep_out,
+        track_clouds,
+    )
     from slide_core.model import load_workcell
     from slide_core.perception import KeepOut
 
@@ -458,6 +463,7 @@ def _perceive(
 
             yield ns_to_s(t_ns), decode
 
+    cell = load_workcell()  # read once: the fingertip, the camera, the table, the obstacles
     pusher = series['/pusher/pose']
     gripper = series.get('/gripper/pose')
     tools_at = keep_out_from(
@@ -465,7 +471,7 @@ def _perceive(
         np.array([r[[0, 1, 3]] for r in pusher.rows]).reshape(-1, 3),
         None if gripper is None else np.asarray(gripper.stamp),
         None if gripper is None else np.array([r[[0, 1, 3]] for r in gripper.rows]).reshape(-1, 3),
-        pusher_keep_out(load_workcell().fingertip.radius),  # (the workcell's fingertip)
+        pusher_keep_out(cell.fingertip.radius),
     )
     # A cloud logged at t is cut where the tools were then, on their own clock: by the
     # clouds' stamps, a camera 1000 s ahead had the fingertip's last pose cut out of every
@@ -475,7 +481,14 @@ def _perceive(
     def keep_out(log: float) -> tuple[KeepOut, ...]:
         return tools_at(log + tools_offset)
 
-    track = track_clouds(clouds(), extrinsics, keep_out, str(bag.path), wanted=wanted)
+    track = track_clouds(
+        clouds(),
+        extrinsics or cell.camera_extrinsics,
+        keep_out,
+        str(bag.path),
+        config=perception_config(cell),
+        wanted=wanted,
+    )
     warnings.extend(f'{CLOUD_TOPIC}: {w}' for w in track.warnings)
     poses = Series('/object/pose')
     for log, stamp, X in track.poses:
