@@ -23,6 +23,10 @@ retracted in free air (lifted first when it is lower), so that the driver's forc
 
 Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
+a stroke whose fingertip would come within its radius and 3 mm of one of the workcell's
+obstacles (INVALID_GOAL, naming it: the planner keeps its pushes clear of them, so the
+sender planned with another workcell file, or none; the arm's moves through the air above
+are not checked, as an obstacle's height is not known),
 cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
 (``ft_limit`` topic: the same), an F/T wrench stream that falls silent before or during the
 push (``max_wrench_gap_s``: the driver's force limit and the push's record both need it; the
@@ -69,12 +73,14 @@ from slide_core.io import (
     stamp_to_s,
 )
 from slide_core.model import (
+    APPROACH_CLEARANCE,
     LIFT,
     Primitive,
     approach_clear,
     load_workcell,
     push_waypoints,
     retract_waypoints,
+    stroke_clear,
 )
 from slide_core.planning import (
     PRE_GRASP_HEIGHT,
@@ -448,6 +454,17 @@ class ExecutorNode(SlideNode):
                 ErrorCode.CONTACT_OFF_OBJECT,
                 'the fingertip would come down on the object (the push points out of it)',
             )
+        # (the executor pushed through them: only the planner and the twin knew of them)
+        least_mm = (tip.radius + APPROACH_CLEARANCE) * 1000
+        for k, ob in enumerate(self.cell.obstacles):
+            if not stroke_clear(primitive, X, tip, (ob,)):
+                raise Failure(
+                    ErrorCode.INVALID_GOAL,
+                    f'the fingertip would pass within {least_mm:.0f} mm of obstacle {k} of the '
+                    f'workcell (centre {list(ob.centre)}, half size '
+                    f'{list(ob.half_size)}) between coming down and the end of its stroke: was '
+                    'the push planned with this workcell file?',
+                )
         return primitive, X
 
     def _retract(self, tool: str, back_W: FloatArray | None = None) -> None:

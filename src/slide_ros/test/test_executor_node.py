@@ -26,7 +26,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
-from slide_core.model import LIFT, load_object, load_workcell  # noqa: E402
+from slide_core.model import LIFT, Primitive, Workcell, load_object, load_workcell  # noqa: E402
 from slide_core.planning import PRE_GRASP_HEIGHT  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
@@ -120,6 +120,7 @@ def executor_on(
     tares: list[float] | None = None,
     tare_s: float = 0.0,
     wrench_lag_s: list[float] | None = None,
+    workcell_file: Path = ROOT / 'config' / 'workcell.yaml',
 ) -> Iterator[tuple[ExecutorNode, Peer, Any, Any]]:
     """The executor node, active on ``arm``, fed the box's grid, its pose and a wrench
     stream as perception and the F/T driver would; a peer with its push and grasp
@@ -129,7 +130,7 @@ def executor_on(
     lag = wrench_lag_s or [0.0]
     params = {
         'autostart': False,
-        'workcell_file': str(ROOT / 'config' / 'workcell.yaml'),
+        'workcell_file': str(workcell_file),
         'tare': tares is not None,
         'measurement_wait_s': 0.3,
     }
@@ -196,11 +197,15 @@ def pose_msg(node: ExecutorNode, X: np.ndarray) -> PoseStamped:
 
 def push_goal(node: ExecutorNode) -> Push.Goal:
     cell = load_workcell(ROOT / 'config' / 'workcell.yaml')
-    primitive = exploration_push(load_object('box').grid, X_BOX, None, 0, 'random', 1, cell, 0.05)
     goal = Push.Goal()
-    primitive_to_msg(primitive, cell.fingertip, goal.primitive)
+    primitive_to_msg(box_push(cell), cell.fingertip, goal.primitive)
     goal.object_pose = pose_msg(node, X_BOX)
     return goal
+
+
+def box_push(cell: Workcell) -> Primitive:
+    """The tests' push of the box at X_BOX."""
+    return exploration_push(load_object('box').grid, X_BOX, None, 0, 'random', 1, cell, 0.05)
 
 
 def grasp_goal(node: ExecutorNode) -> GraspAction.Goal:
@@ -281,6 +286,33 @@ def test_a_push_planned_for_another_fingertip_is_refused() -> None:
         answer = peer.result(handle.get_result_async(), 30)
     assert answer.result.error.code == ErrorCode.INVALID_GOAL
     assert 'fingertip radius of 0.012 m' in answer.result.message
+    assert arm.motions == []
+
+
+def test_a_push_whose_stroke_meets_a_workcell_obstacle_is_refused(tmp_path: Path) -> None:
+    # Only the planner and the twin knew the obstacles: a push planned without them (another
+    # workcell file, or a sender of its own) was driven through one.
+    import shutil
+
+    config = ROOT / 'config'
+    cell = load_workcell(config / 'workcell.yaml')
+    start, end = box_push(cell).stroke_W(X_BOX, cell.fingertip)
+    middle = (start + end) / 2
+    shutil.copy(config / 'twin_camera.yaml', tmp_path / 'twin_camera.yaml')
+    text = (config / 'workcell.yaml').read_text()
+    assert 'obstacles: []' in text
+    text = text.replace(
+        'obstacles: []',
+        f'obstacles: [{{centre: [{middle[0]:.4f}, {middle[1]:.4f}], half_size: [0.005, 0.005]}}]',
+    )
+    (tmp_path / 'workcell.yaml').write_text(text)
+    arm = StubArm(0.02)
+    with executor_on(arm, workcell_file=tmp_path / 'workcell.yaml') as (node, peer, push, _):
+        goal = push_goal(node)
+        handle = peer.result(push.send_goal_async(goal), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.INVALID_GOAL
+    assert 'within 11 mm of obstacle 0 of the workcell' in answer.result.message
     assert arm.motions == []
 
 
