@@ -104,3 +104,38 @@ def test_identify_under_the_papers_loads_with_a_refinement_writes_what_it_did(
     bad = slide('identify', str(bag), '--refine-budget', '-1', '--out', str(tmp_path / 'x.yaml'))
     assert bad.returncode == 2 and '--refine-budget must be >= 0' in bad.stderr
     assert not (tmp_path / 'x.yaml').exists()
+
+
+def test_identify_fits_with_the_fingertip_height_the_bag_was_pushed_at(
+    bag: Path, tmp_path: Path
+) -> None:
+    # The fit took the push's height from the workcell configured now: a bag recorded in
+    # another cell was fitted with this one's fingertip height, and nothing said so.
+    import os
+
+    root = Path(__file__).resolve().parents[3]
+    config = tmp_path / 'other_cell'
+    config.mkdir()
+    shutil.copy(root / 'config' / 'twin_camera.yaml', config / 'twin_camera.yaml')
+    text = (root / 'config' / 'workcell.yaml').read_text()
+    assert 'height: 0.017 ' in text
+    (config / 'workcell.yaml').write_text(text.replace('height: 0.017 ', 'height: 0.024 '))
+    assert SLIDE is not None
+    out = subprocess.run(
+        [SLIDE, 'identify', str(bag), '--train', '0-1', '--models', '2', '--budget', '100',
+         '--out', str(tmp_path / 'm.yaml'), '--json'],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, 'SLIDE_CONFIG_DIR': str(config)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    said = [w for w in json.loads(out.stdout)['warnings'] if 'fingertip' in w]
+    assert said == [
+        "the bag's pushes were made with the fingertip 0.017 m above the table; this "
+        "workcell's is 0.024 m: the fit uses the bag's"
+    ]
+    same = slide(
+        'identify', str(bag), '--train', '0-1', '--models', '2', '--budget', '100',
+        '--out', str(tmp_path / 'm2.yaml'), '--json',
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    assert not [w for w in json.loads(same.stdout)['warnings'] if 'fingertip' in w]

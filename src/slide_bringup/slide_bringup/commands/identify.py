@@ -59,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="fit with the push's moment shifting the table's pressure towards the push (at "
-        "the workcell's fingertip height on each cell's side; the belief records it and the "
+        "the fingertip height the bag's pushes record, else the workcell's, on each cell's "
+        'side; the belief records it and the '
         "simulators that replay and plan with it add it); --no-push-moment: the papers' "
         'loads',
     )
@@ -98,6 +99,8 @@ LEAST_PER_MODEL = 20
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import replace
+
     from tqdm import tqdm
 
     from slide_bringup.args import parse_range
@@ -162,9 +165,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for line in read.report():  # said now, before the long part, and in the result
         print(f'slide identify: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes
-    # The push acts at the workcell's fingertip height (workcell.yaml of $SLIDE_CONFIG_DIR or
-    # the installed config).
-    height = load_workcell().fingertip.push_heights(grid, args.push_moment)
+    # The push acts at the fingertip's height: the one the bag's pushes were made with
+    # where it says, else the workcell's (workcell.yaml of $SLIDE_CONFIG_DIR or the installed
+    # config). A bag from another cell was fitted with this one's height, and nothing said so.
+    tip = load_workcell().fingertip
+    heights = list(dict.fromkeys(h for _, h in read.fingertips))
+    if len(heights) == 1 and abs(heights[0] - tip.height) > 1e-6:
+        warnings.append(
+            f"the bag's pushes were made with the fingertip {heights[0]:g} m above the table; "
+            f"this workcell's is {tip.height:g} m: the fit uses the bag's"
+        )
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
+        tip = replace(tip, height=heights[0])
+    elif len(heights) > 1:
+        warnings.append(
+            f"the bag's pushes were made with the fingertip at {len(heights)} heights "
+            f'({", ".join(f"{h:g}" for h in heights)} m above the table): the fit uses this '
+            f"workcell's, {tip.height:g} m, for all"
+        )
+        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
+    height = tip.push_heights(grid, args.push_moment)
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     if train.still:
         warnings.append(

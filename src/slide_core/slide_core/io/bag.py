@@ -91,6 +91,10 @@ class BagPushes:
         warnings: what was wrong with the bag but left data to use (one line each).
         count: how many pushes the bag starts (``/push/start`` markers).
         poses_from, wrench_from: where the object poses and the wrenches came from.
+        fingertips: the fingertips (radius, height above the table) [m] the bag's pushes
+            say they were made with (``/push/primitive``), each once, in the order first
+            seen; empty when the bag does not say (no such topic, or zeros: a sender that
+            did not fill them in).
 
     It unpacks as ``grid, pushes`` for callers that need no more.
     """
@@ -102,6 +106,7 @@ class BagPushes:
     count: int = 0
     poses_from: str = ''
     wrench_from: str = ''
+    fingertips: tuple[tuple[float, float], ...] = ()
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.grid, self.pushes))
@@ -190,7 +195,9 @@ def read_pushes(
             raise SlideInputError(f'{name}: no object grid: /object/grid {why_grid}{hint}{cut}')
 
     topics = ['/pusher/pose', wrench_topic, '/push/start']
-    optional = ['/push/end', '/gripper/pose'] if from_cloud else ['/push/end']
+    optional = ['/push/end', '/push/primitive']
+    if from_cloud:
+        optional.append('/gripper/pose')
     topics += [t for t in optional if not usable(bag, t)]
     if not from_cloud:
         topics += ['/object/pose', '/object/grid']
@@ -387,6 +394,8 @@ def read_pushes(
         said = ''.join(f'; {w}' for w in warnings)
         raise SlideInputError(f'{name}: no complete push ({detail}){said}')
     assert chosen is not None
+    recorded = series['/push/primitive'].rows if '/push/primitive' in series else []
+    fingertips = tuple(dict.fromkeys(tip for tip in recorded if tip[0] > 0.0 and tip[1] > 0.0))
     return BagPushes(
         chosen,
         built,
@@ -395,6 +404,7 @@ def read_pushes(
         count,
         poses_from,
         wrench_from,
+        fingertips,
     )
 
 

@@ -33,6 +33,7 @@ TYPES = {
     '/netft/wrench': 'geometry_msgs/msg/WrenchStamped',
     '/push/start': 'slide_interfaces/msg/PushMarker',
     '/push/end': 'slide_interfaces/msg/PushMarker',
+    '/push/primitive': 'slide_interfaces/msg/PushPrimitive',
     CLOUD_TOPIC: 'sensor_msgs/msg/PointCloud2',
     '/ground_truth': 'slide_interfaces/msg/GroundTruth',
 }
@@ -144,7 +145,8 @@ def usable(bag: Bag, topic: str) -> str:
 
 
 def read_series(bag: Bag, topics: list[str]) -> dict[str, Series]:
-    """Decoded series of ``topics`` (grids as (log, Grid, frame) rows)."""
+    """Decoded series of ``topics`` (grids as (log, Grid, frame) rows; push primitives as
+    the fingertip's (radius, height) [m] they were made with, no stamp)."""
     out = {t: Series(t) for t in topics}
     for topic, t_ns, raw in bag.messages(topics):
         msg = bag.decode(topic, raw)
@@ -156,6 +158,11 @@ def read_series(bag: Bag, topics: list[str]) -> dict[str, Series]:
             if topic in MARKERS:
                 index, stamp = marker_from_msg(msg)
                 s.add(log, math.nan if stamp is None else stamp, index, '')
+            elif topic == '/push/primitive':
+                tip = (float(msg.fingertip_radius), float(msg.height))
+                if not (math.isfinite(tip[0]) and math.isfinite(tip[1])):
+                    raise MessageError('not finite')
+                s.add(log, math.nan, tip, '')
             elif topic == '/object/grid':
                 grid, _ = grid_from_msg(msg)
                 s.add(log, stamp_to_s(msg.header.stamp), (log, grid, msg.header.frame_id), '')
