@@ -26,7 +26,9 @@ figures of the fit and replays without it (the papers' loads). The rollout refin
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 import math
 from pathlib import Path
 import tempfile
@@ -34,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from slide_bringup.signals import Terminated
 from slide_core.files import check_output, write_atomic
 from slide_core.geometry import cell_positions
 from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
@@ -50,6 +53,8 @@ STABLE_P = 0.9
 TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
 """Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
 median error, 30 Hz)."""
+STABLE_KEYS = ('predicted_stable', 'stable_and_stayed')
+BALANCE_KEYS = ('poses', *STABLE_KEYS, 'agree')
 
 
 def edge_poses(spec: ObjectSpec, count: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -89,6 +94,10 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
 def run(
     objects: Sequence[str] | None = None,
     methods: Sequence[str] | None = None,
@@ -98,6 +107,9 @@ def run(
     support: str | None = None,
     refine_budget: int = 0,
 ) -> dict[str, Any]:
+    """The bench over ``objects`` (default: the library). A Ctrl-C or SIGTERM keeps the
+    objects done: the result has them, with ``interrupted`` ('interrupted' or 'terminated')
+    and ``objects_planned``; the object being identified is dropped."""
     names = list(objects or library_names())
     if png is not None:
         check_output(png, ('.png',), '--png')  # before minutes of work, not after
@@ -110,193 +122,261 @@ def run(
         raise ValueError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}')
     for name in names:
         load_object(name)
-    rows: dict[str, dict[str, list[float]]] = {
-        m: {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
-        for m in methods
-    }
-    curves: dict[str, list[tuple[list[int], list[float], float]]] = {m: [] for m in methods}
-    balance = {'poses': 0, 'predicted_stable': 0, 'stable_and_stayed': 0, 'agree': 0}
-    com_errors: list[float] = []
-    in_support: list[bool] = []
-    tracked: dict[str, list[float]] = {'add': [], 'com': []}
-    alone_rows: dict[str, list[float]] = {'add': [], 'com': [], 'in': [], 'models': []}
-    alone_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
-    flat: dict[str, list[float]] = {'add': [], 'com': [], 'tracked_add': [], 'tracked_com': []}
-    flat_balance = {'predicted_stable': 0, 'stable_and_stayed': 0}
-    refined: dict[str, dict[str, float | None]] = {}
+    done = _Tally(methods)
     cell = load_workcell()
+    stopped: KeyboardInterrupt | None = None
     with tempfile.TemporaryDirectory() as tmp:
         for k, name in enumerate(names):
-            spec = load_object(name)
-            # (by its place: a file's path as the name put the bag at that path)
-            bag = Path(tmp) / f'object{k}'
-            _record(spec, cell, seed, bag)
-            grid, train_pd = read_pushes(bag, list(range(5)))
-            _, test_pd = read_pushes(bag, list(range(5, 10)))
-            truth = read_ground_truth(bag)
-            mass = None if truth is None else truth.mass
-            height = cell.fingertip.force_heights(grid)
-            train = TrainingSet.from_pushes(grid, train_pd, support, height)
-            test = TrainingSet.from_pushes(grid, test_pd, support, height)
-            beliefs = {}
-            for method in methods:
-                beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
-            best_loss = min(float(r.belief.loss.min()) for r in beliefs.values())
-            for method, found in beliefs.items():
-                belief = found.belief
-                ev = evaluate(belief, test_pd, cell.fingertip, mass)
-                r = rows[method]
-                r['add'].append(ev.add_error_m)
-                r['uniform'].append(ev.uniform_add_error_m)
-                r['s'].append(found.seconds)
-                k = belief.best
-                r['test_loss'].append(float(test.loss(belief.mass[k], belief.friction[k])[0]))
-                used = [u for u, _ in found.trace]
-                losses = [float(train.loss(t[: grid.n], t[grid.n :])[0]) for _, t in found.trace]
-                curves[method].append((used, losses, best_loss))
-                hit = [u for u, f in zip(used, losses, strict=True) if f <= 1.1 * best_loss]
-                r['sims_to_target'].append(float(hit[0]) if hit else math.inf)
-                if method == 'probabilistic' and truth is not None and ev.com_error_m is not None:
-                    com_errors.append(ev.com_error_m)
-                    in_support.append(bool(ev.truth_in_support))
-                if progress:
-                    progress(
-                        f'{name} {method}: add {100 * ev.add_error_m:.2f} cm (uniform '
-                        f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
-                    )
-            if 'probabilistic' in beliefs:
-                # The papers' fit, without the push's moment, compared.
-                train_flat = TrainingSet.from_pushes(grid, train_pd, support)
-                papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
-                if refine_budget > 0:
-                    fit = beliefs['probabilistic']
-                    after = refine(fit, train, train_pd, budget=refine_budget, push_height=height)
-                    ev0 = evaluate(fit.belief, test_pd, cell.fingertip, mass)
-                    ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
-                    refined[name] = {
-                        'add_error_m': ev0.add_error_m,
-                        'refined_add_error_m': ev1.add_error_m,
-                        'seconds': fit.seconds,
-                        'refined_seconds': after.seconds,
-                        'com_error_m': ev0.com_error_m,
-                        'refined_com_error_m': ev1.com_error_m,
-                    }
-                    if progress:
-                        progress(
-                            f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
-                            f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
-                        )
-                seen = Path(tmp) / f'object{k}-tracked'
-                _record(spec, cell, seed, seen, TRACKED)
-                grid_t, train_t = read_pushes(seen, list(range(5)))
-                _, test_t = read_pushes(seen, list(range(5, 10)))
-                found_t = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support, height),
-                    'probabilistic',
-                    budget=BUDGET,
-                    seed=seed,
+            one = _Tally(methods)
+            try:
+                _object(
+                    one, name, k, Path(tmp), cell, methods, seed, support, refine_budget, progress
                 )
-                ev = evaluate(found_t.belief, test_t, cell.fingertip, mass)
-                tracked['add'].append(ev.add_error_m)
-                if ev.com_error_m is not None:
-                    tracked['com'].append(ev.com_error_m)
-                if progress:
-                    progress(
-                        f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm'
-                    )
-                alone = identify(
-                    train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=0
-                ).belief
-                ev = evaluate(alone, test_pd, cell.fingertip, mass)
-                alone_rows['add'].append(ev.add_error_m)
-                alone_rows['models'].append(alone.K)
-                if ev.com_error_m is not None:
-                    alone_rows['com'].append(ev.com_error_m)
-                    alone_rows['in'].append(float(bool(ev.truth_in_support)))
-                ev = evaluate(papers.belief, test_pd, cell.fingertip, mass)
-                flat['add'].append(ev.add_error_m)
-                if ev.com_error_m is not None:
-                    flat['com'].append(ev.com_error_m)
-                found_tt = identify(
-                    TrainingSet.from_pushes(grid_t, train_t, support),
-                    'probabilistic',
-                    budget=BUDGET,
-                    seed=seed,
+            except KeyboardInterrupt as stop:
+                # (every object done was lost with the interrupt, up to 4 minutes of them)
+                stopped = stop
+                break
+            done.add(one)
+    result = _summary(done, support)
+    if stopped is not None:
+        how = 'terminated' if isinstance(stopped, Terminated) else 'interrupted'
+        result = {'interrupted': how, 'objects_planned': names, **result}
+    if png is not None and done.objects:
+        result['png'] = str(draw_losses(png, done.curves))
+    return result
+
+
+@dataclass
+class _Tally:
+    """The figures of the objects identified so far (one object's are added whole, so an
+    interrupt keeps only objects done)."""
+
+    methods: list[str]
+    objects: list[str] = field(default_factory=list)
+    rows: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    curves: dict[str, list[tuple[list[int], list[float], float]]] = field(default_factory=dict)
+    balance: Counter[str] = field(default_factory=Counter)
+    alone_balance: Counter[str] = field(default_factory=Counter)
+    flat_balance: Counter[str] = field(default_factory=Counter)
+    lists: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    refined: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for m in self.methods:
+            self.rows.setdefault(
+                m, {'add': [], 'uniform': [], 's': [], 'sims_to_target': [], 'test_loss': []}
+            )
+            self.curves.setdefault(m, [])
+
+    def add(self, other: _Tally) -> None:
+        self.objects += other.objects
+        for m in self.methods:
+            for key, values in other.rows[m].items():
+                self.rows[m][key] += values
+            self.curves[m] += other.curves[m]
+        self.balance.update(other.balance)
+        self.alone_balance.update(other.alone_balance)
+        self.flat_balance.update(other.flat_balance)
+        for key, values in other.lists.items():
+            self.lists[key] += values
+        self.refined.update(other.refined)
+
+
+def _object(
+    t: _Tally,
+    name: str,
+    k: int,
+    tmp: Path,
+    cell: Workcell,
+    methods: Sequence[str],
+    seed: int,
+    support: str,
+    refine_budget: int,
+    progress: Progress | None,
+) -> None:
+    """Record, identify and score one object (the ``k``-th) into ``t``."""
+    spec = load_object(name)
+    # (by its place: a file's path as the name put the bag at that path)
+    bag = tmp / f'object{k}'
+    _record(spec, cell, seed, bag)
+    grid, train_pd = read_pushes(bag, list(range(5)))
+    _, test_pd = read_pushes(bag, list(range(5, 10)))
+    truth = read_ground_truth(bag)
+    mass = None if truth is None else truth.mass
+    height = cell.fingertip.force_heights(grid)
+    train = TrainingSet.from_pushes(grid, train_pd, support, height)
+    test = TrainingSet.from_pushes(grid, test_pd, support, height)
+    beliefs = {}
+    for method in methods:
+        beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
+    best_loss = min(float(r.belief.loss.min()) for r in beliefs.values())
+    lists = t.lists
+    for method, found in beliefs.items():
+        belief = found.belief
+        ev = evaluate(belief, test_pd, cell.fingertip, mass)
+        r = t.rows[method]
+        r['add'].append(ev.add_error_m)
+        r['uniform'].append(ev.uniform_add_error_m)
+        r['s'].append(found.seconds)
+        best = belief.best
+        r['test_loss'].append(float(test.loss(belief.mass[best], belief.friction[best])[0]))
+        used = [u for u, _ in found.trace]
+        losses = [float(train.loss(x[: grid.n], x[grid.n :])[0]) for _, x in found.trace]
+        t.curves[method].append((used, losses, best_loss))
+        hit = [u for u, f in zip(used, losses, strict=True) if f <= 1.1 * best_loss]
+        r['sims_to_target'].append(float(hit[0]) if hit else math.inf)
+        if method == 'probabilistic' and truth is not None and ev.com_error_m is not None:
+            lists['com'].append(ev.com_error_m)
+            lists['in_support'].append(float(bool(ev.truth_in_support)))
+        if progress:
+            progress(
+                f'{name} {method}: add {100 * ev.add_error_m:.2f} cm (uniform '
+                f'{100 * ev.uniform_add_error_m:.2f}), {found.seconds:.2f} s'
+            )
+    if 'probabilistic' in beliefs:
+        # The papers' fit, without the push's moment, compared.
+        train_flat = TrainingSet.from_pushes(grid, train_pd, support)
+        papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
+        if refine_budget > 0:
+            fit = beliefs['probabilistic']
+            after = refine(fit, train, train_pd, budget=refine_budget, push_height=height)
+            ev0 = evaluate(fit.belief, test_pd, cell.fingertip, mass)
+            ev1 = evaluate(after.belief, test_pd, cell.fingertip, mass)
+            t.refined[name] = {
+                'add_error_m': ev0.add_error_m,
+                'refined_add_error_m': ev1.add_error_m,
+                'seconds': fit.seconds,
+                'refined_seconds': after.seconds,
+                'com_error_m': ev0.com_error_m,
+                'refined_com_error_m': ev1.com_error_m,
+            }
+            if progress:
+                progress(
+                    f'{name} refined: add {100 * ev0.add_error_m:.2f} -> '
+                    f'{100 * ev1.add_error_m:.2f} cm, {after.seconds:.1f} s'
                 )
-                ev = evaluate(found_tt.belief, test_t, cell.fingertip, mass)
-                flat['tracked_add'].append(ev.add_error_m)
-                if ev.com_error_m is not None:
-                    flat['tracked_com'].append(ev.com_error_m)
-                rng = np.random.default_rng(seed)
-                for X in edge_poses(spec, 12, rng):
-                    p = stay_probability(beliefs['probabilistic'].belief, X)
-                    stayed = twin_stays(spec, cell, X)
-                    balance['poses'] += 1
-                    balance['agree'] += int((p >= 0.5) == stayed)
-                    if p >= STABLE_P:
-                        balance['predicted_stable'] += 1
-                        balance['stable_and_stayed'] += int(stayed)
-                    if stay_probability(alone, X) >= STABLE_P:
-                        alone_balance['predicted_stable'] += 1
-                        alone_balance['stable_and_stayed'] += int(stayed)
-                    if stay_probability(papers.belief, X) >= STABLE_P:
-                        flat_balance['predicted_stable'] += 1
-                        flat_balance['stable_and_stayed'] += int(stayed)
+        seen = tmp / f'object{k}-tracked'
+        _record(spec, cell, seed, seen, TRACKED)
+        grid_t, train_t = read_pushes(seen, list(range(5)))
+        _, test_t = read_pushes(seen, list(range(5, 10)))
+        found_t = identify(
+            TrainingSet.from_pushes(grid_t, train_t, support, height),
+            'probabilistic',
+            budget=BUDGET,
+            seed=seed,
+        )
+        ev = evaluate(found_t.belief, test_t, cell.fingertip, mass)
+        lists['tracked_add'].append(ev.add_error_m)
+        if ev.com_error_m is not None:
+            lists['tracked_com'].append(ev.com_error_m)
+        if progress:
+            progress(f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm')
+        alone = identify(train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=0).belief
+        ev = evaluate(alone, test_pd, cell.fingertip, mass)
+        lists['alone_add'].append(ev.add_error_m)
+        lists['alone_models'].append(alone.K)
+        if ev.com_error_m is not None:
+            lists['alone_com'].append(ev.com_error_m)
+            lists['alone_in'].append(float(bool(ev.truth_in_support)))
+        ev = evaluate(papers.belief, test_pd, cell.fingertip, mass)
+        lists['flat_add'].append(ev.add_error_m)
+        if ev.com_error_m is not None:
+            lists['flat_com'].append(ev.com_error_m)
+        found_tt = identify(
+            TrainingSet.from_pushes(grid_t, train_t, support),
+            'probabilistic',
+            budget=BUDGET,
+            seed=seed,
+        )
+        ev = evaluate(found_tt.belief, test_t, cell.fingertip, mass)
+        lists['flat_tracked_add'].append(ev.add_error_m)
+        if ev.com_error_m is not None:
+            lists['flat_tracked_com'].append(ev.com_error_m)
+        rng = np.random.default_rng(seed)
+        balance = t.balance
+        for X in edge_poses(spec, 12, rng):
+            p = stay_probability(beliefs['probabilistic'].belief, X)
+            stayed = twin_stays(spec, cell, X)
+            balance['poses'] += 1
+            balance['agree'] += int((p >= 0.5) == stayed)
+            if p >= STABLE_P:
+                balance['predicted_stable'] += 1
+                balance['stable_and_stayed'] += int(stayed)
+            if stay_probability(alone, X) >= STABLE_P:
+                t.alone_balance['predicted_stable'] += 1
+                t.alone_balance['stable_and_stayed'] += int(stayed)
+            if stay_probability(papers.belief, X) >= STABLE_P:
+                t.flat_balance['predicted_stable'] += 1
+                t.flat_balance['stable_and_stayed'] += int(stayed)
+    t.objects.append(name)
+
+
+def _summary(t: _Tally, support: str) -> dict[str, Any]:
+    """The bench's figures over the objects in ``t``: a method's figure is None (null) with
+    no object done; ``simulations_to_within_10pct`` is the median over the objects, None
+    when the median object did not come within 10% of the best loss in the budget
+    (``within_10pct_runs`` says how many did); a centre-of-mass figure is None where no
+    object has its ground truth."""
+    lists = t.lists
     per_method = {
         m: {
-            'add_error_m': float(np.mean(r['add'])),
-            'uniform_add_error_m': float(np.mean(r['uniform'])),
-            'heldout_loss_n2': float(np.mean(r['test_loss'])),
-            'seconds': float(np.mean(r['s'])),
-            'simulations_to_within_10pct': float(np.median(r['sims_to_target'])),
+            'add_error_m': _mean(r['add']),
+            'uniform_add_error_m': _mean(r['uniform']),
+            'heldout_loss_n2': _mean(r['test_loss']),
+            'seconds': _mean(r['s']),
+            'simulations_to_within_10pct': _finite(np.median(r['sims_to_target']))
+            if r['sims_to_target']
+            else None,
+            'within_10pct_runs': sum(math.isfinite(v) for v in r['sims_to_target']),
         }
-        for m, r in rows.items()
+        for m, r in t.rows.items()
     }
+    balance = {key: t.balance[key] for key in BALANCE_KEYS}
     result: dict[str, Any] = {
-        'objects': names,
+        'objects': t.objects,
         'support': support,
-        **({'rollout_refinement': refined} if refined else {}),
+        **({'rollout_refinement': t.refined} if t.refined else {}),
         'budget_simulations': BUDGET,
         'methods': per_method,
-        'probabilistic_com_error_m': _mean(com_errors),
-        'truth_in_support_fraction': _mean(in_support),
+        'probabilistic_com_error_m': _mean(lists['com']),
+        'truth_in_support_fraction': _mean(lists['in_support']),
         **(
             {
                 'tracked_poses': {
                     'hz': TRACKED.hz,
                     'sigma_m': TRACKED.sigma_m,
                     'sigma_rad': TRACKED.sigma_rad,
-                    'probabilistic_add_error_m': float(np.mean(tracked['add'])),
-                    'probabilistic_com_error_m': _mean(tracked['com']),
+                    'probabilistic_add_error_m': _mean(lists['tracked_add']),
+                    'probabilistic_com_error_m': _mean(lists['tracked_com']),
                 }
             }
-            if tracked['add']
+            if lists['tracked_add']
             else {}
         ),
         **(
             {
                 'no_com_spread': {
-                    'models_mean': float(np.mean(alone_rows['models'])),
-                    'probabilistic_add_error_m': float(np.mean(alone_rows['add'])),
-                    'probabilistic_com_error_m': _mean(alone_rows['com']),
-                    'truth_in_support_fraction': _mean(alone_rows['in']),
-                    **alone_balance,
+                    'models_mean': _mean(lists['alone_models']),
+                    'probabilistic_add_error_m': _mean(lists['alone_add']),
+                    'probabilistic_com_error_m': _mean(lists['alone_com']),
+                    'truth_in_support_fraction': _mean(lists['alone_in']),
+                    **{key: t.alone_balance[key] for key in STABLE_KEYS},
                 }
             }
-            if alone_rows['add']
+            if lists['alone_add']
             else {}
         ),
         **(
             {
                 'no_push_moment': {
-                    'probabilistic_add_error_m': float(np.mean(flat['add'])),
-                    'probabilistic_com_error_m': _mean(flat['com']),
-                    'tracked_add_error_m': float(np.mean(flat['tracked_add'])),
-                    'tracked_com_error_m': _mean(flat['tracked_com']),
-                    **flat_balance,
+                    'probabilistic_add_error_m': _mean(lists['flat_add']),
+                    'probabilistic_com_error_m': _mean(lists['flat_com']),
+                    'tracked_add_error_m': _mean(lists['flat_tracked_add']),
+                    'tracked_com_error_m': _mean(lists['flat_tracked_com']),
+                    **{key: t.flat_balance[key] for key in STABLE_KEYS},
                 }
             }
-            if flat['add']
+            if lists['flat_add']
             else {}
         ),
         'edge_balance': {
@@ -308,8 +388,6 @@ def run(
             ),
         },
     }
-    if png is not None:
-        result['png'] = str(draw_losses(png, curves))
     return result
 
 

@@ -36,3 +36,26 @@ def test_a_loss_picture_that_fails_half_way_leaves_nothing(tmp_path, monkeypatch
     with pytest.raises(OSError, match='disk full'):
         draw_losses(tmp_path / 'new' / 'losses.png', curves)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_keeps_the_objects_identified(tmp_path: Path) -> None:
+    # Every object done was lost with a Ctrl-C or a SIGTERM (up to 4 minutes of them).
+    from slide_bringup.bench import identification
+    from slide_bringup.signals import Terminated
+
+    def stop_at_the_second(message: str) -> None:
+        if message.startswith('box'):
+            raise Terminated('SIGTERM')
+
+    result = identification.run(
+        ['snack', 'box'], ['analytic'], png=tmp_path / 'loss.png', progress=stop_at_the_second
+    )
+    assert result['interrupted'] == 'terminated'
+    assert result['objects_planned'] == ['snack', 'box']
+    assert result['objects'] == ['snack']
+    figures = result['methods']['analytic']
+    assert figures['add_error_m'] > 0
+    assert figures['within_10pct_runs'] == 1
+    assert figures['simulations_to_within_10pct'] is not None
+    assert result['edge_balance']['poses'] == 0  # the probabilistic extras were not run
+    assert Path(result['png']).stat().st_size > 1000
