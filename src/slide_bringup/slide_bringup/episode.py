@@ -66,6 +66,7 @@ class EpisodeResult:
     overhang_m: float | None = 0.0
     lifted_m: float = 0.0
     identification_s: float = 0.0
+    interim_identification_s: float = 0.0
     planning_s: float = 0.0
     total_s: float = 0.0
     simulations: int = 0
@@ -105,6 +106,7 @@ def score(
     r.relearned = st.relearned
     r.stages = task.stage_s
     r.identification_s = task.stage_s.get(Stage.IDENTIFY.value, 0.0)
+    r.interim_identification_s = st.interim_identify_s  # (within the exploring stage's time)
     r.planning_s = task.stage_s.get(Stage.PLAN.value, 0.0) + task.stage_s.get(
         Stage.GOAL.value, 0.0
     )

@@ -252,6 +252,7 @@ def run(
                 [x['planning_s'] / x['pushes'] for x in done if x['pushes']]
             ),
             'identification_s_mean': _avg([x['identification_s'] for x in done]),
+            'interim_identification_s_mean': _avg([x['interim_identification_s'] for x in done]),
             'total_s_mean': _avg([x['total_s'] for x in done]),
         }
     planning: dict[str, Any] = {}

@@ -209,6 +209,7 @@ class Task:
         # In the closed loop the belief is the freshest already (from every push so far).
         if self.settings.interim_beliefs and usable and not fresh and st.goal is None:
             # The push the models identified so far disagree most about (paper 2).
+            t_identify = time.perf_counter()
             try:
                 st.belief = self.decider.identify(st.grid, usable)
                 st.belief_pushes = len(usable)
@@ -216,6 +217,8 @@ class Task:
             except (IdentificationError, NoSolutionError) as exc:
                 st.belief = None
                 self.say(f'no interim belief ({exc}); this push is drawn at random')
+            finally:  # (told apart from the pushes: it was all 'exploring')
+                st.interim_identify_s += time.perf_counter() - t_identify
         for attempt in range(self.settings.push_retries + 1):
             # Looked at again: the object may have been moved while the belief so far was
             # identified (a hand), and the push chosen, and checked, where it had been.

@@ -141,7 +141,9 @@ class TaskState:
     the goal and the index it was planned for, so the decision can be made again);
     ``unreadable``: the indices in ``samples`` of planned pushes identification cannot read
     (left out when it identifies again); ``explored_at``: the indices in ``samples`` of the
-    exploratory pushes (the closed loop explores too, after planned pushes)."""
+    exploratory pushes (the closed loop explores too, after planned pushes);
+    ``interim_identify_s``: the seconds the exploring stage spent identifying the interim
+    beliefs it chooses pushes under (counted in that stage's time too)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -170,6 +172,7 @@ class TaskState:
     grasp: Grasp | None = None
     report: GraspReport | None = None
     stage_s: dict[str, float] = field(default_factory=dict)
+    interim_identify_s: float = 0.0
     trace: dict[str, Any] = field(default_factory=lambda: {'pushes': []})
     no_plan: str = ''
 

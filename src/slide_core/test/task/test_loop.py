@@ -780,3 +780,38 @@ def test_a_belief_too_uncertain_for_a_goal_from_here_explores_once_more_in_the_l
     assert st.explored_at == [1]  # after the planned push: its samples are not taken for it
     assert planner.given == [2] and st.belief_pushes == 2  # every push so far
     assert st.goal is other and st.no_plan == ''
+
+
+def test_the_time_spent_on_interim_beliefs_is_told_apart_from_exploring(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Identifying the interim beliefs that choose the pushes was all 'exploring': an
+    # episode could not say how much of it was the arm and how much the computer.
+    from slide_core.task import loop
+
+    now = [0.0]
+    monkeypatch.setattr(loop, 'time', SimpleNamespace(perf_counter=lambda: now[0]))
+
+    class SlowArm(FaultyArm):
+        def push(self, primitive: object, X_WO: np.ndarray) -> PushSamples:
+            now[0] += 10.0
+            return super().push(primitive, X_WO)
+
+    class SlowLearner(Explorer):
+        fail = False
+
+        def identify(self, grid: Grid, pushes: list[PushSamples]) -> Belief:
+            now[0] += 3.0
+            if self.fail:
+                raise IdentificationError('the pushes do not overlap')
+            return super().identify(grid, pushes)
+
+    learner = SlowLearner()
+    t = Task(SlowArm(X_REACHED), learner, TaskSettings(retry_wait_s=0.0))  # type: ignore[arg-type]
+    t.state.grid, t.state.X_WO = GRID, X_REACHED
+    t.explore_once()  # no push yet: no belief to identify
+    t.explore_once()  # under a belief from the first
+    learner.fail = True
+    t.explore_once()  # a failed identification took its time too
+    assert t.state.interim_identify_s == pytest.approx(6.0)
+    assert t.stage_seconds()['explore'] == pytest.approx(36.0)
