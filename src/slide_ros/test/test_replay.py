@@ -394,7 +394,7 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
         recorder.stop()
         graph.stop()
         probe.close()
-    assert len(records) == 2, 'a push failed twice'
+    assert len(records) == 2, 'a push failed three times'
     yield Episode(bag, records, grids[-1], specs['perception'])
 
 
