@@ -38,10 +38,25 @@ import numpy as np
 
 from slide_bringup.signals import Terminated
 from slide_core.files import check_output, write_atomic
-from slide_core.geometry import cell_positions
-from slide_core.identification import METHODS, TrainingSet, evaluate, identify, refine
+from slide_core.geometry import FloatArray, cell_positions
+from slide_core.identification import (
+    METHODS,
+    Evaluation,
+    PushData,
+    TrainingSet,
+    evaluate,
+    identify,
+    refine,
+)
 from slide_core.io import read_ground_truth, read_pushes
-from slide_core.model import ObjectSpec, Workcell, library_names, load_object, load_workcell
+from slide_core.model import (
+    Belief,
+    ObjectSpec,
+    Workcell,
+    library_names,
+    load_object,
+    load_workcell,
+)
 from slide_core.physics import DEFAULT_SUPPORT, check_support
 from slide_core.planning import stay_probability
 from slide_sim.record import Tracking, record
@@ -265,33 +280,22 @@ def _object(
             budget=BUDGET,
             seed=seed,
         )
-        ev = evaluate(found_t.belief, test_t, cell.fingertip, mass)
-        lists['tracked_add'].append(ev.add_error_m)
-        if ev.com_error_m is not None:
-            lists['tracked_com'].append(ev.com_error_m)
+        ev = _score(lists, 'tracked', found_t.belief, test_t, cell, mass)
         if progress:
             progress(f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm')
         alone = identify(train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=0).belief
-        ev = evaluate(alone, test_pd, cell.fingertip, mass)
-        lists['alone_add'].append(ev.add_error_m)
+        ev = _score(lists, 'alone', alone, test_pd, cell, mass)
         lists['alone_models'].append(alone.K)
         if ev.com_error_m is not None:
-            lists['alone_com'].append(ev.com_error_m)
             lists['alone_in'].append(float(bool(ev.truth_in_support)))
-        ev = evaluate(papers.belief, test_pd, cell.fingertip, mass)
-        lists['flat_add'].append(ev.add_error_m)
-        if ev.com_error_m is not None:
-            lists['flat_com'].append(ev.com_error_m)
+        _score(lists, 'flat', papers.belief, test_pd, cell, mass)
         found_tt = identify(
             TrainingSet.from_pushes(grid_t, train_t, support),
             'probabilistic',
             budget=BUDGET,
             seed=seed,
         )
-        ev = evaluate(found_tt.belief, test_t, cell.fingertip, mass)
-        lists['flat_tracked_add'].append(ev.add_error_m)
-        if ev.com_error_m is not None:
-            lists['flat_tracked_com'].append(ev.com_error_m)
+        _score(lists, 'flat_tracked', found_tt.belief, test_t, cell, mass)
         rng = np.random.default_rng(seed)
         balance = t.balance
         for X in edge_poses(spec, 12, rng):
@@ -309,6 +313,23 @@ def _object(
                 t.flat_balance['predicted_stable'] += 1
                 t.flat_balance['stable_and_stayed'] += int(stayed)
     t.objects.append(name)
+
+
+def _score(
+    lists: dict[str, list[float]],
+    key: str,
+    belief: Belief,
+    pushes: list[PushData],
+    cell: Workcell,
+    mass: FloatArray | None,
+) -> Evaluation:
+    """``belief``'s held-out figures on ``pushes``, added to ``lists`` under ``key``_add and
+    ``key``_com (with the truth's ``mass`` only)."""
+    ev = evaluate(belief, pushes, cell.fingertip, mass)
+    lists[f'{key}_add'].append(ev.add_error_m)
+    if ev.com_error_m is not None:
+        lists[f'{key}_com'].append(ev.com_error_m)
+    return ev
 
 
 def _summary(t: _Tally, support: str) -> dict[str, Any]:
