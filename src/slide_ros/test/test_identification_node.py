@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import itertools
 from pathlib import Path
 
 import pytest
@@ -38,22 +39,30 @@ def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def node_with(context: Context, **params: object) -> IdentificationNode:
+def node_with(context: Context, namespace: str = '', **params: object) -> IdentificationNode:
     values = {'autostart': False, 'workcell_file': WORKCELL, **params}
     return IdentificationNode(
-        context=context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()]
+        context=context,
+        namespace=namespace,
+        parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
     )
+
+
+SERIAL = itertools.count()
 
 
 @contextlib.contextmanager
 def serving(**params: object) -> Iterator[tuple[IdentificationNode, Peer, SafeActionClient]]:
     """An active identification node with ``params``, and a peer with its action client."""
-    with spinning(lambda context: node_with(context, **params)) as node:
+    # Each node under a namespace of its own: the action names of one test's node are never
+    # those of another's (a CI run once waited 60 s for a fresh server, as the executor's did).
+    ns = f'/identification_test_{next(SERIAL)}'
+    with spinning(lambda context: node_with(context, ns, **params)) as node:
         peer = Peer('identification_test_peer')
         try:
             node.trigger_configure()
             node.trigger_activate()
-            client = SafeActionClient(peer.node, Identify, '/identification/identify')
+            client = SafeActionClient(peer.node, Identify, f'{ns}/identification/identify')
             peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
             yield node, peer, client
         finally:
