@@ -398,24 +398,23 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episode]:
     yield Episode(bag, records, grids[-1], specs['perception'])
 
 
-def readable(record: Any, grid: Any) -> bool:
-    """Whether identification can read a push's record (enough poses, no gap)."""
+def push_data(record: Any, grid: Any) -> Any:
+    """A push's record as identification reads it, or None where it cannot (too few poses
+    from an overloaded perception, a gap): unusable online too."""
     try:
-        record_from_msg(record, 'table').to_data(grid, int(record.index))
+        return record_from_msg(record, 'table').to_data(grid, int(record.index))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def readable(record: Any, grid: Any) -> bool:
+    return push_data(record, grid) is not None
 
 
 def online_pushes(ep: Episode) -> tuple[Any, list[Any]]:
     """The grid and the pushes as the executor returned them (those complete enough)."""
     grid, _ = grid_from_msg(ep.grid_msg)
-    pushes = []
-    for r in ep.records:
-        try:
-            pushes.append(record_from_msg(r, 'table').to_data(grid, int(r.index)))
-        except ValueError:
-            continue  # too few poses (an overloaded perception): unusable online too
+    pushes = [d for d in (push_data(r, grid) for r in ep.records) if d is not None]
     return grid, pushes
 
 
