@@ -149,19 +149,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sensor_mount=args.sensor_mount,
     )
     warnings = list(read.warnings)
+
+    def warn(text: str) -> None:
+        """Said now, on stderr, and in the result."""
+        warnings.append(text)
+        print(f'slide identify: warning: {text}', file=sys.stderr, flush=True)
+
     if args.method == 'probabilistic' and args.budget < LEAST_PER_MODEL * args.models:
-        warnings.append(
+        warn(
             f'--budget {args.budget} gives each of the {args.models} models about '
             f'{args.budget // args.models} simulations: they stay near where they start '
             f'(give at least {LEAST_PER_MODEL} per model)'
         )
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     if args.extrinsics is not None and read.poses_from == '/object/pose':
-        warnings.append(
+        warn(
             f'--extrinsics {args.extrinsics} was not used: the bag has /object/pose, so the '
             'poses came from it (--poses cloud takes them from the camera clouds)'
         )
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     for line in read.report():  # said now, before the long part, and in the result
         print(f'slide identify: {line}', file=sys.stderr, flush=True)
     grid, pushes = read.grid, read.pushes
@@ -171,27 +175,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tip = load_workcell().fingertip
     heights = list(dict.fromkeys(h for _, h in read.fingertips))
     if len(heights) == 1 and abs(heights[0] - tip.height) > 1e-6:
-        warnings.append(
+        warn(
             f"the bag's pushes were made with the fingertip {heights[0]:g} m above the table; "
             f"this workcell's is {tip.height:g} m: the fit uses the bag's"
         )
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
         tip = replace(tip, height=heights[0])
     elif len(heights) > 1:
-        warnings.append(
+        warn(
             f"the bag's pushes were made with the fingertip at {len(heights)} heights "
             f'({", ".join(f"{h:g}" for h in heights)} m above the table): the fit uses this '
             f"workcell's, {tip.height:g} m, for all"
         )
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     height = tip.push_heights(grid, args.push_moment)
     train = TrainingSet.from_pushes(grid, pushes, args.support, height)
     if train.still:
-        warnings.append(
+        warn(
             f'the object did not move in push(es) {list(train.still)}: they add nothing to '
             'the fit (a push that missed it, or could not move it)'
         )
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
     with tqdm(
         total=args.budget, desc='simulations', file=sys.stderr, disable=not sys.stderr.isatty()
     ) as bar:
@@ -223,8 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
     belief = found.belief
     for line in fit_problems(train, belief):
-        warnings.append(f'the most probable model: {line}')
-        print(f'slide identify: warning: {warnings[-1]}', file=sys.stderr, flush=True)
+        warn(f'the most probable model: {line}')
     provenance = {
         'bag': str(args.bag),
         'train_pushes': [pd.index for pd in pushes],
