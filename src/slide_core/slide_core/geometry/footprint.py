@@ -251,6 +251,53 @@ def overhang(grid: Grid, X_WO: ArrayLike) -> float:
     return float(max(0.0, -x.min()))
 
 
+def edge_support(grid: Grid, X_WO: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """The part of each cell's square on the table side of the free edge (x >= 0) at
+    poses X_WO (N, 3): its share of the square (N, n) and its centroid p_OC_carried
+    (N, n, 2) in the object frame (the cell's centre where the whole square is on the
+    table; where none of it is, the centre too). For one pose (3,): (n,) and (n, 2).
+    Exact: each square clipped by the edge's line (at most five corners), its area and
+    centroid by the shoelace formula."""
+    X = check_pose(X_WO, 'X_WO')
+    one = X.ndim == 1
+    X = np.atleast_2d(X)
+    corners_O = cell_corners(grid)  # (n, 4, 2), counter-clockwise
+    R = rotation(X[:, 2])  # (N, 2, 2)
+    x_W = X[:, None, None, 0] + (
+        R[:, None, None, 0, 0] * corners_O[None, ..., 0]
+        + R[:, None, None, 0, 1] * corners_O[None, ..., 1]
+    )  # (N, n, 4): the corners' distances behind the edge
+    P = np.broadcast_to(corners_O[None], x_W.shape + (2,))
+    P_next, x_next = np.roll(P, -1, axis=2), np.roll(x_W, -1, axis=2)
+    crossing = (x_W >= 0.0) != (x_next >= 0.0)
+    t = np.where(crossing, x_W / np.where(crossing, x_W - x_next, 1.0), 0.0)
+    cut = P + t[..., None] * (P_next - P)
+    # Sutherland-Hodgman against one line: per side, the corner when it is kept, then the
+    # crossing when the side crosses; the slots left empty repeat the slot before them,
+    # which adds nothing to the shoelace sums.
+    slots = np.stack((P, cut), axis=3).reshape(x_W.shape[:2] + (8, 2))
+    valid = np.stack((x_W >= 0.0, crossing), axis=3).reshape(x_W.shape[:2] + (8,))
+    index = np.where(valid, np.arange(8), -1)
+    index = np.maximum.accumulate(index, axis=2)
+    last = index[..., -1:]
+    index = np.where(index < 0, last, index)
+    index = np.maximum(index, 0)
+    V = np.take_along_axis(slots, index[..., None], axis=2)  # (N, n, 8, 2)
+    V_next = np.roll(V, -1, axis=2)
+    cross = V[..., 0] * V_next[..., 1] - V_next[..., 0] * V[..., 1]
+    area = 0.5 * cross.sum(axis=2)
+    moment = (cross[..., None] * (V + V_next)).sum(axis=2) / 6.0
+    share = np.clip(area / grid.cell_size**2, 0.0, 1.0)
+    share[share < COVERAGE_ROUNDING] = 0.0
+    share[share > 1.0 - COVERAGE_ROUNDING] = 1.0
+    partial = (share > 0.0) & (share < 1.0)
+    centroid = np.broadcast_to(grid.p_OC[None], share.shape + (2,)).copy()
+    centroid[partial] = moment[partial] / area[partial][:, None]
+    if one:
+        return np.asarray(share[0]), np.asarray(centroid[0])
+    return np.asarray(share), np.asarray(centroid)
+
+
 def cells_under(
     grid: Grid, X_WO: FloatArray, p_W: FloatArray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

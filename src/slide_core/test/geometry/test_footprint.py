@@ -12,9 +12,12 @@ from slide_core.geometry import (
     GridError,
     distance_to_cells,
     distance_to_footprint,
+    edge_support,
     outline_grid,
     outline_pieces,
+    polygon_coverage,
     push_sides,
+    rotation,
     signed_area,
     turn_sweep,
 )
@@ -137,3 +140,29 @@ def test_a_known_outline_with_a_thin_tab_keeps_every_cell_it_touches() -> None:
     ring = r[:, None] * np.column_stack((np.cos(t), np.sin(t)))
     g = outline_grid(ring, W)
     assert g.area.sum() * W**2 == pytest.approx(signed_area(ring), rel=1e-9)
+
+
+def test_edge_support_is_the_share_and_centroid_of_each_square_behind_the_edge() -> None:
+    g = Grid.from_occupancy(np.ones((3, 4)), W)
+    rng = np.random.default_rng(3)
+    table = np.array([[0.0, -1.0], [1.0, -1.0], [1.0, 1.0], [0.0, 1.0]])  # x >= 0
+    poses = np.column_stack(
+        (rng.uniform(-0.03, 0.05, 12), rng.uniform(-0.1, 0.1, 12), rng.uniform(-4, 4, 12))
+    )
+    poses[:3, 2] = [0.0, math.pi / 2, math.pi / 4]  # sides along the edge, and a diamond
+    shares, centroids = edge_support(g, poses)
+    assert shares.shape == (12, g.n) and centroids.shape == (12, g.n, 2)
+    u = (np.arange(100) + 0.5) / 100 * W - W / 2  # a fine lattice over one square
+    lattice = np.stack(np.meshgrid(u, u), axis=-1).reshape(-1, 2)
+    for X, share, centroid in zip(poses, shares, centroids, strict=True):
+        corners_O = (table - X[:2]) @ rotation(X[2])  # the table in the object frame
+        assert np.allclose(share, polygon_coverage(g, corners_O), atol=1e-12)
+        for i in np.flatnonzero(share > 0.05):
+            p_O = g.p_OC[i] + lattice
+            behind = p_O[X[0] + p_O @ rotation(X[2])[0] >= 0.0]
+            assert np.allclose(centroid[i], behind.mean(axis=0), atol=W / 100)  # the pitch
+    one = edge_support(g, poses[0])
+    assert np.array_equal(one[0], shares[0]) and np.array_equal(one[1], centroids[0])
+    assert np.all(edge_support(g, [0.5, 0.0, 1.0])[0] == 1.0)
+    off, at = edge_support(g, [-0.5, 0.0, 1.0])
+    assert np.all(off == 0.0) and np.array_equal(at, g.p_OC)
