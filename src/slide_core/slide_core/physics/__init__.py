@@ -137,6 +137,7 @@ from slide_core.physics.support import (
     Support,
     SupportKind,
     check_support,
+    moment_loads,
 )
 
 __all__ = [
@@ -159,6 +160,7 @@ __all__ = [
     'WrenchPush',
     'check_params',
     'check_support',
+    'moment_loads',
     'contact_cell',
     'limit_surface',
     'one_step_loss',

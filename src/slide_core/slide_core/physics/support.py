@@ -68,6 +68,12 @@ the twin, the fit finds ``c`` to 0.8 to 5.6 mm when the friction map is known an
 about 1 cm when it is free. Neither the per-cell mass map beyond those moments nor the
 friction of a cell that carries no load (lifted off, or over the edge) is identifiable.
 Beliefs carry mass maps, which are one representative of each identifiable class.
+
+Over the table's edge the degeneracy breaks: with part of the object off the table the
+carried cells' loads follow the centre of mass otherwise than the whole object's do
+(:func:`moment_loads`), while the friction coefficients stay those of the same cells, so a
+shifted centre of mass no longer has a friction map that explains both kinds of push
+(identification carries each step's carried cells: ``TrainingSet.supported``).
 """
 
 from __future__ import annotations
@@ -98,6 +104,39 @@ def check_support(support: str) -> SupportKind:
             f'unknown support model {support!r}: choose one of {", ".join(SUPPORT_MODELS)}'
         )
     return support
+
+
+def moment_loads(r: ArrayLike, area: ArrayLike) -> FloatArray:
+    """(S, n, 3) the rigid support's normal loads, without lift-off, per unit of the
+    weight's moments ``g (M, M c_x, M c_y)`` about the origin of r's frame, for S sets of
+    supported areas ``area`` (S, n) of cells that the table carries at r (n, 2) or, per
+    set, (S, n, 2) [m]: ``N = L @ (g F^T m)`` with ``F = (1, r_j)`` of the cells' centres,
+    whatever the masses m and however much of the object the table carries
+    (``L = diag(a) D H^-1 T``, T moving the moments to the carried centroid). A cell
+    partly over the table's edge is carried at the centroid of its part on the table
+    (:func:`slide_core.geometry.edge_support`): its load, the integral of the linear
+    pressure over that part, is its area times the pressure there. Columns 1 and 2 are
+    also the loads per unit table-plane moment of a push (:meth:`Support.tipping_loads`),
+    which adds to the weight's moment. Each set is one step of a push over the table's
+    edge, whose carried cells change as it slides."""
+    p = np.asarray(r, dtype=float)
+    a = np.atleast_2d(np.asarray(area, dtype=float))
+    if p.ndim == 2:
+        p = np.broadcast_to(p[None], (a.shape[0],) + p.shape)
+    if p.ndim != 3 or p.shape != a.shape + (2,):
+        raise PhysicsError(
+            f'r must be (n, 2) or (S, n, 2) and area (S, n), got {np.shape(r)}, {a.shape}'
+        )
+    if not np.all(np.isfinite(a)) or np.any(a < 0.0) or np.any(a.sum(axis=1) <= 0.0):
+        raise PhysicsError('supported areas must be finite, >= 0, and not all zero')
+    if not np.all(np.isfinite(p)):
+        raise PhysicsError('cell positions must be finite')
+    r_bar = np.einsum('sn,snj->sj', a, p) / a.sum(axis=1, keepdims=True)  # (S, 2)
+    E = np.concatenate((np.ones(a.shape + (1,)), p - r_bar[:, None, :]), axis=2)  # (S, n, 3)
+    H = np.einsum('sni,snj->sij', E * a[..., None], E)
+    T = np.repeat(np.eye(3)[None], a.shape[0], axis=0)
+    T[:, 1:, 0] = -r_bar
+    return np.asarray((E * a[..., None]) @ (np.linalg.pinv(H) @ T), dtype=float)
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,6 +12,7 @@ from slide_core.physics import (
     PhysicsError,
     Support,
     WrenchPush,
+    moment_loads,
     rollout_loss,
     simulate,
     simulate_reference,
@@ -240,3 +241,30 @@ def test_a_push_above_the_table_loads_the_leading_cells():
     assert travel['back', 0.02] > 2 * travel['back', 0.0]
     with pytest.raises(PhysicsError, match='push heights'):
         simulate(grid, m, np.full(grid.n, 0.4), push, [0, 0, 0], push_height=-0.01)
+
+
+def test_moment_loads_are_the_supports_loads_for_every_set_of_carried_areas():
+    rng = np.random.default_rng(4)
+    grid = L_SHAPE
+    areas = grid.area[None] * np.array([[1.0] * 6, [0.0, 0.5, 1, 1, 1, 1], [1, 1, 1, 1, 0.2, 0.0]])
+    L = moment_loads(grid.p_OC, areas)
+    assert L.shape == (3, grid.n, 3)
+    m = rng.uniform(0.01, 0.03, grid.n)
+    b = GRAVITY * np.concatenate(([m.sum()], m @ grid.p_OC))
+    moment = np.array([0.004, -0.002])
+    for a, L_a in zip(areas, L, strict=True):
+        support = Support.of(grid, 'rigid', a)
+        assert np.allclose(L_a @ b, support.loads(m)[0], atol=1e-12)
+        assert np.allclose(L_a[:, 1:] @ moment, support.tipping_loads(moment[None])[0])
+    # Carried elsewhere than at their centres (a cell's part on the table), the loads
+    # still hold the weight and its moment, now about the points that carry them.
+    at = np.repeat(grid.p_OC[None], 3, axis=0)
+    at[1, 1] += [0.004, 0.0]  # the half of cell 1 on the table
+    N = moment_loads(at, areas) @ b
+    assert np.allclose(N.sum(axis=1), GRAVITY * m.sum())
+    assert np.allclose(np.einsum('sn,snj->sj', N, at), GRAVITY * m @ grid.p_OC)
+    assert not np.allclose(N[1], L[1] @ b)
+    with pytest.raises(PhysicsError, match='not all zero'):
+        moment_loads(grid.p_OC, np.zeros((1, grid.n)))
+    with pytest.raises(PhysicsError, match=r'\(S, n, 2\)'):
+        moment_loads(grid.p_OC, np.ones((2, grid.n + 1)))
