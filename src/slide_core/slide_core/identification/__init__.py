@@ -55,6 +55,10 @@ Beyond the papers
   at the initial masses, before the gradient steps.
 - The F/T wrench's absolute scale is in the loss (not only the motion).
 - The free-sliding phase after the fingertip stops is data like any other moving step.
+- The table's edge: on a step with part of the object over it, only the cells' parts on
+  the table carry loads, at their centroids (:func:`slide_core.geometry.edge_support`), so
+  pushes made near the goal, which the task identifies again from, tell the centre of mass
+  from the friction map (:class:`TrainingSet`; on the table only their products act).
 - The papers' final stage, as an option (:func:`refine`): the models refined on the
   simulator's own pose error over short windows of the training pushes, with its exact
   gradient, warm-started from the wrench-space solution. It costs a minute per object

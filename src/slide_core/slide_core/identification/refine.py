@@ -24,7 +24,7 @@ import time
 import numpy as np
 from numpy.typing import ArrayLike
 
-from slide_core.geometry import FloatArray, Grid, cell_positions
+from slide_core.geometry import FloatArray, Grid, cell_positions, edge_support
 from slide_core.identification.bounds import Bounds, schedule
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.identify import Identification, softmax_weights
@@ -48,8 +48,13 @@ class _Window:
     X_end: FloatArray
 
 
-def windows(pushes: list[PushData], window_s: float = WINDOW_S) -> list[_Window]:
-    """The moving windows of the pushes: force, start pose and twist, end pose."""
+def windows(
+    pushes: list[PushData], window_s: float = WINDOW_S, edge_of: Grid | None = None
+) -> list[_Window]:
+    """The moving windows of the pushes: force, start pose and twist, end pose. With
+    ``edge_of`` (the object's grid; poses in the table frame) those in which some of it is
+    over the table's edge, at either end, are left out: the rollout gradients carry one
+    support for the whole window and know no edge."""
     out = []
     for pd in pushes:
         dt = pd.push.dt
@@ -59,6 +64,8 @@ def windows(pushes: list[PushData], window_s: float = WINDOW_S) -> list[_Window]
         for t0 in range(1, pd.push.steps - W, W):
             t1 = t0 + W
             if np.linalg.norm(X[t1, :2] - X[t0, :2]) < MIN_TRAVEL:
+                continue
+            if edge_of is not None and np.any(edge_support(edge_of, X[[t0, t1]])[0] < 1.0):
                 continue
             V0 = (X[t0] - X[t0 - 1]) / dt  # the step into t0, as the simulator carries it
             sl = slice(t0, t1)
@@ -77,15 +84,16 @@ class RolloutProblem:
         support: str,
         window_s: float,
         push_height: ArrayLike = 0.0,
+        table_edge: bool = False,
     ):
         self.grid = grid
         self.support = support
         self.push_height = push_height
-        self.windows = windows(pushes, window_s)
+        self.windows = windows(pushes, window_s, grid if table_edge else None)
         if not self.windows:
             raise IdentificationError(
-                'the training pushes have no window in which the object moves: nothing to '
-                'refine on'
+                'the training pushes have no window in which the object moves wholly on the '
+                'table: nothing to refine on'
             )
 
     def quick_loss_grad(
@@ -171,7 +179,10 @@ def refine(
     else:
         base = bounds or Bounds.from_grid(grid)
         boxes = schedule(base, K) if K > 1 else [base]
-    problem = RolloutProblem(grid, pushes, belief.support, window_s, heights)
+    # Windows over the edge only where ``train`` saw it (its poses in the table frame).
+    problem = RolloutProblem(
+        grid, pushes, belief.support, window_s, heights, train.supported is not None
+    )
     counter = Counter(problem, budget, progress, should_stop)
     theta0 = np.concatenate((belief.mass, belief.friction), axis=1)
     theta0 = np.stack([b.project(t) for b, t in zip(boxes, theta0, strict=True)])

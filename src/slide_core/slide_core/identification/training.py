@@ -7,16 +7,23 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import lsq_linear
 from scipy.signal import savgol_filter
 
-from slide_core.geometry import FloatArray, Grid, rotation
+from slide_core.geometry import FloatArray, Grid, edge_support, rotation
 from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
 from slide_core.identification.errors import IdentificationError
 from slide_core.identification.pushes import PushData
-from slide_core.physics import DEFAULT_SUPPORT, SPIN_ARM, Support, check_support
+from slide_core.physics import (
+    DEFAULT_SUPPORT,
+    GRAVITY,
+    SPIN_ARM,
+    Support,
+    check_support,
+    moment_loads,
+)
 
 MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
@@ -74,6 +81,20 @@ class TrainingSet:
             mu (N + dN_t). 0: no shift (the papers').
         still: the indices of the pushes given in which the object never moved: they add
             nothing (a push that missed, or one that could not move it).
+        supported: (S, n) the area fraction of each cell the table carries at each step
+            (:func:`slide_core.geometry.edge_support` times :attr:`Grid.area`), for pushes
+            with the object partly over the table's edge; None: every cell on the table
+            (:attr:`Grid.area`) at every step. On a step over the edge the rigid support's
+            loads are :func:`slide_core.physics.moment_loads` of the step's areas, linear in
+            the weight's moments (no lift-off, like the push's moment's): the friction term
+            is ``sum_k b_k G_t diag(L_t[:, k]) mu`` with ``b = g (M, M c)``, so the loss
+            stays a quadratic form, now in (m, mu N, b_k mu, mu). There the centre of mass
+            moves the loads of the same cells whose friction the pushes on the table saw,
+            which separates it from the friction map (on the table alone only mu_i N_i
+            acts: :mod:`slide_core.physics.support`).
+        p_OC_carried: (S, n, 2) where the table carries each cell on each step [m, object
+            frame]: the centroid of the cell's part on the table
+            (:func:`slide_core.geometry.edge_support`); None: the cells' centres.
     """
 
     grid: Grid
@@ -85,10 +106,33 @@ class TrainingSet:
     support: str = DEFAULT_SUPPORT
     push_height: FloatArray | float = 0.0
     still: tuple[int, ...] = ()
+    supported: FloatArray | None = None
+    p_OC_carried: FloatArray | None = None
 
     def __post_init__(self) -> None:
         arm = checked_heights(self.push_height, self.steps, 'step')
         object.__setattr__(self, 'push_height', arm)
+        if self.supported is not None:
+            a = np.asarray(self.supported, dtype=float)
+            if a.shape != (self.steps, self.grid.n):
+                raise IdentificationError(
+                    f'supported areas must be (steps, cells) = ({self.steps}, '
+                    f'{self.grid.n}), got {a.shape}'
+                )
+            if not np.all(np.isfinite(a)) or np.any(a < 0.0) or np.any(a.sum(axis=1) <= 0.0):
+                raise IdentificationError(
+                    'supported areas must be finite and >= 0, and some cell must be carried '
+                    'on every step'
+                )
+            object.__setattr__(self, 'supported', a)
+        if self.p_OC_carried is not None:
+            p = np.asarray(self.p_OC_carried, dtype=float)
+            if p.shape != (self.steps, self.grid.n, 2) or not np.all(np.isfinite(p)):
+                raise IdentificationError(
+                    f'carried cell positions must be finite and (steps, cells, 2) = '
+                    f'({self.steps}, {self.grid.n}, 2), got {p.shape}'
+                )
+            object.__setattr__(self, 'p_OC_carried', p)
 
     @cached_property
     def loads(self) -> Support:
@@ -106,18 +150,25 @@ class TrainingSet:
         pushes: list[PushData],
         support: str = DEFAULT_SUPPORT,
         push_height: ArrayLike = 0.0,
+        table_edge: bool = True,
     ) -> TrainingSet:
         """Build the system from pushes read with :func:`slide_core.io.read_pushes`, for
         the support model ``support`` and pushes acting ``push_height`` [m] above the table,
         one number or (n,) per cell (:meth:`slide_core.model.Fingertip.force_heights`):
-        each step's force acts at the height of the cell nearest its contact point."""
+        each step's force acts at the height of the cell nearest its contact point.
+
+        ``table_edge``: the poses are in the table frame W, whose free edge x = 0 carries
+        only the part of each cell at x >= 0 (:attr:`supported`, from the midpoint poses of
+        the steps); False: the table carries the whole object on every step (poses in some
+        other frame). IdentificationError when a step has the object wholly off the table
+        (its poses are not in the table frame: pass ``table_edge=False``)."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
         h_cell = checked_heights(push_height, grid.n, 'cell')
         r = grid.p_OC
         w_cell = grid.cell_size
         rho = float(np.sqrt(np.mean(np.sum(r**2, axis=1)))) or w_cell
-        Qs, Gs, ws, arms = [], [], [], []
+        Qs, Gs, ws, arms, carried, carried_at = [], [], [], [], [], []
         still: list[int] = []
         for pd in pushes:
             X = pd.X_steps
@@ -167,12 +218,23 @@ class TrainingSet:
             Gs.append(G[keep])
             ws.append(w[keep])
             arms.append(h_cell[grid.nearest_cells(p)][keep])
+            if table_edge:
+                share, p_carried = edge_support(grid, Xm[keep])
+                if np.any(share.sum(axis=1) <= 0.0):
+                    raise IdentificationError(
+                        f'push {pd.index} has the object wholly off the table (x < 0) on some '
+                        'step: are its poses in the table frame? (table_edge=False when not)'
+                    )
+                carried.append(share * grid.area[None])
+                carried_at.append(p_carried)
         if not ws:
             raise IdentificationError(
                 'the object never moves in the training pushes: nothing to identify from '
                 '(did they touch it, and can they move it? see that the object poses follow '
                 'it)'
             )
+        supported = np.concatenate(carried) if carried else np.zeros((0, grid.n))
+        over = bool(np.any(supported < grid.area[None] - 1e-12))
         return cls(
             grid,
             np.concatenate(Qs),
@@ -183,15 +245,50 @@ class TrainingSet:
             check_support(support),
             np.concatenate(arms),
             tuple(still),
+            supported if over else None,
+            np.concatenate(carried_at) if over else None,
         )
 
     @cached_property
+    def over_edge(self) -> NDArray[np.bool_]:
+        """(S,) the steps on which the table carries less than the whole object."""
+        if self.supported is None:
+            return np.zeros(self.steps, dtype=bool)
+        return np.asarray(np.any(self.supported < self.grid.area[None] - 1e-12, axis=1))
+
+    @cached_property
+    def _edge_loads(self) -> FloatArray:
+        """(S_e, n, 3) :func:`moment_loads` of the steps over the edge (rigid support)."""
+        if self.supported is None or not self.over_edge.any():
+            return np.zeros((0, self.grid.n, 3))
+        edge = self.over_edge
+        at = self.grid.p_OC if self.p_OC_carried is None else self.p_OC_carried[edge]
+        return moment_loads(at, self.supported[edge])
+
+    @cached_property
+    def _edge_rigid(self) -> bool:
+        """Whether some step's loads are the linear moments' ones (rigid, over the edge)."""
+        return bool(self.over_edge.any()) and self.support != 'cell-mass'
+
+    @cached_property
     def _matrices(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Q and G as (3S, n) matrices and w as (3S,): the loss is three matrix products."""
+        """Q and G_c, the friction wrench per unit friction force c = mu N of the whole
+        object's loads, as (3S, n) matrices and w as (3S,). G_c is G on the steps on the
+        table; over the edge it is G on the carried cells under the cell-mass support and
+        zero under the rigid one (those steps' friction acts through :attr:`_blocks`)."""
         n = self.grid.n
+        G = self.G
+        if self.over_edge.any():
+            G = G.copy()
+            edge = self.over_edge
+            if self._edge_rigid:
+                G[edge] = 0.0
+            else:
+                assert self.supported is not None
+                G[edge] *= (self.supported[edge] > 0.0)[:, None, :]
         return (
             np.ascontiguousarray(self.Q.reshape(-1, n)),
-            np.ascontiguousarray(self.G.reshape(-1, n)),
+            np.ascontiguousarray(G.reshape(-1, n)),
             np.ascontiguousarray(self.w.reshape(-1)),
         )
 
@@ -201,12 +298,63 @@ class TrainingSet:
         return bool(np.any(np.asarray(self.push_height) > 0.0)) and self.support != 'cell-mass'
 
     @cached_property
-    def _tipping(self) -> FloatArray:
-        """(3S, n): G_t diag(dN_t), the friction wrench per unit friction coefficient of the
-        loads the push's moment moves, dN_t from the measured force (same frame as r)."""
-        arm = np.asarray(self.push_height)
-        dN = self.loads.tipping_loads(arm[:, None] * self.w[:, :2])  # (S, n)
-        return np.ascontiguousarray((self.G * dN[:, None, :]).reshape(-1, self.grid.n))
+    def _blocks(self) -> FloatArray:
+        """(3S, B n) the friction columns besides G_c, each per unit friction coefficient:
+        over the edge (rigid) G_t diag(L_t[:, k]) for the weight's moments k = 0, 1, 2 (they
+        multiply b_k mu); when the push tips the loads, G_t diag(dN_t) with dN_t from the
+        measured force (they multiply mu). B = 0 to 4."""
+        S, n = self.steps, self.grid.n
+        blocks: list[FloatArray] = []
+        edge = self.over_edge
+        L = self._edge_loads
+        if self._edge_rigid:
+            for k in range(3):
+                Gk = np.zeros_like(self.G)
+                Gk[edge] = self.G[edge] * L[:, None, :, k]
+                blocks.append(Gk.reshape(-1, n))
+        if self.tips:
+            arm = np.asarray(self.push_height)
+            moment = arm[:, None] * self.w[:, :2]
+            dN = self.loads.tipping_loads(moment)  # (S, n)
+            if self._edge_rigid:
+                dN[edge] = np.einsum('snj,sj->sn', L[:, :, 1:], moment[edge])
+            blocks.append((self.G * dN[:, None, :]).reshape(-1, n))
+        if not blocks:
+            return np.zeros((3 * S, 0))
+        return np.ascontiguousarray(np.hstack(blocks))
+
+    def _weights(self, m: FloatArray, N: FloatArray) -> FloatArray:
+        """(K, B, n) what each of :attr:`_blocks`'s blocks multiplies mu by, for masses
+        m (K, n) with loads N: the weight's moments b_k = g F_k . m, then 1."""
+        K, n = m.shape
+        out: list[FloatArray] = []
+        if self._edge_rigid:
+            b = GRAVITY * m @ self._moment_rows.T  # (K, 3)
+            out += [np.repeat(b[:, k, None], n, axis=1) for k in range(3)]
+        if self.tips:
+            out.append(np.ones((K, n)))
+        return np.stack(out, axis=1) if out else np.zeros((K, 0, n))
+
+    @cached_property
+    def _moment_rows(self) -> FloatArray:
+        """(3, n) F^T: the rows (1, r_x, r_y) whose products with m are M and M c."""
+        return np.vstack((np.ones(self.grid.n), self.grid.p_OC.T))
+
+    def _chain(
+        self, m: FloatArray, mu: FloatArray, N: FloatArray, dN: FloatArray, g: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """d loss / d(m, mu) (K, n) each from d loss / dx (K, (2 + B) n), x = (m, mu N,
+        weights * mu)."""
+        n = m.shape[1]
+        g_c = g[:, n : 2 * n]
+        g_B = g[:, 2 * n :].reshape(m.shape[0], -1, n)
+        W = self._weights(m, N)
+        g_m = g[:, :n] + np.einsum('ki,kij->kj', g_c * mu, dN)
+        g_mu = g_c * N + np.einsum('kbi,kbi->ki', g_B, W)
+        if self._edge_rigid:
+            moments = np.einsum('kbi,ki->kb', g_B[:, :3], mu)  # d loss / d b_k
+            g_m = g_m + GRAVITY * moments @ self._moment_rows
+        return g_m, g_mu
 
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
@@ -216,8 +364,8 @@ class TrainingSet:
         """:meth:`residual` with the normal loads N (K, n) of m given."""
         Q2, G2, w2 = self._matrices
         res = w2[None] - m @ Q2.T - (mu * N) @ G2.T
-        if self.tips:
-            res -= mu @ self._tipping.T
+        if self._blocks.shape[1]:
+            res -= (self._weights(m, N) * mu[:, None, :]).reshape(m.shape[0], -1) @ self._blocks.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
     @property
@@ -246,13 +394,8 @@ class TrainingSet:
         S = self.steps
         loss = np.mean(np.sum(res**2, axis=2), axis=1)
         flat = res.reshape(res.shape[0], -1)
-        rG = flat @ G2
-        rQ = flat @ Q2
-        g_c = -2.0 / S * rG  # d loss / d c, c = mu N
-        g_m = -2.0 / S * rQ + np.einsum('ki,kij->kj', g_c * mu2, dN)
-        g_mu = g_c * N
-        if self.tips:
-            g_mu = g_mu - 2.0 / S * flat @ self._tipping
+        g = -2.0 / S * np.hstack((flat @ Q2, flat @ G2, flat @ self._blocks))  # d loss / dx
+        g_m, g_mu = self._chain(m2, mu2, N, dN, g)
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
     @cached_property
@@ -268,8 +411,8 @@ class TrainingSet:
         """:meth:`loss_grad` (or only the losses, with zero gradients) from the loss's
         quadratic form: cost independent of the steps, for the optimisers' many
         evaluations; absolute round-off about 1e-15 of the wrenches' squared norm."""
-        if self.tips:
-            return self._tipping_loss_grad(m, mu, grad)
+        if self._blocks.shape[1]:
+            return self._blocks_loss_grad(m, mu, grad)
         H, b, ww = self._normal_equations
         m2 = np.ascontiguousarray(np.atleast_2d(m), dtype=float)
         mu2 = np.ascontiguousarray(np.atleast_2d(mu), dtype=float)
@@ -285,32 +428,31 @@ class TrainingSet:
         return loss, g_m, g_c * N
 
     @cached_property
-    def _tipping_equations(self) -> tuple[FloatArray, FloatArray, float]:
-        """H (3n, 3n), b (3n,), w.w of the loss's quadratic form in (m, c, mu) when the
-        push's moment shifts the loads: |w - Q m - G c - G_tip mu|^2."""
+    def _blocks_equations(self) -> tuple[FloatArray, FloatArray, float]:
+        """H ((2 + B) n square), b, w.w of the loss's quadratic form in x = (m, mu N,
+        weights * mu) when the push's moment or the edge adds :attr:`_blocks`:
+        |w - Q m - G_c c - sum_B G_B (W_B mu)|^2."""
         Q2, G2, w2 = self._matrices
-        return kernels.gram(np.ascontiguousarray(np.hstack((Q2, G2, self._tipping))), w2)
+        return kernels.gram(np.ascontiguousarray(np.hstack((Q2, G2, self._blocks))), w2)
 
-    def _tipping_loss_grad(
+    def _blocks_loss_grad(
         self, m: FloatArray, mu: FloatArray, grad: bool
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """:meth:`quick_loss_grad` from the quadratic form in (m, c, mu) (3n wide)."""
-        H, b, ww = self._tipping_equations
+        """:meth:`quick_loss_grad` from the quadratic form of :meth:`_blocks_equations`."""
+        H, b, ww = self._blocks_equations
         m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
-        n = m2.shape[1]
         if grad:
             N, dN = self.loads.loads_and_jacobian(m2)
         else:
             N = self.loads.loads(m2)
-        x = np.hstack((m2, mu2 * N, mu2))
+        K = m2.shape[0]
+        x = np.hstack((m2, mu2 * N, (self._weights(m2, N) * mu2[:, None, :]).reshape(K, -1)))
         Hx = x @ H  # H is symmetric
         loss = (ww - 2.0 * x @ b + np.sum(x * Hx, axis=1)) / self.steps
         if not grad:
             return loss, np.zeros_like(m2), np.zeros_like(m2)
-        g = 2.0 * (Hx - b) / self.steps
-        g_c = g[:, n : 2 * n]
-        g_m = g[:, :n] + np.einsum('ki,kij->kj', g_c * mu2, dN)
-        return loss, g_m, g_c * N + g[:, 2 * n :]
+        g_m, g_mu = self._chain(m2, mu2, N, dN, 2.0 * (Hx - b) / self.steps)
+        return loss, g_m, g_mu
 
     @cached_property
     def _friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -334,19 +476,20 @@ class TrainingSet:
         return np.asarray(R, dtype=float), Rt_inv @ b[n:], Rt_inv @ H[n:, :n]
 
     @cached_property
-    def _tipping_friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """The warm start's least squares when the push's moment shifts the loads,
-        |G diag(N) mu + G_tip mu - (w - Q m)| = |[G G_tip] [diag(N); I] mu - ...|, reduced
-        from 3S to 2n rows by a thin QR [G G_tip] = U R: |R [diag(N); I] mu - (U^T w -
-        U^T Q m)| has the same minimiser for every N. Returns R (2n, 2n), U^T w, U^T Q."""
+    def _blocks_friction_system(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The warm start's least squares when :attr:`_blocks` act, |G_c diag(N) mu +
+        sum_B G_B diag(W_B) mu - (w - Q m)| = |[G_c G_B..] [diag(N); diag(W_B)..] mu - ...|,
+        reduced from 3S to (1 + B) n rows by a thin QR [G_c G_B..] = U R: the same
+        minimiser for every N and W. Returns R, U^T w, U^T Q."""
         Q2, G2, w2 = self._matrices
-        U, R = np.linalg.qr(np.hstack((G2, self._tipping)), mode='reduced')
+        U, R = np.linalg.qr(np.hstack((G2, self._blocks)), mode='reduced')
         return np.asarray(R, dtype=float), U.T @ w2, U.T @ Q2
 
     def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
         """Warm start: the friction map that best explains the wrenches at masses m (n,),
-        by bounded linear least squares (on the reduced n x n system; on a reduced 2n x n one
-        when the push's moment shifts the loads, which every coefficient then acts through). The
+        by bounded linear least squares (on the reduced n x n system; on a reduced (1 + B) n x n
+        one when the push's moment or the edge adds :attr:`_blocks`, which every coefficient
+        then acts through). The
         unknowns are the loaded cells' coefficients mu, not their forces c = mu N: with
         loads from 0.01 to 0.3 N and G^T G's condition near 1e15, bounded least squares in c
         stopped far from the minimum (the hammer's true masses: a loss 1.6 times the one in
@@ -355,11 +498,13 @@ class TrainingSet:
         N = self.loads.loads(m)[0]
         middle = 0.5 * (bounds.friction_min + bounds.friction_max)
         mu = np.full(N.shape, middle)
-        if self.tips:  # every cell's coefficient acts through the shifted loads
+        if self._blocks.shape[1]:  # every coefficient acts through the shifted loads
             n = self.grid.n
-            R, Rw, RQ = self._tipping_friction_system
+            R, Rw, RQ = self._blocks_friction_system
+            W = self._weights(m[None], N[None])[0].reshape(-1)
+            blocks = (R[:, n:] * W[None]).reshape(R.shape[0], -1, n).sum(axis=1)
             fit = lsq_linear(
-                R[:, :n] * N[None] + R[:, n:],
+                R[:, :n] * N[None] + blocks,
                 Rw - RQ @ m,
                 bounds=(bounds.friction_min, bounds.friction_max),
                 method='bvls',

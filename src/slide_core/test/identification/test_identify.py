@@ -25,33 +25,57 @@ from slide_core.physics import SUPPORT_MODELS, Support
 GRID = Grid(0.02, np.ones((2, 3), bool), np.full((2, 3), 0.03))
 
 
+EDGE_SHARE = np.array([0.6, 1.0, 1.0])
+"""The share of each column of GRID's cells that the table carries on a step over its edge
+(x = 0 crossing the first column)."""
+
+
 def synthetic(
-    seed: int = 0, noise: float = 0.0, support: str = 'rigid', push_height: float = 0.0
+    seed: int = 0,
+    noise: float = 0.0,
+    support: str = 'rigid',
+    push_height: float = 0.0,
+    edge: bool = False,
+    inertia: float = 0.2,
 ) -> tuple[TrainingSet, np.ndarray, np.ndarray]:
     """A training set whose wrenches a known model (m, mu) explains exactly under the
     support model ``support``, pushed ``push_height`` above the table (the loads shift
-    with the push force, which they make: solved by fixed-point iteration)."""
+    with the push force, which they make: solved by fixed-point iteration); with ``edge``,
+    on its second half of the steps the table carries only :data:`EDGE_SHARE` of the
+    cells (the masses heavier away from the edge, so that no cell lifts off). ``inertia``:
+    the spread of Q (0: quasi-static pushes)."""
     rng = np.random.default_rng(seed)
     n, S = GRID.n, 120
-    Q = rng.normal(0.0, 0.2, (S, 3, n))
+    Q = rng.normal(0.0, inertia, (S, 3, n))
     G = rng.normal(0.0, 1.0, (S, 3, n))
-    m = rng.uniform(0.01, 0.05, n)
+    m = rng.uniform(0.01, 0.05, n) * (np.tile([1.0, 2.0, 3.0], 2) if edge else 1.0)
     mu = rng.uniform(0.2, 0.8, n)
-    loads = Support.of(GRID, support)
-    N = loads.loads(m)[0]
-    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,n->sj', G, mu * N)
+    supported = np.tile(GRID.area, (S, 1))
+    if edge:
+        supported[S // 2 :] *= np.tile(EDGE_SHARE, 2)
+    loads = [Support.of(GRID, support, a) for a in supported]
+    N = np.array([s.loads(m)[0] for s in loads])
+    w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,sn->sj', G, mu * N)
     for _ in range(100 if push_height > 0 else 0):
-        dN = loads.tipping_loads(push_height * w[:, :2])
+        moments = push_height * w[:, :2]
+        dN = np.array([s.tipping_loads(f[None])[0] for s, f in zip(loads, moments, strict=True)])
         w = np.einsum('sjn,n->sj', Q, m) + np.einsum('sjn,sn->sj', G, mu * (N + dN))
     w += rng.normal(0.0, noise, w.shape)
-    return TrainingSet(GRID, Q, G, w, 0.03, 1, support, push_height), m, mu
+    train = TrainingSet(
+        GRID, Q, G, w, 0.03, 1, support, push_height, (), supported if edge else None
+    )
+    return train, m, mu
 
 
 @pytest.mark.parametrize(
-    ('support', 'push_height'), [(s, 0.0) for s in SUPPORT_MODELS] + [('rigid', 0.002)]
+    ('support', 'push_height', 'edge'),
+    [(s, 0.0, e) for s in SUPPORT_MODELS for e in (False, True)]
+    + [('rigid', 0.002, False), ('rigid', 0.002, True)],
 )
-def test_gradient_matches_finite_differences(support, push_height):
-    train, m, mu = synthetic(support=support, push_height=push_height)
+def test_gradient_matches_finite_differences(support, push_height, edge):
+    train, m, mu = synthetic(support=support, push_height=push_height, edge=edge)
+    assert train.over_edge.any() == edge
+    assert train.loss(m, mu)[0] < 1e-20  # the exact per-step loads, as the set models them
     rng = np.random.default_rng(1)
     m0 = m * rng.uniform(0.5, 1.5, m.size)
     mu0 = mu * rng.uniform(0.5, 1.5, mu.size)
@@ -93,6 +117,25 @@ def test_the_push_moment_explains_what_fixed_loads_cannot():
     assert np.allclose(tipped.friction_at(m, Bounds.from_grid(GRID)), mu, atol=1e-6)
     with pytest.raises(IdentificationError, match='push height'):
         TrainingSet(GRID, tipped.Q, tipped.G, tipped.w, tipped.rho, 1, 'rigid', -0.01)
+
+
+def test_pushes_over_the_edge_tell_the_centre_of_mass_from_the_friction_map():
+    # Quasi-static pushes on the table act only through mu_i N_i: another centre of mass
+    # with a friction map that keeps those products explains them exactly. Over the edge
+    # the same cells' loads depend on the centre of mass otherwise, and it does not.
+    support = Support.of(GRID, 'rigid')
+    for edge in (False, True):
+        train, m, mu = synthetic(inertia=0.0, edge=edge)
+        shifted = m * np.tile([0.5, 1.0, 1.5], 2)  # the centre of mass moved along x
+        N, N_shifted = support.loads(m)[0], support.loads(shifted)[0]
+        assert np.all(N_shifted > 0.0)
+        assert train.loss(m, mu)[0] < 1e-20
+        impostor = train.loss(shifted, mu * N / N_shifted)[0]
+        assert (impostor > 1e-3 * train.wrench_square) == edge
+        assert edge or impostor < 1e-20
+    # The warm start finds the friction map at the true masses over the edge too.
+    over, m, mu = synthetic(edge=True, push_height=0.002)
+    assert np.allclose(over.friction_at(m, Bounds.from_grid(GRID)), mu, atol=1e-6)
 
 
 @pytest.mark.parametrize('seed', range(3))

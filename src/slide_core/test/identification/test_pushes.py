@@ -271,3 +271,24 @@ def test_times_in_the_wrong_unit_are_suspected_aloud() -> None:
         push_from_samples(grid, 1, t * 1000, X, p_WF, f_W, 0.0, 800.0)
     with pytest.raises(IdentificationError, match=r'two steps \(are its times in seconds\?\)'):
         push_from_samples(grid, 1, t / 1e6, X, p_WF, f_W, 0.0, 0.8e-6)
+
+
+def test_steps_with_the_object_over_the_edge_carry_only_the_cells_on_the_table() -> None:
+    from slide_core.identification import IdentificationError, TrainingSet
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    shift = np.array([-0.39, 0.0])  # the box starts with its back column half over x = 0
+    edge = push_from_samples(grid, 0, t, X + np.append(shift, 0.0), p_WF + shift, f_W, 0.0, 0.8)
+    train = TrainingSet.from_pushes(grid, [edge])
+    assert train.supported is not None and train.over_edge[0] and not train.over_edge[-1]
+    back = grid.p_OC[:, 0] < 0.0
+    first = train.supported[0]
+    assert np.all(first[~back] == 1.0) and np.all((first[back] > 0.5) & (first[back] < 1.0))
+    assert np.all(train.supported[~train.over_edge] == 1.0)
+    # In another frame than the table's, or pushed well away from the edge: all carried.
+    assert TrainingSet.from_pushes(grid, [edge], table_edge=False).supported is None
+    on_table = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    assert TrainingSet.from_pushes(grid, [on_table]).supported is None
+    off = push_from_samples(grid, 0, t, X - [0.5, 0.0, 0.0], p_WF - [0.5, 0.0], f_W, 0.0, 0.8)
+    with pytest.raises(IdentificationError, match='wholly off the table'):
+        TrainingSet.from_pushes(grid, [off])

@@ -26,7 +26,8 @@ def pushes_by_the_core(
     m: np.ndarray, mu: np.ndarray, noise_n: float = 0.0, push_height: np.ndarray | float = 0.0
 ) -> list[PushData]:
     """Pushes whose poses the core itself predicts from their forces (no model error), the
-    forces recorded with white noise of ``noise_n`` [N], acting ``push_height`` [m] up."""
+    forces recorded with white noise of ``noise_n`` [N], acting ``push_height`` [m] up. The
+    core's table has no edge: their training sets are built with ``table_edge=False``."""
     rng = np.random.default_rng(7)
     out = []
     for i, (cell, force) in enumerate([(0, (1.6, 0.3)), (5, (0.2, -1.5)), (2, (-1.4, 0.6))]):
@@ -45,7 +46,7 @@ def test_refinement_lowers_the_pose_error_within_the_bounds():
     m = rng.uniform(0.01, 0.04, GRID.n)
     mu = rng.uniform(0.2, 0.6, GRID.n)
     pushes = pushes_by_the_core(m, mu)
-    train = TrainingSet.from_pushes(GRID, pushes)
+    train = TrainingSet.from_pushes(GRID, pushes, table_edge=False)
     found = identify(train, 'probabilistic', K=2, budget=4, warm_start=False)
     problem = RolloutProblem(GRID, pushes, found.belief.support, 0.1)
     before = problem.quick_loss_grad(found.belief.mass, found.belief.friction, grad=False)[0]
@@ -83,15 +84,15 @@ def test_each_step_pushes_at_its_cells_height_and_tipped_maps_refine_with_the_mo
     mu = rng.uniform(0.2, 0.6, GRID.n)
     heights = 0.01 + 0.001 * np.arange(GRID.n)  # one per cell
     pushes = pushes_by_the_core(m, mu, push_height=heights)
-    train = TrainingSet.from_pushes(GRID, pushes, push_height=heights)
-    flat = TrainingSet.from_pushes(GRID, pushes)
+    train = TrainingSet.from_pushes(GRID, pushes, push_height=heights, table_edge=False)
+    flat = TrainingSet.from_pushes(GRID, pushes, table_edge=False)
     assert train.tips and not flat.tips and train.steps == flat.steps
     # Pushes 0, 1 and 2 act on cells 0, 5 and 2: each step at its cell's height.
     per_push = np.split(train.push_height, np.cumsum([150, 150])[:2])
     for cell, arm in zip((0, 5, 2), per_push, strict=True):
         assert np.all(arm == heights[cell])
     with pytest.raises(IdentificationError, match='one per cell'):
-        TrainingSet.from_pushes(GRID, pushes, push_height=heights[:3])
+        TrainingSet.from_pushes(GRID, pushes, push_height=heights[:3], table_edge=False)
     found = identify(train, 'probabilistic', K=2, budget=4, warm_start=False)
     flat_found = identify(flat, 'analytic')
     assert found.belief.push_moment and not flat_found.belief.push_moment
@@ -122,7 +123,7 @@ def test_refinement_keeps_each_model_in_the_bounds_it_was_found_in():
     m = rng.uniform(0.01, 0.04, GRID.n)
     mu = rng.uniform(0.2, 0.6, GRID.n)
     pushes = pushes_by_the_core(m, mu, noise_n=0.3)  # a loss band the spread can move in
-    train = TrainingSet.from_pushes(GRID, pushes)
+    train = TrainingSet.from_pushes(GRID, pushes, table_edge=False)
     found = identify(train, 'probabilistic', K=2, budget=400, com_directions=2)
     K, n = found.belief.K, GRID.n
     base = Bounds.from_grid(GRID)
