@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from slide_core.errors import NoSolutionError
-from slide_core.geometry import FloatArray, Grid, boundary_rings, rotation, se2_distance
+from slide_core.geometry import FloatArray, rotation, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Primitive
 from slide_core.planning import PlanningError, Step, UncertainBeliefError
@@ -61,19 +61,6 @@ def at_rest(X_a: FloatArray, X_b: FloatArray) -> bool:
     d = np.asarray(X_b, dtype=float) - np.asarray(X_a, dtype=float)
     yaw = float(np.arctan2(np.sin(d[2]), np.cos(d[2])))
     return bool(np.hypot(d[0], d[1]) <= REST_TOLERANCE_M and abs(yaw) <= REST_TOLERANCE_RAD)
-
-
-def on_table(grid: Grid, X_WO: FloatArray) -> bool:
-    """Whether the footprint of ``grid`` lies wholly on the table (x >= 0, the free edge
-    at x = 0: :class:`slide_core.model.Table`) at every pose of ``X_WO`` (N, 3)."""
-    c_O = boundary_rings(grid).reshape(-1, 2)  # (C, 2) outline corners
-    X = np.atleast_2d(np.asarray(X_WO, dtype=float))
-    x_W = (
-        X[:, 0, None]
-        + np.cos(X[:, 2, None]) * c_O[None, :, 0]
-        - np.sin(X[:, 2, None]) * c_O[None, :, 1]
-    )  # (N, C)
-    return bool(x_W.min() >= 0.0) if x_W.size else True
 
 
 def push_trace(
@@ -204,7 +191,7 @@ class Task:
         t0 = self._enter(Stage.EXPLORE)
         st = self.state
         assert st.grid is not None and st.X_WO is not None
-        usable = self._explored_on_table()
+        usable = self._explored()
         fresh = st.belief is not None and st.belief_pushes == len(usable)
         # In the closed loop the belief is the freshest already (from every push so far).
         if self.settings.interim_beliefs and usable and not fresh and st.goal is None:
@@ -252,31 +239,22 @@ class Task:
         st.trace.setdefault('X_explore', []).append(self.observe().tolist())
         self._leave(Stage.EXPLORE, t0)
 
-    def _explored_on_table(self) -> list[PushSamples]:
-        """What the exploratory pushes measured, those during which the object stayed wholly
-        on the table (identification knows no edge: an object that started over it gave a
-        centre of mass the edge had moved)."""
+    def _explored(self) -> list[PushSamples]:
+        """What the exploratory pushes measured (over the table's edge too: identification
+        carries only the cells the table holds on each step)."""
         st = self.state
-        assert st.grid is not None
-        grid = st.grid
-        return [st.samples[k] for k in st.explored_at if on_table(grid, st.samples[k].X_WO)]
+        return [st.samples[k] for k in st.explored_at]
 
     def identify(self) -> None:
         t0 = self._enter(Stage.IDENTIFY)
         st = self.state
         assert st.grid is not None
-        usable = self._explored_on_table()
+        usable = self._explored()
         if not usable:
             raise TaskFailure(
                 Outcome.IDENTIFICATION_FAILED,
                 Stage.IDENTIFY,
-                f"the object stuck out over the table's edge during every one of the "
-                f'{len(st.explored)} exploratory push(es), and identification knows no edge',
-            )
-        if len(usable) < len(st.explored):
-            self.say(
-                f'{len(st.explored) - len(usable)} exploratory push(es) left out: the object '
-                "stuck out over the table's edge"
+                'no exploratory push was made: nothing to identify from',
             )
         try:
             st.belief = self.decider.identify(st.grid, usable)
@@ -508,16 +486,12 @@ class Task:
             raise TaskFailure(Outcome.PUSH_FAILED, stage, reason)
 
     def relearn(self) -> None:
-        """The belief identified again from every push so far on which the object stayed
-        wholly on the table (``TaskSettings.relearn_every``); the old one is kept when no
-        push was added or the identification fails."""
+        """The belief identified again from every readable push so far, those that had the
+        object over the table's edge too (``TaskSettings.relearn_every``); the old one is
+        kept when no push was added or the identification fails."""
         st = self.state
         assert st.grid is not None
-        usable = [
-            s
-            for k, s in enumerate(st.samples)
-            if on_table(st.grid, s.X_WO) and k not in st.unreadable
-        ]
+        usable = [s for k, s in enumerate(st.samples) if k not in st.unreadable]
         if len(usable) <= st.belief_pushes:
             return
         t0 = self._enter(Stage.IDENTIFY)

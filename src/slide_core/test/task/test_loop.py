@@ -15,7 +15,7 @@ from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
-from slide_core.task.loop import Task, TaskFailure, at_rest, on_table
+from slide_core.task.loop import Task, TaskFailure, at_rest
 from slide_core.task.state import Outcome
 from slide_core.task.world import (
     GraspReport,
@@ -341,15 +341,7 @@ class PushingArm(Arm):
         return pushed_at(0.1)
 
 
-def test_on_table_is_the_whole_footprint_behind_the_edge_at_every_pose() -> None:
-    assert on_table(GRID, np.array([0.05, 0.0, 0.0]))  # 1 cm behind the edge
-    assert not on_table(GRID, np.array([0.03, 0.0, 0.0]))  # 1 cm over it
-    assert not on_table(GRID, np.array([[0.1, 0.0, 0.0], [0.03, 0.0, 0.0]]))
-    # Turned a quarter, the 4 cm side faces the edge.
-    assert on_table(GRID, np.array([0.03, 0.0, np.pi / 2]))
-
-
-def test_relearning_identifies_from_the_pushes_on_the_table_and_keeps_a_failed_one() -> None:
+def test_relearning_identifies_from_every_push_and_keeps_a_failed_one() -> None:
     learner = Learner()
     t = Task(Arm(X_REACHED), learner, TaskSettings(relearn_every=1))  # type: ignore[arg-type]
     st = t.state
@@ -357,15 +349,16 @@ def test_relearning_identifies_from_the_pushes_on_the_table_and_keeps_a_failed_o
     st.grid, st.belief, st.belief_pushes = GRID, first, 2
     st.samples = [pushed_at(0.1), pushed_at(0.1), pushed_at(0.03), pushed_at(0.2)]
     t.relearn()
-    # The push with the object over the edge is left out: identification knows no edge.
-    assert learner.given == [3] and st.belief is not first
-    assert st.relearned == 1 and st.belief_pushes == 3
+    # The push with the object over the edge is in: identification carries only the cells
+    # the table holds (it tells the centre of mass from the friction map best).
+    assert learner.given == [4] and st.belief is not first
+    assert st.relearned == 1 and st.belief_pushes == 4
     t.relearn()  # nothing new since
-    assert learner.given == [3]
+    assert learner.given == [4]
     st.samples.append(pushed_at(0.2))
     learner.fail, kept = True, st.belief
     t.relearn()
-    assert learner.given == [3, 4] and st.belief is kept and st.relearned == 1
+    assert learner.given == [4, 5] and st.belief is kept and st.relearned == 1
 
 
 @pytest.mark.parametrize(('every', 'after'), [(0, []), (1, [1, 2, 3, 4]), (2, [2, 4])])
@@ -610,22 +603,17 @@ def test_an_object_moved_while_its_push_was_planned_is_planned_for_again() -> No
     assert arm.tried == 1 and len(t.state.trace['pushes']) == 1
 
 
-def test_identification_leaves_out_the_exploratory_pushes_made_over_the_edge() -> None:
-    # An object that started over the edge was identified from those pushes too (relearn
-    # already left them out): a centre of mass the edge had moved.
+def test_identification_takes_the_exploratory_pushes_made_over_the_edge_too() -> None:
+    # An object that started over the edge was identified without those pushes, and from
+    # none when it stayed there: the task failed where identification can use them.
     learner = Learner()
     t = Task(Arm(X_REACHED), learner, TaskSettings())  # type: ignore[arg-type]
     st = t.state
     st.grid = GRID
-    st.samples = [pushed_at(0.02), pushed_at(0.1), pushed_at(0.2)]  # the first sticks out
+    st.samples = [pushed_at(0.02)] * 3  # sticking out over the edge on every push
     st.explored, st.explored_at = [PRIMITIVE] * 3, [0, 1, 2]
     t.identify()
-    assert learner.given == [2] and st.belief_pushes == 2
-    st.samples = [pushed_at(0.02)] * 3
-    with pytest.raises(TaskFailure) as failure:
-        t.identify()
-    assert failure.value.outcome is Outcome.IDENTIFICATION_FAILED
-    assert "over the table's edge during every one of the 3" in failure.value.reason
+    assert learner.given == [3] and st.belief_pushes == 3
 
 
 def test_an_object_moved_before_an_exploratory_push_is_pushed_where_it_is_now() -> None:
