@@ -22,13 +22,22 @@ Every fit has the push's moment shifting the loads, as the product identifies
 record it and the held-out replays add it); ``no_push_moment`` gives the probabilistic
 figures of the fit and replays without it (the papers' loads). The rollout refinement
 (``--refine-budget``) refines the probabilistic fit, with the moment, and compares with it.
+
+``over_the_edge``: the probabilistic fit with :data:`EDGE_STARTS` x :data:`EDGE_PUSHES`
+more training pushes made with part of the object over the table's edge (started with
+:data:`EDGE_SHARE` of its cells past it, at a random yaw; a start at which the twin's
+object falls is left out), scored on the same held-out pushes. On the table the pushes see
+the centre of mass and the friction map only through their products; over the edge the
+carried cells' loads depend on the centre of mass otherwise, and these pushes tell the two
+apart (:class:`slide_core.identification.TrainingSet`). The task gets such pushes as it
+pushes the object to its goal and identifies again (``TaskSettings.relearn_every``).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from pathlib import Path
 import tempfile
@@ -72,6 +81,31 @@ STABLE_KEYS = ('predicted_stable', 'stable_and_stayed')
 BALANCE_KEYS = ('poses', *STABLE_KEYS, 'agree')
 
 
+EDGE_STARTS = 3
+EDGE_PUSHES = 2
+EDGE_SHARE = 0.2
+"""``over_the_edge``: starts, random pushes from each, and the share of the cells past the
+table's edge at each start."""
+
+
+def edge_pushes(
+    spec: ObjectSpec, cell: Workcell, seed: int, folder: Path, rng: np.random.Generator
+) -> list[PushData]:
+    """The pushes over the table's edge (:data:`EDGE_STARTS` bags in ``folder``), renumbered
+    after the bench's 10; none from a start at which the twin's object fell."""
+    pushes: list[PushData] = []
+    for j in range(EDGE_STARTS):
+        X = np.array([0.0, rng.uniform(-0.15, 0.15), rng.uniform(-math.pi, math.pi)])
+        X[0] = -np.quantile(cell_positions(spec.grid, X)[:, 0], EDGE_SHARE)
+        bag = folder / f'start{j}'
+        start = (float(X[0]), float(X[1]), float(X[2]))
+        if not _record(spec, cell, seed + 100 + j, bag, pushes=EDGE_PUSHES, X_WO=start):
+            continue
+        for pd in read_pushes(bag).pushes:
+            pushes.append(replace(pd, index=10 + len(pushes)))
+    return pushes
+
+
 def edge_poses(spec: ObjectSpec, count: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Poses with 10 to 60% of the cells past the edge (x < 0), random yaw."""
     poses = []
@@ -92,16 +126,24 @@ def twin_stays(spec: ObjectSpec, cell: Workcell, X_WO: np.ndarray) -> bool:
 
 
 def _record(
-    spec: ObjectSpec, cell: Workcell, seed: int, bag: Path, tracking: Tracking | None = None
-) -> None:
-    """The bench's 10 pushes of ``spec`` into ``bag``, a temporary folder: an interrupt's
-    or a failure's note that the bag keeps the pushes made is dropped, since the bag goes
-    with the bench (the message named a folder that no longer existed)."""
+    spec: ObjectSpec,
+    cell: Workcell,
+    seed: int,
+    bag: Path,
+    tracking: Tracking | None = None,
+    pushes: int = 10,
+    X_WO: tuple[float, float, float] | None = None,
+) -> bool:
+    """The bench's ``pushes`` (10) of ``spec`` into ``bag``, a temporary folder, from
+    ``X_WO`` (the twin's default pose); False when the object fell. An interrupt's or a
+    failure's note that the bag keeps the pushes made is dropped, since the bag goes with
+    the bench (the message named a folder that no longer existed)."""
     try:
-        record(spec, cell, 10, seed, bag, tracking=tracking or Tracking())
+        summary = record(spec, cell, pushes, seed, bag, X_WO, tracking=tracking or Tracking())
     except (KeyboardInterrupt, OSError) as exc:
         exc.__notes__ = [n for n in getattr(exc, '__notes__', []) if str(bag) not in n]
         raise
+    return bool(summary['ok'])
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -296,6 +338,26 @@ def _object(
             seed=seed,
         )
         _score(lists, 'flat_tracked', found_tt.belief, test_t, cell, mass)
+        over = edge_pushes(
+            spec, cell, seed, tmp / f'object{k}-edge', np.random.default_rng([seed, k])
+        )
+        if over:
+            with_edge = TrainingSet.from_pushes(grid, train_pd + over, support, height)
+            found_e = identify(with_edge, 'probabilistic', budget=BUDGET, seed=seed).belief
+            ev = _score(lists, 'edge', found_e, test_pd, cell, mass)
+            lists['edge_pushes'].append(len(over))
+            if ev.com_error_m is not None:
+                lists['edge_in'].append(float(bool(ev.truth_in_support)))
+            if progress:
+                com = (
+                    ''
+                    if ev.com_error_m is None
+                    else f', centre of mass {1000 * ev.com_error_m:.2f} mm'
+                )
+                progress(
+                    f'{name} probabilistic, {len(over)} pushes over the edge added: add '
+                    f'{100 * ev.add_error_m:.2f} cm{com}'
+                )
         rng = np.random.default_rng(seed)
         balance = t.balance
         for X in edge_poses(spec, 12, rng):
@@ -398,6 +460,18 @@ def _summary(t: _Tally, support: str) -> dict[str, Any]:
                 }
             }
             if lists['flat_add']
+            else {}
+        ),
+        **(
+            {
+                'over_the_edge': {
+                    'pushes_mean': _mean(lists['edge_pushes']),
+                    'probabilistic_add_error_m': _mean(lists['edge_add']),
+                    'probabilistic_com_error_m': _mean(lists['edge_com']),
+                    'truth_in_support_fraction': _mean(lists['edge_in']),
+                }
+            }
+            if lists['edge_add']
             else {}
         ),
         'edge_balance': {

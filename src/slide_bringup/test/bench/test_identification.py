@@ -1,13 +1,16 @@
-"""The identification bench's loss-against-simulations figure."""
+"""The identification bench: its loss-against-simulations figure, an interrupt, and the
+pushes it adds over the table's edge."""
 
 from __future__ import annotations
 
 from pathlib import Path
 import warnings
 
+import numpy as np
 import pytest
 
 from slide_bringup.bench.identification import draw_losses
+from slide_core.geometry import cell_positions
 
 
 def test_the_figure_draws_runs_that_start_after_the_first_simulations(tmp_path: Path):
@@ -59,3 +62,23 @@ def test_an_interrupt_keeps_the_objects_identified(tmp_path: Path) -> None:
     assert figures['simulations_to_within_10pct'] is not None
     assert result['edge_balance']['poses'] == 0  # the probabilistic extras were not run
     assert Path(result['png']).stat().st_size > 1000
+
+
+def test_the_pushes_over_the_edge_start_with_the_object_sticking_out(tmp_path: Path) -> None:
+    from slide_bringup.bench import identification
+    from slide_core.identification import TrainingSet
+    from slide_core.model import load_object, load_workcell
+
+    spec, cell = load_object('box'), load_workcell()
+    pushes = identification.edge_pushes(spec, cell, 0, tmp_path, np.random.default_rng(0))
+    expected = identification.EDGE_STARTS * identification.EDGE_PUSHES
+    assert [pd.index for pd in pushes] == list(range(10, 10 + expected))
+    train = TrainingSet.from_pushes(
+        spec.grid, pushes, 'rigid', cell.fingertip.force_heights(spec.grid)
+    )
+    assert train.supported is not None and train.over_edge.mean() > 0.1
+    # The first step of each start has about EDGE_SHARE of the cells past the edge.
+    starts = [pd.X_steps[0] for pd in pushes[:: identification.EDGE_PUSHES]]
+    for X in starts:
+        x_WC = cell_positions(spec.grid, X)[:, 0]
+        assert 0.1 < np.mean(x_WC < 0.0) < 0.3
