@@ -46,7 +46,9 @@ Progress = Callable[[str], None]
 class EpisodeResult:
     """What one episode did (see ``to_dict`` for the JSON). ``X_final``, ``overhang_m`` and
     ``stay_probability`` describe the pose the object was grasped at, or else where it came
-    to rest; an object that fell while it was pushed has none: empty and None."""
+    to rest; an object that fell while it was pushed has none: empty and None.
+    ``com_error_m``: how far the last belief's most probable centre of mass lies from the
+    truth (None without a belief)."""
 
     object: str
     seed: int
@@ -63,6 +65,7 @@ class EpisodeResult:
     stay_probability: float | None = 0.0
     goal_stay_probability: float = 0.0
     goal_truly_balanced: bool = False
+    com_error_m: float | None = None
     overhang_m: float | None = 0.0
     lifted_m: float = 0.0
     identification_s: float = 0.0
@@ -116,6 +119,8 @@ def score(
         r.goal = st.goal.to_dict()
         r.goal_stay_probability = st.goal.stay_probability
         r.goal_truly_balanced = bool(com_margins(spec.grid, truth.com(), st.goal.X_WO)[0] >= 0)
+    if st.belief is not None:
+        r.com_error_m = float(np.linalg.norm(st.belief.com()[st.belief.best] - truth.com()[0]))
     r.simulations = st.simulations
     # Where the object lay when the task grasped it (the pose it decided on), not where the
     # gripper has since carried it: a held object turns and its 'overhang' means nothing.

@@ -5,7 +5,10 @@ processes; ``overhang_weight`` > 0 asks for goals as far out as balance allows (
 papers' setting, where the belief's accuracy decides whether the object stays). Per
 method: success rate (lifted and held), falls, planned pushes per episode, planning and
 total time, and how often the chosen goal would have let the true object fall
-(``unsafe_goals``: the true centre of mass outside the support polygon at the goal).
+(``unsafe_goals``: the true centre of mass outside the support polygon at the goal), and
+how far the last belief's most probable centre of mass lies from the truth
+(``com_error_m_mean``: the belief identified again after the planned pushes, those over
+the edge included, when the task relearns).
 
 Planning (pure simulation, paper 1's benchmark): per object, random maps (cell masses and
 frictions drawn within the identification bounds), random start and goal poses on the
@@ -241,6 +244,9 @@ def run(
             'falls': sum(bool(x['fell']) for x in done),
             'unsafe_goals': sum(bool(x['goal']) and not x['goal_truly_balanced'] for x in done),
             'no_goal': sum(not x['goal'] for x in done),
+            'com_error_m_mean': _avg(
+                [x['com_error_m'] for x in done if x['com_error_m'] is not None]
+            ),
             'errors': len(r) - len(done),
             'pushes_mean': _avg([x['pushes'] for x in done]),
             'planning_s_mean': _avg([x['planning_s'] for x in done]),
