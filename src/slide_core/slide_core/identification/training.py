@@ -487,14 +487,13 @@ class TrainingSet:
 
     def friction_at(self, m: FloatArray, bounds: Bounds) -> FloatArray:
         """Warm start: the friction map that best explains the wrenches at masses m (n,),
-        by bounded linear least squares (on the reduced n x n system; on a reduced (1 + B) n x n
-        one when the push's moment or the edge adds :attr:`_blocks`, which every coefficient
-        then acts through). The
-        unknowns are the loaded cells' coefficients mu, not their forces c = mu N: with
-        loads from 0.01 to 0.3 N and G^T G's condition near 1e15, bounded least squares in c
-        stopped far from the minimum (the hammer's true masses: a loss 1.6 times the one in
-        mu). A cell that carries no load keeps the middle of the friction bounds (nothing
-        tells it)."""
+        by bounded linear least squares on a reduced n x n system (also when the push's
+        moment or the edge adds :attr:`_blocks`, which every coefficient then acts
+        through). The unknowns are the loaded cells' coefficients mu, not their forces
+        c = mu N: with loads from 0.01 to 0.3 N and G^T G's condition near 1e15, bounded
+        least squares in c stopped far from the minimum (the hammer's true masses: a loss
+        1.6 times the one in mu). A cell that carries no load keeps the middle of the
+        friction bounds (nothing tells it)."""
         N = self.loads.loads(m)[0]
         middle = 0.5 * (bounds.friction_min + bounds.friction_max)
         mu = np.full(N.shape, middle)
