@@ -94,9 +94,11 @@ the behaviour to end its episode with the reason (a node gone mid-episode), wher
 dead at start-up left it retrying its configure for ever."""
 
 
-DISCOVERY_WAIT_S = 1.5
+DISCOVERY_WAIT_S = 3.0
 """How long [s] :func:`already_running` listens for the nodes of this ROS domain: a
-machine's own processes are discovered within a fraction of a second."""
+machine's own processes are discovered within a fraction of a second when it is idle; on a
+loaded 2-core machine (a CI run) 1.5 s once missed a running graph's F/T driver, and a
+second graph started beside it."""
 
 
 def full_name(spec: NodeSpec) -> str:

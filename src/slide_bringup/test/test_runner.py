@@ -104,13 +104,18 @@ def test_a_second_graph_in_the_same_ros_domain_is_refused(tmp_path: Path) -> Non
     from slide_bringup.graph import GraphError
 
     with Graph([NETFT], tmp_path / 'first') as graph:
-        end = time.monotonic() + 30  # until its process is up
-        while not already_running([NETFT]) and time.monotonic() < end:
-            pass
+        end = time.monotonic() + 60  # until its process is up and answers
+        up = False
+        while not up and time.monotonic() < end:
+            up = bool(already_running([NETFT]))
+        assert up, "the first graph's F/T driver never answered"
         second = Graph([NETFT], tmp_path / 'second')
         domain = os.environ['ROS_DOMAIN_ID']
-        with pytest.raises(GraphError, match=f'/netft already run in ROS domain {domain}'):
-            second.start()
+        try:
+            with pytest.raises(GraphError, match=f'/netft already run in ROS domain {domain}'):
+                second.start()
+        finally:  # (a second driver that started anyway outlived the test, into the next)
+            second.stop()
         assert second.nodes == [] and not (tmp_path / 'second' / 'netft.log').exists()
         assert graph.poll() == {'netft': None}
     with Graph([NETFT], tmp_path / 'third') as graph:  # the first is gone: it starts
