@@ -62,6 +62,11 @@ def checked_heights(value: ArrayLike, count: int, per: str) -> FloatArray:
     return np.array(heights)
 
 
+def _short_of(supported: FloatArray, grid: Grid) -> NDArray[np.bool_]:
+    """(S,) the steps whose carried areas (S, n) fall short of the whole object's."""
+    return np.asarray(np.any(supported < grid.area[None] - 1e-12, axis=1))
+
+
 @dataclass(frozen=True, eq=False)
 class TrainingSet:
     """Training pushes as the linear system w = Q m + G c (one row block per moving step).
@@ -234,7 +239,7 @@ class TrainingSet:
                 'it)'
             )
         supported = np.concatenate(carried) if carried else np.zeros((0, grid.n))
-        over = bool(np.any(supported < grid.area[None] - 1e-12))
+        over = bool(_short_of(supported, grid).any())
         return cls(
             grid,
             np.concatenate(Qs),
@@ -254,7 +259,7 @@ class TrainingSet:
         """(S,) the steps on which the table carries less than the whole object."""
         if self.supported is None:
             return np.zeros(self.steps, dtype=bool)
-        return np.asarray(np.any(self.supported < self.grid.area[None] - 1e-12, axis=1))
+        return _short_of(self.supported, self.grid)
 
     @cached_property
     def _edge_loads(self) -> FloatArray:
@@ -323,9 +328,9 @@ class TrainingSet:
             return np.zeros((3 * S, 0))
         return np.ascontiguousarray(np.hstack(blocks))
 
-    def _weights(self, m: FloatArray, N: FloatArray) -> FloatArray:
+    def _weights(self, m: FloatArray) -> FloatArray:
         """(K, B, n) what each of :attr:`_blocks`'s blocks multiplies mu by, for masses
-        m (K, n) with loads N: the weight's moments b_k = g F_k . m, then 1."""
+        m (K, n): the weight's moments b_k = g F_k . m, then 1."""
         K, n = m.shape
         out: list[FloatArray] = []
         if self._edge_rigid:
@@ -341,14 +346,19 @@ class TrainingSet:
         return np.vstack((np.ones(self.grid.n), self.grid.p_OC.T))
 
     def _chain(
-        self, m: FloatArray, mu: FloatArray, N: FloatArray, dN: FloatArray, g: FloatArray
+        self,
+        m: FloatArray,
+        mu: FloatArray,
+        N: FloatArray,
+        dN: FloatArray,
+        W: FloatArray,
+        g: FloatArray,
     ) -> tuple[FloatArray, FloatArray]:
         """d loss / d(m, mu) (K, n) each from d loss / dx (K, (2 + B) n), x = (m, mu N,
-        weights * mu)."""
+        W * mu), W = :meth:`_weights` of m."""
         n = m.shape[1]
         g_c = g[:, n : 2 * n]
         g_B = g[:, 2 * n :].reshape(m.shape[0], -1, n)
-        W = self._weights(m, N)
         g_m = g[:, :n] + np.einsum('ki,kij->kj', g_c * mu, dN)
         g_mu = g_c * N + np.einsum('kbi,kbi->ki', g_B, W)
         if self._edge_rigid:
@@ -358,14 +368,15 @@ class TrainingSet:
 
     def residual(self, m: FloatArray, mu: FloatArray) -> FloatArray:
         """(K, S, 3) residuals of K hypotheses (m, mu) (K, n)."""
-        return self._residual(m, mu, self.loads.loads(m))
+        return self._residual(m, mu, self.loads.loads(m), self._weights(m))
 
-    def _residual(self, m: FloatArray, mu: FloatArray, N: FloatArray) -> FloatArray:
-        """:meth:`residual` with the normal loads N (K, n) of m given."""
+    def _residual(self, m: FloatArray, mu: FloatArray, N: FloatArray, W: FloatArray) -> FloatArray:
+        """:meth:`residual` with the normal loads N (K, n) and :meth:`_weights` W of m
+        given."""
         Q2, G2, w2 = self._matrices
         res = w2[None] - m @ Q2.T - (mu * N) @ G2.T
         if self._blocks.shape[1]:
-            res -= (self._weights(m, N) * mu[:, None, :]).reshape(m.shape[0], -1) @ self._blocks.T
+            res -= (W * mu[:, None, :]).reshape(m.shape[0], -1) @ self._blocks.T
         return np.asarray(res.reshape(-1, self.steps, 3), dtype=float)
 
     @property
@@ -390,12 +401,13 @@ class TrainingSet:
         m2, mu2 = np.atleast_2d(m).astype(float), np.atleast_2d(mu).astype(float)
         Q2, G2, _ = self._matrices
         N, dN = self.loads.loads_and_jacobian(m2)
-        res = self._residual(m2, mu2, N)
+        W = self._weights(m2)
+        res = self._residual(m2, mu2, N, W)
         S = self.steps
         loss = np.mean(np.sum(res**2, axis=2), axis=1)
         flat = res.reshape(res.shape[0], -1)
         g = -2.0 / S * np.hstack((flat @ Q2, flat @ G2, flat @ self._blocks))  # d loss / dx
-        g_m, g_mu = self._chain(m2, mu2, N, dN, g)
+        g_m, g_mu = self._chain(m2, mu2, N, dN, W, g)
         return np.asarray(loss), np.asarray(g_m), np.asarray(g_mu)
 
     @cached_property
@@ -446,12 +458,13 @@ class TrainingSet:
         else:
             N = self.loads.loads(m2)
         K = m2.shape[0]
-        x = np.hstack((m2, mu2 * N, (self._weights(m2, N) * mu2[:, None, :]).reshape(K, -1)))
+        W = self._weights(m2)
+        x = np.hstack((m2, mu2 * N, (W * mu2[:, None, :]).reshape(K, -1)))
         Hx = x @ H  # H is symmetric
         loss = (ww - 2.0 * x @ b + np.sum(x * Hx, axis=1)) / self.steps
         if not grad:
             return loss, np.zeros_like(m2), np.zeros_like(m2)
-        g_m, g_mu = self._chain(m2, mu2, N, dN, 2.0 * (Hx - b) / self.steps)
+        g_m, g_mu = self._chain(m2, mu2, N, dN, W, 2.0 * (Hx - b) / self.steps)
         return loss, g_m, g_mu
 
     @cached_property
@@ -500,7 +513,7 @@ class TrainingSet:
         if self._blocks.shape[1]:  # every coefficient acts through the shifted loads
             n = self.grid.n
             R, Rw, RQ = self._blocks_friction_system
-            W = self._weights(m[None], N[None])[0].reshape(-1)
+            W = self._weights(m[None])[0].reshape(-1)
             blocks = (R[:, n:] * W[None]).reshape(R.shape[0], -1, n).sum(axis=1)
             # (1 + B) n rows reduced to n by a thin QR (the same minimiser): the bounded
             # solver's cost grows with the rows, and this is called for every model the
