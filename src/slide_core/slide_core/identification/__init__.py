@@ -119,6 +119,7 @@ from slide_core.identification.pushes import (
     push_from_samples,
     sensor_offset,
     smoothed_poses,
+    tracking_noise,
 )
 from slide_core.identification.refine import WINDOW_S, refine
 from slide_core.identification.spread import (
@@ -179,5 +180,6 @@ __all__ = [
     'schedule',
     'shift_com',
     'smoothed_poses',
+    'tracking_noise',
     'softmax_weights',
 ]

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from slide_core.geometry import Grid
-from slide_core.identification import push_from_samples, sensor_offset, smoothed_poses
+from slide_core.identification import (
+    push_from_samples,
+    sensor_offset,
+    smoothed_poses,
+    tracking_noise,
+)
 from slide_core.model import APPROACH
 from slide_core.physics import contact_cell
 
@@ -44,6 +49,57 @@ def test_tracking_noise_is_not_differentiated_into_the_velocities() -> None:
         assert rms_smooth < 0.5 * rms_lines, c
     rms = np.sqrt(np.mean((smooth - motion(t)) ** 2, axis=0))
     assert np.all(rms < 0.5 * np.array([2e-4, 2e-4, 2e-3]))  # nearer the truth than a pose
+
+
+def test_a_perfect_trackers_sharp_start_is_not_rounded_off() -> None:
+    # At rest until 0.2 s, then up to 5 cm/s and 0.2 rad/s within about 20 ms: a push's
+    # start, whose accelerations identification fits (cross-validation's smoothing of such
+    # noise-free poses missed the speed by 45% there).
+    def start(t: np.ndarray) -> np.ndarray:
+        s = np.clip(t - 0.2, 0.0, None)
+        ramp = s - 0.01 * (1 - np.exp(-s / 0.01))
+        return np.column_stack((0.05 * ramp, 0.0 * s, 0.2 * ramp))
+
+    t_obs = np.arange(0.0, 1.0, 0.01)
+    t = np.arange(0.0, 0.99, 0.002)
+    X = smoothed_poses(t_obs, start(t_obs), t, t_contact=0.2)
+    v = np.gradient(X, t, axis=0)
+    v_true = np.gradient(start(t), t, axis=0)
+    after = (t > 0.2) & (t < 0.3)
+    error = np.abs(v - v_true)[after].max(axis=0)
+    assert error[0] < 0.3 * 0.05
+    assert error[2] < 0.3 * 0.2
+
+
+def test_the_trackers_noise_is_read_off_the_poses_themselves() -> None:
+    rng = np.random.default_rng(1)
+    t_obs = np.sort(rng.uniform(0.0, 1.5, 60))  # a tracker's uneven frame times
+    sigma = np.array([2e-4, 1e-4, 2e-3])
+    noise = tracking_noise(t_obs, motion(t_obs) + rng.normal(size=(60, 3)) * sigma)
+    assert noise is not None
+    np.testing.assert_allclose(np.sqrt(noise), sigma, rtol=0.3)
+    # A perfect tracker's: nothing, though the motion starts sharply at 0.2 s.
+    t_100 = np.arange(0.0, 1.5, 0.01)
+    assert np.all(np.sqrt(tracking_noise(t_100, motion(t_100))) < 0.02 * sigma)
+    assert tracking_noise(t_100[:5], motion(t_100[:5])) is None  # too few to tell
+
+
+def test_a_tracker_that_holds_still_poses_still_gets_its_motion_smoothed() -> None:
+    # At rest for 1.2 s, where the tracker repeats its pose exactly, then noisy motion: the
+    # noise is what the moving poses show, not the still ones' none.
+    rng = np.random.default_rng(2)
+    t_obs = np.arange(0.0, 2.0, 1 / 30)
+    sigma = np.array([2e-4, 2e-4, 2e-3])
+    noise = rng.normal(size=(len(t_obs), 3)) * sigma * (t_obs > 1.2)[:, None]
+    seen = motion(t_obs - 1.0) + noise
+    t = np.arange(1.2, t_obs[-1], 0.01)
+    smooth = smoothed_poses(t_obs, seen, t, t_contact=1.2)
+    lines = np.column_stack([np.interp(t, t_obs, seen[:, c]) for c in range(3)])
+    v_true = np.gradient(motion(t - 1.0), t, axis=0)
+    for c in range(3):
+        rms_smooth = np.sqrt(np.mean((np.gradient(smooth[:, c], t) - v_true[:, c]) ** 2))
+        rms_lines = np.sqrt(np.mean((np.gradient(lines[:, c], t) - v_true[:, c]) ** 2))
+        assert rms_smooth < 0.5 * rms_lines, c
 
 
 def test_few_or_repeated_poses_are_joined_by_straight_lines() -> None:
