@@ -26,7 +26,7 @@ APPLIES = {
     'seed': ('perception', 'identification', 'pregrasp', 'executor'),
     'pushes': ('executor',),
     'methods': ('identification', 'pregrasp'),
-    'seeds': ('pregrasp',),
+    'seeds': ('identification', 'pregrasp'),
     'planning_trials': ('pregrasp',),
     'jobs': ('pregrasp', 'mit-push'),
     'overhang_weight': ('pregrasp',),
@@ -84,8 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--seeds',
         type=int,
-        default=3,
-        help='pregrasp: episodes per object and method (1 to 1000, default 3)',
+        default=None,
+        help='pregrasp: episodes per object and method (1 to 1000, default 3); '
+        'identification: sets of pushes per object, from seeds --seed on, figures their '
+        'mean (default 1)',
     )
     parser.add_argument(
         '--planning-trials',
@@ -188,7 +190,8 @@ def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
     if args.suite == 'identification':
         from slide_core.identification import METHODS
 
-        return objects * len(args.methods or METHODS), 'method'
+        seeds = 1 if args.seeds is None else args.seeds
+        return objects * len(args.methods or METHODS) * seeds, 'method'
     if args.suite == 'pregrasp':
         return None, 'job'
     if args.suite == 'executor':
@@ -262,6 +265,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
             progress=bar.log,
             support=args.support,
             refine_budget=args.refine_budget,
+            seeds=1 if args.seeds is None else args.seeds,
         )
     if args.suite == 'pregrasp':
         from slide_bringup.bench import pregrasp as bench_pregrasp
@@ -269,7 +273,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
         return bench_pregrasp.run(
             args.objects,
             args.methods,
-            args.seeds,
+            3 if args.seeds is None else args.seeds,
             args.seed,
             args.planning_trials,
             args.jobs,

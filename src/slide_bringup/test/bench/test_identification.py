@@ -1,5 +1,5 @@
-"""The identification bench: its loss-against-simulations figure, an interrupt, and the
-pushes it adds over the table's edge."""
+"""The identification bench: its loss-against-simulations figure, an interrupt, its seeds,
+and the pushes it adds over the table's edge."""
 
 from __future__ import annotations
 
@@ -62,6 +62,25 @@ def test_an_interrupt_keeps_the_objects_identified(tmp_path: Path) -> None:
     assert figures['simulations_to_within_10pct'] is not None
     assert result['edge_balance']['poses'] == 0  # the probabilistic extras were not run
     assert Path(result['png']).stat().st_size > 1000
+
+
+def test_seeds_identify_each_object_from_new_pushes(tmp_path: Path) -> None:
+    from slide_bringup.bench import identification
+
+    said: list[str] = []
+    result = identification.run(['snack'], ['analytic'], seed=3, seeds=2, progress=said.append)
+    assert result['seeds'] == [3, 4] and result['runs'] == 2
+    assert result['objects'] == ['snack']
+    fits = [line for line in said if 'analytic: add' in line]
+    assert [line.split(':')[0] for line in fits] == ['seed 3', 'seed 4']
+    # Two draws of pushes, two fits: not one fit counted twice.
+    assert fits[0].split(': ', 1)[1] != fits[1].split(': ', 1)[1]
+    # Each seed's figures, and their mean as the bench's.
+    per = [result['per_seed'][s]['add_error_m']['analytic'] for s in ('3', '4')]
+    assert per[0] != per[1]
+    assert result['methods']['analytic']['add_error_m'] == pytest.approx(np.mean(per))
+    with pytest.raises(ValueError, match='seeds must be at least 1'):
+        identification.run(['snack'], ['analytic'], seeds=0)
 
 
 def test_the_pushes_over_the_edge_start_with_the_object_sticking_out(tmp_path: Path) -> None:
