@@ -155,6 +155,7 @@ class Support:
     area: FloatArray
     _E: FloatArray = field(init=False, repr=False)  # (n, 3) rows (1, r_j - r_bar)
     _H_all: FloatArray = field(init=False, repr=False)  # (3, 3) H with every cell active
+    _L: FloatArray = field(init=False, repr=False)  # (n, 3) moment_loads of the areas
     _P_all: FloatArray = field(init=False, repr=False)  # (n, n) dN/dm without lift-off
 
     def __post_init__(self) -> None:
@@ -171,12 +172,17 @@ class Support:
         object.__setattr__(self, 'r', r)
         object.__setattr__(self, 'area', area)
         H = (E * area[:, None]).T @ E
+        # Without lift-off the loads are linear in the weight's moments about r's origin,
+        # g F^T m with F = (1, r_j): one formula, moment_loads, for the whole table and for
+        # the steps over its edge.
+        L = moment_loads(r, area[None])[0]
         if kind == 'cell-mass':
             P = np.diag(GRAVITY * (area > 0.0))
         else:
-            P = GRAVITY * (E * area[:, None]) @ np.linalg.pinv(H) @ E.T
+            P = GRAVITY * L @ np.column_stack((np.ones(r.shape[0]), r)).T
         object.__setattr__(self, '_E', E)
         object.__setattr__(self, '_H_all', H)
+        object.__setattr__(self, '_L', L)
         object.__setattr__(self, '_P_all', P)
 
     @classmethod
@@ -288,8 +294,7 @@ class Support:
             raise PhysicsError(f'moments must be finite and (S, 2), got shape {mom.shape}')
         if self.kind == 'cell-mass':
             return np.zeros((mom.shape[0], self.n))
-        z = np.column_stack((np.zeros(mom.shape[0]), mom)) @ np.linalg.pinv(self._H_all).T
-        return np.asarray((z @ self._E.T) * self.area[None], dtype=float)
+        return np.asarray(mom @ self._L[:, 1:].T, dtype=float)  # moment_loads' columns 1, 2
 
     def tipping_basis(self, mass: ArrayLike) -> FloatArray:
         """Load changes (K, 2, n) [N per N m] per unit table-plane moment along x and y
