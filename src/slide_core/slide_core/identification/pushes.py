@@ -400,9 +400,8 @@ def _spline(x: FloatArray, y: FloatArray, w: FloatArray, noise: float | None) ->
     beyond the tracker's noise variance ``noise`` per pose; then the smoothest that stays
     within it (Morozov's discrepancy principle; 0: as near interpolation as
     :data:`LOG_LAM_RANGE` goes). None: cross-validation's."""
-    fit = make_smoothing_spline(x, y, w=w)
     if noise is None:
-        return fit
+        return make_smoothing_spline(x, y, w=w)
 
     def excess(spline: BSpline) -> float:
         return float(np.mean(w * (y - spline(x)) ** 2)) - noise
@@ -410,13 +409,18 @@ def _spline(x: FloatArray, y: FloatArray, w: FloatArray, noise: float | None) ->
     def at(log_lam: float) -> BSpline:
         return make_smoothing_spline(x, y, w=w, lam=10.0**log_lam)
 
+    lo, hi = LOG_LAM_RANGE
+    tight = at(lo)
+    if excess(tight) >= 0.0:
+        # Even the least smoothing leaves that much (a perfect tracker's poses): whatever
+        # cross-validation chose smooths more (the residual grows with lam).
+        return tight
+    fit = make_smoothing_spline(x, y, w=w)
     if excess(fit) <= 0.0:
         return fit  # it smooths no more than the noise asks
-    lo, hi = LOG_LAM_RANGE
-    if excess(at(lo)) >= 0.0:
-        return at(lo)
-    if excess(at(hi)) <= 0.0:
-        return at(hi)
+    smooth = at(hi)
+    if excess(smooth) <= 0.0:
+        return smooth  # the noise hides the motion: as smooth as the range goes
     return at(float(brentq(lambda v: excess(at(v)), lo, hi, xtol=0.05)))
 
 
