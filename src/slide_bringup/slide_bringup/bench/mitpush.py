@@ -29,8 +29,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from slide_bringup.bench.pool import processes
-from slide_bringup.bench.warmup import warm_up
+from slide_bringup.bench.pool import initializer, processes
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, polygon_coverage, rotation, wrap_angle
 from slide_core.physics import FingertipPush, MlcpError, RigidModel, limit_surface, simulate
@@ -387,7 +386,7 @@ def run(
         f'{"1 process" if workers == 1 else f"{workers} processes"}'
     )
     replays: contextlib.AbstractContextManager[Executor | None] = (
-        ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
+        ProcessPoolExecutor(max_workers=workers, initializer=initializer(workers))
         if workers > 1
         else contextlib.nullcontext()
     )

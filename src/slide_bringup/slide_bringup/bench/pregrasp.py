@@ -35,8 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from slide_bringup.bench.pool import processes
-from slide_bringup.bench.warmup import warm_up
+from slide_bringup.bench.pool import initializer, processes
 from slide_bringup.episode import run_episode
 from slide_bringup.signals import Terminated
 from slide_core.geometry import rotation, wrap_angle
@@ -176,7 +175,7 @@ def map_jobs(
     out: list[dict[str, Any]] = []
     if advance is not None:
         advance(what, 0, len(jobs))
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=warm_up)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=initializer(workers))
     try:
         for i, row in enumerate(pool.map(fn, jobs)):
             out.append(row)
