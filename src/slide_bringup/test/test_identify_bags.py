@@ -139,3 +139,41 @@ def test_identify_fits_with_the_fingertip_height_the_bag_was_pushed_at(
     )  # fmt: skip
     assert same.returncode == 0, same.stderr
     assert not [w for w in json.loads(same.stdout)['warnings'] if 'fingertip' in w]
+
+
+def test_poses_in_another_frame_than_the_tables_are_identified_with_no_table_edge(
+    bag: Path, tmp_path: Path
+) -> None:
+    # The fit reads x = 0 of the poses' frame as the table's free edge: poses 1 m behind it
+    # were refused with a message that named a Python argument, and the CLI had no way round.
+    from rosbags.highlevel import AnyReader
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from slide_core.io import interfaces_typestore
+
+    store = interfaces_typestore()
+    moved = tmp_path / 'moved'
+    with (
+        AnyReader([bag]) as reader,
+        Writer(moved, version=9, storage_plugin=StoragePlugin.MCAP) as writer,
+    ):
+        conns: dict[str, object] = {}
+        for conn, t_ns, raw in reader.messages():
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic in ('/object/pose', '/pusher/pose'):
+                msg.pose.position.x -= 1.0
+            if conn.topic not in conns:
+                conns[conn.topic] = writer.add_connection(
+                    conn.topic, conn.msgtype, typestore=store
+                )
+            writer.write(conns[conn.topic], t_ns, store.serialize_cdr(msg, conn.msgtype))
+    args = ['--train', '0-1', '--models', '2', '--budget', '100', '--json']
+    refused = slide('identify', str(moved), *args, '--out', str(tmp_path / 'a.yaml'))
+    assert refused.returncode == 2, refused.stderr
+    assert "past the table's edge" in refused.stderr and '--no-table-edge' in refused.stderr
+    assert not (tmp_path / 'a.yaml').exists()
+    out = slide(
+        'identify', str(moved), *args, '--no-table-edge', '--out', str(tmp_path / 'b.yaml')
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / 'b.yaml').exists()

@@ -88,6 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the table carries the cells: a rigid body's linear pressure (default) or "
         "each cell's own weight (the papers')",
     )
+    parser.add_argument(
+        '--table-edge',
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the bag's poses are in the table frame, whose free edge x = 0 carries only the "
+        'part of the object on the table (pushes with some of it past the edge say where its '
+        'centre of mass is); --no-table-edge: poses in another frame, the whole object '
+        'carried throughout',
+    )
     add_sensor_mount(parser)
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
@@ -108,6 +117,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from slide_core.files import atomic_path, check_output
     from slide_core.identification import (
         IdentificationError,
+        OffTableError,
         TrainingSet,
         check_settings,
         fit_problems,
@@ -187,7 +197,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"workcell's, {tip.height:g} m, for all"
         )
     height = tip.push_heights(grid, args.push_moment)
-    train = TrainingSet.from_pushes(grid, pushes, args.support, height)
+    try:
+        train = TrainingSet.from_pushes(grid, pushes, args.support, height, args.table_edge)
+    except OffTableError as exc:
+        raise CliError(
+            f"{args.bag}: push {exc.push} has the whole object past the table's edge (x < 0) "
+            "on some step: the bag's poses are not in the table frame, or the object fell "
+            '(--no-table-edge identifies them as poses in another frame, the whole object '
+            'carried throughout)'
+        ) from None
     if train.still:
         warn(
             f'the object did not move in push(es) {list(train.still)}: they add nothing to '
@@ -232,6 +250,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'skipped_pushes': [s.index for s in read.skipped],
         'poses_from': read.poses_from,
         'wrench_from': read.wrench_from,
+        'table_edge': args.table_edge,
     }
     if args.png is None:
         save_belief(belief, args.out, args.bag.name, provenance)

@@ -83,6 +83,7 @@ from slide_core.identification.errors import (
     IdentificationCancelledError,
     IdentificationError,
     IdentificationFailedError,
+    OffTableError,
 )
 from slide_core.identification.evaluate import Evaluation, evaluate, final_errors, in_hull, replay
 from slide_core.identification.explore import (
@@ -151,6 +152,7 @@ __all__ = [
     'IdentificationCancelledError',
     'IdentificationError',
     'IdentificationFailedError',
+    'OffTableError',
     'Progress',
     'PushData',
     'PushSamples',

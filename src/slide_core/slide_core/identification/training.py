@@ -14,7 +14,7 @@ from scipy.signal import savgol_filter
 from slide_core.geometry import FloatArray, Grid, edge_support, rotation
 from slide_core.identification import kernels
 from slide_core.identification.bounds import Bounds
-from slide_core.identification.errors import IdentificationError
+from slide_core.identification.errors import IdentificationError, OffTableError
 from slide_core.identification.pushes import PushData
 from slide_core.physics import (
     DEFAULT_SUPPORT,
@@ -166,7 +166,7 @@ class TrainingSet:
         only the part of each cell at x >= 0 (:attr:`supported`, from the midpoint poses of
         the steps); False: the table carries the whole object on every step (poses in some
         other frame). IdentificationError when a step has the object wholly off the table
-        (its poses are not in the table frame: pass ``table_edge=False``)."""
+        (its poses are not in the table frame: pass ``table_edge=False``), as OffTableError."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
         h_cell = checked_heights(push_height, grid.n, 'cell')
@@ -226,9 +226,10 @@ class TrainingSet:
             if table_edge:
                 share, p_carried = edge_support(grid, Xm[keep])
                 if np.any(share.sum(axis=1) <= 0.0):
-                    raise IdentificationError(
+                    raise OffTableError(
                         f'push {pd.index} has the object wholly off the table (x < 0) on some '
-                        'step: are its poses in the table frame? (table_edge=False when not)'
+                        'step: are its poses in the table frame? (table_edge=False when not)',
+                        pd.index,
                     )
                 carried.append(share * grid.area[None])
                 carried_at.append(p_carried)
