@@ -3,7 +3,7 @@
 Per object: 10 random exploratory pushes recorded in the twin (seeded); pushes 0-4 train,
 5-9 test. ``--seeds`` repeats it with the pushes of more seeds, and the figures are the
 means over all: one draw of five training pushes is a small sample (the library's
-centre-of-mass error was 5.7, 8.8 and 10.1 mm with seeds 0, 1 and 2). Every method gets
+centre-of-mass error was 5.2, 8.8 and 9.2 mm with seeds 0, 1 and 2). Every method gets
 the same training steps, bounds and simulation budget. Figures:
 held-out ``add_error_m`` (replay of the recorded fingertip with the most probable model),
 wall time, the training loss reached against simulations used (the papers' Fig. 4, drawn to
