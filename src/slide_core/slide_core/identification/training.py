@@ -165,8 +165,9 @@ class TrainingSet:
         ``table_edge``: the poses are in the table frame W, whose free edge x = 0 carries
         only the part of each cell at x >= 0 (:attr:`supported`, from the midpoint poses of
         the steps); False: the table carries the whole object on every step (poses in some
-        other frame). IdentificationError when a step has the object wholly off the table
-        (its poses are not in the table frame: pass ``table_edge=False``), as OffTableError."""
+        other frame). OffTableError (an IdentificationError) when a step has the object
+        wholly off the table (its poses are not in the table frame: pass
+        ``table_edge=False``)."""
         if not pushes:
             raise IdentificationError('identification needs at least one training push')
         h_cell = checked_heights(push_height, grid.n, 'cell')
