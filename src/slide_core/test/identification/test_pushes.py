@@ -317,6 +317,22 @@ def test_a_push_in_which_the_object_never_moved_is_named_as_adding_nothing() -> 
         TrainingSet.from_pushes(grid, [missed])
 
 
+def test_no_step_up_to_the_touch_is_fitted_as_sliding() -> None:
+    # The box rests until the fingertip touches it: the smoothed velocities carried its
+    # motion back into the steps before, which were fitted as sliding against no force.
+    from slide_core.identification import TrainingSet
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    push = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    train = TrainingSet.from_pushes(grid, [push])
+    assert train.w[0, 0] > 1.0  # the first step fitted already feels the 1.5 N push
+    # The true maps (sliding friction 1.5 N) explain the push: only the instant start and
+    # stop of this made-up motion are left (the steps before the touch doubled it).
+    m = np.full(grid.n, 0.05)
+    mu = np.full(grid.n, 1.5 / (m.sum() * 9.81))
+    assert train.loss(m, mu)[0] < 0.08 * train.wrench_square
+
+
 def test_times_in_the_wrong_unit_are_suspected_aloud() -> None:
     # Milliseconds read as seconds: 'no object pose for 10.00 s from 2250.00 s after its
     # start', with no word of the unit.

@@ -88,7 +88,8 @@ def test_each_step_pushes_at_its_cells_height_and_tipped_maps_refine_with_the_mo
     flat = TrainingSet.from_pushes(GRID, pushes, table_edge=False)
     assert train.tips and not flat.tips and train.steps == flat.steps
     # Pushes 0, 1 and 2 act on cells 0, 5 and 2: each step at its cell's height.
-    per_push = np.split(train.push_height, np.cumsum([150, 150])[:2])
+    rows = [TrainingSet.from_pushes(GRID, [p], table_edge=False).steps for p in pushes]
+    per_push = np.split(train.push_height, np.cumsum(rows)[:2])
     for cell, arm in zip((0, 5, 2), per_push, strict=True):
         assert np.all(arm == heights[cell])
     with pytest.raises(IdentificationError, match='one per cell'):
