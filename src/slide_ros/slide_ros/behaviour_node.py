@@ -39,7 +39,13 @@ from py_trees.common import Status
 from std_srvs.srv import Trigger
 
 from slide_core.files import check_output, write_text_atomic
-from slide_core.identification import COM_DIRECTIONS, METHODS, check_settings
+from slide_core.identification import (
+    COM_DIRECTIONS,
+    DEFAULT_BUDGET,
+    MAX_BUDGET,
+    METHODS,
+    check_settings,
+)
 from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
@@ -104,7 +110,7 @@ PARAMS = (
     ),
     Param('identification_method', 'probabilistic', 'identification method', choices=METHODS),
     Param('models', 8, 'models in the belief', low=1, high=64),
-    Param('budget', 2000, 'identification budget [simulations]', low=1, high=10**7),
+    Param('budget', DEFAULT_BUDGET, 'identification budget [simulations]', low=1, high=MAX_BUDGET),
     Param(
         'pose_timeout_s',
         5.0,

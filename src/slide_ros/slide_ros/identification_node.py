@@ -30,8 +30,10 @@ from slide_core.errors import NoSolutionError, SlideError, SlideInputError
 from slide_core.geometry import wrap_angle
 from slide_core.identification import (
     COM_DIRECTIONS,
+    DEFAULT_BUDGET,
     DENSITY_MAX,
     FRICTION_BOUND,
+    MAX_BUDGET,
     MAX_COM_DIRECTIONS,
     MAX_MODELS,
     Bounds,
@@ -70,7 +72,13 @@ PARAMS = (
     Param(
         'temperature', 0.05, 'softmax temperature, relative to the best loss', low=1e-4, high=10.0
     ),
-    Param('default_budget', 2000, 'simulations when the goal asks for 0', low=1, high=10**7),
+    Param(
+        'default_budget',
+        DEFAULT_BUDGET,
+        'simulations when the goal asks for 0',
+        low=1,
+        high=MAX_BUDGET,
+    ),
     Param('default_models', 8, 'models when the goal asks for 0', low=1, high=MAX_MODELS),
     Param(
         'push_moment',

@@ -52,6 +52,7 @@ from slide_bringup.signals import Terminated
 from slide_core.files import check_output, write_atomic
 from slide_core.geometry import FloatArray, cell_positions
 from slide_core.identification import (
+    DEFAULT_BUDGET,
     METHODS,
     Evaluation,
     PushData,
@@ -75,7 +76,7 @@ from slide_sim.record import Tracking, record
 from slide_sim.twin import Twin
 
 Progress = Callable[[str], None]
-BUDGET = 2000
+BUDGET = DEFAULT_BUDGET
 STABLE_P = 0.9
 TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
 """Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees

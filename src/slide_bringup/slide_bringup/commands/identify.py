@@ -20,7 +20,7 @@ HELP = 'identify mass and friction maps from the pushes of a bag; write the beli
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from slide_core.identification import COM_DIRECTIONS, METHODS
+    from slide_core.identification import COM_DIRECTIONS, DEFAULT_BUDGET, METHODS
     from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 
     parser.add_argument('bag', type=Path, help='rosbag2 folder (slide record or ros2 bag record)')
@@ -51,7 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='K fitted models (probabilistic; --com-directions adds its spread models)',
     )
     parser.add_argument(
-        '--budget', type=int, default=2000, help='simulations allowed (default 2000)'
+        '--budget',
+        type=int,
+        default=DEFAULT_BUDGET,
+        help='simulations allowed (default %(default)s)',
     )
     parser.add_argument('--seed', type=seed, default=0, help='seed of randomised methods')
     parser.add_argument(

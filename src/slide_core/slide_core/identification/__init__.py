@@ -97,6 +97,7 @@ from slide_core.identification.explore import (
     random_push,
 )
 from slide_core.identification.identify import (
+    DEFAULT_BUDGET,
     MAX_BUDGET,
     MAX_MODELS,
     METHODS,
@@ -138,6 +139,7 @@ __all__ = [
     'MAX_POSE_GAP_S',
     'DENSITY_MAX',
     'FRICTION_BOUND',
+    'DEFAULT_BUDGET',
     'MAX_BUDGET',
     'MAX_MODELS',
     'METHODS',

@@ -12,6 +12,7 @@ from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import FloatArray, Grid
 from slide_core.identification import (
     COM_DIRECTIONS,
+    DEFAULT_BUDGET,
     Identification,
     PushData,
     PushSamples,
@@ -67,7 +68,7 @@ class IdentificationSettings:
 
     method: str = 'probabilistic'
     K: int = 8
-    budget: int = 2000
+    budget: int = DEFAULT_BUDGET
     seed: int = 0
     support: str = DEFAULT_SUPPORT
     com_directions: int = COM_DIRECTIONS
