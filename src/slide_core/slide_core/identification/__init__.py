@@ -55,6 +55,11 @@ Beyond the papers
   at the initial masses, before the gradient steps.
 - The F/T wrench's absolute scale is in the loss (not only the motion).
 - The free-sliding phase after the fingertip stops is data like any other moving step.
+- The steps up to and including the one in which the fingertip touches the object are
+  not: it rests before the touch and slides for only part of that step, though the smoothed
+  velocities say it moves (on the twin's pushes those steps held most of the true maps'
+  loss, and with them in the fit the total mass came out 20 to 30% light and the centre of
+  mass drawn towards the footprint's middle).
 - The table's edge: on a step with part of the object over it, only the cells' parts on
   the table carry loads, at their centroids (:func:`slide_core.geometry.edge_support`), so
   pushes made near the goal, which the task identifies again from, tell the centre of mass
