@@ -43,6 +43,7 @@ from slide_core.identification import (
     COM_DIRECTIONS,
     DEFAULT_BUDGET,
     MAX_BUDGET,
+    MAX_MODELS,
     METHODS,
     check_settings,
 )
@@ -109,7 +110,7 @@ PARAMS = (
         high=25,
     ),
     Param('identification_method', 'probabilistic', 'identification method', choices=METHODS),
-    Param('models', 8, 'models in the belief', low=1, high=64),
+    Param('models', 8, 'models in the belief', low=1, high=MAX_MODELS),
     Param('budget', DEFAULT_BUDGET, 'identification budget [simulations]', low=1, high=MAX_BUDGET),
     Param(
         'pose_timeout_s',
