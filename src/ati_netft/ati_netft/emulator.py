@@ -287,8 +287,16 @@ class NetFTEmulator:
                 time.sleep(min(next_t - now, 0.0005))
                 continue
             next_t += per * period
-            if now - next_t > 0.1:  # far behind (a pause): do not burst to catch up
-                next_t = now
+            if now - next_t > 0.1:
+                # Far behind (this thread stalled: a loaded machine, a long source call).
+                # The sensor sampled on meanwhile and those records never came: their
+                # sequence numbers are used up, so a client that measures the rate from
+                # them still reads the sensor's rate. No burst to catch up.
+                skipped = int((now - next_t) / period)
+                with self._lock:
+                    self._rdt_seq = (self._rdt_seq + skipped) % 2**32
+                    self._ft_seq = (self._ft_seq + skipped) % 2**32
+                next_t += skipped * period
             records = [self._record(now - self._t0) for _ in range(per)]
             if now < self._pause_until:
                 continue  # a network dropout: the sensor samples on, nothing arrives

@@ -201,3 +201,31 @@ def test_the_emulator_streams_on_past_a_wrench_its_counts_cannot_carry() -> None
             assert not samples[-1].status & ERROR_BIT
     finally:
         emulator.stop()
+
+
+def test_an_emulator_that_stalls_uses_up_the_sequence_of_what_it_would_have_sampled() -> None:
+    # The emulator's thread held back 0.1 s or more (a loaded machine) skipped the records it
+    # fell behind by without using up their sequence numbers: a driver that measures the
+    # sensor's rate from sequence over time read it low (here 670 Hz for 2 kHz), the likely
+    # cause of the node's measured-rate test failing in CI under the whole suite's load.
+    calls = [0]
+
+    def source(_t: float) -> tuple[float, ...]:
+        calls[0] += 1
+        if calls[0] == 100:
+            time.sleep(0.4)  # the thread stalls once, as under load
+        return WRENCH
+
+    emulator = NetFTEmulator(CAL, rate_hz=2000.0, source=source).start()
+    samples: list[Sample] = []
+    try:
+        with RdtClient('127.0.0.1', CAL, samples.append, port=emulator.rdt_port) as client:
+            assert wait_for(lambda: calls[0] > 100 and len(samples) > 400, timeout=5.0)
+            first, last = samples[0], samples[-1]
+            rate = (last.rdt_sequence - first.rdt_sequence) / (
+                last.received_monotonic - first.received_monotonic
+            )
+            assert rate == pytest.approx(2000.0, rel=0.1)
+            assert client.stats.lost > 0.3 * 2000  # those records never came
+    finally:
+        emulator.stop()
