@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import math
 import os
 from pathlib import Path
+import random
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -247,16 +248,61 @@ def ft_offset(text: str) -> list[float]:
     return values
 
 
+def dds_ports(domain_id: int) -> range:
+    """The UDP ports DDS (RTPS's default port mapping, as Fast DDS and Cyclone DDS use it)
+    gives ROS domain ``domain_id``: 7400 + 250 d and the 249 after it. Its participants bind
+    them as they start, so a port handed out before then may be taken by then."""
+    base = 7400 + 250 * domain_id
+    return range(base, base + 250)
+
+
+def ros_domain_ports() -> range:
+    """:func:`dds_ports` of this process's ``ROS_DOMAIN_ID`` (0 when unset or not a number,
+    as rmw takes it)."""
+    try:
+        domain = int(os.environ.get('ROS_DOMAIN_ID', '0') or 0)
+    except ValueError:
+        domain = 0
+    return dds_ports(domain)
+
+
+def ephemeral_ports() -> range:
+    """The ports the kernel gives a socket bound to port 0 (Linux's ip_local_port_range;
+    IANA's 49152 to 65535 where that cannot be read)."""
+    try:
+        low, high = (int(v) for v in Path(EPHEMERAL_RANGE_FILE).read_text().split())
+    except (OSError, ValueError):
+        low, high = 49152, 65535
+    return range(low, high + 1)
+
+
+EPHEMERAL_RANGE_FILE = '/proc/sys/net/ipv4/ip_local_port_range'
+FIRST_PORT = 10000
+"""The lowest port :func:`free_ports` hands out (below it lie services' fixed ports)."""
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` ports that are free for both UDP and TCP on loopback now."""
+    """``count`` ports that are free for both UDP and TCP on loopback now, and that nothing
+    else takes before their user binds them: outside the kernel's ephemeral range (any socket
+    bound to port 0 meanwhile, DDS's senders among them, could get one there) and outside the
+    ROS domain's DDS ports (:func:`ros_domain_ports`). Random among those, so two graphs
+    started at once seldom pick the same; where no such range is left, the kernel's picks
+    outside the domain's ports."""
+    ephemeral, domain = ephemeral_ports(), ros_domain_ports()
+    pool = [p for p in range(FIRST_PORT, 65536) if p not in ephemeral and p not in domain]
+    rng = random.SystemRandom()
     ports: list[int] = []
     held = []
-    while len(ports) < count:
+    for _ in range(100 * count):
+        if len(ports) == count:
+            break
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(('127.0.0.1', 0))
-        port = udp.getsockname()[1]
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
+            udp.bind(('127.0.0.1', rng.choice(pool) if len(pool) > 100 * count else 0))
+            port = udp.getsockname()[1]
+            if port in domain:  # (the kernel's pick)
+                raise OSError(f"port {port} is the ROS domain's")
             tcp.bind(('127.0.0.1', port))
         except OSError:
             udp.close()
@@ -266,6 +312,8 @@ def free_ports(count: int) -> list[int]:
         ports.append(port)
     for s in held:
         s.close()
+    if len(ports) < count:
+        raise GraphError(f'found {len(ports)} of {count} free ports on 127.0.0.1: free some')
     return ports
 
 

@@ -31,7 +31,17 @@ from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from visualization_msgs.msg import Marker  # noqa: E402
 
-from slide_bringup.graph import ARGUMENTS, CLOUD_TOPIC, GraphError, pregrasp, select  # noqa: E402
+from slide_bringup.graph import (  # noqa: E402
+    ARGUMENTS,
+    CLOUD_TOPIC,
+    GraphError,
+    dds_ports,
+    ephemeral_ports,
+    free_ports,
+    pregrasp,
+    ros_domain_ports,
+    select,
+)
 from slide_bringup.runner import Graph, command  # noqa: E402
 from slide_core.geometry import Grid, outline_grid, rotation, wrap_angle  # noqa: E402
 from slide_core.io import (  # noqa: E402
@@ -131,6 +141,23 @@ class Rig:
         assert all(r.successful for r in response.results), response
 
 
+def wait_active(rig: Rig, name: str, timeout_s: float = 240.0) -> None:
+    """Wait for node ``name`` to be active; a node that died meanwhile fails at once, and
+    either failure shows the logs that tell why (a bare timeout once said nothing of it)."""
+
+    def active() -> bool:
+        dead = {n: c for n, c in rig.graph.poll().items() if c is not None}
+        if dead:
+            notices = [rig.graph.death_notice(n, c) for n, c in dead.items()]
+            raise AssertionError('\n'.join([f'waiting for /{name} to be active:', *notices]))
+        return remote_state(rig.peer.node, f'/{name}') == 'active'
+
+    try:
+        rig.peer.wait(active, timeout_s, f'/{name} to be active')
+    except AssertionError as exc:
+        raise AssertionError(f'{exc}\n{rig.logs(name, "twin")}') from None
+
+
 @pytest.fixture(scope='module')
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     specs = select(pregrasp({'object': 'box', 'seed': '3', 'start_episode': 'false'}), NODES)
@@ -152,11 +179,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         graph.start()
         rig = Rig(graph, peer)
         for name in ('netft', 'executor', 'identification', 'planner', 'behaviour'):
-            peer.wait(
-                lambda name=name: remote_state(peer.node, f'/{name}') == 'active',
-                240,
-                f'/{name} to be active',
-            )
+            wait_active(rig, name)
         peer.wait(lambda: bool(rig.grids) and len(rig.poses) > 2, 60, 'perception')
         yield rig
     finally:
@@ -704,3 +727,57 @@ def test_an_object_or_a_bag_folder_the_nodes_cannot_take_is_refused_as_an_argume
     bag = tmp_path / 'new' / 'bag'  # its folder is made by the recorder
     recorder = {s.name: s for s in pregrasp({'record': str(bag)})}['recorder']
     assert recorder.parameters['bag'] == str(bag)
+
+
+def _udp_ports_of_this_process() -> set[int]:
+    """The local ports of this process's UDP sockets (Linux: /proc)."""
+    inodes = set()
+    for fd in Path('/proc/self/fd').iterdir():
+        try:
+            target = fd.readlink().name
+        except OSError:
+            continue
+        if target.startswith('socket:['):
+            inodes.add(target[len('socket:[') : -1])
+    ports = set()
+    for table in ('/proc/net/udp', '/proc/net/udp6'):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(':', 1)[1], 16))
+    return ports
+
+
+def test_the_domains_dds_ports_are_where_dds_binds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('ROS_DOMAIN_ID', '140')
+    assert ros_domain_ports() == range(42400, 42650)
+    monkeypatch.setenv('ROS_DOMAIN_ID', '')
+    assert ros_domain_ports() == range(7400, 7650)
+    from rclpy.context import Context
+
+    before = _udp_ports_of_this_process()
+    context = Context()
+    rclpy.init(context=context, domain_id=140)
+    try:
+        node = rclpy.create_node('ports_probe', context=context)
+        opened = _udp_ports_of_this_process() - before
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+    # It listens on the domain's ports; it sends from ports the kernel picks.
+    assert [p for p in opened if p in dds_ports(140)], sorted(opened)
+    assert [p for p in opened if p in ephemeral_ports()], sorted(opened)
+
+
+def test_free_ports_are_neither_the_kernels_to_give_nor_the_domains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The twin's F/T ports were the kernel's picks, from its ephemeral range, then closed for
+    # the twin to bind seconds later: the sockets each DDS participant binds to port 0 to send
+    # from, and a test domain's own DDS ports (7400 + 250 d lies there for d over 101),
+    # could take one first.
+    monkeypatch.setenv('ROS_DOMAIN_ID', '20')  # 12400 to 12649, below the ephemeral range
+    ports = free_ports(60)
+    assert len(set(ports)) == 60
+    assert not [p for p in ports if p in ephemeral_ports() or p in dds_ports(20)]
+    assert not [p for p in ports if p < 10000]  # nor services' fixed ports
