@@ -97,7 +97,11 @@ class NetFTEmulator:
         self._t0 = time.monotonic()
 
         self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._udp.bind((host, rdt_port))
+        try:
+            self._udp.bind((host, rdt_port))
+        except OSError as exc:
+            self._udp.close()
+            raise _bind_error('RDT (UDP)', host, rdt_port, exc) from None
         self._udp.settimeout(0.01)
         self.rdt_port = self._udp.getsockname()[1]
 
@@ -132,9 +136,18 @@ class NetFTEmulator:
                 pass
 
         socketserver.TCPServer.allow_reuse_address = True
-        self._tcp = socketserver.ThreadingTCPServer((host, tcp_port), Calinfo)
+        try:
+            self._tcp = socketserver.ThreadingTCPServer((host, tcp_port), Calinfo)
+        except OSError as exc:
+            self._udp.close()
+            raise _bind_error('calibration TCP', host, tcp_port, exc) from None
         self.tcp_port = self._tcp.server_address[1]
-        self._http = ThreadingHTTPServer((host, http_port), Page)
+        try:
+            self._http = ThreadingHTTPServer((host, http_port), Page)
+        except OSError as exc:
+            self._udp.close()
+            self._tcp.server_close()
+            raise _bind_error('HTTP', host, http_port, exc) from None
         self.http_port = self._http.server_address[1]
         self._threads: list[threading.Thread] = []
 
@@ -321,6 +334,15 @@ class NetFTEmulator:
                 self._remaining -= per
                 if self._remaining <= 0:
                     self._client = None
+
+
+def _bind_error(what: str, host: str, port: int, exc: OSError) -> OSError:
+    """The error of a port the emulator could not bind, saying which and what to do."""
+    return OSError(
+        exc.errno,
+        f"cannot bind the emulated sensor's {what} port {host}:{port}: {exc.strerror}; "
+        'give a free port (0: any)',
+    )
 
 
 def main() -> None:

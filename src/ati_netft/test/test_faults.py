@@ -7,6 +7,7 @@ spoofed and random datagrams, a failing callback, a stream the driver cannot use
 from __future__ import annotations
 
 import random
+import re
 import socket
 import time
 
@@ -229,3 +230,24 @@ def test_an_emulator_that_stalls_uses_up_the_sequence_of_what_it_would_have_samp
             assert client.stats.lost > 0.3 * 2000  # those records never came
     finally:
         emulator.stop()
+
+
+@pytest.mark.parametrize('which', ['rdt_port', 'tcp_port', 'http_port'])
+def test_a_port_the_emulator_cannot_bind_is_named_and_nothing_stays_bound(which: str) -> None:
+    # The twin died with '[Errno 98] Address already in use' and no word of which port.
+    first = NetFTEmulator(CAL, rate_hz=100.0)  # three ports free now
+    ports = {'rdt_port': first.rdt_port, 'tcp_port': first.tcp_port, 'http_port': first.http_port}
+    first.stop()
+    kind = socket.SOCK_DGRAM if which == 'rdt_port' else socket.SOCK_STREAM
+    taken = socket.socket(socket.AF_INET, kind)
+    taken.bind(('127.0.0.1', ports[which]))
+    if kind == socket.SOCK_STREAM:
+        taken.listen()
+    name = {'rdt_port': 'RDT (UDP)', 'tcp_port': 'calibration TCP', 'http_port': 'HTTP'}[which]
+    try:
+        with pytest.raises(OSError, match=re.escape(f'{name} port 127.0.0.1:{ports[which]}: ')):
+            NetFTEmulator(CAL, rate_hz=100.0, **ports)  # type: ignore[arg-type]
+    finally:
+        taken.close()
+    # What it had bound before it failed is free again: the same three ports bind now.
+    NetFTEmulator(CAL, rate_hz=100.0, **ports).stop()  # type: ignore[arg-type]
