@@ -46,6 +46,7 @@ from slide_core.planning import (
     SE2Path,
     Step,
     UncertainBeliefError,
+    too_tall_to_grasp,
 )
 from slide_core.task import Aborted, GraspReport, ObjectLost, Observation, PushFailed, WorldError
 from slide_interfaces.action import ChooseExploration, Identify, PlanStep, Push, SelectGoal
@@ -331,6 +332,10 @@ class RosDecider:
         self.step_client = caller.client(PlanStep, '/planner/plan_step')
         self.identify_client = caller.client(Identify, '/identification/identify')
         self._belief: tuple[Belief, ModelBelief] | None = None
+
+    def refusal(self, grid: Grid) -> str | None:
+        # The workcell's gripper, as the planner node's (both read the graph's workcell file).
+        return too_tall_to_grasp(grid, self.cell.gripper)
 
     def _stamped(self, X: FloatArray) -> PoseStamped:
         m = PoseStamped()

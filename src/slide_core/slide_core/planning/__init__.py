@@ -92,6 +92,7 @@ from slide_core.planning.grasp import (
     grasp_withdrawal,
     hold_floor,
     hold_ratios,
+    too_tall_to_grasp,
 )
 from slide_core.planning.loop import (
     Step,
@@ -136,6 +137,7 @@ __all__ = [
     'hold_quantile',
     'hold_floor',
     'hold_ratios',
+    'too_tall_to_grasp',
     'in_workspace',
     'cells_overlap_box',
     'rectangles_overlap_box',

@@ -34,7 +34,7 @@ from slide_core.planning.balance import (
     workspace_problem,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
-from slide_core.planning.grasp import Grasp, grasp_at, hold_floor, hold_ratios
+from slide_core.planning.grasp import Grasp, grasp_at, hold_floor, hold_ratios, too_tall_to_grasp
 
 
 @dataclass(frozen=True)
@@ -390,14 +390,9 @@ def _no_goal(
     X0 = check_pose(X_WO, 'X_WO')
     grid = belief.grid
     g = config.gripper
-    height = float(grid.heights[grid.occupancy].max())
-    room = g.max_opening - 2 * g.height_margin
-    if height > room:
-        return PlanningError(
-            f'no goal: the object is {height * 100:.1f} cm tall and the gripper takes '
-            f'{room * 100:.1f} cm (its opening less {g.height_margin * 100:.1f} cm of room '
-            'above and below)'
-        )
+    tall = too_tall_to_grasp(grid, g)
+    if tall:
+        return PlanningError(f'no goal: {tall}')
     need = g.clearance + g.min_grip + config.grasp_margin
     corners = boundary_rings(grid).reshape(-1, 2)
     i_best = int(np.argmax(belief.weight))

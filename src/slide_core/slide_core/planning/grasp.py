@@ -97,6 +97,21 @@ PAD_REACH = 0.003
 pressed by it: a rubber pad's give and the camera's height noise."""
 
 
+def too_tall_to_grasp(grid: Grid, gripper: Gripper) -> str | None:
+    """Why ``gripper`` can hold no part of the object ``grid`` whatever its maps and pose
+    (its tallest cell does not fit in the open gripper less ``height_margin`` above and
+    below), or None when it fits. Known from the perceived grid alone, before any push."""
+    height = float(grid.heights[grid.occupancy].max())
+    room = gripper.max_opening - 2 * gripper.height_margin
+    if height <= room:
+        return None
+    return (
+        f'the object is {height * 100:.1f} cm tall and the gripper takes '
+        f'{room * 100:.1f} cm (its opening less {gripper.height_margin * 100:.1f} cm of room '
+        'above and below)'
+    )
+
+
 def grasp_at(
     grid: Grid, X_WO: Any, gripper: Gripper, com_O: FloatArray | None = None
 ) -> Grasp | None:
@@ -115,8 +130,7 @@ def grasp_at(
     the footprint's middle.
     """
     X = check_pose(X_WO, 'X_WO')
-    height = float(grid.heights[grid.occupancy].max())
-    if height > gripper.max_opening - 2 * gripper.height_margin:
+    if too_tall_to_grasp(grid, gripper):
         return None
     corners = to_world(X, boundary_rings(grid).reshape(-1, 2))
     front_max = -gripper.clearance

@@ -35,6 +35,7 @@ from slide_core.planning import (
     next_step,
     select_goal,
     step_seed,
+    too_tall_to_grasp,
 )
 
 
@@ -172,6 +173,9 @@ class LocalDecider:
                 f'unknown exploration {self.exploration_policy!r}; choose from '
                 f'{", ".join(EXPLORATION)}'
             )
+
+    def refusal(self, grid: Grid) -> str | None:
+        return too_tall_to_grasp(grid, self.config.gripper)
 
     def exploration(
         self,

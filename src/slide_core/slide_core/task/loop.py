@@ -181,9 +181,16 @@ class Task:
 
     # -- stages ----------------------------------------------------------------------------
     def perceive(self) -> None:
+        """The object's first look; an object no goal can be found for whatever its maps
+        ends the task here, before any push (it failed only after exploring and
+        identifying)."""
         t0 = self._enter(Stage.PERCEIVE)
         X = self.observe()
         self.state.trace['X_initial'] = X.tolist()
+        assert self.state.grid is not None
+        refusal = self.decider.refusal(self.state.grid)
+        if refusal:
+            raise TaskFailure(Outcome.NO_GOAL, Stage.PERCEIVE, f'no goal: {refusal}')
         self._leave(Stage.PERCEIVE, t0)
 
     def explore_once(self) -> None:

@@ -83,6 +83,10 @@ class World(Protocol):
 class Decider(Protocol):
     """The task's decisions."""
 
+    def refusal(self, grid: Grid) -> str | None:
+        """Why no goal can exist for the object ``grid`` whatever its maps (one taller than
+        the gripper takes), known before any push; None when there may be one."""
+
     def exploration(
         self,
         grid: Grid,

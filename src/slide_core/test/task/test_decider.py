@@ -44,3 +44,22 @@ def test_a_retried_exploratory_push_is_another_push():
     assert len({tuple(np.round(t.p_OA, 6)) for t in tries}) == 3
     with pytest.raises(SlideInputError, match='attempt must not be negative'):
         draw(-1)
+
+
+def test_an_object_taller_than_the_gripper_takes_is_refused_from_its_grid():
+    import dataclasses
+
+    from slide_core.model import load_object, load_workcell
+    from slide_core.planning import planner_config
+    from slide_core.task import LocalDecider
+
+    spec, cell = load_object('box'), load_workcell()
+    decider = LocalDecider(planner_config(cell), cell)
+    assert decider.refusal(spec.grid) is None
+    tall = float(spec.grid.heights[spec.grid.occupancy].max())
+    narrow = dataclasses.replace(cell.gripper, max_opening=0.001, height_margin=0.0)
+    decider = LocalDecider(dataclasses.replace(planner_config(cell), gripper=narrow), cell)
+    assert decider.refusal(spec.grid) == (
+        f'the object is {tall * 100:.1f} cm tall and the gripper takes 0.1 cm (its opening '
+        'less 0.0 cm of room above and below)'
+    )

@@ -16,7 +16,7 @@ from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
 from slide_core.task.loop import Task, TaskFailure, at_rest
-from slide_core.task.state import Outcome
+from slide_core.task.state import Outcome, Stage
 from slide_core.task.world import (
     GraspReport,
     ObjectLost,
@@ -468,6 +468,7 @@ class Explorer:
     def __init__(self) -> None:
         self.drawn = 0
         self.attempts: list[int] = []
+        self.refuse: str | None = None
         plan = SimpleNamespace(
             primitive=PRIMITIVE, expected_distance=0.01, p_WF0=np.zeros(2), simulations=0
         )
@@ -479,6 +480,9 @@ class Explorer:
         self.drawn += 1
         self.attempts.append(attempt)
         return PRIMITIVE
+
+    def refusal(self, grid: Grid) -> str | None:
+        return self.refuse
 
     def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
         return self.step_
@@ -585,6 +589,23 @@ def test_the_task_ends_with_an_outcome_and_its_state_whatever_the_world_raises()
     result = t.run()
     assert result.outcome is Outcome.ERROR and result.reason == 'the arm controller stopped'
     assert len(result.state.samples) == 6  # 5 exploratory pushes and the one above
+
+
+def test_an_object_no_goal_can_exist_for_ends_the_task_before_any_push() -> None:
+    # A gripper that opens 1 mm explored and identified for minutes, then found no goal.
+    t, arm, decider = faulty([])
+    t.state.grid = None  # as a new task's: the first look sets it
+    decider.refuse = 'the object is 3.0 cm tall and the gripper takes 0.1 cm'
+    result = t.run()
+    assert (result.outcome, result.stage) == (Outcome.NO_GOAL, Stage.PERCEIVE)
+    assert result.reason == 'no goal: the object is 3.0 cm tall and the gripper takes 0.1 cm'
+    assert (arm.tried, decider.drawn, len(result.state.samples)) == (0, 0, 0)
+    decider.refuse = None  # one that fits is explored
+    t, arm, decider = faulty([])
+    t.state.grid = None
+    t.perceive()
+    t.explore_once()
+    assert arm.tried == 1
 
 
 def test_an_object_moved_while_its_push_was_planned_is_planned_for_again() -> None:
