@@ -386,6 +386,13 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
                 f'+-{table.width / 2:g} m): is it in the table frame?'
             )
         obstacles.append(Obstacle(centre, half))
+    blocked = _edge_blocked_by(obstacles, table.width)
+    if blocked:
+        raise WorkcellError(
+            f'obstacles{blocked}: together they cover the whole free edge (x = 0, y within '
+            f'+-{table.width / 2:g} m), so no object can be pushed out over it: move or '
+            'shrink one'
+        )
     camera = _section(doc, 'camera')
     extrinsics = camera.get('extrinsics')
     if not isinstance(extrinsics, str) or not extrinsics:
@@ -406,6 +413,27 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         source,
         (float(mount[0]), float(mount[1]), float(mount[2])),
     )
+
+
+def _edge_blocked_by(obstacles: list[Obstacle], width: float) -> list[int]:
+    """The indices of the obstacles that, standing on the free edge (x = 0) together, cover
+    it across the table's whole ``width`` [m]; empty when some of it is left free. (A goal
+    leaves part of the object on the table next to the edge: where an obstacle stands on
+    the edge, none can be.)"""
+    on_edge = sorted(
+        (o.centre[1] - o.half_size[1], o.centre[1] + o.half_size[1], i)
+        for i, o in enumerate(obstacles)
+        if o.centre[0] - o.half_size[0] <= 0.0 < o.centre[0] + o.half_size[0]
+    )
+    reach, used = -width / 2, list[int]()
+    for lo, hi, i in on_edge:
+        if lo > reach:
+            return []  # a gap from reach to lo
+        if hi > reach:
+            reach, used = hi, [*used, i]
+        if reach >= width / 2:
+            return sorted(used)
+    return []
 
 
 def load_workcell(path: str | Path | None = None) -> Workcell:

@@ -110,6 +110,21 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
             [{'centre': [0.4, -0.9], 'half_size': [0.05, 0.05]}],
             r'^obstacles\[0\]: .* wholly off the table',
         ),
+        # Taken: each episode explored and identified for minutes, then found no goal.
+        (
+            ('obstacles',),
+            [{'centre': [0.4, 0.0], 'half_size': [0.5, 1.0]}],
+            r'^obstacles\[0\]: together they cover the whole free edge .*: move or shrink one$',
+        ),
+        (
+            ('obstacles',),
+            [
+                {'centre': [0.4, 0.6], 'half_size': [0.1, 0.1]},  # not on the edge
+                {'centre': [0.05, 0.3], 'half_size': [0.1, 0.35]},
+                {'centre': [0.0, -0.35], 'half_size': [0.02, 0.3]},
+            ],
+            r'^obstacles\[1, 2\]: together they cover the whole free edge',
+        ),
     ],
 )
 def test_bad_fields_are_named(path, value, message):
@@ -207,3 +222,13 @@ def test_a_push_acts_at_the_middle_of_the_side_the_fingertip_covers():
     np.testing.assert_allclose(tip.force_heights(grid), [0.017, 0.011])
     np.testing.assert_allclose(tip.push_heights(grid, True), [0.017, 0.011])
     np.testing.assert_array_equal(tip.push_heights(grid, False), [0.0, 0.0])
+
+
+def test_obstacles_on_the_edge_that_leave_a_gap_are_taken():
+    doc = copy.deepcopy(_doc())
+    doc['obstacles'] = [
+        {'centre': [0.05, 0.3], 'half_size': [0.1, 0.35]},  # y from -0.05
+        {'centre': [0.0, -0.35], 'half_size': [0.02, 0.29]},  # y to -0.06: 1 cm free
+        {'centre': [0.3, 0.0], 'half_size': [0.2, 0.7]},  # across the table, off the edge
+    ]
+    assert len(parse_workcell(doc, Path('workcell.yaml')).obstacles) == 3
