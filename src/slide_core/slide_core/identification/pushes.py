@@ -138,6 +138,14 @@ class PushData:
     p_WF: FloatArray
     X_steps: FloatArray
 
+    @property
+    def touch_step(self) -> int | None:
+        """The step in which the fingertip touches the object: the first whose force is
+        felt (:func:`build_push` zeroes each step whose mean force is below the sensor's
+        touch threshold), or None when no step feels one."""
+        felt = np.flatnonzero(np.any(self.push.f_W != 0.0, axis=1))
+        return int(felt[0]) if felt.size else None
+
 
 FINGERPRINT_RESOLUTION_M = 1e-4
 """Positions [m] (and yaws [rad]) are rounded to this in :func:`push_fingerprint`."""

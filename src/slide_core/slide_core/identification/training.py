@@ -201,9 +201,9 @@ class TrainingSet:
             # them (the Savitzky-Golay window). Fitted as sliding, against a force of about
             # nothing, they held 71 to 90% of the loss of the true maps on the twin's
             # library pushes (the steps before the touch alone: 55 to 76%).
-            felt = np.flatnonzero(np.any(pd.push.f_W != 0.0, axis=1))
-            if felt.size:
-                moving[: felt[0] + 1] = False
+            touch = pd.touch_step
+            if touch is not None:
+                moving[: touch + 1] = False
             if not moving.any():
                 still.append(pd.index)
                 continue

@@ -322,8 +322,9 @@ def test_no_step_up_to_the_touch_is_fitted_as_sliding() -> None:
     # motion back into the steps before, which were fitted as sliding against no force.
     from slide_core.identification import TrainingSet
 
-    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    grid, t, X, p_WF, f_W, t_touch = pushed_box((0.0, 0.0), 0.0)
     push = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    assert push.touch_step == pytest.approx(t_touch / push.push.dt, abs=1.0)  # the touch's
     train = TrainingSet.from_pushes(grid, [push])
     assert train.w[0, 0] > 1.0  # the first step fitted already feels the 1.5 N push
     # The true maps (sliding friction 1.5 N) explain the push: only the instant start and
