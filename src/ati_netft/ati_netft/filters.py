@@ -1,4 +1,5 @@
-"""Wrench processing: low-pass filter, tool gravity compensation, force/torque limits."""
+"""Wrench processing: low-pass filter, tool gravity compensation, force/torque limits; the
+rate a sensor samples at, from its records' sequence numbers and arrival times."""
 
 from __future__ import annotations
 
@@ -96,3 +97,63 @@ class LimitMonitor:
         return (f > 0 and not w0 * w0 + w1 * w1 + w2 * w2 <= f * f) or (
             t > 0 and not w3 * w3 + w4 * w4 + w5 * w5 <= t * t
         )
+
+
+def sampling_rate(sequence: ArrayLike, arrival: ArrayLike) -> float:
+    """The rate [Hz] a sensor sampled its records at, from their sequence numbers (counts
+    of its samples, ascending; unwrapped) and their arrival times [s] (N >= 2 each).
+
+    The network and the reader only ever make a record late, never early, and a loaded
+    machine makes them late by up to hundreds of milliseconds, in bursts: the first and
+    the last record's times then misread the rate by that share of the window. The
+    least-late records lie on the line of the sensor's clock: the rate is the slope
+    between the least-late record of the window's first quarter and of its last, each
+    found against the slope before (twice, from the end points'). Right wherever each of
+    those quarters holds a record that came on time (a burst's last one does);
+    :class:`RateMeter` checks that it did."""
+    n = np.asarray(sequence, dtype=float)
+    t = np.asarray(arrival, dtype=float)
+    if n.shape != t.shape or n.ndim != 1 or len(n) < 2 or not n[-1] > n[0] or not t[-1] > t[0]:
+        raise ValueError('need two or more records, later ones with higher sequence numbers')
+    period = (t[-1] - t[0]) / (n[-1] - n[0])
+    q = max(1, len(n) // 4)
+    for _ in range(2):
+        late = t - n * period
+        i = int(np.argmin(late[:q]))
+        j = len(n) - q + int(np.argmin(late[-q:]))
+        if not (n[j] > n[i] and t[j] > t[i]):
+            break
+        period = (t[j] - t[i]) / (n[j] - n[i])
+    return float(1.0 / period)
+
+
+class RateMeter:
+    """Measures a stream's sampling rate: :func:`sampling_rate` over successive windows of
+    ``window_s`` seconds of arrivals, until two in a row agree within ``agree`` (a share).
+    A window that began or ended in a stall of the reader longer than a quarter of it
+    misreads the rate; the next one, without, then does not agree with it."""
+
+    def __init__(self, window_s: float, agree: float = 0.01) -> None:
+        self.window_s, self.agree = window_s, agree
+        self._records: list[tuple[int, float]] = []
+        self._last: float | None = None  # the last window's rate
+        self.windows = 0  # windows measured so far
+
+    def add(self, sequence: int, arrival: float) -> float | None:
+        """Account for one record (sequence number, arrival [s]); the rate [Hz] once two
+        windows agree (their mean), else None. A sequence that does not move on (the
+        sensor restarted it) starts the measurement again."""
+        records = self._records
+        if records and sequence <= records[-1][0]:
+            records.clear()
+            self._last = None
+        records.append((sequence, arrival))
+        if arrival - records[0][1] < self.window_s:
+            return None
+        rate = sampling_rate([r[0] for r in records], [r[1] for r in records])
+        self.windows += 1
+        self._records = [records[-1]]  # the next window starts where this one ended
+        last, self._last = self._last, rate
+        if last is not None and abs(rate - last) <= self.agree * max(rate, last):
+            return (rate + last) / 2
+        return None

@@ -43,8 +43,10 @@ core and then drops data), and the block mean is an anti-aliasing filter rather 
 decimation that throws records away. A limit breach is never averaged away: the monitor
 sees each record. Set ``max_publish_rate_hz`` to 0 to publish every record at any rate.
 The rate is ``rdt_rate_hz``, else what the calibration (netftapi2.xml) says, else it is
-measured from the first ``RATE_WINDOW_S`` of the stream (the record sequence numbers over
-their arrival times): until then every record is published and the filtered output waits.
+measured from the stream (the record sequence numbers over their arrival times, the
+least-late records', over windows of ``RATE_WINDOW_S`` until two agree:
+``filters.RateMeter``; a second or so): until then every record is published and the
+filtered output waits.
 Assuming 1 kHz had a 7 kHz sensor read over tcp or params published unaveraged, its
 low-pass cut-off 7 times too high.
 """
@@ -85,6 +87,7 @@ from ati_netft.filters import (
     GravityCompensation,
     LimitMonitor,
     LowPass,
+    RateMeter,
     quaternion_matrix,
 )
 from ati_netft.protocol import (
@@ -106,8 +109,12 @@ LIMIT_REPEAT_S = 0.5
 per crossing, an executor that cleared its flag at a push's start (an event of the last
 push) never heard of a force that stayed over the limit, and pushed with no limit."""
 RATE_WINDOW_S = 0.5
-"""Seconds of records an unknown sensor rate is measured over (the arrival times' jitter
-of a millisecond or so then moves it by well under 1%)."""
+"""Seconds of records an unknown sensor rate is measured over, per window (the least-late
+records' arrival times, within a fraction of a millisecond of their sampling, then give it
+to well under 1%)."""
+RATE_AGREEMENT = 0.01
+"""Two successive windows' rates must agree to this share before the rate is taken (one
+begun or ended in a loaded machine's stall of the reader misreads it)."""
 MEASURED_SLACK = 0.05
 """A measured rate may lie this share above a multiple of ``max_publish_rate_hz`` and
 still be averaged in blocks of that multiple (1003 Hz is a 1 kHz sensor; an emulated 2 kHz
@@ -405,7 +412,7 @@ class NetFTNode(LifecycleNode):
         self.rate_hz = 0.0  # the sensor's (0: not known yet)
         self._max_rate = 0.0
         self._cutoff = 0.0
-        self._rate_window: tuple[int, float] | None = None  # first (sequence, arrival)
+        self._rate_meter: RateMeter | None = None  # while the rate is measured
         self._window: tuple[float, Stats, int] | None = None
         self._stale = False
         self._resyncs_logged = 0
@@ -518,7 +525,7 @@ class NetFTNode(LifecycleNode):
         self.calibration = calibration
         self._max_rate = float(param['max_publish_rate_hz'])
         self._cutoff = float(param['filter_cutoff_hz'])
-        self._rate_window = None
+        self._rate_meter = None if rate > 0 else RateMeter(RATE_WINDOW_S, RATE_AGREEMENT)
         self._set_rate(rate, slack=1e-9)
         self.timeout_s = param['timeout_s']
         mass = param['tool_mass_kg']
@@ -712,16 +719,15 @@ class NetFTNode(LifecycleNode):
         self._low_pass = LowPass(self._cutoff, rate) if self._cutoff > 0 and rate > 0 else None
 
     def _measure_rate(self, sample: Sample) -> None:
-        """Count records against their arrival times until ``RATE_WINDOW_S`` have passed,
-        then take the rate (the reader thread; nothing else writes these)."""
-        window = self._rate_window
-        seq, t = sample.rdt_sequence, sample.received_monotonic
-        if window is None or seq <= window[0]:  # the first, or the sensor restarted
-            self._rate_window = (seq, t)
+        """Measure the rate over the records as they come (:class:`RateMeter`), then take
+        it (the reader thread; nothing else uses the meter)."""
+        meter = self._rate_meter
+        if meter is None:
             return
-        if t - window[1] < RATE_WINDOW_S:
+        rate = meter.add(sample.rdt_sequence, sample.received_monotonic)
+        if rate is None:
             return
-        rate = (seq - window[0]) / (t - window[1])
+        self._rate_meter = None
         self._sum, self._count = [0.0] * 6, 0
         self._set_rate(rate, slack=MEASURED_SLACK)
         self.get_logger().info(
