@@ -257,8 +257,8 @@ def dds_ports(domain_id: int) -> range:
 
 
 def ros_domain_ports() -> range:
-    """:func:`dds_ports` of this process's ``ROS_DOMAIN_ID`` (0 when unset or not a number,
-    as rmw takes it)."""
+    """:func:`dds_ports` of this process's ``ROS_DOMAIN_ID`` (0 when unset, as rcl takes
+    it; one that is not a number, which rcl refuses, as 0 too)."""
     try:
         domain = int(os.environ.get('ROS_DOMAIN_ID', '0') or 0)
     except ValueError:
