@@ -388,8 +388,9 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         obstacles.append(Obstacle(centre, half))
     blocked = _edge_blocked_by(obstacles, table.width)
     if blocked:
+        which = 'it covers' if len(blocked) == 1 else 'together they cover'
         raise WorkcellError(
-            f'obstacles{blocked}: together they cover the whole free edge (x = 0, y within '
+            f'obstacles{blocked}: {which} the whole free edge (x = 0, y within '
             f'+-{table.width / 2:g} m), so no object can be pushed out over it: move or '
             'shrink one'
         )

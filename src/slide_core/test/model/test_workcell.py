@@ -114,7 +114,7 @@ def test_the_default_workcell_is_found_through_the_environment(monkeypatch, tmp_
         (
             ('obstacles',),
             [{'centre': [0.4, 0.0], 'half_size': [0.5, 1.0]}],
-            r'^obstacles\[0\]: together they cover the whole free edge .*: move or shrink one$',
+            r'^obstacles\[0\]: it covers the whole free edge .*: move or shrink one$',
         ),
         (
             ('obstacles',),
