@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +113,26 @@ def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
 
     grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
     tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
-    # (The graph's 25 N limit stops the push as the column goes over: no limit here.)
-    r = run_episode(tall, 0, 'probabilistic', force_limit=0.0)
+    # (The graph's 25 N limit stops the push as the column goes over: no limit here. A
+    # gripper that takes it: the workcell's 8 cm one ends the task at its first look.)
+    cell = load_workcell()
+    wide = dataclasses.replace(cell, gripper=dataclasses.replace(cell.gripper, max_opening=0.6))
+    r = run_episode(tall, 0, 'probabilistic', force_limit=0.0, workcell=wide)
     assert r.fell and r.outcome == 'fell' and not r.success
     assert r.X_final == [] and r.overhang_m is None and r.stay_probability is None
     out = r.to_dict()
     assert out['overhang_m'] is None and out['stay_probability'] is None
     assert 'no final pose (it fell while pushed)' in format_text({**out, 'png': None})
+
+
+def test_an_object_the_gripper_cannot_take_ends_the_episode_before_any_push() -> None:
+    from slide_core.model import ObjectSpec
+
+    grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
+    tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
+    r = run_episode(tall, 0, 'probabilistic')
+    assert r.outcome == 'no_goal' and r.exploration_pushes == 0 and r.pushes == 0
+    assert r.failure.startswith('perceive: no goal: the object is 50.0 cm tall'), r.failure
 
 
 def test_a_push_over_the_force_limit_stops_the_episode_as_the_graph_does() -> None:
