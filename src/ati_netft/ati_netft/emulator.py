@@ -92,6 +92,9 @@ class NetFTEmulator:
         self._inject: list[bytes] = []
         self._lock = threading.Lock()
         self.records_sent = 0  # records that left the emulator (dropouts excluded)
+        # Records a stall of the serving thread left unsent, their sequence numbers used up
+        # (a client counts them lost, as the network's)
+        self.records_skipped = 0
         self.bad_requests = 0  # RDT requests and TCP commands that were not valid (ignored)
         self._running = False
         self._t0 = time.monotonic()
@@ -309,6 +312,7 @@ class NetFTEmulator:
                 with self._lock:
                     self._rdt_seq = (self._rdt_seq + skipped) % 2**32
                     self._ft_seq = (self._ft_seq + skipped) % 2**32
+                self.records_skipped += skipped
                 next_t += skipped * period
             records = [self._record(now - self._t0) for _ in range(per)]
             if now < self._pause_until:

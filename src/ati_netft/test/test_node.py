@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -418,8 +419,10 @@ def test_loss_warns_while_it_happens_not_for_good(
 
     def reports_the_loss(d: DiagnosticStatus) -> bool:
         # WARN; or ERROR when the period's report fell while the loaded machine had left
-        # the stream silent for longer than timeout_s (it then says both, once).
-        return d.level in (warn, error) and '20 lost' in d.message
+        # the stream silent for longer than timeout_s (it then says both, once). The
+        # emulator's own stalls on a loaded machine lose records too (records_skipped).
+        lost = re.search(r'(\d+) lost', d.message)
+        return d.level in (warn, error) and lost is not None and int(lost[1]) >= 20
 
     # Any report since the drop (a loaded machine may deliver two before this looks), and
     # time for a starved timer: a loss that is never reported still fails.
@@ -427,7 +430,7 @@ def test_loss_warns_while_it_happens_not_for_good(
         lambda: any(reports_the_loss(d) for d in harness.diagnostics[seen:]), timeout=15.0
     )
     assert harness.spin_until(lambda: harness.diagnostics[-1].level == ok, timeout=15.0)
-    assert harness.values()['lost'] == '20'
+    assert 20 <= int(harness.values()['lost']) <= 20 + emulator.records_skipped
 
 
 @pytest.mark.ros

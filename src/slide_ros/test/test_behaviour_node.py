@@ -186,6 +186,9 @@ def test_deactivated_and_at_once_activated_it_runs_one_episode_at_a_time() -> No
             raise Aborted('enough')
 
     class Decider:
+        def refusal(self, _grid: object) -> None:
+            return None  # the object fits the gripper
+
         def exploration(self, *_args: object) -> object:
             from slide_core.model import Primitive
 

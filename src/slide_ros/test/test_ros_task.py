@@ -69,6 +69,9 @@ def test_a_planner_that_cannot_answer_ends_the_task_as_an_error_not_as_a_decisio
             return Observation(grid, np.array([0.4, 0.0, 0.0]), 0.0)
 
     class Planner:
+        def refusal(self, _grid: object) -> None:
+            return None  # the object fits the gripper
+
         def exploration(self, *_args: object) -> object:
             return RosDecider._ok(answer(ErrorCode.NOT_READY, 'not active'), 'exploration choice')
 
