@@ -14,7 +14,7 @@ from slide_bringup.episode import run_episode
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.identification import PushSamples
-from slide_core.model import Belief, load_object, load_workcell
+from slide_core.model import Belief, ObjectSpec, load_object, load_workcell
 from slide_core.planning import Goal, UncertainBeliefError, planner_config
 from slide_core.task import (
     LocalDecider,
@@ -105,14 +105,18 @@ def test_an_episode_terminated_says_so_and_exits_as_terminated(tmp_path: Path) -
     assert result['failure'] == 'explore: terminated (SIGTERM)'
 
 
+def column() -> ObjectSpec:
+    """A 50 cm tall column of 1.5 kg on 6 x 10 cm: it tips over at its first pushes."""
+    grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
+    return ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
+
+
 def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
     # A 50 cm tall column of 1.5 kg tips over at its first pushes. The result gave the
     # overhang and the stay probability at the planar pose of the toppled object.
     from slide_bringup.commands.episode import format_text
-    from slide_core.model import ObjectSpec
 
-    grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
-    tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
+    tall = column()
     # (The graph's 25 N limit stops the push as the column goes over: no limit here. A
     # gripper that takes it: the workcell's 8 cm one ends the task at its first look.)
     cell = load_workcell()
@@ -126,11 +130,7 @@ def test_an_object_that_fell_while_pushed_has_no_final_pose() -> None:
 
 
 def test_an_object_the_gripper_cannot_take_ends_the_episode_before_any_push() -> None:
-    from slide_core.model import ObjectSpec
-
-    grid = Grid(0.02, np.ones((3, 5), dtype=bool), np.full((3, 5), 0.5))
-    tall = ObjectSpec('tall', grid, np.full(15, 0.1), np.full(15, 0.5))
-    r = run_episode(tall, 0, 'probabilistic')
+    r = run_episode(column(), 0, 'probabilistic')
     assert r.outcome == 'no_goal' and r.exploration_pushes == 0 and r.pushes == 0
     assert r.failure.startswith('perceive: no goal: the object is 50.0 cm tall'), r.failure
 

@@ -76,7 +76,6 @@ from slide_sim.record import Tracking, record
 from slide_sim.twin import Twin
 
 Progress = Callable[[str], None]
-BUDGET = DEFAULT_BUDGET
 STABLE_P = 0.9
 TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
 """Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
@@ -300,7 +299,7 @@ def _object(
     test = TrainingSet.from_pushes(grid, test_pd, support, height)
     beliefs = {}
     for method in methods:
-        beliefs[method] = identify(train, method, budget=BUDGET, seed=seed)
+        beliefs[method] = identify(train, method, budget=DEFAULT_BUDGET, seed=seed)
     best_loss = min(float(r.belief.loss.min()) for r in beliefs.values())
     lists = t.lists
     for method, found in beliefs.items():
@@ -328,7 +327,7 @@ def _object(
     if 'probabilistic' in beliefs:
         # The papers' fit, without the push's moment, compared.
         train_flat = TrainingSet.from_pushes(grid, train_pd, support)
-        papers = identify(train_flat, 'probabilistic', budget=BUDGET, seed=seed)
+        papers = identify(train_flat, 'probabilistic', budget=DEFAULT_BUDGET, seed=seed)
         if refine_budget > 0:
             fit = beliefs['probabilistic']
             after = refine(fit, train, train_pd, budget=refine_budget, push_height=height)
@@ -354,13 +353,15 @@ def _object(
         found_t = identify(
             TrainingSet.from_pushes(grid_t, train_t, support, height),
             'probabilistic',
-            budget=BUDGET,
+            budget=DEFAULT_BUDGET,
             seed=seed,
         )
         ev = _score(lists, 'tracked', found_t.belief, test_t, cell, mass)
         if progress:
             progress(f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm')
-        alone = identify(train, 'probabilistic', budget=BUDGET, seed=seed, com_directions=0).belief
+        alone = identify(
+            train, 'probabilistic', budget=DEFAULT_BUDGET, seed=seed, com_directions=0
+        ).belief
         ev = _score(lists, 'alone', alone, test_pd, cell, mass)
         lists['alone_models'].append(alone.K)
         if ev.com_error_m is not None:
@@ -369,7 +370,7 @@ def _object(
         found_tt = identify(
             TrainingSet.from_pushes(grid_t, train_t, support),
             'probabilistic',
-            budget=BUDGET,
+            budget=DEFAULT_BUDGET,
             seed=seed,
         )
         _score(lists, 'flat_tracked', found_tt.belief, test_t, cell, mass)
@@ -378,7 +379,7 @@ def _object(
         )
         if over:
             with_edge = TrainingSet.from_pushes(grid, train_pd + over, support, height)
-            found_e = identify(with_edge, 'probabilistic', budget=BUDGET, seed=seed).belief
+            found_e = identify(with_edge, 'probabilistic', budget=DEFAULT_BUDGET, seed=seed).belief
             ev = _score(lists, 'edge', found_e, test_pd, cell, mass)
             lists['edge_pushes'].append(len(over))
             if ev.com_error_m is not None:
@@ -472,7 +473,7 @@ def _summary(t: _Tally, support: str) -> dict[str, Any]:
         'objects': list(dict.fromkeys(t.objects)),
         'support': support,
         **({'rollout_refinement': t.refined} if t.refined else {}),
-        'budget_simulations': BUDGET,
+        'budget_simulations': DEFAULT_BUDGET,
         'methods': per_method,
         'probabilistic_com_error_m': _mean(lists['com']),
         'truth_in_support_fraction': _mean(lists['in_support']),
@@ -548,7 +549,7 @@ def draw_losses(path: Path, curves: dict[str, list[tuple[list[int], list[float],
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    grid = np.unique(np.round(np.logspace(0, math.log10(BUDGET), 40)).astype(int))
+    grid = np.unique(np.round(np.logspace(0, math.log10(DEFAULT_BUDGET), 40)).astype(int))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for method, runs in curves.items():
         rel = []
