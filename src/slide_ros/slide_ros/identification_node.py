@@ -17,7 +17,6 @@ from collections.abc import Callable
 import math
 import threading
 import time
-import traceback
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped
@@ -58,7 +57,14 @@ from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
 from slide_core.task import IdentificationSettings
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
+from slide_ros.lifecycle import (
+    LIFECYCLE_PARAMS,
+    GoalFailed,
+    GoalSlot,
+    SlideNode,
+    answer_goal,
+    run,
+)
 from slide_ros.markers import belief_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED, RELIABLE
@@ -230,25 +236,30 @@ class IdentificationNode(SlideNode):
         return settings, density_max, friction_max
 
     def _execute(self, handle: Any) -> Identify.Result:
-        try:
-            return self._identify(handle)
-        finally:
-            self._slot.release()
-
-    def _identify(self, handle: Any) -> Identify.Result:
-        goal = handle.request
         result = Identify.Result()
-        if not self.active:
-            result.error.code, result.message = ErrorCode.NOT_READY, 'not active'
-            handle.abort()
-            return result
+        return answer_goal(
+            self,
+            handle,
+            result,
+            lambda: self._identify(handle, result),
+            slot=self._slot,
+            who='identification node',
+            codes=(
+                ((MessageError, SlideInputError), ErrorCode.BAD_DATA),
+                ((NoSolutionError, SlideError), ErrorCode.NO_SOLUTION),
+            ),
+            stopped=IdentificationCancelledError,
+        )
+
+    def _identify(self, handle: Any, result: Identify.Result) -> None:
+        """Identify from the goal's pushes and fill ``result`` (raises as
+        :func:`answer_goal` maps: a goal's bad field is INVALID_GOAL, bad data BAD_DATA)."""
+        goal = handle.request
         try:
             self._check_fields(goal)
             settings, density_max, friction_max = self._settings(goal)
         except SlideInputError as exc:
-            result.error.code, result.message = ErrorCode.INVALID_GOAL, str(exc)
-            handle.abort()
-            return result
+            raise GoalFailed(ErrorCode.INVALID_GOAL, str(exc)) from None
         t0 = time.perf_counter()
         feedback = Identify.Feedback()
         last = [0.0]
@@ -267,49 +278,25 @@ class IdentificationNode(SlideNode):
             return bool(handle.is_cancel_requested or self.stopping.is_set() or not self.active)
 
         progress(0, settings.budget, math.inf)  # (the first came seconds after the goal)
-        try:
-            grid, pushes, what, read_problems = self._pushes(goal, stop)
-            for line in read_problems:
-                self.get_logger().warning(f'{goal.bag}: {line}')
-            bounds = Bounds.from_grid(grid, density_max, friction_max)
-            tips = bool(self.get_parameter('push_moment').value)
-            height = self.cell.fingertip.push_heights(grid, tips)
-            train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
-            found = identify(
-                train,
-                settings.method,
-                bounds=bounds,
-                K=settings.K,
-                budget=settings.budget,
-                temperature=float(self.get_parameter('temperature').value),
-                com_directions=int(self.get_parameter('com_directions').value),
-                seed=int(goal.seed),
-                progress=progress,
-                should_stop=stop,
-            )
-        except IdentificationCancelledError as exc:
-            asked = handle.is_cancel_requested  # (read first: after canceled() it is False)
-            end_stopped(handle)
-            if asked:
-                result.error.code, result.message = ErrorCode.CANCELED, str(exc)
-            else:  # (a deactivation read as the client's own cancel)
-                why = 'shutting down' if self.stopping.is_set() else 'deactivated'
-                result.error.code = ErrorCode.NOT_READY
-                result.message = f'{exc}: the identification node is {why}'
-            return result
-        except (MessageError, SlideInputError) as exc:
-            handle.abort()
-            result.error.code, result.message = ErrorCode.BAD_DATA, str(exc)
-            return result
-        except (NoSolutionError, SlideError) as exc:
-            handle.abort()
-            result.error.code, result.message = ErrorCode.NO_SOLUTION, str(exc)
-            return result
-        except Exception as exc:  # noqa: BLE001 - a fault answers the goal, with its reason
-            self.get_logger().error(f'identify: {traceback.format_exc()}')
-            handle.abort()
-            result.error.code, result.message = ErrorCode.INTERNAL, f'{type(exc).__name__}: {exc}'
-            return result
+        grid, pushes, what, read_problems = self._pushes(goal, stop)
+        for line in read_problems:
+            self.get_logger().warning(f'{goal.bag}: {line}')
+        bounds = Bounds.from_grid(grid, density_max, friction_max)
+        tips = bool(self.get_parameter('push_moment').value)
+        height = self.cell.fingertip.push_heights(grid, tips)
+        train = TrainingSet.from_pushes(grid, pushes, str(self.p['support']), height)
+        found = identify(
+            train,
+            settings.method,
+            bounds=bounds,
+            K=settings.K,
+            budget=settings.budget,
+            temperature=float(self.get_parameter('temperature').value),
+            com_directions=int(self.get_parameter('com_directions').value),
+            seed=int(goal.seed),
+            progress=progress,
+            should_stop=stop,
+        )
         belief = found.belief
         X = self._object_pose(goal)
         msg = belief_to_msg(
@@ -326,7 +313,6 @@ class IdentificationNode(SlideNode):
         with self._lock:
             self.pub_markers.publish(belief_markers(belief, X, self.frame, msg.header.stamp))
             self._drawn = (belief, X)
-        result.error.code = ErrorCode.SUCCESS
         result.message = (
             f'{belief.K} model(s) from {what} in {time.perf_counter() - t0:.2f} s '
             f'({found.simulations} simulations)'
@@ -347,8 +333,6 @@ class IdentificationNode(SlideNode):
         result.simulations = found.simulations
         result.seconds = found.seconds
         self.get_logger().info(result.message)
-        handle.succeed()
-        return result
 
     def _redraw(self) -> MarkerArray | None:
         """The belief's maps drawn again where the object is now, when it has moved since

@@ -9,13 +9,14 @@ lifecycle manager can drive it instead (``autostart:=false``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import faulthandler
 import math
 import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 import rclpy
@@ -28,6 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from slide_core.errors import SlideError, SlideInputError
+from slide_interfaces.msg import ErrorCode
 from slide_ros.executors import TolerantMultiThreadedExecutor
 from slide_ros.params import Param, ParameterError
 
@@ -218,6 +220,81 @@ def end_stopped(handle: Any) -> None:
         handle.canceled()
     else:
         handle.abort()
+
+
+class GoalFailed(Exception):  # noqa: N818 - carries an error code for the result
+    """Ends a goal served by :func:`answer_goal` ABORTED with ``code`` and the message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+ErrorCodes = Sequence[tuple[type[BaseException] | tuple[type[BaseException], ...], int]]
+
+
+def answer_goal(
+    node: SlideNode,
+    handle: Any,
+    result: Any,
+    work: Callable[[], None],
+    *,
+    slot: GoalSlot,
+    who: str,
+    codes: ErrorCodes = (),
+    stopped: type[BaseException] | tuple[type[BaseException], ...] = (),
+) -> Any:
+    """Serve one action goal of ``node`` and return its ``result``, whatever happens: a
+    failure is an error code and a reason, never a traceback or an empty result (code 0,
+    read as success).
+
+    - The node not active: NOT_READY, 'not active', and ``work`` is not run.
+    - ``work()`` fills ``result``; when it returns, SUCCESS.
+    - ``stopped`` (raised by ``work`` when it noticed a cancel, a deactivation or the
+      process ending): CANCELED when the client asked, else NOT_READY, 'the ``who`` is
+      deactivated' (or shutting down), the exception's text before it.
+    - :class:`GoalFailed`: its code and text.
+    - ``codes``: (exception type(s), code) pairs, the first that matches: that code and the
+      exception's text.
+    - Any other exception: INTERNAL with its type and text, the traceback logged.
+
+    ``slot``, taken when the goal was accepted, is given back when it ends.
+    """
+
+    def finish(code: int, message: str) -> Any:
+        result.error.code, result.message = code, message
+        handle.abort()
+        return result
+
+    try:
+        if not node.active:
+            return finish(ErrorCode.NOT_READY, 'not active')
+        try:
+            work()
+        except stopped as exc:
+            asked = handle.is_cancel_requested  # (read first: after canceled() it is False)
+            end_stopped(handle)
+            text = str(exc)
+            if asked:
+                result.error.code, result.message = ErrorCode.CANCELED, text or 'cancelled'
+            else:  # (a deactivation read as the client's own cancel)
+                why = 'shutting down' if node.stopping.is_set() else 'deactivated'
+                result.error.code = ErrorCode.NOT_READY
+                result.message = f'{text}: ' * bool(text) + f'the {who} is {why}'
+            return result
+        except GoalFailed as exc:
+            return finish(exc.code, str(exc))
+        except Exception as exc:  # noqa: BLE001 - mapped below; a fault answers with its reason
+            for types, code in codes:
+                if isinstance(exc, types):
+                    return finish(code, str(exc))
+            node.get_logger().error(f'{who}: {traceback.format_exc()}')
+            return finish(ErrorCode.INTERNAL, f'{type(exc).__name__}: {exc}')
+        result.error.code = ErrorCode.SUCCESS
+        handle.succeed()
+        return result
+    finally:
+        slot.release()
 
 
 def remote_state(node: Any, name: str, timeout_s: float = 1.0) -> str | None:

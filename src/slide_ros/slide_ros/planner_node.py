@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import time
-import traceback
 from typing import Any
 
 from geometry_msgs.msg import Point, Pose, PoseStamped
@@ -58,7 +57,7 @@ from slide_core.planning import (
 from slide_core.task import EXPLORATION, exploration_push
 from slide_interfaces.action import ChooseExploration, PlanStep, SelectGoal
 from slide_interfaces.msg import ErrorCode
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, answer_goal, run
 from slide_ros.markers import arrow, clear, footprint, obstacle_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED
@@ -131,60 +130,32 @@ class PlannerNode(SlideNode):
                 self,
                 action,
                 name,
-                execute_callback=self._guard(action, execute, name),
+                execute_callback=self._guard(action, execute),
                 goal_callback=self._slot.accept,
                 cancel_callback=lambda _g: CancelResponse.ACCEPT,
                 callback_group=group,
             )
         self.start_up(self.p)
 
-    def _guard(self, action: Any, execute: Any, name: str = '') -> Any:
+    def _guard(self, action: Any, execute: Any) -> Any:
         """Run ``execute(handle, result)``; failures become error codes, never tracebacks."""
 
         def wrapped(handle: Any) -> Any:
-            try:
-                return answer(handle)
-            finally:
-                self._slot.release()
-
-        def answer(handle: Any) -> Any:
             out = action.Result()
-            if not self.active:
-                out.error.code, out.message = ErrorCode.NOT_READY, 'not active'
-                handle.abort()
-                return out
-            try:
-                execute(handle, out)
-            except Cancelled:
-                # (a deactivation read as the client's own cancel)
-                if handle.is_cancel_requested:
-                    out.error.code, out.message = ErrorCode.CANCELED, 'cancelled'
-                else:
-                    why = 'shutting down' if self.stopping.is_set() else 'deactivated'
-                    out.error.code, out.message = ErrorCode.NOT_READY, f'the planner is {why}'
-                end_stopped(handle)
-                return out
-            except (MessageError, SlideInputError) as exc:
-                out.error.code, out.message = ErrorCode.INVALID_GOAL, str(exc)
-                handle.abort()
-                return out
-            except UncertainBeliefError as exc:
-                out.error.code, out.message = ErrorCode.UNCERTAIN, str(exc)
-                handle.abort()
-                return out
-            except (PlanningError, NoSolutionError) as exc:
-                out.error.code, out.message = ErrorCode.NO_SOLUTION, str(exc)
-                handle.abort()
-                return out
-            except Exception as exc:  # noqa: BLE001 - a fault answers the goal, with its reason
-                self.get_logger().error(f'{name}: {traceback.format_exc()}')
-                out.error.code = ErrorCode.INTERNAL
-                out.message = f'{type(exc).__name__}: {exc}'
-                handle.abort()
-                return out
-            out.error.code = ErrorCode.SUCCESS
-            handle.succeed()
-            return out
+            return answer_goal(
+                self,
+                handle,
+                out,
+                lambda: execute(handle, out),
+                slot=self._slot,
+                who='planner',
+                codes=(
+                    ((MessageError, SlideInputError), ErrorCode.INVALID_GOAL),
+                    (UncertainBeliefError, ErrorCode.UNCERTAIN),
+                    ((PlanningError, NoSolutionError), ErrorCode.NO_SOLUTION),
+                ),
+                stopped=Cancelled,
+            )
 
         return wrapped
 

@@ -384,3 +384,139 @@ def test_an_answer_dds_lost_is_asked_for_again() -> None:
     finally:
         peer.close()
         server.close()
+
+
+class _Stop(Exception):  # noqa: N818 - a stop, not a fault
+    """What the test's work raises when it noticed a cancel or a deactivation."""
+
+
+@pytest.fixture(scope='module')
+def answering():  # type: ignore[no-untyped-def]
+    """A SlideNode whose one action serves goals through answer_goal, running the work the
+    test puts in ``node.work``; a client peer beside it."""
+    from rclpy.action import ActionServer, CancelResponse
+    from rclpy.callback_groups import ReentrantCallbackGroup
+
+    from slide_interfaces.action import ChooseExploration
+    from slide_interfaces.msg import ErrorCode
+    from slide_ros.action_client import SafeActionClient
+    from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, answer_goal
+    from slide_ros.params import declare
+    from slide_ros.testing import Peer, spinning
+
+    class Answering(SlideNode):
+        def __init__(self, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__('answering', **kwargs)
+            self.slot = GoalSlot()
+            self.work = lambda handle, result: None
+            ActionServer(
+                self,
+                ChooseExploration,
+                '/test/answering',
+                self.execute,
+                goal_callback=self.slot.accept,
+                cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                callback_group=ReentrantCallbackGroup(),
+            )
+            self.start_up(declare(self, LIFECYCLE_PARAMS))
+
+        def execute(self, handle):  # type: ignore[no-untyped-def]
+            result = ChooseExploration.Result()
+            return answer_goal(
+                self,
+                handle,
+                result,
+                lambda: self.work(handle, result),
+                slot=self.slot,
+                who='test node',
+                codes=(((ValueError, KeyError), ErrorCode.NO_SOLUTION),),
+                stopped=_Stop,
+            )
+
+    with spinning(lambda context: Answering(context=context)) as node:
+        peer = Peer('answering_client')
+        try:
+            client = SafeActionClient(peer.node, ChooseExploration, '/test/answering')
+            peer.wait(lambda: node.active, 30.0, 'the node to be active')
+            yield node, peer, client
+        finally:
+            peer.close()
+
+
+def _work(case: str, node):  # type: ignore[no-untyped-def]
+    """The work of one case of the answers test."""
+    import time
+
+    from slide_interfaces.msg import ErrorCode
+    from slide_ros.lifecycle import GoalFailed
+
+    def work(handle, result):  # type: ignore[no-untyped-def]
+        if case == 'success':
+            result.message = 'done'
+        elif case == 'goal failed':
+            raise GoalFailed(ErrorCode.INVALID_GOAL, 'field x: not a number')
+        elif case == 'mapped':
+            raise KeyError('nothing to choose')
+        elif case == 'fault':
+            raise RuntimeError('a bug')
+        elif case == 'cancelled':
+            end = time.monotonic() + 20.0
+            while not handle.is_cancel_requested and time.monotonic() < end:
+                time.sleep(0.01)
+            raise _Stop
+        elif case == 'deactivated':
+            node.active = False  # as a deactivation mid-goal does
+            raise _Stop('stopped after 3 steps')
+
+    return work
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize(
+    ('case', 'status', 'code', 'message'),
+    [
+        ('success', 'SUCCEEDED', 'SUCCESS', 'done'),
+        ('goal failed', 'ABORTED', 'INVALID_GOAL', 'field x: not a number'),
+        ('mapped', 'ABORTED', 'NO_SOLUTION', "'nothing to choose'"),
+        ('fault', 'ABORTED', 'INTERNAL', 'RuntimeError: a bug'),
+        ('cancelled', 'CANCELED', 'CANCELED', 'cancelled'),
+        (
+            'deactivated',
+            'ABORTED',
+            'NOT_READY',
+            'stopped after 3 steps: the test node is deactivated',
+        ),
+        ('inactive', 'ABORTED', 'NOT_READY', 'not active'),
+    ],
+)
+def test_answer_goal_ends_every_goal_with_its_code_and_gives_the_slot_back(
+    answering, case: str, status: str, code: str, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    from rclpy.action.client import GoalStatus
+
+    from slide_interfaces.action import ChooseExploration
+    from slide_interfaces.msg import ErrorCode
+
+    node, peer, client = answering
+    ran: list[bool] = []
+    work = _work(case, node)
+
+    def recorded(handle, result):  # type: ignore[no-untyped-def]
+        ran.append(True)
+        work(handle, result)
+
+    node.work = recorded
+    node.active = case != 'inactive'
+    try:
+        handle, future = peer.send(client, ChooseExploration.Goal(), 30.0)
+        if case == 'cancelled':
+            peer.wait(lambda: bool(ran), 10.0, 'the work to start')
+            handle.cancel_goal_async()
+        answer = peer.result(future, 30.0)
+    finally:
+        node.active = True
+    assert answer.status == getattr(GoalStatus, f'STATUS_{status}')
+    assert answer.result.error.code == getattr(ErrorCode, code)
+    assert answer.result.message == message
+    assert ran == ([] if case == 'inactive' else [True])
+    assert node.slot.free()  # the next goal is accepted
