@@ -292,3 +292,67 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
         server.destroy()
         behaviour.close()
         stand_in.close()
+
+
+KILLED_SERVER = """
+import time
+
+import rclpy
+from rclpy.action import ActionServer
+from slide_interfaces.action import ChooseExploration
+
+rclpy.init()
+node = rclpy.create_node('killed_server')
+
+
+def execute(_handle):
+    print('executing', flush=True)
+    time.sleep(600.0)
+
+
+ActionServer(node, ChooseExploration, '/test/killed', execute)
+rclpy.spin(node)
+"""
+
+
+def test_a_node_killed_mid_goal_fails_the_call_within_the_graphs_lease() -> None:
+    # A node that dies without a word is noticed when its DDS participant's lease runs out:
+    # Fast DDS's default 20 s; config/fastdds.xml, the graph's profile, makes it 5 s.
+    import os
+    from pathlib import Path
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from slide_ros.ros_task import NodeGone
+
+    profile = Path(__file__).resolve().parents[3] / 'config' / 'fastdds.xml'
+    env = {**os.environ, 'FASTRTPS_DEFAULT_PROFILES_FILE': str(profile)}
+    env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+    server = subprocess.Popen(
+        [sys.executable, '-c', KILLED_SERVER], env=env, stdout=subprocess.PIPE, text=True
+    )
+    client_side = Peer('caller_of_killed')
+    try:
+        caller = Caller(client_side.node, lambda: False)
+        client = caller.client(ChooseExploration, '/test/killed')
+        client_side.wait(client.server_is_ready, 30, 'the server')
+        killed: list[float] = []
+
+        def kill_once_executing() -> None:
+            assert server.stdout is not None
+            server.stdout.readline()  # 'executing'
+            server.send_signal(signal.SIGKILL)
+            killed.append(time.monotonic())
+
+        threading.Thread(target=kill_once_executing, daemon=True).start()
+        with pytest.raises(NodeGone, match=r'/test/killed\): its node stopped answering'):
+            caller.call(client, 'exploration choice', ChooseExploration.Goal(), 120.0)
+        noticed = time.monotonic() - killed[0]
+        assert noticed < 15.0, f'noticed {noticed:.1f} s after the kill (Fast DDS default: 20)'
+    finally:
+        server.kill()
+        server.wait(10)
+        client_side.close()
