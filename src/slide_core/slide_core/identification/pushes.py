@@ -398,7 +398,8 @@ def tracking_noise(t_obs: FloatArray, X_obs: FloatArray) -> FloatArray | None:
     h0, h1 = h0[ok][:, None], h1[ok][:, None]
     a, b = h1 / (h0 + h1), h0 / (h0 + h1)
     off = (X[1:-1][ok] - a * X[:-2][ok] - b * X[2:][ok]) / np.sqrt(1.0 + a**2 + b**2)
-    sigma = 1.4826 * np.median(np.abs(off), axis=0)  # a normal's sigma from its MAD
+    # A normal's sigma from the median absolute offset (about the line: 0).
+    sigma = median_abs_deviation(off, axis=0, center=lambda _o, axis: 0.0, scale='normal')
     return np.asarray(sigma**2, dtype=float)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import ConvexHull, QhullError, cKDTree
+from scipy.stats import median_abs_deviation
 import transforms3d  # type: ignore[import-untyped]
 
 from slide_core.errors import SlideInputError
@@ -587,11 +588,14 @@ def _why_no_object(
 
 
 def _table_noise(h: FloatArray, config: PerceptionConfig) -> float:
-    """The table's depth noise [m], robust (1.4826 median absolute height) from the
-    heights ``h`` (N,) of a cloud's points within ``table_inlier_distance`` of the plane."""
+    """The table's depth noise [m], robust (a normal's sigma from the median absolute
+    height about the plane) from the heights ``h`` (N,) of a cloud's points within
+    ``table_inlier_distance`` of the plane."""
     band = config.table_inlier_distance
     table = h[np.abs(h) < band]
-    return 1.4826 * float(np.median(np.abs(table))) if table.size else band / 2
+    if not table.size:
+        return band / 2
+    return float(median_abs_deviation(table, center=lambda _h, axis: 0.0, scale='normal'))
 
 
 def _check_not_thin(heights: FloatArray, table_h: FloatArray, config: PerceptionConfig) -> None:
