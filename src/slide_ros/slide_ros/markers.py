@@ -139,20 +139,21 @@ def force_arrow(p_WF: FloatArray, f_W: FloatArray, frame: str, stamp: Any) -> Ma
 
 
 OBSTACLE_HEIGHT = 0.01
-"""Height [m] an obstacle is drawn with: the workcell file gives its footprint only."""
+"""How tall [m] an obstacle of unknown height is drawn: its footprint."""
 
 
 def obstacle_markers(obstacles: Sequence[Obstacle], frame: str, stamp: Any) -> MarkerArray:
-    """The workcell's obstacles, each a translucent box over its footprint on the table,
-    after a DELETEALL of their namespace."""
+    """The workcell's obstacles, each a translucent box over its footprint on the table
+    (as tall as the workcell says, or flat), after a DELETEALL of their namespace."""
     out = MarkerArray()
     out.markers = [clear('obstacles', frame, stamp)]
     for k, ob in enumerate(obstacles):
         m = _marker('obstacles', k, Marker.CUBE, frame, stamp)
+        height = OBSTACLE_HEIGHT if ob.height is None else ob.height
         m.pose.position.x, m.pose.position.y = (float(v) for v in ob.centre)
-        m.pose.position.z = OBSTACLE_HEIGHT / 2
+        m.pose.position.z = height / 2
         m.scale.x, m.scale.y = (2 * float(v) for v in ob.half_size)
-        m.scale.z = OBSTACLE_HEIGHT
+        m.scale.z = height
         m.color = _colour(0.8, 0.2, 0.6, 0.6)
         out.markers.append(m)
     return out

@@ -15,6 +15,10 @@ machines (no MoveIt there); everything around it is tested with the twin backend
 - Gripper: a ``control_msgs/GripperCommand`` action (``gripper_action``): position = half
   the opening, max_effort; held as the gripper says it (``gripper_held``: :func:`held`).
 - Tool poses: forward kinematics of the current state.
+- The workcell's obstacles go into MoveIt's planning scene at connect (boxes on the table,
+  as tall as the workcell says; one of unknown height a column ``UNKNOWN_HEIGHT`` tall,
+  with a warning), so that every plan, the moves through the air included, keeps the
+  whole arm clear of them: the executor checks only the fingertip's strokes.
 
 Set the parameters for the arm: Franka FR3 ``planning_group:=fr3_arm``,
 ``end_effector_link:=fr3_hand_tcp``; Kuka LBR iiwa 14 ``planning_group:=arm``,
@@ -23,18 +27,18 @@ Set the parameters for the arm: Franka FR3 ``planning_group:=fr3_arm``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import math
 import threading
 import time
 from typing import Any
 
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import Pose, PoseStamped
 import numpy as np
 from transforms3d import quaternions
 
 from slide_core.geometry import FloatArray
-from slide_core.model import Waypoint, Workcell
+from slide_core.model import Obstacle, Waypoint, Workcell
 from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, run_goal
 from slide_ros.lifecycle import NotReady
 
@@ -72,6 +76,35 @@ class MoveItBackend:
             raise NotReady(f'no gripper action {self.gripper_action}')
         if self.tool_pose('fingertip') is None:
             raise NotReady(f'no robot state for {self.group_name}')
+        self._add_obstacles()
+
+    def _add_obstacles(self) -> None:
+        """The workcell's obstacles into MoveIt's planning scene (see the module docstring)."""
+        from moveit_msgs.msg import CollisionObject  # noqa: PLC0415 - robot PC only
+        from shape_msgs.msg import SolidPrimitive  # noqa: PLC0415 - robot PC only
+
+        for k, ob in enumerate(self.cell.obstacles):
+            if ob.height is None:
+                self.node.get_logger().warning(
+                    f'workcell obstacle {k} has no height: the arm is kept out of the '
+                    f'{ob.top:g} m column above it (give its height to let it pass over)'
+                )
+        with self.moveit.get_planning_scene_monitor().read_write() as scene:
+            for name, centre, size in scene_boxes(self.cell.obstacles):
+                box = CollisionObject()
+                box.header.frame_id = self.frame
+                box.id = name
+                shape = SolidPrimitive()
+                shape.type = SolidPrimitive.BOX
+                shape.dimensions = [float(v) for v in size]
+                pose = Pose()
+                pose.position.x, pose.position.y, pose.position.z = (float(v) for v in centre)
+                pose.orientation.w = 1.0
+                box.primitives.append(shape)
+                box.primitive_poses.append(pose)
+                box.operation = CollisionObject.ADD
+                scene.apply_collision_object(box)
+            scene.current_state.update()
 
     def _link_goal(self, tool: str, wp: Waypoint) -> PoseStamped:
         """The end-effector link's pose that puts ``tool`` at ``wp`` (tool pointing down)."""
@@ -186,6 +219,19 @@ class MoveItBackend:
             p = p + R @ self.offset
         yaw = math.atan2(R[1, 0], R[0, 0])
         return ToolPose(p, np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]), time.time())
+
+
+def scene_boxes(obstacles: Sequence[Obstacle]) -> list[tuple[str, FloatArray, FloatArray]]:
+    """The planning scene's boxes for the workcell's obstacles: (id, centre (3,), size (3,))
+    [m] in the table frame, standing on its top, as tall as :attr:`Obstacle.top`."""
+    return [
+        (
+            f'slide_obstacle_{k}',
+            np.array([*ob.centre, ob.top / 2]),
+            np.array([2 * ob.half_size[0], 2 * ob.half_size[1], ob.top]),
+        )
+        for k, ob in enumerate(obstacles)
+    ]
 
 
 def execution_failure(status: Any) -> str:

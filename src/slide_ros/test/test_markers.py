@@ -76,10 +76,13 @@ def test_each_obstacle_is_a_box_over_its_footprint() -> None:
     from slide_core.model import Obstacle
     from slide_ros.markers import obstacle_markers
 
-    boxes = (Obstacle((0.2, 0.1), (0.05, 0.01)), Obstacle((0.4, -0.2), (0.02, 0.03)))
+    boxes = (Obstacle((0.2, 0.1), (0.05, 0.01)), Obstacle((0.4, -0.2), (0.02, 0.03), 0.3))
     markers = obstacle_markers(boxes, 'table', Time()).markers
     assert markers[0].action == Marker.DELETEALL
     cubes = markers[1:]
     assert [(m.pose.position.x, m.pose.position.y) for m in cubes] == [(0.2, 0.1), (0.4, -0.2)]
     assert [(m.scale.x, m.scale.y) for m in cubes] == [(0.1, 0.02), (0.04, 0.06)]
+    # As tall as the workcell says, standing on the table; a flat footprint when unknown.
+    assert [m.scale.z for m in cubes] == [0.01, 0.3]
+    assert [m.pose.position.z for m in cubes] == [0.005, 0.15]
     assert len({(m.ns, m.id) for m in markers}) == len(markers)

@@ -125,3 +125,18 @@ def test_each_gripper_says_held_in_its_own_field() -> None:
     assert not held(Result(False, False), 'reached_goal')
     assert held(Result(True, False), 'stalled')
     assert not held(Result(False, True), 'stalled')
+
+
+def test_the_workcells_obstacles_are_planning_scene_boxes_standing_on_the_table() -> None:
+    from slide_core.model import UNKNOWN_HEIGHT, Obstacle
+    from slide_ros.moveit_backend import scene_boxes
+
+    known, unknown = scene_boxes(
+        (Obstacle((0.3, 0.2), (0.05, 0.1), 0.25), Obstacle((0.5, -0.2), (0.02, 0.03)))
+    )
+    assert known[0] == 'slide_obstacle_0' and unknown[0] == 'slide_obstacle_1'
+    np.testing.assert_allclose(known[1], [0.3, 0.2, 0.125])
+    np.testing.assert_allclose(known[2], [0.1, 0.2, 0.25])
+    # Of unknown height: a column the arm does not pass over.
+    np.testing.assert_allclose(unknown[1], [0.5, -0.2, UNKNOWN_HEIGHT / 2])
+    np.testing.assert_allclose(unknown[2], [0.04, 0.06, UNKNOWN_HEIGHT])

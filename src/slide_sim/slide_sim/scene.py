@@ -146,19 +146,21 @@ def camera_xml(R_WK: FloatArray, p_WK: FloatArray) -> str:
 
 
 OBSTACLE_HEIGHT = 0.1
-"""How tall [m] the twin builds the workcell's obstacles (the file gives their footprints)."""
+"""How tall [m] the twin builds a workcell obstacle whose height the file does not give."""
 
 
 def obstacles_xml(cell: Workcell) -> str:
-    """The workcell's obstacles as fixed boxes ``OBSTACLE_HEIGHT`` tall on the table: the
-    twin had none, so the camera never saw one and nothing stopped an object sliding into
-    one."""
-    h = OBSTACLE_HEIGHT / 2
-    return '\n    '.join(
-        f'<geom name="obstacle_{i}" type="box" size="{o.half_size[0]} {o.half_size[1]} {h}" '
-        f'pos="{o.centre[0]} {o.centre[1]} {h}" rgba="0.35 0.35 0.4 1"/>'
-        for i, o in enumerate(cell.obstacles)
-    )
+    """The workcell's obstacles as fixed boxes on the table, as tall as the file says (or
+    ``OBSTACLE_HEIGHT``): the twin had none, so the camera never saw one and nothing
+    stopped an object sliding into one."""
+    geoms = []
+    for i, o in enumerate(cell.obstacles):
+        h = (OBSTACLE_HEIGHT if o.height is None else o.height) / 2
+        geoms.append(
+            f'<geom name="obstacle_{i}" type="box" size="{o.half_size[0]} {o.half_size[1]} '
+            f'{h}" pos="{o.centre[0]} {o.centre[1]} {h}" rgba="0.35 0.35 0.4 1"/>'
+        )
+    return '\n    '.join(geoms)
 
 
 def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workcell) -> str:

@@ -466,6 +466,10 @@ def test_the_workcells_obstacles_stand_in_the_twin_and_starts_keep_clear_of_them
     everywhere = replace(workcell, obstacles=(Obstacle((0.4, 0.0), (0.4, 0.6)),))
     with pytest.raises(SlideInputError, match='no random start for box leaves'):
         random_start(box, everywhere, 0)
+    # One whose height the workcell gives stands that tall (10 cm when it does not say).
+    tall = Twin(box, replace(workcell, obstacles=(Obstacle((0.3, 0.0), (0.02, 0.25), 0.3),)))
+    geom = tall.model.geom('obstacle_0')
+    assert np.allclose(geom.size, (0.02, 0.25, 0.15)) and np.allclose(geom.pos, (0.3, 0.0, 0.15))
 
 
 def test_an_object_too_large_for_a_random_start_says_by_how_much(workcell) -> None:

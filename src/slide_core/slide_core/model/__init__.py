@@ -52,6 +52,7 @@ from slide_core.model.primitive import (
     stroke_clear,
 )
 from slide_core.model.workcell import (
+    UNKNOWN_HEIGHT,
     Fingertip,
     Gripper,
     Obstacle,
@@ -66,6 +67,7 @@ from slide_core.model.workcell import (
 )
 
 __all__ = [
+    'UNKNOWN_HEIGHT',
     'APPROACH',
     'APPROACH_CLEARANCE',
     'LIFT',

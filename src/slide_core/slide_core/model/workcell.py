@@ -119,10 +119,19 @@ class Gripper:
 
 @dataclass(frozen=True)
 class Obstacle:
-    """An axis-aligned box on the table: centre (x, y) and half sizes [m], table frame."""
+    """An axis-aligned box on the table: centre (x, y) and half sizes [m], table frame;
+    its height above the table top [m], or None when the file does not say (the robot's
+    planning scene then gets a column :data:`UNKNOWN_HEIGHT` tall: the arm may not pass
+    over it)."""
 
     centre: tuple[float, float]
     half_size: tuple[float, float]
+    height: float | None = None
+
+    @property
+    def top(self) -> float:
+        """The height [m] that anything passing over the box must keep above."""
+        return UNKNOWN_HEIGHT if self.height is None else self.height
 
     def distance(self, p_W: ArrayLike) -> FloatArray:
         """(N,) distance [m] in the table plane from points p_W (N, 2) to the box (0
@@ -198,6 +207,11 @@ def workcell_path(path: str | Path | None = None) -> Path:
 
 
 MAX_MOUNT = 0.5
+UNKNOWN_HEIGHT = 1.0
+"""How tall [m] an obstacle of unknown height is taken to be wherever the arm's moves are
+checked against it: taller than the arm passes over the table."""
+MAX_OBSTACLE_HEIGHT = 3.0
+"""The tallest [m] an obstacle's height may be given (a height in mm is refused)."""
 """The farthest [m] the fingertip's centre may be from the arm's end-effector link."""
 MAX_GRIP_FORCE = 400.0
 """The most [N] a workcell's gripper may squeeze with, per finger."""
@@ -254,7 +268,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     'camera': ('extrinsics',),
 }
 """The keys of each section of a workcell file; ``obstacles`` and ``planner`` besides."""
-OBSTACLE_KEYS = ('centre', 'half_size')
+OBSTACLE_KEYS = ('centre', 'half_size', 'height')
 
 
 def _known(keys: Any, known: tuple[str, ...], where: str) -> None:
@@ -365,7 +379,10 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
         )
     raw = doc.get('obstacles') or []
     if not isinstance(raw, list):
-        raise WorkcellError('obstacles: must be a list of {centre: [x, y], half_size: [hx, hy]}')
+        raise WorkcellError(
+            'obstacles: must be a list of {centre: [x, y], half_size: [hx, hy]}, each with '
+            'an optional height'
+        )
     obstacles = []
     for i, o in enumerate(raw):
         if not isinstance(o, dict):
@@ -385,7 +402,12 @@ def parse_workcell(doc: Any, source: Path) -> Workcell:
                 f'off the table (x from 0 at the free edge to {table.depth} m, y within '
                 f'+-{table.width / 2:g} m): is it in the table frame?'
             )
-        obstacles.append(Obstacle(centre, half))
+        height = (
+            _number(o, 'height', f'obstacles[{i}]', most=MAX_OBSTACLE_HEIGHT)
+            if o.get('height') is not None
+            else None
+        )
+        obstacles.append(Obstacle(centre, half, height))
     blocked = _edge_blocked_by(obstacles, table.width)
     if blocked:
         which = 'it covers' if len(blocked) == 1 else 'together they cover'

@@ -12,6 +12,7 @@ import yaml
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.model import (
+    UNKNOWN_HEIGHT,
     Fingertip,
     WorkcellError,
     load_workcell,
@@ -222,6 +223,36 @@ def test_a_push_acts_at_the_middle_of_the_side_the_fingertip_covers():
     np.testing.assert_allclose(tip.force_heights(grid), [0.017, 0.011])
     np.testing.assert_allclose(tip.push_heights(grid, True), [0.017, 0.011])
     np.testing.assert_array_equal(tip.push_heights(grid, False), [0.0, 0.0])
+
+
+def test_an_obstacles_height_is_read_when_given_and_unknown_otherwise():
+    doc = copy.deepcopy(_doc())
+    doc['obstacles'] = [
+        {'centre': [0.4, 0.3], 'half_size': [0.05, 0.05], 'height': 0.25},
+        {'centre': [0.4, -0.3], 'half_size': [0.05, 0.05]},
+        {'centre': [0.5, 0.0], 'half_size': [0.05, 0.05], 'height': None},
+    ]
+    tall, unknown, unsaid = parse_workcell(doc, Path('workcell.yaml')).obstacles
+    assert tall.height == 0.25 and tall.top == 0.25
+    assert unknown.height is None and unsaid.height is None
+    assert unknown.top == UNKNOWN_HEIGHT >= 1.0  # nothing the arm passes over
+
+
+@pytest.mark.parametrize(
+    ('height', 'message'),
+    [
+        (0.0, r'^obstacles\[0\]\.height: must be positive, got 0\.0$'),
+        (-0.1, r'^obstacles\[0\]\.height: must be positive'),
+        (250, r'^obstacles\[0\]\.height: 250 m is more than a workcell has .*: is it in m\?$'),
+        ('tall', r"^obstacles\[0\]\.height: must be a finite number, got 'tall'$"),
+        (float('nan'), r'^obstacles\[0\]\.height: must be a finite number'),
+    ],
+)
+def test_a_bad_obstacle_height_is_refused(height: object, message: str) -> None:
+    doc = copy.deepcopy(_doc())
+    doc['obstacles'] = [{'centre': [0.4, 0.3], 'half_size': [0.05, 0.05], 'height': height}]
+    with pytest.raises(WorkcellError, match=message):
+        parse_workcell(doc, Path('workcell.yaml'))
 
 
 def test_obstacles_on_the_edge_that_leave_a_gap_are_taken():
