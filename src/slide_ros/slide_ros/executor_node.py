@@ -25,8 +25,9 @@ Refusals and failures say why in the result's error code: a stale object pose
 (``max_pose_age_s``), a contact point off the object's outline (``contact_tolerance_m``),
 a stroke whose fingertip would come within its radius and 3 mm of one of the workcell's
 obstacles (INVALID_GOAL, naming it: the planner keeps its pushes clear of them, so the
-sender planned with another workcell file, or none; the arm's moves through the air above
-are not checked, as an obstacle's height is not known),
+sender planned with another workcell file, or none), a move through the air to the push
+with no way over or around the obstacles (:func:`slide_core.model.over_obstacles`; the
+fingertip goes over one of known height and around one of unknown height),
 cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
 (``ft_limit`` topic: the same), an F/T wrench stream that falls silent before or during the
 push (``max_wrench_gap_s``: the driver's force limit and the push's record both need it; the
@@ -76,8 +77,11 @@ from slide_core.model import (
     APPROACH_CLEARANCE,
     LIFT,
     Primitive,
+    PrimitiveError,
+    Waypoint,
     approach_clear,
     load_workcell,
+    over_obstacles,
     push_waypoints,
     retract_waypoints,
     stroke_clear,
@@ -180,7 +184,6 @@ PARAMS = (
     *LIFECYCLE_PARAMS,
 )
 
-PHASES = ('approach', 'lower', 'stroke', 'settle', 'retract', 'lift')
 GRID_WAIT_S = 5.0
 """How long a push waits for the object grid perception latches [s] before refusing."""
 TARE_TIMEOUT_S = 2.0
@@ -564,6 +567,7 @@ class ExecutorNode(SlideNode):
                 'the push does not start (is the driver streaming?)',
             )
         self._check_wrench_clock()
+        waypoints = self._over_obstacles(waypoints)
         self._limit.clear()
         went_silent: list[float] = []
         times: dict[str, float] = {}
@@ -571,7 +575,7 @@ class ExecutorNode(SlideNode):
         index = int(goal.index)
 
         def on_waypoint(i: int, stamp: float | None) -> None:
-            phase = PHASES[i] if i < len(PHASES) else 'lift'
+            phase = waypoints[i].phase if i < len(waypoints) else 'lift'
             now = self._now() if stamp is None else stamp
             if phase == 'stroke' and 'start' not in times:
                 times['start'] = now
@@ -664,6 +668,27 @@ class ExecutorNode(SlideNode):
                 f"{'behind' if age > 0 else 'ahead of'} this node's clock: the push does not "
                 "start (are the machines' clocks apart, or one on sim time?)",
             )
+
+    def _over_obstacles(self, waypoints: list[Waypoint]) -> list[Waypoint]:
+        """A push's ``waypoints`` with a hop over the workcell's obstacles where the
+        fingertip's move to the first one (through the air, from where it is) passes over
+        one lower than it needs (:func:`slide_core.model.over_obstacles`); INVALID_GOAL
+        when it may not pass (an obstacle of unknown height)."""
+        if not self.cell.obstacles:
+            return waypoints
+        assert self.backend is not None
+        pose = self.backend.tool_pose('fingertip')
+        if pose is None:
+            raise Failure(
+                ErrorCode.NOT_READY,
+                'no fingertip pose from the arm: its move over the workcell obstacles cannot '
+                'be checked, no push',
+            )
+        try:
+            tip = self.cell.fingertip
+            return over_obstacles(pose.p_W, waypoints, self.cell.obstacles, tip.radius)
+        except PrimitiveError as exc:
+            raise Failure(ErrorCode.INVALID_GOAL, str(exc)) from None
 
     def _clear_for_tare(self) -> None:
         """Lift the fingertip to ``LIFT`` when it is lower: a retract the arm did not

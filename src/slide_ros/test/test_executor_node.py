@@ -26,7 +26,15 @@ from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
-from slide_core.model import LIFT, Primitive, Workcell, load_object, load_workcell  # noqa: E402
+from slide_core.model import (  # noqa: E402
+    APPROACH_CLEARANCE,
+    LIFT,
+    Obstacle,
+    Primitive,
+    Workcell,
+    load_object,
+    load_workcell,
+)
 from slide_core.planning import PRE_GRASP_HEIGHT  # noqa: E402
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Grasp as GraspAction  # noqa: E402
@@ -80,6 +88,7 @@ class StubArm:
     def __init__(self, dt: float, fault_at: int | None = None, fault: Exception | None = None):
         self.dt, self.fault_at, self.fault = dt, fault_at, fault
         self.motions: list[tuple[str, list[str], str]] = []  # tool, phases, how it ended
+        self.sent: list[list[np.ndarray]] = []  # each motion's set points
         self.p = np.array([0.3, 0.0, 0.15])
 
     def connect(self, timeout_s: float) -> None:
@@ -87,6 +96,7 @@ class StubArm:
 
     def follow(self, tool, waypoints, on_waypoint, should_stop):  # type: ignore[no-untyped-def]
         phases = [w.phase for w in waypoints]
+        self.sent.append([np.asarray(w.p_W, dtype=float) for w in waypoints])
         for i, wp in enumerate(waypoints):
             on_waypoint(i, None)
             if i == self.fault_at and self.fault is not None:
@@ -313,6 +323,72 @@ def test_a_push_whose_stroke_meets_a_workcell_obstacle_is_refused(tmp_path: Path
         answer = peer.result(handle.get_result_async(), 30)
     assert answer.result.error.code == ErrorCode.INVALID_GOAL
     assert 'within 11 mm of obstacle 0 of the workcell' in answer.result.message
+    assert arm.motions == []
+
+
+def _workcell_with(tmp_path: Path, obstacles: str) -> Path:
+    """The shipped workcell file with ``obstacles`` (YAML flow list) in tmp_path."""
+    import shutil
+
+    config = ROOT / 'config'
+    shutil.copy(config / 'twin_camera.yaml', tmp_path / 'twin_camera.yaml')
+    text = (config / 'workcell.yaml').read_text()
+    assert 'obstacles: []' in text
+    (tmp_path / 'workcell.yaml').write_text(
+        text.replace('obstacles: []', f'obstacles: {obstacles}')
+    )
+    return tmp_path / 'workcell.yaml'
+
+
+@pytest.mark.parametrize('height', [0.2, None])
+def test_the_fingertip_goes_over_or_around_an_obstacle_on_its_way_to_a_push(
+    tmp_path: Path, height: float | None
+) -> None:
+    # It flew straight from where it was to above the push at 12 cm, whatever stood between.
+    cell = load_workcell(ROOT / 'config' / 'workcell.yaml')
+    arm = StubArm(0.01)
+    start, _ = box_push(cell).stroke_W(X_BOX, cell.fingertip)
+    middle = (arm.p[:2] + start) / 2
+    assert np.linalg.norm(start - arm.p[:2]) > 0.06  # room for a 1 cm box between
+    tall = '' if height is None else f', height: {height}'
+    box = f'[{{centre: [{middle[0]:.4f}, {middle[1]:.4f}], half_size: [0.005, 0.005]{tall}}}]'
+    obstacle = Obstacle((float(middle[0]), float(middle[1])), (0.005, 0.005), height)
+    with executor_on(arm, workcell_file=_workcell_with(tmp_path, box)) as (node, peer, push, _):
+        was = arm.p.copy()
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
+    (tool, phases, ended), *_ = arm.motions
+    before = phases[: phases.index('approach')]
+    assert before and set(before) == {'transit'}  # up and over, or around its corners
+    assert ended == 'completed'
+    # The path the arm was sent along keeps clear: over the box, or beside it.
+    path = [was, *arm.sent[0]]
+    points = np.vstack(
+        [
+            p + np.linspace(0.0, 1.0, 100)[:, None] * (q - p)
+            for p, q in zip(path, path[1:], strict=False)
+        ]
+    )
+    above = obstacle.distance(points[:, :2]) < cell.fingertip.radius + APPROACH_CLEARANCE
+    if height is None:
+        assert not above.any()
+    else:
+        assert above.any() and points[above, 2].min() >= height
+
+
+def test_a_push_the_fingertip_cannot_reach_around_an_obstacle_is_refused(
+    tmp_path: Path,
+) -> None:
+    # Of unknown height, against the fingertip where it stands: no way around it.
+    arm = StubArm(0.01)
+    near = f'[{{centre: [{arm.p[0]:.3f}, {arm.p[1] + 0.015:.3f}], half_size: [0.01, 0.005]}}]'
+    with executor_on(arm, workcell_file=_workcell_with(tmp_path, near)) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.INVALID_GOAL
+    assert answer.result.message.startswith('the tool is within 11 mm of a workcell obstacle')
+    assert 'height not given' in answer.result.message
     assert arm.motions == []
 
 

@@ -29,6 +29,7 @@ from slide_core.model import (
     Primitive,
     Waypoint,
     Workcell,
+    over_obstacles,
     push_waypoints,
     retract_waypoints,
 )
@@ -491,7 +492,12 @@ class Twin:
         fingertip stops, pulls back along the stroke and lifts, as the graph's executor does
         on its F/T driver's limit (the same monitor), and ForceLimitExceeded is raised."""
         X = self.object_pose() if X_WO is None else np.asarray(X_WO, dtype=float)
-        waypoints = push_waypoints(primitive, X, self.cell.fingertip)
+        waypoints = over_obstacles(
+            self.fingertip(),
+            push_waypoints(primitive, X, self.cell.fingertip),
+            self.cell.obstacles,
+            self.cell.fingertip.radius,
+        )
         monitor = LimitMonitor(force_limit, 0.0)
         over: list[float] = []
 

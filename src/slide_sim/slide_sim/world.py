@@ -15,7 +15,7 @@ import numpy as np
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray
-from slide_core.model import Primitive
+from slide_core.model import Primitive, PrimitiveError
 from slide_core.planning import Grasp
 from slide_core.task import GraspReport, ObjectLost, Observation, PushFailed, PushSamples
 from slide_sim.twin import ForceLimitExceeded, PushRecording, Twin
@@ -67,6 +67,8 @@ class TwinWorld:
             )
         except ForceLimitExceeded as exc:
             raise PushFailed(f'push: {exc}', retryable=False) from None
+        except PrimitiveError as exc:  # (as the graph's executor refuses it: INVALID_GOAL)
+            raise PushFailed(f'push: {exc}', retryable=True) from None
         self.recordings.append(rec)
         if self._on_push is not None:
             self._on_push(rec)

@@ -97,6 +97,31 @@ def test_a_push_over_its_force_limit_stops_pulls_back_and_lifts(workcell) -> Non
     twin.push(push, force_limit=0.0)  # 0: no limit
 
 
+def test_a_push_the_fingertip_cannot_reach_around_an_obstacle_fails_and_moves_nothing(
+    workcell,
+) -> None:
+    # The fingertip stands within its clearance of an obstacle of unknown height, which
+    # it may not pass over: no way around it.
+    from slide_core.model import Obstacle
+    from slide_core.task import PushFailed
+    from slide_sim.world import TwinWorld
+
+    park = Twin(UNIFORM_BOX, workcell, (0.35, 0.0, 0.0)).fingertip()  # where it starts
+    post = Obstacle((float(park[0]), float(park[1]) + 0.013), (0.005, 0.003))
+    twin = Twin(UNIFORM_BOX, replace(workcell, obstacles=(post,)), (0.35, 0.0, 0.0))
+    tip = twin.fingertip()
+    np.testing.assert_allclose(tip, park)
+    push = Primitive.create((-0.06, 0.0), (1.0, 0.0), travel=0.05, speed=0.05)
+    with pytest.raises(PushFailed, match='the tool is within 11 mm of a workcell obstacle') as e:
+        TwinWorld(twin).push(push, twin.object_pose())
+    assert e.value.retryable  # as the graph's executor's INVALID_GOAL is
+    np.testing.assert_array_equal(twin.fingertip(), tip)
+    # Given its height (5 cm), the fingertip goes on over it and pushes.
+    low = replace(workcell, obstacles=(replace(post, height=0.05),))
+    rec = Twin(UNIFORM_BOX, low, (0.35, 0.0, 0.0)).push(push)
+    assert rec.X_WO[-1, 0] - rec.X_WO[0, 0] > 0.02
+
+
 def test_an_object_pushed_past_the_edge_falls_and_the_twin_says_so(workcell) -> None:
     twin = Twin(UNIFORM_BOX, workcell, (0.07, 0.0, 0.0))
     assert not twin.fell()

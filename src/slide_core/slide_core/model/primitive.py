@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.sparse.csgraph import shortest_path
 
 from slide_core.errors import SlideInputError
 from slide_core.geometry import FloatArray, Grid, check_pose, distance_to_footprint, rotation
@@ -143,8 +144,8 @@ def stroke_clear(
 ) -> bool:
     """Whether the fingertip, from where it comes down to the end of the stroke of
     ``primitive`` at the object's pose X_WO, keeps APPROACH_CLEARANCE beyond its radius
-    from every obstacle (the retract goes back along the stroke; the arm's moves through
-    the air above are not checked: an obstacle is a box of unknown height)."""
+    from every obstacle (the retract goes back along the stroke; the move through the air
+    to the push: :func:`over_obstacles`)."""
     if not obstacles:
         return True
     start, end = primitive.stroke_W(X_WO, fingertip)
@@ -204,3 +205,126 @@ def retract_waypoints(
     top = np.array([p[0], p[1], max(up, p[2])])
     waypoints.append(Waypoint(top, LOWER_SPEED, 0.0, 'lift', yaw))
     return waypoints
+
+
+HOP_CLEARANCE = 0.03
+"""Height [m] a tool keeps above an obstacle's top when it moves over it."""
+MAX_HOP = 0.6
+"""Highest [m] above the table a tool is sent to pass over an obstacle; one taller, or
+of unknown height, it goes around."""
+ROUTE_MARGIN = 0.002
+"""[m] a way around an obstacle keeps beyond the tool's least distance from it."""
+
+
+def over_obstacles(
+    p_W: ArrayLike,
+    waypoints: Sequence[Waypoint],
+    obstacles: Sequence[Obstacle],
+    radius: float,
+) -> list[Waypoint]:
+    """``waypoints`` for a tool of ``radius`` [m] now at p_W (3,), with its move through
+    the air to the first one kept clear of the workcell's obstacles (the tool's least
+    distance from a box: its radius plus APPROACH_CLEARANCE; the moves after the first go
+    down to the object and back up where the planner keeps them clear: :func:`stroke_clear`).
+
+    Around the obstacles it may not pass over (of unknown height, or taller than MAX_HOP
+    allows): the shortest way between their corners; over the others it passes on the way
+    at their top plus HOP_CLEARANCE, going up first and down at the end. Waypoints so
+    added have phase 'transit'. PrimitiveError when no way around is left (the tool, or
+    the first waypoint, too near one of them)."""
+    if not waypoints or not obstacles:
+        return list(waypoints)
+    a = np.asarray(p_W, dtype=float)
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise SlideInputError(f'p_W must be a finite (3,) position, got {a!r}')
+    first = waypoints[0]
+    b = np.asarray(first.p_W, dtype=float)
+    near = radius + APPROACH_CLEARANCE
+    walls = [ob for ob in obstacles if ob.height is None or ob.top + HOP_CLEARANCE > MAX_HOP]
+    route = _route(a[:2], b[:2], walls, near, first.phase)
+    legs = list(zip(route[:-1], route[1:], strict=True))
+    xy = np.vstack([_points(p, q) for p, q in legs])
+    if len(route) == 2:  # straight: at the heights along it
+        z = a[2] + np.linspace(0.0, 1.0, len(xy)) * (b[2] - a[2])
+    else:  # around: at the higher end's height
+        z = np.full(len(xy), max(a[2], b[2]))
+    need = -np.inf
+    for ob in obstacles:
+        if ob in walls:
+            continue
+        over = ob.distance(xy) < near
+        if over.any() and float(z[over].min()) < ob.top + HOP_CLEARANCE:
+            need = max(need, ob.top + HOP_CLEARANCE)
+    if len(route) == 2 and not np.isfinite(need):
+        return list(waypoints)
+    height = max(need, float(a[2]), float(b[2]))
+    added = []
+    if height > a[2]:
+        added.append(
+            Waypoint(np.array([*route[0], height]), LOWER_SPEED, 0.0, 'transit', first.yaw)
+        )
+    for p in [*route[1:-1], *([route[-1]] if height > b[2] else [])]:
+        added.append(Waypoint(np.array([*p, height]), TRAVEL_SPEED, 0.0, 'transit', first.yaw))
+    return [*added, *waypoints]
+
+
+def _points(p: FloatArray, q: FloatArray) -> FloatArray:
+    """Points (k, 2) along the segment p-q (2,), SWEEP_STEP apart or nearer, both ends."""
+    k = max(2, math.ceil(float(np.linalg.norm(q - p)) / SWEEP_STEP) + 1)
+    return np.asarray(p + np.linspace(0.0, 1.0, k)[:, None] * (q - p), dtype=float)
+
+
+def _route(
+    a: FloatArray, b: FloatArray, walls: Sequence[Obstacle], near: float, phase: str
+) -> list[FloatArray]:
+    """The shortest polyline [a, ..., b] (2,) points in the table plane that keeps
+    ``near`` [m] from every box of ``walls``, through the corners of the boxes grown by it
+    (a visibility graph); PrimitiveError when there is none."""
+
+    def clear(p: FloatArray, q: FloatArray) -> bool:
+        points = _points(p, q)
+        return all(float(ob.distance(points).min()) >= near - 1e-9 for ob in walls)
+
+    if clear(a, b):
+        return [a, b]
+    for point, what in ((a, 'the tool'), (b, f'the {phase} point')):
+        for ob in walls:
+            if float(ob.distance(point)[0]) < near - 1e-9:
+                raise PrimitiveError(
+                    f'{what} is within {near * 1000:.0f} mm of a workcell obstacle it may not '
+                    f'pass over (centre {list(ob.centre)}, half size {list(ob.half_size)}, '
+                    f'height {"not given" if ob.height is None else ob.height}): no way '
+                    'around it'
+                )
+    grown = [
+        (
+            np.asarray(ob.centre) - np.asarray(ob.half_size) - near,
+            np.asarray(ob.centre) + np.asarray(ob.half_size) + near,
+        )
+        for ob in walls
+    ]
+    m = ROUTE_MARGIN
+    corners = [
+        np.array([x, y])
+        for lo, hi in grown
+        for x in (lo[0] - m, hi[0] + m)
+        for y in (lo[1] - m, hi[1] + m)
+    ]
+    nodes = [a, b, *corners]
+    n = len(nodes)
+    cost = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if clear(nodes[i], nodes[j]):
+                cost[i, j] = cost[j, i] = max(float(np.linalg.norm(nodes[j] - nodes[i])), 1e-12)
+    dist, before = shortest_path(cost, directed=False, indices=0, return_predecessors=True)
+    if not np.isfinite(dist[1]):
+        raise PrimitiveError(
+            f'no way through the air to the {phase} point around the workcell obstacles the '
+            'tool may not pass over (of unknown height, or taller than '
+            f'{MAX_HOP - HOP_CLEARANCE:g} m): give their heights, or move them'
+        )
+    path = [1]
+    while path[-1] != 0:
+        path.append(int(before[path[-1]]))
+    return [nodes[i] for i in reversed(path)]

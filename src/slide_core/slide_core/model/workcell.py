@@ -120,9 +120,9 @@ class Gripper:
 @dataclass(frozen=True)
 class Obstacle:
     """An axis-aligned box on the table: centre (x, y) and half sizes [m], table frame;
-    its height above the table top [m], or None when the file does not say (the robot's
-    planning scene then gets a column :data:`UNKNOWN_HEIGHT` tall: the arm may not pass
-    over it)."""
+    its height above the table top [m], or None when the file does not say (then no tool
+    passes over it: the fingertip goes around it, and the robot's planning scene gets a
+    column :data:`UNKNOWN_HEIGHT` tall)."""
 
     centre: tuple[float, float]
     half_size: tuple[float, float]
