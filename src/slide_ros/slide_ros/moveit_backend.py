@@ -17,8 +17,8 @@ machines (no MoveIt there); everything around it is tested with the twin backend
 - Tool poses: forward kinematics of the current state.
 - The workcell's obstacles go into MoveIt's planning scene at connect (boxes on the table,
   as tall as the workcell says; one of unknown height a column ``UNKNOWN_HEIGHT`` tall,
-  with a warning), so that every plan, the moves through the air included, keeps the
-  whole arm clear of them: the executor checks only the fingertip's strokes.
+  with a warning), so that every plan keeps the whole arm clear of them: the executor
+  checks only the fingertip's own path (its strokes, and its way over or around them).
 
 Set the parameters for the arm: Franka FR3 ``planning_group:=fr3_arm``,
 ``end_effector_link:=fr3_hand_tcp``; Kuka LBR iiwa 14 ``planning_group:=arm``,

@@ -207,12 +207,12 @@ def workcell_path(path: str | Path | None = None) -> Path:
 
 
 MAX_MOUNT = 0.5
+"""The farthest [m] the fingertip's centre may be from the arm's end-effector link."""
 UNKNOWN_HEIGHT = 1.0
 """How tall [m] an obstacle of unknown height is taken to be wherever the arm's moves are
 checked against it: taller than the arm passes over the table."""
 MAX_OBSTACLE_HEIGHT = 3.0
 """The tallest [m] an obstacle's height may be given (a height in mm is refused)."""
-"""The farthest [m] the fingertip's centre may be from the arm's end-effector link."""
 MAX_GRIP_FORCE = 400.0
 """The most [N] a workcell's gripper may squeeze with, per finger."""
 
