@@ -109,7 +109,7 @@ from slide_ros.lifecycle import (
 )
 from slide_ros.markers import force_arrow
 from slide_ros.params import MAX_POSE_AGE, Param, declare
-from slide_ros.qos import LATCHED, RELIABLE, SENSOR
+from slide_ros.qos import LATCHED, RELIABLE, SENSOR_KEEP
 
 PARAMS = (
     Param('backend', 'twin', 'who moves the arm', choices=('twin', 'moveit_py')),
@@ -256,7 +256,7 @@ class ExecutorNode(SlideNode):
             PoseStamped, '/object/pose', self._on_pose, RELIABLE, callback_group=sensors
         )
         self.create_subscription(
-            WrenchStamped, 'ft_wrench', self._on_wrench, SENSOR, callback_group=sensors
+            WrenchStamped, 'ft_wrench', self._on_wrench, SENSOR_KEEP, callback_group=sensors
         )
         self.create_subscription(WrenchStamped, 'ft_limit', self._on_limit, 10)
         # A group of its own: the push's execute callback waits for the answer.

@@ -326,6 +326,41 @@ def test_a_push_whose_stroke_meets_a_workcell_obstacle_is_refused(tmp_path: Path
     assert arm.motions == []
 
 
+def test_wrenches_sent_while_the_executor_is_busy_wait_for_it_and_are_kept() -> None:
+    # With the sensor-data depth of 5 (20 ms of a 250 Hz stream), a quarter second in which
+    # the node's callbacks were held up lost the wrenches sent meanwhile, and the push's
+    # record had a gap that identification refuses (the demo's first push, once).
+    from slide_ros.qos import SENSOR
+
+    arm = StubArm(0.01)
+    with executor_on(arm) as (node, peer, _push, _grasp):
+        topic = node.resolve_topic_name('ft_wrench')
+        sender = peer.node.create_publisher(WrenchStamped, topic, SENSOR)
+        peer.wait(lambda: sender.get_subscription_count() > 0, 10, 'the executor to subscribe')
+        t0 = 1000.0  # stamps of their own, told apart from the fixture's stream
+        sent = 250
+
+        def send() -> None:
+            for k in range(sent):
+                w = WrenchStamped()
+                set_stamp(w.header.stamp, t0 + 0.004 * k)
+                w.wrench.force.x = 1.0
+                sender.publish(w)
+                time.sleep(0.004)
+
+        streaming = threading.Thread(target=send)
+        streaming.start()
+        time.sleep(0.3)
+        with node._lock:  # the node's callbacks held up for 0.4 s
+            time.sleep(0.4)
+        streaming.join()
+        time.sleep(0.5)
+        with node._lock:
+            stamps = np.array([t for t, _ in node._wrenches if t0 <= t < t0 + 2.0])
+    assert len(stamps) >= sent - 5  # (best effort: a few may be lost on the way)
+    assert np.diff(np.sort(stamps)).max() < 0.05
+
+
 def _workcell_with(tmp_path: Path, obstacles: str) -> Path:
     """The shipped workcell file with ``obstacles`` (YAML flow list) in tmp_path."""
     import shutil
