@@ -149,8 +149,7 @@ def stroke_clear(
     if not obstacles:
         return True
     start, end = primitive.stroke_W(X_WO, fingertip)
-    n = max(2, math.ceil(float(np.linalg.norm(end - start)) / SWEEP_STEP) + 1)
-    p_W = start + np.linspace(0.0, 1.0, n)[:, None] * (end - start)
+    p_W = _points(start, end)
     least = fingertip.radius + APPROACH_CLEARANCE
     return all(float(ob.distance(p_W).min()) >= least for ob in obstacles)
 
@@ -188,6 +187,15 @@ def push_waypoints(primitive: Primitive, X_WO: ArrayLike, fingertip: Fingertip) 
     ]
 
 
+def check_position(p_W: ArrayLike) -> FloatArray:
+    """A tool's position p_W (3,) [m] as a new float array; SlideInputError unless it is
+    three finite numbers."""
+    p = np.array(p_W, dtype=float)
+    if p.shape != (3,) or not np.isfinite(p).all():
+        raise SlideInputError(f'p_W must be a finite (3,) position, got {p!r}')
+    return p
+
+
 def retract_waypoints(
     p_W: ArrayLike, yaw: float, back_W: ArrayLike | None = None, up: float = LIFT
 ) -> list[Waypoint]:
@@ -195,9 +203,7 @@ def retract_waypoints(
     from where it is, p_W (3,): back by ``back_W`` (2,) [m] at the table's height (None:
     not; a push's stroke begun pulls back along it), then up to ``up`` [m] (never down).
     The executor's and the in-process twin's stops both retract by it."""
-    p = np.array(p_W, dtype=float)
-    if p.shape != (3,) or not np.isfinite(p).all():
-        raise SlideInputError(f'p_W must be a finite (3,) position, got {p!r}')
+    p = check_position(p_W)
     waypoints = []
     if back_W is not None:
         p[:2] += np.asarray(back_W, dtype=float)
@@ -234,9 +240,7 @@ def over_obstacles(
     the first waypoint, too near one of them)."""
     if not waypoints or not obstacles:
         return list(waypoints)
-    a = np.asarray(p_W, dtype=float)
-    if a.shape != (3,) or not np.isfinite(a).all():
-        raise SlideInputError(f'p_W must be a finite (3,) position, got {a!r}')
+    a = check_position(p_W)
     first = waypoints[0]
     b = np.asarray(first.p_W, dtype=float)
     near = radius + APPROACH_CLEARANCE

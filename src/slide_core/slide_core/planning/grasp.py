@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from slide_core.errors import SlideInputError
 from slide_core.geometry import (
     FloatArray,
     Grid,
@@ -49,7 +48,7 @@ from slide_core.geometry import (
     tallest_under,
     to_world,
 )
-from slide_core.model import Belief, Gripper, Waypoint
+from slide_core.model import Belief, Gripper, Waypoint, check_position
 from slide_core.physics import GRAVITY
 
 
@@ -369,9 +368,7 @@ def grasp_withdrawal(grasp: Grasp, gripper: Gripper, p_W: Any) -> list[Waypoint]
     overhang would catch it on the lower pad, so the gripper leaves the way it came in.
     Empty when it stands there already (a gripper stopped on its way to the pre-grasp,
     above everything, stays where it is)."""
-    p = np.asarray(p_W, dtype=float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise SlideInputError(f'p_W must be a finite (3,) position, got {p!r}')
+    p = check_position(p_W)
     d = np.array([math.cos(grasp.yaw), math.sin(grasp.yaw)])
     pre = np.asarray(grasp.p_WE, dtype=float) - d * (gripper.finger_depth + PRE_GRASP_ROOM)
     if p[2] >= PRE_GRASP_HEIGHT - WITHDRAW_SLACK:
