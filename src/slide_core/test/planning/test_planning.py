@@ -22,6 +22,8 @@ from slide_core.geometry import (
     rotation,
     se2_distance,
     support_polygon,
+    to_world,
+    wrap_angle,
 )
 from slide_core.model import Belief, Obstacle, load_workcell
 from slide_core.physics.quasistatic import push as qs_push
@@ -844,37 +846,59 @@ def test_a_cell_covered_in_part_carries_its_covered_part_on_the_table() -> None:
     np.testing.assert_allclose(area, on_table * bar.area)
 
 
+def _tongued(cell: float, heavy_tongue: bool = False) -> Belief:
+    """A 5 x 5 block of ``cell`` squares with a tongue one cell wide and four long: the
+    pads' lines (18 mm apart for 20 mm pads) fit on the tongue by a hair."""
+    occupancy = np.zeros((5, 9))
+    occupancy[:, :5] = 1
+    occupancy[2, 5:] = 1
+    grid = Grid.from_occupancy(occupancy, cell, 0.02)
+    tongue = grid.p_OC[:, 0] > grid.p_OC[:, 0].max() - 4.5 * cell
+    mass = np.where(tongue, 0.1, 0.02) if heavy_tongue else np.full(grid.n, 0.02)
+    return Belief.create(grid, mass, np.full(grid.n, 0.12))
+
+
+def _holds_turned(belief: Belief, X: np.ndarray) -> bool:
+    """Whether a grasp holds at X turned by the landing turn either way."""
+    turn = landing_turn(belief, CONFIG)
+    com = belief.com()[0]
+    return all(
+        grasp_at(belief.grid, X + np.array([0.0, 0.0, d]), CONFIG.gripper, com) is not None
+        for d in (-turn, turn)
+    )
+
+
+def test_a_grasp_of_a_narrow_overhang_holds_over_a_range_of_yaws() -> None:
+    # A handle 2.2 cm wide sticks 6 cm out; the pads' lines (18 mm apart) fit on it while
+    # it is turned up to about 0.05 rad. Every yaw within 0.03 rad of square holds: the
+    # bands were tried every 5 mm, and at some yaws none fell in the window (2.8 to 4 mm
+    # wide), so a goal's grasp came and went with a turn of a tenth of a degree and the
+    # closed loop circled a goal that only its exact yaw made graspable.
+    occupancy = np.zeros((6, 16))
+    occupancy[:, :6] = 1
+    occupancy[2:4, 6:] = 1
+    grid = Grid.from_occupancy(occupancy, 0.011, 0.02)
+    for yaw in np.arange(-0.03, 0.0301, 0.002):
+        X = np.array([0.0, 0.0, np.pi + yaw])
+        tip = float(to_world(X, grid.p_OC)[:, 0].min()) - 0.0055  # the handle's end
+        X[0] = -0.06 - tip
+        assert grasp_at(grid, X, CONFIG.gripper) is not None, yaw
+
+
 def test_a_goal_whose_grasp_survives_the_last_push_is_preferred() -> None:
-    # Right triangles (wedges) hold for the pads only near a few yaws. From this start the
-    # best-scoring goal has a 5 mm band that a turn of a degree loses (the loop then
-    # circles it); the goal chosen holds at the landing turn either side.
-    def wedge(cells: int) -> tuple[Belief, float, Callable[[np.ndarray], bool]]:
-        grid = Grid.from_occupancy(np.tril(np.ones((cells, cells))), 0.02, 0.02)
-        belief = Belief.create(grid, np.full(grid.n, 0.02), np.full(grid.n, 0.12))
-        turn = landing_turn(belief, CONFIG)
-        com = belief.com()[0]
-
-        def holds(X: np.ndarray) -> bool:
-            return all(
-                grasp_at(grid, X + np.array([0.0, 0.0, d]), CONFIG.gripper, com) is not None
-                for d in (-turn, 0.0, turn)
-            )
-
-        return belief, turn, holds
-
-    belief, turn, holds = wedge(9)
-    assert 0.01 < turn < 0.03
-    goal = select_goal(belief, np.array([0.4, -0.1, 2.5]), CONFIG)
-    assert holds(goal.X_WO) and goal.grasp.width >= 0.05
-    # From a start whose sampled yaws (every 10 degrees from its own) hold only by a hair,
-    # such a goal is found between them.
-    goal = select_goal(belief, np.array([0.3, 0.0, 0.0]), CONFIG)
-    step = 2 * np.pi / CONFIG.goal_yaws
-    assert holds(goal.X_WO) and abs(math.remainder(goal.X_WO[2], step)) > 0.1 * step
-    # A smaller wedge has no such goal anywhere: a goal that holds by a hair is still
-    # taken, there is no other.
-    small, _, holds_small = wedge(7)
-    assert not holds_small(select_goal(small, np.array([0.3, 0.0, 0.0]), CONFIG).X_WO)
+    # From this start the goal that needs least turning sticks the tongue out, which the
+    # pads hold only within a few thousandths of a radian of its yaw (the loop would
+    # circle it); the goal chosen sticks the block out and holds at the landing turn.
+    belief = _tongued(0.019, heavy_tongue=True)
+    goal = select_goal(belief, np.array([0.3, 0.0, 2.8]), CONFIG)
+    assert _holds_turned(belief, goal.X_WO)
+    assert abs(wrap_angle(goal.X_WO[2])) < 0.5  # the block out, not the tongue
+    # The tongue alone, uniform: no goal holds at the landing turn anywhere, and the goal
+    # that holds by a hair is still taken, there is no other.
+    small = _tongued(0.019)
+    goal = select_goal(small, np.array([0.3, 0.0, 0.0]), CONFIG)
+    assert grasp_at(small.grid, goal.X_WO, CONFIG.gripper, small.com()[0]) is not None
+    assert not _holds_turned(small, goal.X_WO)
 
 
 def test_a_round_object_gets_a_goal_whose_yaw_is_free() -> None:
