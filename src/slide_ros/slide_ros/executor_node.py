@@ -153,7 +153,8 @@ PARAMS = (
     Param(
         'measurement_wait_s',
         5.0,
-        'after a push, wait this long at most for object poses that cover it [s]',
+        'wait this long at most for object poses and wrenches that cover a push, and before '
+        'one for a lagging F/T queue to catch up [s]',
         read_only=False,
         low=0.0,
         high=60.0,
@@ -566,7 +567,8 @@ class ExecutorNode(SlideNode):
                 f'no wrench from the F/T driver on {self._wrench_topic} for {silent:.2f} s: '
                 'the push does not start (is the driver streaming?)',
             )
-        self._check_wrench_clock()
+        self._check_wrench_clock(lambda: self._halted(handle))
+        self._not_started(handle, 'while the F/T queue caught up')
         waypoints = self._over_obstacles(waypoints)
         self._limit.clear()
         went_silent: list[float] = []
@@ -652,22 +654,34 @@ class ExecutorNode(SlideNode):
         silent = time.monotonic() - seen
         return silent if silent > float(self.get_parameter('max_wrench_gap_s').value) else None
 
-    def _check_wrench_clock(self) -> None:
+    def _check_wrench_clock(self, should_stop: Callable[[], bool]) -> None:
         """TIMEOUT before anything moves when the latest wrench is stamped further from this
-        node's clock than ``max_pose_age_s`` (either way): the push's record keeps the
-        wrenches by their stamps, so it would end with none, blamed on a silent driver."""
-        with self._lock:
-            latest = self._wrenches[-1][0] if self._wrenches else None
-        if latest is None:
-            return
-        age = self._now() - latest
-        if abs(age) > float(self.get_parameter('max_pose_age_s').value):
-            raise Failure(
-                ErrorCode.TIMEOUT,
-                f'the F/T wrenches on {self._wrench_topic} are stamped {abs(age):.2f} s '
-                f"{'behind' if age > 0 else 'ahead of'} this node's clock: the push does not "
-                "start (are the machines' clocks apart, or one on sim time?)",
-            )
+        node's clock than ``max_pose_age_s`` (either way) and stays so for
+        ``measurement_wait_s``: the push's record keeps the wrenches by their stamps, so it
+        would end with none, blamed on a silent driver. The wait lets this node's own F/T
+        queue catch up with the driver (on a busy machine it fell 3.7 s behind, and the
+        push was refused as if the clocks were apart); clocks apart stay apart. Returns
+        early when ``should_stop()``."""
+        max_age = float(self.get_parameter('max_pose_age_s').value)
+        end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
+        while True:
+            with self._lock:
+                latest = self._wrenches[-1][0] if self._wrenches else None
+            if latest is None:
+                return
+            age = self._now() - latest
+            if abs(age) <= max_age or should_stop():
+                return
+            if time.monotonic() >= end or self.stopping.is_set():
+                break
+            time.sleep(0.02)
+        raise Failure(
+            ErrorCode.TIMEOUT,
+            f'the F/T wrenches on {self._wrench_topic} are stamped {abs(age):.2f} s '
+            f"{'behind' if age > 0 else 'ahead of'} this node's clock: the push does not "
+            "start (are the machines' clocks apart, or one on sim time? or, behind, is "
+            "this node's F/T queue falling behind the driver on a busy machine?)",
+        )
 
     def _over_obstacles(self, waypoints: list[Waypoint]) -> list[Waypoint]:
         """A push's ``waypoints`` with a hop over the workcell's obstacles where the
@@ -752,11 +766,17 @@ class ExecutorNode(SlideNode):
     def _record(self, index: int, primitive: Primitive, t0: float, t1: float, t2: float) -> Any:
         from slide_interfaces.msg import PushRecord
 
-        # Perception lags the camera: wait (a little) until the object poses cover the push.
+        # Perception lags the camera, and this node's F/T queue can lag the driver (a busy
+        # machine: 1.6 s measured): wait (a little) until the object poses and the wrenches
+        # cover the push. (A record built at once lost the wrenches still queued: 'too few
+        # measurements, 0 wrenches'.)
         end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
         while time.monotonic() < end and not self.stopping.is_set():
             with self._lock:
-                latest = self._poses[-1][0] if self._poses else -math.inf
+                latest = min(
+                    self._poses[-1][0] if self._poses else -math.inf,
+                    self._wrenches[-1][0] if self._wrenches else -math.inf,
+                )
             if latest >= t2:
                 break
             time.sleep(0.02)

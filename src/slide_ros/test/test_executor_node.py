@@ -25,7 +25,13 @@ from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from slide_core.io import grid_to_msg, primitive_to_msg, set_planar_pose, set_stamp  # noqa: E402
+from slide_core.io import (  # noqa: E402
+    grid_to_msg,
+    primitive_to_msg,
+    set_planar_pose,
+    set_stamp,
+    stamp_to_s,
+)
 from slide_core.model import (  # noqa: E402
     APPROACH_CLEARANCE,
     LIFT,
@@ -361,6 +367,20 @@ def test_wrenches_sent_while_the_executor_is_busy_wait_for_it_and_are_kept() -> 
     assert np.diff(np.sort(stamps)).max() < 0.05
 
 
+def test_a_push_record_waits_for_the_wrenches_still_queued_behind_its_end() -> None:
+    # On a busy machine the executor's F/T queue fell behind the driver (1.6 s measured,
+    # 3.7 s once): the record was built as soon as the arm stopped, without the wrenches
+    # still queued, and a push read 'too few measurements (0 wrenches)'.
+    arm = StubArm(0.02)
+    with executor_on(arm, wrench_lag_s=[0.2]) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
+    record = answer.result.record
+    last = max(stamp_to_s(w.header.stamp) for w in record.wrenches)
+    assert last >= stamp_to_s(record.end)
+
+
 def _workcell_with(tmp_path: Path, obstacles: str) -> Path:
     """The shipped workcell file with ``obstacles`` (YAML flow list) in tmp_path."""
     import shutil
@@ -586,6 +606,21 @@ def test_wrenches_stamped_off_the_nodes_clock_stop_the_push_before_it_moves() ->
     assert answer.result.error.code == ErrorCode.TIMEOUT
     assert 'stamped 30' in answer.result.message and 'behind' in answer.result.message
     assert arm.motions == []
+
+
+def test_a_push_waits_for_an_f_t_queue_that_fell_behind_to_catch_up() -> None:
+    # The executor's F/T queue 3.7 s behind the driver on a busy machine: the push was
+    # refused at once, as if the clocks were apart, and the episode ended.
+    arm = StubArm(0.02)
+    lag = [0.0]
+    with executor_on(arm, wrench_lag_s=lag) as (node, peer, push, _):
+        lag[0] = 4.0
+        time.sleep(0.1)
+        threading.Timer(0.15, lambda: lag.__setitem__(0, 0.0)).start()
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+    assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
+    assert arm.motions and arm.motions[0][2] == 'completed'
 
 
 def test_a_push_at_an_object_pose_off_the_table_is_refused() -> None:
