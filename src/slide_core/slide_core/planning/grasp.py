@@ -99,8 +99,8 @@ finely as MAX_BANDS bands over the object's width allow. At 5 mm everywhere a na
 (a handle 2.2 cm wide under 18 mm of pad lines leaves a window of a few mm) held at some
 yaws and not at a tenth of a degree beside them, as the lattice fell in its window or not:
 the goal search found goals only the exact yaw made graspable, and the closed loop circled
-one for its whole push budget. Every millimetre for every object cost a 95 cm square's goal
-search 16 -> 49 s."""
+one for its whole push budget. Every millimetre for every object took a 95 cm square's goal
+search from 16 to 41-49 s."""
 _ROBUST_SHIFT = 0.01  # m: a band is robust when the bands this far either side hold too
 PAD_REACH = 0.003
 """How much lower [m] than the tallest part under the upper pad a part may be and still be
@@ -132,12 +132,12 @@ def grasp_at(
     the object sticks out further than the pads are deep (the palm must not touch it). The
     grip of a band is the object length under the pads along three lines across their
     width (both sides and the middle), the shortest of the three: a corner that only the
-    middle of a pad touches does not count as held. Bands holding at least ``min_grip`` qualify; of those
-    whose neighbours 1 cm either side qualify too (if any), the one whose levers hold the
-    centre of mass ``com_O`` (object frame) best is taken: the least of the weight's
-    moment over what the pads resist along and across the approach (module docstring;
-    the weight itself does not change the order), or without ``com_O`` the one nearest
-    the footprint's middle.
+    middle of a pad touches does not count as held. Bands holding at least ``min_grip``
+    qualify; of those whose neighbours 1 cm either side qualify too (if any), the one
+    whose levers hold the centre of mass ``com_O`` (object frame) best is taken: the least
+    of the weight's moment over what the pads resist along and across the approach
+    (module docstring; the weight itself does not change the order), or without
+    ``com_O`` the one nearest the footprint's middle.
     """
     X = check_pose(X_WO, 'X_WO')
     if too_tall_to_grasp(grid, gripper):
