@@ -102,6 +102,7 @@ from slide_ros.lifecycle import (
     LIFECYCLE_PARAMS,
     GoalSlot,
     NotReady,
+    SideNode,
     SlideNode,
     call_idempotent,
     end_stopped,
@@ -251,13 +252,16 @@ class ExecutorNode(SlideNode):
         self.pub_start = self.create_publisher(PushMarker, '/push/start', RELIABLE)
         self.pub_end = self.create_publisher(PushMarker, '/push/end', RELIABLE)
         self.pub_primitive = self.create_publisher(PushPrimitive, '/push/primitive', RELIABLE)
-        sensors = MutuallyExclusiveCallbackGroup()
         self.create_subscription(ObjectGrid, '/object/grid', self._on_grid, LATCHED)
-        self.create_subscription(
-            PoseStamped, '/object/pose', self._on_pose, RELIABLE, callback_group=sensors
+        # The streams (the F/T driver's 250 Hz, perception's poses) on a node of their own
+        # with a single-threaded executor (SideNode: this node's multi-threaded one took them
+        # at 61% of a core and fell up to 3.7 s behind the driver).
+        self._sensors = SideNode(self, 'executor_sensors')
+        self._sensors.node.create_subscription(
+            PoseStamped, '/object/pose', self._on_pose, RELIABLE
         )
-        self.create_subscription(
-            WrenchStamped, 'ft_wrench', self._on_wrench, SENSOR_KEEP, callback_group=sensors
+        self._sensors.node.create_subscription(
+            WrenchStamped, self.resolve_topic_name('ft_wrench'), self._on_wrench, SENSOR_KEEP
         )
         self.create_subscription(WrenchStamped, 'ft_limit', self._on_limit, 10)
         # A group of its own: the push's execute callback waits for the answer.
@@ -284,6 +288,10 @@ class ExecutorNode(SlideNode):
         )
         self.create_timer(1.0 / float(p['tool_rate_hz']), self._publish_tools)
         self.start_up(p)
+
+    def destroy_node(self) -> None:
+        self._sensors.destroy()
+        super().destroy_node()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def configure(self) -> None:

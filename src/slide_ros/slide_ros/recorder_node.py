@@ -51,7 +51,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from slide_core.errors import SlideError, SlideInputError
 from slide_core.io import flush_chunk, interfaces_typestore
-from slide_ros.lifecycle import LIFECYCLE_PARAMS, STEADY, SlideNode
+from slide_ros.lifecycle import LIFECYCLE_PARAMS, STEADY, SideNode, SlideNode
 from slide_ros.params import Param, ParameterError, declare
 from slide_ros.topics import EPISODE_TOPICS
 
@@ -173,29 +173,8 @@ class RecorderNode(SlideNode):
         )
         # Unstamped topics: a node of their own whose callbacks get the message info (the
         # EventsExecutor that takes the streams cannot give it), spun in its own thread.
-        # (use_global_arguments off: the runner's '__node:=recorder' renamed it too, and the
-        # graph had two nodes named /recorder)
-        self._markers = rclpy.create_node(
-            'recorder_markers',
-            context=self.context,
-            start_parameter_services=False,
-            use_global_arguments=False,
-            parameter_overrides=[],
-        )
-        self._markers_executor = SingleThreadedExecutor(context=self.context)
-        self._markers_executor.add_node(self._markers)
-        self._markers_thread = threading.Thread(
-            target=self._spin_markers, name='markers', daemon=True
-        )
-        self._markers_thread.start()
+        self._markers = SideNode(self, 'recorder_markers')
         self.start_up(p)
-
-    def _spin_markers(self) -> None:
-        while self.context.ok() and not self._closed:
-            try:
-                self._markers_executor.spin_once(timeout_sec=0.1)
-            except Exception:  # noqa: BLE001 - shutting down under it
-                return
 
     # -- lifecycle -------------------------------------------------------------------------
     def configure(self) -> None:
@@ -237,7 +216,7 @@ class RecorderNode(SlideNode):
     def deactivate(self) -> None:
         # Paused: no new messages; the bag stays open until cleanup or shutdown.
         for topic, sub in self._subs.items():
-            (self._markers if topic in UNSTAMPED else self).destroy_subscription(sub)
+            (self._markers.node if topic in UNSTAMPED else self).destroy_subscription(sub)
         self._subs.clear()
 
     def on_cleanup(self, state: Any) -> Any:
@@ -251,12 +230,9 @@ class RecorderNode(SlideNode):
 
     def destroy_node(self) -> None:
         self.close()
-        # The markers' thread sees the close within one spin; a daemon thread still inside
-        # rcl when the interpreter exits aborts the process (a recorder that never
-        # configured exited by SIGABRT instead of 1).
-        self._markers_thread.join(timeout=2.0)
-        self._markers_executor.shutdown(timeout_sec=1.0)
-        self._markers.destroy_node()
+        # (a daemon thread still inside rcl when the interpreter exits aborts the process: a
+        # recorder that never configured exited by SIGABRT instead of 1)
+        self._markers.destroy()
         super().destroy_node()
 
     # -- subscriptions (callbacks store and return) ------------------------------------------
@@ -278,7 +254,7 @@ class RecorderNode(SlideNode):
                 )
                 continue
             if topic in UNSTAMPED:
-                node, callback = self._markers, partial(self._on_marker, topic)
+                node, callback = self._markers.node, partial(self._on_marker, topic)
             else:
                 node, callback = self, partial(self._on_message, topic)
             # A queue for a few seconds of each stream (a busy recorder takes messages in
@@ -388,11 +364,11 @@ class RecorderNode(SlideNode):
             self._closed = True
         for topic, sub in list(self._subs.items()):
             try:
-                (self._markers if topic in UNSTAMPED else self).destroy_subscription(sub)
+                (self._markers.node if topic in UNSTAMPED else self).destroy_subscription(sub)
             except Exception:  # noqa: BLE001, S110 - the context may be gone at shutdown
                 pass
         self._subs.clear()
-        self._markers_thread.join(timeout=2.0)
+        self._markers.stop()
         self._queue.put(None)
         if self._thread is not None:
             self._thread.join()

@@ -386,6 +386,37 @@ def test_an_answer_dds_lost_is_asked_for_again() -> None:
         server.close()
 
 
+def test_a_side_node_takes_a_stream_beside_its_owner_until_stopped() -> None:
+    # The executor's F/T stream, taken by its node's multi-threaded executor, fell 3.7 s
+    # behind the driver: a side node with an executor of its own takes it, in the owner's
+    # namespace, and after stop() no callback of it runs (the recorder closes its bag then).
+    import time
+
+    from std_msgs.msg import String
+
+    from slide_ros.lifecycle import SideNode
+    from slide_ros.testing import Peer
+
+    owner, peer = Peer('side_owner'), Peer('side_talker')
+    side = SideNode(owner.node, 'side_streams')
+    try:
+        got: list[str] = []
+        side.node.create_subscription(String, '/side/stream', lambda m: got.append(m.data), 10)
+        assert side.node.get_namespace() == owner.node.get_namespace()
+        pub = peer.node.create_publisher(String, '/side/stream', 10)
+        peer.wait(lambda: pub.get_subscription_count() > 0, 30, 'the side node')
+        pub.publish(String(data='before'))
+        peer.wait(lambda: 'before' in got, 10, 'the message before the stop')
+        side.stop()
+        pub.publish(String(data='after'))
+        time.sleep(0.5)
+        assert got == ['before']
+    finally:
+        side.destroy()
+        peer.close()
+        owner.close()
+
+
 class _Stop(Exception):  # noqa: N818 - a stop, not a fault
     """What the test's work raises when it noticed a cancel or a deactivation."""
 
