@@ -56,9 +56,10 @@ class SideNode:
     single-threaded executor in a thread of its own, for a node's high-rate subscriptions.
     rclpy's MultiThreadedExecutor, which :func:`run` spins nodes with, busy-waits while a
     taken message's callback has not begun (ros2/rclpy#1223): measured here on a 250 Hz
-    stream, it took 3 to 140 messages a second at 60 to 110% of a core, where a
-    single-threaded one took them all at 3 to 6%; the executor node, fed the F/T stream so,
-    used 61% of a core and fell up to 3.7 s behind the driver. Destroy it with
+    stream from another process, in 9 of 15 runs it took 3 to 32 messages a second at 63
+    to 118% of a core (2, 3 or 4 threads; the other 6: 113 to 213 at 8 to 15%), where a
+    single-threaded one took what was sent at 3 to 7%; the executor node, fed the F/T
+    stream so, used 61% of a core and fell up to 3.7 s behind the driver. Destroy it with
     :meth:`destroy` before the owner."""
 
     def __init__(self, owner: Any, name: str) -> None:
