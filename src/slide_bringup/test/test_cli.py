@@ -14,6 +14,7 @@ import yaml
 from slide_bringup import __version__
 from slide_bringup.cli import main
 from slide_core.model import load_belief
+from slide_core.task import TaskSettings
 
 SLIDE = shutil.which('slide')
 
@@ -111,7 +112,12 @@ def test_demo_runs_an_episode_and_draws_it(tmp_path) -> None:  # type: ignore[no
     result = json.loads(out.stdout)
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b'\x89PNG'
     assert result['success'] is True and result['fell'] is False
-    assert result['exploration_pushes'] == 5 and result['pushes'] >= 1
+    # Five exploratory pushes, and one more at a time while the belief is too uncertain for
+    # a goal (said on stderr): a graph episode differs from run to run, and one in CI needed
+    # a sixth.
+    explored = result['exploration_pushes']
+    assert 5 <= explored <= 5 + TaskSettings().extra_exploration and result['pushes'] >= 1
+    assert explored == 5 or 'exploring once more' in out.stderr, out.stderr[-3000:]
     # The twin's truth: the object rose with the gripper.
     assert result['ok'] is True and result['lifted_true_m'] > 0.05
     assert 0.0 <= result['tilt_true_deg'] < 20.0  # a light snack hangs level in the pads
