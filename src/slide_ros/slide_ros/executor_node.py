@@ -432,9 +432,9 @@ class ExecutorNode(SlideNode):
                 )
         # The latched grid reaches each subscriber in its own time: a behaviour that already
         # has it may ask before this node does.
-        end = time.monotonic() + GRID_WAIT_S
-        while self._grid is None and time.monotonic() < end and not self._halted(handle):
-            time.sleep(0.05)
+        self._until(
+            lambda: self._grid is not None, GRID_WAIT_S, lambda: self._halted(handle), 0.05
+        )
         self._not_started(handle, 'waiting for the object grid')
         grid = self._grid
         if grid is None:
@@ -662,6 +662,22 @@ class ExecutorNode(SlideNode):
         silent = time.monotonic() - seen
         return silent if silent > float(self.get_parameter('max_wrench_gap_s').value) else None
 
+    def _until(
+        self,
+        done: Callable[[], bool],
+        seconds: float,
+        halted: Callable[[], bool] = lambda: False,
+        period: float = 0.02,
+    ) -> bool:
+        """Whether ``done()`` came true within ``seconds``, asked every ``period`` [s]; False
+        as soon as ``halted()`` or the node is stopping."""
+        end = time.monotonic() + seconds
+        while not done():
+            if time.monotonic() >= end or halted() or self.stopping.is_set():
+                return False
+            time.sleep(period)
+        return True
+
     def _check_wrench_clock(self, should_stop: Callable[[], bool]) -> None:
         """TIMEOUT before anything moves when the latest wrench is stamped further from this
         node's clock than ``max_pose_age_s`` (either way) and stays so for
@@ -671,22 +687,22 @@ class ExecutorNode(SlideNode):
         push was refused as if the clocks were apart); clocks apart stay apart. Returns
         early when ``should_stop()``."""
         max_age = float(self.get_parameter('max_pose_age_s').value)
-        end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
-        while True:
+
+        def age() -> float:  # of the latest wrench's stamp [s]; 0 before the first
             with self._lock:
                 latest = self._wrenches[-1][0] if self._wrenches else None
-            if latest is None:
-                return
-            age = self._now() - latest
-            if abs(age) <= max_age or should_stop():
-                return
-            if time.monotonic() >= end or self.stopping.is_set():
-                break
-            time.sleep(0.02)
+            return 0.0 if latest is None else self._now() - latest
+
+        wait = float(self.get_parameter('measurement_wait_s').value)
+        if self._until(lambda: abs(age()) <= max_age, wait, should_stop) or should_stop():
+            return
+        late = age()
+        if abs(late) <= max_age:  # (caught up just now)
+            return
         raise Failure(
             ErrorCode.TIMEOUT,
-            f'the F/T wrenches on {self._wrench_topic} are stamped {abs(age):.2f} s '
-            f"{'behind' if age > 0 else 'ahead of'} this node's clock: the push does not "
+            f'the F/T wrenches on {self._wrench_topic} are stamped {abs(late):.2f} s '
+            f"{'behind' if late > 0 else 'ahead of'} this node's clock: the push does not "
             "start (are the machines' clocks apart, or one on sim time? or, behind, is "
             "this node's F/T queue falling behind the driver on a busy machine?)",
         )
@@ -778,16 +794,13 @@ class ExecutorNode(SlideNode):
         # machine: 1.6 s measured): wait (a little) until the object poses and the wrenches
         # cover the push. (A record built at once lost the wrenches still queued: 'too few
         # measurements, 0 wrenches'.)
-        end = time.monotonic() + float(self.get_parameter('measurement_wait_s').value)
-        while time.monotonic() < end and not self.stopping.is_set():
+        def covers_push() -> bool:
             with self._lock:
-                latest = min(
-                    self._poses[-1][0] if self._poses else -math.inf,
-                    self._wrenches[-1][0] if self._wrenches else -math.inf,
-                )
-            if latest >= t2:
-                break
-            time.sleep(0.02)
+                pose = self._poses[-1][0] if self._poses else -math.inf
+                wrench = self._wrenches[-1][0] if self._wrenches else -math.inf
+            return min(pose, wrench) >= t2
+
+        self._until(covers_push, float(self.get_parameter('measurement_wait_s').value))
         with self._lock:
             poses = [(t, X) for t, X in self._poses if t0 - 0.05 <= t <= t2]
             tips = [(t, p) for t, p in self._tips if t0 - 0.05 <= t <= t2]

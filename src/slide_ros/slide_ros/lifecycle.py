@@ -25,6 +25,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
@@ -62,7 +63,7 @@ class SideNode:
     stream so, used 61% of a core and fell up to 3.7 s behind the driver. Destroy it with
     :meth:`destroy` before the owner."""
 
-    def __init__(self, owner: Any, name: str) -> None:
+    def __init__(self, owner: Node, name: str) -> None:
         # (use_global_arguments off: a runner's '__node:=NAME' renamed it too)
         self.node = rclpy.create_node(
             name,
