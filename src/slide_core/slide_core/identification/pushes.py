@@ -125,7 +125,8 @@ class PushData:
         push: forces and contact points per step.
         X_WO0: (3,) observed pose at the first step.
         obs_steps: (J,) steps at which the pose was observed; X_obs: (J, 3) those poses.
-        p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays).
+        p_WF: (T+1, 2) the fingertip centre at the step boundaries (for kinematic replays,
+            and to tell the steps in which the object rests against a still fingertip).
         X_steps: (T+1, 3) the observed poses at the step boundaries, smoothed
             (:func:`smoothed_poses`).
     """
@@ -139,11 +140,23 @@ class PushData:
     X_steps: FloatArray
 
     @property
+    def felt(self) -> NDArray[np.bool_]:
+        """(T,) whether the F/T felt the fingertip on each step (:func:`build_push` zeroes
+        the force of each step below the sensor's touch threshold)."""
+        return np.asarray(np.any(self.push.f_W != 0.0, axis=1))
+
+    @property
+    def fingertip_speed(self) -> FloatArray:
+        """(T,) the fingertip centre's mean speed over each step [m/s], from
+        :attr:`p_WF`."""
+        return np.asarray(np.linalg.norm(np.diff(self.p_WF, axis=0), axis=1) / self.push.dt)
+
+    @property
     def touch_step(self) -> int | None:
         """The step in which the fingertip touches the object: the first whose force is
         felt (:func:`build_push` zeroes each step whose mean force is below the sensor's
         touch threshold), or None when no step feels one."""
-        felt = np.flatnonzero(np.any(self.push.f_W != 0.0, axis=1))
+        felt = np.flatnonzero(self.felt)
         return int(felt[0]) if felt.size else None
 
 

@@ -204,6 +204,13 @@ class TrainingSet:
             touch = pd.touch_step
             if touch is not None:
                 moving[: touch + 1] = False
+            # While the fingertip stands still and still presses, the object rests against it:
+            # at the end of a stroke it decelerates with the fingertip and stops, and the
+            # force stays on (static friction, below its limit). Tracked poses leave a
+            # smoothed speed of a few mm/s in random directions there, which passed as
+            # sliding: on the twin's library pushes tracked at 30 Hz those steps, 1% of the
+            # moving ones, held half the true maps' loss.
+            moving &= ~(pd.felt & (pd.fingertip_speed < MIN_SPEED))
             if not moving.any():
                 still.append(pd.index)
                 continue

@@ -334,6 +334,27 @@ def test_no_step_up_to_the_touch_is_fitted_as_sliding() -> None:
     assert train.loss(m, mu)[0] < 0.08 * train.wrench_square
 
 
+def test_steps_pressed_against_a_still_fingertip_are_not_fitted_as_sliding() -> None:
+    # At a stroke's end the fingertip stops and still presses, below the sliding friction:
+    # the object rests. Tracked poses smoothed through the stop said it crept on at a few
+    # mm/s, and those steps were fitted as sliding: on the twin's pushes tracked at 30 Hz
+    # they held half the true maps' loss.
+    from slide_core.identification import TrainingSet
+
+    grid, t, X, p_WF, f_W, _ = pushed_box((0.0, 0.0), 0.0)
+    stroke = TrainingSet.from_pushes(grid, [push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)])
+    held = t >= 0.8
+    f_W[held] = [1.0, 0.0]  # 1 N: static friction, below the 1.5 N of sliding
+    X[held, 1] += 0.005 * (t[held] - 0.8)  # the tracked pose creeps sideways at 5 mm/s
+    push = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 1.2)
+    assert push.felt[-1] and push.fingertip_speed[-1] == 0.0
+    train = TrainingSet.from_pushes(grid, [push])
+    assert train.steps <= stroke.steps  # none after the stop
+    m = np.full(grid.n, 0.05)
+    mu = np.full(grid.n, 1.5 / (m.sum() * 9.81))
+    assert train.loss(m, mu)[0] < 0.08 * train.wrench_square
+
+
 def test_times_in_the_wrong_unit_are_suspected_aloud() -> None:
     # Milliseconds read as seconds: 'no object pose for 10.00 s from 2250.00 s after its
     # start', with no word of the unit.
