@@ -60,12 +60,16 @@ Beyond the papers
   velocities say it moves (on the twin's pushes those steps held most of the true maps'
   loss, and with them in the fit the total mass came out 20 to 30% light and the centre of
   mass drawn towards the footprint's middle).
-- Nor are the steps in which the fingertip stands still (slower than ``MIN_SPEED``) while
-  the F/T still feels it: the object rests against it there, held by static friction below
-  its limit. Tracked poses smoothed through the stop leave a speed of a few mm/s in random
-  directions, which passed for sliding (on the twin's library pushes tracked at 30 Hz, 1% of
-  the moving steps held half the true maps' loss; leaving them out took the held-out error
-  from 2.82 to 2.19 mm and the centre of mass from 11.8 to 6.4 mm there, 3 draws of pushes).
+- Nor are the steps at a stroke's end, once the fingertip that the F/T still feels has
+  slowed for good below a quarter of its speed (``SLOW_TIP``), or while it stands: the
+  object comes to rest against it, held by static friction below its limit at the last.
+  Tracked poses smoothed through that stop leave a speed of a few mm/s in random
+  directions, which passed for sliding (on the twin's library pushes tracked at 30 Hz, the
+  1% of the moving steps with the fingertip standing held half the true maps' loss).
+  Measured on the library (8 objects x 3 draws of 5 training pushes), held-out error and
+  centre of mass: tracked at 30 Hz 2.82 -> 1.75 mm and 11.8 -> 5.5 mm; at 10 Hz (the twin
+  graph's camera) 3.49 -> 1.96 mm and 13.9 -> 7.8 mm; the twin's 100 Hz poses 1.21 -> 1.24
+  mm and 2.68 -> 2.69 mm. (Leaving out only the standing steps: 2.19 and 6.4 mm at 30 Hz.)
 - The table's edge: on a step with part of the object over it, only the cells' parts on
   the table carry loads, at their centroids (:func:`slide_core.geometry.edge_support`), so
   pushes made near the goal, which the task identifies again from, tell the centre of mass

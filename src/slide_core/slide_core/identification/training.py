@@ -29,6 +29,10 @@ MIN_SPEED = 0.003  # m/s: a step counts when some cell moves at least this fast
 SPEED_EPS = 0.001  # m/s: regularisation of a cell's sliding direction
 SPIN_EPS = 0.02  # rad/s: regularisation of the spin's sign
 SMOOTHING_WINDOW = 7  # samples of the Savitzky-Golay filter (70 ms at 100 Hz)
+SLOW_TIP = 0.25
+"""The stroke's end: once the fingertip that the F/T feels has slowed for good below this
+share of its median speed over the push's felt steps (or below MIN_SPEED), its steps are
+not fitted: the object is coming to rest against it (:meth:`TrainingSet.from_pushes`)."""
 
 
 def _window(samples: int) -> int:
@@ -204,13 +208,18 @@ class TrainingSet:
             touch = pd.touch_step
             if touch is not None:
                 moving[: touch + 1] = False
-            # While the fingertip stands still and still presses, the object rests against it:
-            # at the end of a stroke it decelerates with the fingertip and stops, and the
-            # force stays on (static friction, below its limit). Tracked poses leave a
-            # smoothed speed of a few mm/s in random directions there, which passed as
-            # sliding: on the twin's library pushes tracked at 30 Hz those steps, 1% of the
-            # moving ones, held half the true maps' loss.
-            moving &= ~(pd.felt & (pd.fingertip_speed < MIN_SPEED))
+            # Nor once the fingertip, still pressing, has slowed for good below SLOW_TIP of its
+            # pressing speed (the stroke's end), or while it stands: the object slows to rest
+            # with it, and tracked poses smoothed through the stop leave a speed of a few mm/s
+            # in random directions, which passed for sliding. On the twin's library pushes
+            # tracked at 30 Hz, 1% of the moving steps (those with the fingertip standing)
+            # held half the true maps' loss; on the graph's (10 Hz), the slowing ones too.
+            felt = pd.felt
+            if felt.any():
+                tip = pd.fingertip_speed
+                fast = felt & (tip >= max(MIN_SPEED, SLOW_TIP * float(np.median(tip[felt]))))
+                ending = np.arange(T) > (np.flatnonzero(fast)[-1] if fast.any() else -1)
+                moving &= ~(felt & (ending | (tip < MIN_SPEED)))
             if not moving.any():
                 still.append(pd.index)
                 continue
