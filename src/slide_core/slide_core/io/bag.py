@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 import math
+from numbers import Integral
 from pathlib import Path
 from typing import Any, Literal
 
@@ -293,6 +294,11 @@ def read_pushes(
             wanted = sorted({*wanted, *range(known)})
     else:
         wanted = list(indices)
+        if isinstance(indices, str) or not all(isinstance(i, Integral) for i in wanted):
+            raise SlideInputError(
+                f'{name}: pushes are asked for by number (a list of ints, or None for all), '
+                f'not {indices!r}'
+            )
         twice = sorted(i for i, n in Counter(wanted).items() if n > 1)
         if twice:  # one push twice in a training set weighs it double, silently
             raise SlideInputError(f'{name}: push {_ranges(twice)} asked for more than once')

@@ -56,6 +56,12 @@ def test_bad_bags_give_clear_errors(bag: Path, tmp_path: Path) -> None:
     # The identification node's bag goals took a push twice, weighing it double.
     with pytest.raises(SlideInputError, match='push 0 asked for more than once'):
         read_pushes(bag, [0, 0])
+    # The CLI's 'all' given to the library read as pushes 'a', 'l', 'l': 'push l asked for
+    # more than once'.
+    with pytest.raises(SlideInputError, match=r"by number .* not 'all'"):
+        read_pushes(bag, 'all')  # type: ignore[arg-type]
+    with pytest.raises(SlideInputError, match=r'by number .* not \[0, 1.5\]'):
+        read_pushes(bag, [0, 1.5])  # type: ignore[list-item]
     with pytest.raises(SlideInputError, match='no such bag'):
         read_pushes(tmp_path / 'absent')
 
