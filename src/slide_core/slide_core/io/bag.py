@@ -294,7 +294,7 @@ def read_pushes(
             wanted = sorted({*wanted, *range(known)})
     else:
         wanted = list(indices)
-        if isinstance(indices, str) or not all(isinstance(i, Integral) for i in wanted):
+        if not all(isinstance(i, Integral) for i in wanted):  # 'all' reads as 'a', 'l', 'l'
             raise SlideInputError(
                 f'{name}: pushes are asked for by number (a list of ints, or None for all), '
                 f'not {indices!r}'
