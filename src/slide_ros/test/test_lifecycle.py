@@ -144,6 +144,9 @@ def test_a_goal_stopped_by_the_nodes_shutdown_is_aborted_with_its_result() -> No
         server_side.close()
 
 
+HANDSHAKE = 7
+"""The goal ``attempt`` that BUSY's node ends at once (a client's handshake)."""
+
 BUSY = textwrap.dedent(
     """
     import time
@@ -154,7 +157,7 @@ BUSY = textwrap.dedent(
     from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, end_stopped, run
     from slide_ros.params import declare
 
-    HANDSHAKE = 7
+    HANDSHAKE = {handshake}
 
     class Busy(SlideNode):
         def __init__(self):
@@ -187,7 +190,7 @@ BUSY = textwrap.dedent(
 
     raise SystemExit(run(Busy, 'busy'))
     """
-)
+).format(handshake=HANDSHAKE)
 
 
 @pytest.mark.ros
@@ -215,7 +218,7 @@ def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_abort
         client = SafeActionClient(peer.node, ChooseExploration, '/busy/choose')
         # A goal the node ends at once, until its answer comes: a full suite's run once lost
         # the first goal's acceptance (the node had not yet discovered the client's reader).
-        peer.handshake(client, ChooseExploration.Goal(attempt=7))
+        peer.handshake(client, ChooseExploration.Goal(attempt=HANDSHAKE))
         _handle, future = peer.send(client, ChooseExploration.Goal(), 60.0)
         assert node.stdout is not None and node.stdout.readline() == 'executing\n'
         node.send_signal(getattr(signal, signal_name))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slide_core.geometry import Grid, rotation
+from slide_core.geometry import Grid, cell_positions
 from slide_core.identification import (
     Bounds,
     IdentificationError,
@@ -38,7 +38,7 @@ def pushes_by_the_core(
             push = WrenchPush.at_cell(GRID, cell, f + rng.normal(0.0, noise_n, f.shape), DT)
         steps = np.arange(X.shape[0])
         # A fingertip that stays on the pushed point.
-        p_WF = X[:, :2] + np.einsum('tij,j->ti', rotation(X[:, 2]), GRID.p_OC[cell])
+        p_WF = cell_positions(GRID, X)[:, cell]
         out.append(PushData(i, push, X[0], steps, X, p_WF, X))
     return out
 
