@@ -36,6 +36,10 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   moves its outline by more than the camera's noise): the closed loop steers the goal's
   position and leaves the yaw it tracks, which only drifts, alone (:meth:`Goal.toward`);
   its goals are looked for at that yaw alone, where the loop will judge them.
+- Staging (:func:`select_staging`): when the belief is too uncertain for a goal, a pose at
+  the edge that every model keeps balanced (:func:`staging_config`), pushed to so that
+  identification sees the table carry only part of the object, which tells its centre of
+  mass where pushes on the table do not.
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho
   dtheta)^2), rho the object's radius) through poses that keep the object on the table,
   clear of obstacles and balanced; resampled to waypoints. OMPL's generator is seeded
@@ -82,6 +86,8 @@ from slide_core.planning.goal import (
     hold_quantile,
     landing_turn,
     select_goal,
+    select_staging,
+    staging_config,
     yaw_seen,
 )
 from slide_core.planning.grasp import (
@@ -156,6 +162,8 @@ __all__ = [
     'lost_probability',
     'select_push',
     'select_goal',
+    'select_staging',
+    'staging_config',
     'push_leans',
     'stay_probability',
     'step_seed',

@@ -50,7 +50,9 @@ class Goal:
         (its outline is round, :func:`yaw_seen`), so the goal's yaw is not steered to;
         hold: the hold ratio that 1 - epsilon of the belief stays under
         (:func:`slide_core.planning.grasp.hold_ratios`; 1: the pads at their limit; at
-        most ``PlannerConfig.hold_max``).
+        most ``PlannerConfig.hold_max``); staging: a staging pose (:func:`select_staging`),
+        where the object is pushed to learn from, not grasped: the closed loop steers to
+        it and judges it under :func:`staging_config`.
     """
 
     X_WO: FloatArray
@@ -61,6 +63,7 @@ class Goal:
     grasp: Grasp
     yaw_free: bool = False
     hold: float = 0.0
+    staging: bool = False
 
     def toward(self, X_WO: Any) -> FloatArray:
         """The pose (3,) the closed loop steers to from X_WO: the goal's, or, when its yaw
@@ -80,6 +83,7 @@ class Goal:
             'grasp': self.grasp.to_dict(),
             'yaw_free': self.yaw_free,
             'hold_ratio': self.hold,
+            'staging': self.staging,
         }
 
 
@@ -206,6 +210,40 @@ def select_goal(
         raise error
     tick.finish()
     return replace(goal, yaw_free=free)
+
+
+def staging_config(config: PlannerConfig) -> PlannerConfig:
+    """The settings a staging pose is chosen, steered to and judged under
+    (:func:`select_staging`): every model of the belief stays balanced (epsilon 0, with
+    the margins a push needs, on the way too), and the pads are asked at most what they
+    resist (hold_max 1: no safety factor, since nothing is lifted there; a pose no grasp
+    could ever use is not worth reaching)."""
+    return replace(config, epsilon=0.0, hold_max=1.0)
+
+
+def select_staging(
+    belief: Belief,
+    X_WO: Any,
+    config: PlannerConfig,
+    progress: Callable[[float], None] | None = None,
+) -> Goal:
+    """A staging pose at the edge for a belief too uncertain for a goal
+    (:class:`UncertainBeliefError`): the goal :func:`select_goal` chooses under
+    :func:`staging_config`, marked ``staging``.
+
+    Why: on the table every cell is carried, and a push measures the friction forces
+    mu_i N_i. The loads N_i of a rigid object depend on its centre of mass, but a friction
+    map scaled cell by cell matches the same forces for a range of centres of mass, so
+    more pushes there narrow that range little (a hammer's belief stayed at 0.94 held
+    through five more). With part of the object past the edge, the table carries only the
+    cells over it, and their loads shift with the centre of mass otherwise than on the
+    table: the pushes that bring the object there and the identifications after each
+    tell the centre of mass that the pushes on the table left open. Every model stays
+    balanced there, so the object is as safe there as the belief can say.
+
+    Raises PlanningError (as :func:`select_goal`) when no pose keeps every model
+    balanced and graspable."""
+    return replace(select_goal(belief, X_WO, staging_config(config), progress), staging=True)
 
 
 class _Ticks:

@@ -33,6 +33,7 @@ from slide_core.planning import (
     UncertainBeliefError,
     carried_area,
     cells_overlap_box,
+    com_margins_of,
     goal_acceptable,
     goal_refusal,
     grasp_at,
@@ -42,6 +43,7 @@ from slide_core.planning import (
     landing_turn,
     leave_probability,
     lost_probability,
+    needed_margins,
     next_step,
     next_waypoint,
     plan_path,
@@ -51,6 +53,8 @@ from slide_core.planning import (
     rectangles_overlap_box,
     select_goal,
     select_push,
+    select_staging,
+    staging_config,
     stay_probability,
     workspace_problem,
     yaw_seen,
@@ -389,6 +393,31 @@ def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
         'only 0.92 of the belief both stays and is held there, not 0.95'
     )
     assert goal_refusal(Belief.create(BAR, models[3], MU), [0.045, 0.0, 0.0], CONFIG) is None
+
+
+def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps() -> None:
+    # One model in ten is 8 times as heavy: the pads would be asked 0.84 of their limit
+    # for it, more than the half they are trusted with, so no goal; the staging pose
+    # sticks out as a goal would, and every model stays there, within the pads' limit.
+    heavy = Belief.create(BAR, np.stack([M, M * 8]), np.stack([MU, MU]), [0.9, 0.1])
+    X0 = [0.4, 0.0, 0.0]
+    with pytest.raises(UncertainBeliefError):
+        select_goal(heavy, X0, CONFIG)
+    staging = select_staging(heavy, X0, CONFIG)
+    need = CONFIG.gripper.clearance + CONFIG.gripper.min_grip + CONFIG.grasp_margin
+    assert staging.staging and staging.overhang >= need - 1e-9
+    strict = staging_config(CONFIG)
+    assert strict.epsilon == 0.0 and strict.hold_max == 1.0
+    assert np.all(com_margins_of(heavy, staging.X_WO) >= needed_margins(heavy, strict))
+    ratios = hold_ratios(heavy, staging.X_WO, staging.grasp, CONFIG.gripper)
+    assert ratios[0] <= 0.5 < ratios[1] <= 1.0
+    assert goal_acceptable(heavy, staging.X_WO, strict) is not None
+    assert goal_acceptable(heavy, staging.X_WO, CONFIG) is None  # a staging pose, no goal
+    assert staging.to_dict()['staging'] is True
+    # Too heavy for the pads even at their limit: no staging pose either.
+    heavier = Belief.create(BAR, np.stack([M, M * 15]), np.stack([MU, MU]), [0.9, 0.1])
+    with pytest.raises(PlanningError, match='not 1.00'):
+        select_staging(heavier, X0, CONFIG)
 
 
 def _clipped_area(square: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
