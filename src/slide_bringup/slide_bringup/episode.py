@@ -48,7 +48,8 @@ class EpisodeResult:
     ``stay_probability`` describe the pose the object was grasped at, or else where it came
     to rest; an object that fell while it was pushed has none: empty and None.
     ``com_error_m``: how far the last belief's most probable centre of mass lies from the
-    truth (None without a belief)."""
+    truth (None without a belief); ``staged``: staging poses chosen (the belief too
+    uncertain for a goal, :func:`slide_core.planning.select_staging`)."""
 
     object: str
     seed: int
@@ -61,6 +62,7 @@ class EpisodeResult:
     pushes: int = 0
     regoals: int = 0
     relearned: int = 0
+    staged: int = 0
     reached: bool = False
     stay_probability: float | None = 0.0
     goal_stay_probability: float = 0.0
@@ -107,6 +109,7 @@ def score(
     r.exploration_pushes, r.pushes, r.reached = task.exploration_pushes, task.pushes, task.reached
     r.regoals = st.regoals
     r.relearned = st.relearned
+    r.staged = st.staged
     r.stages = task.stage_s
     r.identification_s = task.stage_s.get(Stage.IDENTIFY.value, 0.0)
     r.interim_identification_s = st.interim_identify_s  # (within the exploring stage's time)

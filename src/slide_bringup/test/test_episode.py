@@ -15,7 +15,14 @@ from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid
 from slide_core.identification import PushSamples
 from slide_core.model import Belief, ObjectSpec, load_object, load_workcell
-from slide_core.planning import Goal, UncertainBeliefError, planner_config
+from slide_core.planning import (
+    Goal,
+    PlanningError,
+    UncertainBeliefError,
+    goal_acceptable,
+    planner_config,
+    staging_config,
+)
 from slide_core.task import (
     LocalDecider,
     ModelSource,
@@ -178,14 +185,20 @@ def test_the_same_seed_gives_the_same_episode() -> None:
 
 class UncertainUntil:
     """The core's decider, whose goal search finds every belief identified from fewer than
-    ``pushes`` pushes too uncertain (as a belief of disagreeing models is)."""
+    ``pushes`` pushes too uncertain (as a belief of disagreeing models is); with
+    ``staging`` False, it finds no staging pose either."""
 
-    def __init__(self, inner: LocalDecider, pushes: int) -> None:
-        self.inner, self.pushes = inner, pushes
+    def __init__(self, inner: LocalDecider, pushes: int, staging: bool = False) -> None:
+        self.inner, self.pushes, self.stages = inner, pushes, staging
         self.identified: list[int] = []  # pushes each identification was given
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+    def staging(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        if not self.stages:
+            raise PlanningError('no goal: too short')
+        return self.inner.staging(belief, X_WO)
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
         self.identified.append(len(pushes))
@@ -197,12 +210,14 @@ class UncertainUntil:
         return self.inner.goal(belief, X_WO)
 
 
-def identified_in_twin(decider_pushes: int, extra: int) -> tuple[Task, UncertainUntil]:
+def identified_in_twin(
+    decider_pushes: int, extra: int, staging: bool = False
+) -> tuple[Task, UncertainUntil]:
     """A task on the box in the twin, perceived, explored twice and identified."""
     spec, cell = load_object('box'), load_workcell()
     twin = Twin(spec, cell, random_start(spec, cell, 1))
     inner = LocalDecider(planner_config(cell), cell, exploration_policy='most-distinctive')
-    decider = UncertainUntil(inner, decider_pushes)
+    decider = UncertainUntil(inner, decider_pushes, staging)
     settings = TaskSettings(exploration_pushes=2, extra_exploration=extra)
     task = Task(TwinWorld(twin), decider, settings)  # type: ignore[arg-type]
     task.perceive()
@@ -220,6 +235,24 @@ def test_a_belief_too_uncertain_for_a_goal_explores_once_more_at_a_time() -> Non
     assert task.state.extra_explored == 2
     # An interim belief before push 2, then one per push: none identified twice.
     assert decider.identified == [1, 2, 3, 4]
+
+
+def test_a_belief_too_uncertain_for_a_goal_is_pushed_to_the_edge_and_learns_on_the_way() -> None:
+    task, decider = identified_in_twin(decider_pushes=4, extra=3, staging=True)
+    task.choose_goal()
+    st = task.state
+    assert st.goal is not None and st.goal.staging and len(st.explored) == 2
+    assert st.belief is not None and st.extra_explored == 1
+    # Every model keeps the box balanced at the staging pose.
+    strict = staging_config(planner_config(load_workcell()))
+    assert goal_acceptable(st.belief, st.goal.X_WO, strict) is not None
+    while st.goal.staging:
+        assert task.closed_loop_step() is False
+    # Identified again after each push towards it: the belief from 4 pushes (after the
+    # second) had a goal, which the third push steered to; nothing was explored on the table.
+    assert st.planned == 3 and decider.identified[-3:] == [3, 4, 5]
+    assert [p['staging'] for p in st.trace['pushes']] == [True, True, False]
+    assert len(st.explored) == 2 and st.goal_belief == 4
 
 
 def test_extra_exploration_ends_in_no_goal_when_spent() -> None:

@@ -51,8 +51,9 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         '--extra-exploration',
         type=int,
         default=TaskSettings.extra_exploration,
-        help='more exploratory pushes, one at a time with a new identification, while the '
-        'belief is too uncertain for any goal (0 to 20; default %(default)s)',
+        help='while the belief is too uncertain for any goal: a staging pose at the edge '
+        'first, then more exploratory pushes, one at a time with a new identification (the '
+        'staging pose counted as one; 0 to 20; default %(default)s)',
     )
     parser.add_argument(
         '--push-budget', type=int, default=25, help='planned pushes allowed (default 25)'

@@ -34,6 +34,8 @@ from slide_core.planning import (
     final_grasp,
     next_step,
     select_goal,
+    select_staging,
+    staging_config,
     step_seed,
     too_tall_to_grasp,
 )
@@ -221,12 +223,15 @@ class LocalDecider:
     def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
         return select_goal(belief, X_WO, self.config)
 
+    def staging(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        return select_staging(belief, X_WO, self.config)
+
     def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
         return next_step(
             belief,
             X_WO,
             goal.X_WO,
-            self.config,
+            staging_config(self.config) if goal.staging else self.config,
             exhaustive=self.exhaustive,
             seed=step_seed(self.seed, index),
         )

@@ -2,12 +2,17 @@
 
     perceive -> explore x N -> identify -> goal -> (observe, plan, push)* -> grasp
 
-(the goal stage explores once more and identifies again while the belief is too uncertain
-for any goal, up to ``TaskSettings.extra_exploration`` times; the closed loop chooses a
-goal anew from where the object is when nothing leads to its goal from there, up to
-``TaskSettings.regoals`` times, and, with ``TaskSettings.relearn_every``, identifies again
-from the pushes so far; when the belief is then too uncertain for any goal, it explores
-once more and identifies again from every push, within the same ``extra_exploration``)
+(while the belief is too uncertain for any goal, the goal stage first chooses a staging pose
+at the edge, which the closed loop pushes the object to, identifying again after each push
+and looking for the goal under each new belief (pushes with part of the object past the edge
+tell where its weight lies; :func:`slide_core.planning.select_staging`); when there is no
+staging pose, it explores once more and identifies again, up to
+``TaskSettings.extra_exploration`` times, the staging pose counted as one; the closed loop
+chooses a goal anew from where the object is when nothing leads to its goal from there, up
+to ``TaskSettings.regoals`` times, and, with ``TaskSettings.relearn_every``, identifies
+again from the pushes so far; when the belief is then too uncertain for any goal, it
+explores once more and identifies again from every push, within the same
+``extra_exploration``)
 
 Each stage is a method of :class:`Task` that reads and updates its :class:`TaskState`;
 :meth:`Task.run` calls them in order, and so do the leaves of the ROS behaviour node, so
@@ -28,8 +33,8 @@ import numpy as np
 from slide_core.errors import NoSolutionError
 from slide_core.geometry import FloatArray, rotation, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
-from slide_core.model import Primitive
-from slide_core.planning import PlanningError, Step, UncertainBeliefError
+from slide_core.model import Belief, Primitive
+from slide_core.planning import Goal, PlanningError, Step, UncertainBeliefError
 from slide_core.task.state import (
     Outcome,
     Stage,
@@ -69,12 +74,14 @@ def push_trace(
     goal: FloatArray | None = None,
     index: int | None = None,
     belief_pushes: int | None = None,
+    staging: bool = False,
 ) -> dict[str, Any]:
     """A planned push as the trace keeps it (the picture draws it, the behaviour's result
     lists it): the pose it was planned from, the fingertip's start and direction in the
     table frame, the travel [m], the waypoint aimed at and the path's waypoints; and what
     it was decided with: the goal steered to, the index its random stream is drawn for and
-    the ``belief_pushes`` of the belief (``TaskState.beliefs``)."""
+    the ``belief_pushes`` of the belief (``TaskState.beliefs``), and whether the goal was a
+    staging pose (decided under :func:`slide_core.planning.staging_config`)."""
     assert step.push is not None
     p = step.push
     return {
@@ -87,6 +94,7 @@ def push_trace(
         'goal': None if goal is None else np.asarray(goal, dtype=float).tolist(),
         'index': index,
         'belief_pushes': belief_pushes,
+        'staging': staging,
     }
 
 
@@ -272,8 +280,11 @@ class Task:
         self._leave(Stage.IDENTIFY, t0)
 
     def choose_goal(self) -> None:
-        """The goal at the edge; while the belief is too uncertain for any, one more
-        exploratory push and identification at a time, ``extra_exploration`` at most."""
+        """The goal at the edge; while the belief is too uncertain for any, first a staging
+        pose at the edge (:meth:`Decider.staging`: the closed loop pushes the object there
+        and looks for the goal again under each belief on the way), else one more
+        exploratory push and identification at a time; ``extra_exploration`` of these at
+        most, the staging pose counting as one."""
         st = self.state
         while True:
             t0 = self._enter(Stage.GOAL)
@@ -285,32 +296,110 @@ class Task:
                 st.goal_belief = st.belief_pushes
                 break
             except UncertainBeliefError as exc:
-                self._leave(Stage.GOAL, t0)
                 extra = st.extra_explored
                 if extra >= self.settings.extra_exploration:
+                    self._leave(Stage.GOAL, t0)
                     after = f' (after {extra} more exploratory push(es))' if extra > 0 else ''
                     raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, f'{exc}{after}') from None
-                self.say(f'{exc}: exploring once more')
                 st.extra_explored += 1
+                if not st.staged:
+                    staging = self._staging(st.belief, X, exc)
+                    if staging is not None:
+                        st.goal = staging
+                        st.goal_belief = st.goal_tried = st.belief_pushes
+                        break
+                self._leave(Stage.GOAL, t0)
+                self.say(f'{exc}: exploring once more')
                 self.explore_once()
                 self.identify()
             except PlanningError as exc:
                 raise TaskFailure(Outcome.NO_GOAL, Stage.GOAL, str(exc)) from None
         st.trace['goal'] = st.goal.X_WO.tolist()
         st.trace['goal_yaw_free'] = st.goal.yaw_free
-        free = ' (its yaw free: the camera cannot see this outline turn)' * st.goal.yaw_free
-        self.say(f'goal {np.round(st.goal.X_WO, 3).tolist()}{free}')
+        st.trace['goal_staging'] = st.goal.staging
+        if not st.goal.staging:
+            free = ' (its yaw free: the camera cannot see this outline turn)' * st.goal.yaw_free
+            self.say(f'goal {np.round(st.goal.X_WO, 3).tolist()}{free}')
+        self._leave(Stage.GOAL, t0)
+
+    def _staging(self, belief: Belief, X: FloatArray, uncertain: PlanningError) -> Goal | None:
+        """A staging pose for the object at X (:meth:`Decider.staging`), counted in
+        ``state.staged``, or None when there is none (said, with why)."""
+        try:
+            staging = self.decider.staging(belief, X)
+        except PlanningError as exc:
+            self.say(f'{uncertain}; no staging pose at the edge either ({exc})')
+            return None
+        self.state.staged += 1
+        self.say(
+            f'{uncertain}: pushing the object to a staging pose at the edge, '
+            f'{np.round(staging.X_WO, 3).tolist()} ({staging.overhang * 100:.1f} cm out, where '
+            'every model stays), to learn where its weight lies from pushes there'
+        )
+        return staging
+
+    def _set_goal(self, goal: Goal) -> None:
+        """Steer to ``goal`` from now on, chosen under the belief the task has now."""
+        st = self.state
+        st.goal, st.goal_belief = goal, st.belief_pushes
+        st.closest, st.stalled = math.inf, 0
+        st.trace.setdefault('goals', [st.trace.get('goal')]).append(goal.X_WO.tolist())
+        st.trace['goal'] = goal.X_WO.tolist()
+        st.trace['goal_yaw_free'] = goal.yaw_free
+        st.trace['goal_staging'] = goal.staging
+
+    def _goal_after_staging(self, X: FloatArray, arrived: bool) -> None:
+        """Under a staging pose, with the object observed at X: the goal looked for again
+        when the belief was identified again since the last look, or the staging pose is
+        reached (``arrived``); a goal found replaces the staging pose. Arrived with the
+        belief still too uncertain for a goal (or with none for another reason), the task
+        ends as ``no_goal``: the pushes at the edge told what they could, and no
+        exploratory push is made from there (they keep to the table's middle)."""
+        st = self.state
+        assert st.belief is not None
+        if arrived:
+            self.relearn()  # (without relearn_every, the pushes there were not identified)
+        elif st.goal_tried == st.belief_pushes:
+            return
+        t0 = self._enter(Stage.GOAL)
+        st.goal_tried = st.belief_pushes
+        try:
+            goal = self.decider.goal(st.belief, X)
+        except PlanningError as exc:
+            if arrived:
+                raise TaskFailure(
+                    Outcome.NO_GOAL,
+                    Stage.GOAL,
+                    f'{exc} (at the staging pose, with the belief from {st.belief_pushes} pushes)',
+                ) from None
+            self.say(f'still {exc}: on to the staging pose')
+            self._leave(Stage.GOAL, t0)
+            return
+        self._set_goal(goal)
+        where = 'at the staging pose' if arrived else 'on the way to the staging pose'
+        self.say(
+            f'goal {np.round(goal.X_WO, 3).tolist()}, under the belief from '
+            f'{st.belief_pushes} pushes ({where})'
+        )
         self._leave(Stage.GOAL, t0)
 
     def plan_once(self) -> bool:
         """Observe and decide: True when the goal is reached, no plan exists (none to the
         goal, nor to a goal chosen anew from here, ``regoals`` times at most), or
         ``stall_pushes`` pushes in a row made no progress (then the reason is kept in
-        ``state.no_plan`` and the task goes on to the grasp)."""
+        ``state.no_plan`` and the task goes on to the grasp). Under a staging pose, the goal
+        is looked for first when the belief is new (:meth:`_goal_after_staging`); no plan
+        to the staging pose, or none to a goal or staging pose chosen anew, ends the task as
+        ``no_goal``, and so does arriving there, or stalling, under a belief still too
+        uncertain for a goal: no grasp is tried where no goal could be trusted."""
         t0 = self._enter(Stage.PLAN)
         st = self.state
         assert st.belief is not None and st.goal is not None
         X = self.observe()
+        if st.goal.staging:
+            self._leave(Stage.PLAN, t0)
+            self._goal_after_staging(X, arrived=False)
+            t0 = self._enter(Stage.PLAN)
         while True:
             # A round object's goal yaw is free: steer to its position at the tracked yaw.
             goal = replace(st.goal, X_WO=st.goal.toward(X))
@@ -333,6 +422,12 @@ class Task:
                 if verdict == 'goal':
                     continue
                 after = f' (after {st.regoals} new goal(s))' if st.regoals else ''
+                if st.goal.staging:
+                    raise TaskFailure(
+                        Outcome.NO_GOAL,
+                        Stage.PLAN,
+                        f'no plan to the staging pose: {exc}{after}{verdict}',
+                    ) from None
                 st.no_plan = f'{exc}{after}{verdict}'
                 self.say(f'no plan: {st.no_plan}')
                 self._leave(Stage.PLAN, t0)
@@ -340,6 +435,10 @@ class Task:
         self._leave(Stage.PLAN, t0)
         if st.step.push is not None:
             st.simulations += st.step.push.simulations
+        if st.step.done and st.goal.staging:
+            self.say('at the staging pose')
+            self._goal_after_staging(X, arrived=True)  # a goal, or the task ends
+            return self.plan_once()
         if st.step.done:
             st.reached = True
             st.X_reached = X
@@ -354,6 +453,10 @@ class Task:
         elif st.planned > st.progress_at:
             st.stalled += 1
         st.progress_at = st.planned
+        if st.stalled >= self.settings.stall_pushes and st.goal.staging:
+            self.say(f'{st.stalled} pushes in a row brought it no nearer the staging pose')
+            self._goal_after_staging(X, arrived=True)  # as near as it gets: as if there
+            return self.plan_once()
         if st.stalled >= self.settings.stall_pushes:
             st.no_plan = (
                 f'no progress: {st.stalled} pushes in a row brought the object no nearer the '
@@ -373,7 +476,8 @@ class Task:
         add to the loop's reason ('' when the budget is spent or the goal search chose the
         old goal again, which would be refused again). A goal chosen under an older belief
         (``relearn_every``) is replaced without counting against ``regoals``: the belief
-        that refuses it is not the one that chose it."""
+        that refuses it is not the one that chose it. Under a staging pose, a staging pose
+        is chosen anew, as a goal is."""
         st = self.state
         assert st.belief is not None and st.goal is not None
         stale = st.goal_belief != st.belief_pushes
@@ -382,31 +486,37 @@ class Task:
                 return ''
             st.regoals += 1
         older = ', chosen under an older belief' * stale
-        self.say(f'no plan to the goal ({refusal}{older}): choosing a goal from here')
-        try:
-            goal = self.decider.goal(st.belief, X)
-        except UncertainBeliefError as exc:
-            if st.extra_explored < self.settings.extra_exploration:
-                self.say(f'no goal from here: {exc}: exploring once more')
-                return 'explore'
-            self.say(f'no goal from here: {exc}')
-            extra = st.extra_explored
-            after = f' after {extra} more exploratory push(es)' if extra else ''
-            return f'; no goal from here{after}: {exc}'
-        except PlanningError as exc:
-            self.say(f'no goal from here: {exc}')
-            return f'; no goal from here: {exc}'
+        if st.goal.staging:
+            # (The goal itself was looked for under this belief as the step began.)
+            self.say(f'no plan to the staging pose ({refusal}{older}): choosing one from here')
+            try:
+                goal = self.decider.staging(st.belief, X)
+            except PlanningError as exc:
+                self.say(f'no staging pose from here: {exc}')
+                return f'; no staging pose from here: {exc}'
+        else:
+            self.say(f'no plan to the goal ({refusal}{older}): choosing a goal from here')
+            try:
+                goal = self.decider.goal(st.belief, X)
+            except UncertainBeliefError as exc:
+                if st.extra_explored < self.settings.extra_exploration:
+                    self.say(f'no goal from here: {exc}: exploring once more')
+                    return 'explore'
+                self.say(f'no goal from here: {exc}')
+                extra = st.extra_explored
+                after = f' after {extra} more exploratory push(es)' if extra else ''
+                return f'; no goal from here{after}: {exc}'
+            except PlanningError as exc:
+                self.say(f'no goal from here: {exc}')
+                return f'; no goal from here: {exc}'
         if not stale and at_rest(goal.X_WO, st.goal.X_WO):
             # The belief that refused the old goal chose it again. (A stale goal's
             # neighbour is not: the new belief accepted it, a millimetre further in.)
             self.say('the goal from here is the same goal')
             return ''
-        st.goal, st.goal_belief = goal, st.belief_pushes
-        st.closest, st.stalled = math.inf, 0
-        st.trace.setdefault('goals', [st.trace.get('goal')]).append(goal.X_WO.tolist())
-        st.trace['goal'] = goal.X_WO.tolist()
-        st.trace['goal_yaw_free'] = goal.yaw_free
-        self.say(f'new goal {np.round(goal.X_WO, 3).tolist()}')
+        self._set_goal(goal)
+        what = 'staging pose' if goal.staging else 'goal'
+        self.say(f'new {what} {np.round(goal.X_WO, 3).tolist()}')
         return 'goal'
 
     def push_once(self) -> bool:
@@ -423,7 +533,8 @@ class Task:
             if st.belief is not None:
                 st.beliefs.setdefault(st.belief_pushes, st.belief)
             goal = None if st.goal is None else st.goal.toward(st.X_WO)
-            trace = push_trace(st.X_WO, step, goal, st.planned, st.belief_pushes)
+            staging = st.goal is not None and st.goal.staging
+            trace = push_trace(st.X_WO, step, goal, st.planned, st.belief_pushes, staging)
             st.trace['pushes'].append(trace)
             self.say(
                 f'push {st.planned + 1}: {p.primitive.travel * 100:.1f} cm, expected '
@@ -513,8 +624,18 @@ class Task:
         self._leave(Stage.IDENTIFY, t0)
 
     def final_grasp(self) -> None:
-        t0 = self._enter(Stage.GRASP)
+        """The grasp at the object's pose, and the lift. Not under a staging pose (the
+        push budget spent on the way there): no goal was found, and no grasp is tried
+        where the belief trusts none."""
         st = self.state
+        if st.goal is not None and st.goal.staging:
+            raise TaskFailure(
+                Outcome.NO_GOAL,
+                Stage.PLAN,
+                f'the push budget of {self.settings.push_budget} was spent on the way to the '
+                'staging pose, the belief still too uncertain for a goal',
+            )
+        t0 = self._enter(Stage.GRASP)
         assert st.belief is not None
         X = self.observe()
         st.trace['X_final'] = X.tolist()

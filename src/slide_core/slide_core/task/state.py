@@ -81,10 +81,12 @@ class TaskSettings:
     each exploratory push after the first is chosen under a belief identified from the
     pushes so far (paper 2's most distinctive push needs one; a random exploration does
     not, and saves the identifications); relearn_every: after every this many planned
-    pushes (0: never, up to 25), the belief is identified again from every push so far on
-    which the object stayed wholly on the table (identification knows no edge): a few
-    exploratory pushes can leave a heavy end's place open that the pushes towards the goal
-    then show."""
+    pushes (0: never, up to 25), the belief is identified again from every push so far,
+    those with the object over the table's edge too (identification carries only the cells
+    over the table): a few exploratory pushes can leave a heavy end's place open that the
+    pushes towards the goal then show. While the belief is too uncertain for a goal, the
+    task first pushes the object to a staging pose at the edge
+    (:func:`slide_core.planning.select_staging`, one of the ``extra_exploration``)."""
 
     exploration_pushes: int = 5
     extra_exploration: int = 5
@@ -124,26 +126,28 @@ class TaskSettings:
 
 @dataclass
 class TaskState:
-    """What the task knows so far (the behaviour node publishes it): the grid and last
-    pose, the exploratory primitives and their pushes on identification's step, what
-    every push measured, the belief and how many pushes it was identified from (those
-    during which the object stayed wholly on the table),
-    the exploratory pushes added because the belief was too uncertain for a goal, the goal,
-    last step, planned pushes, the grasp; ``X_reached``: the observed pose at which the
-    planner found the goal reached; ``closest``: the nearest [m, SE(2)] the object has been
-    to the goal, ``stalled`` the pushes since it last came nearer, and ``progress_at`` the
-    planned pushes at the last look; ``regoals``: the goals chosen anew from where the
-    object was because none led to the goal from there; ``relearned``: the times the
-    belief was identified again during the closed loop (``TaskSettings.relearn_every``),
-    from ``belief_pushes`` pushes the last time; ``goal_belief``: the ``belief_pushes`` of
-    the belief the goal was chosen under; ``beliefs``: every belief a planned push was
-    decided under, by its ``belief_pushes`` (each trace entry of a push names its own, with
-    the goal and the index it was planned for, so the decision can be made again);
-    ``unreadable``: the indices in ``samples`` of planned pushes identification cannot read
-    (left out when it identifies again); ``explored_at``: the indices in ``samples`` of the
-    exploratory pushes (the closed loop explores too, after planned pushes);
-    ``interim_identify_s``: the seconds the exploring stage spent identifying the interim
-    beliefs it chooses pushes under (counted in that stage's time too)."""
+    """What the task knows so far (the behaviour node publishes it): the grid and last pose, the
+    exploratory primitives and their pushes on identification's step, what every push
+    measured, the belief and how many pushes it was identified from (those that
+    identification can read), the exploratory pushes added because the belief was too
+    uncertain for a goal (a staging pose counted among them), the staging poses chosen
+    (``staged``), the goal (or staging pose), last step, planned pushes, the grasp;
+    ``X_reached``: the observed pose at which the planner found the goal reached;
+    ``closest``: the nearest [m, SE(2)] the object has been to the goal, ``stalled`` the
+    pushes since it last came nearer, and ``progress_at`` the planned pushes at the last
+    look; ``regoals``: the goals chosen anew from where the object was because none led to
+    the goal from there; ``relearned``: the times the belief was identified again during the
+    closed loop (``TaskSettings.relearn_every``), from ``belief_pushes`` pushes the last
+    time; ``goal_belief``: the ``belief_pushes`` of the belief the goal was chosen under;
+    ``goal_tried``: the ``belief_pushes`` of the belief the goal was last looked for under
+    while steering to a staging pose; ``beliefs``: every belief a planned push was decided
+    under, by its ``belief_pushes`` (each trace entry of a push names its own, with the goal
+    and the index it was planned for, so the decision can be made again); ``unreadable``:
+    the indices in ``samples`` of planned pushes identification cannot read (left out when
+    it identifies again); ``explored_at``: the indices in ``samples`` of the exploratory
+    pushes (the closed loop explores too, after planned pushes); ``interim_identify_s``: the
+    seconds the exploring stage spent identifying the interim beliefs it chooses pushes
+    under (counted in that stage's time too)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
@@ -155,6 +159,7 @@ class TaskState:
     belief: Belief | None = None
     belief_pushes: int = 0
     extra_explored: int = 0
+    staged: int = 0
     goal: Goal | None = None
     step: Step | None = None
     planned: int = 0
@@ -167,6 +172,7 @@ class TaskState:
     regoals: int = 0
     relearned: int = 0
     goal_belief: int = 0
+    goal_tried: int = 0
     beliefs: dict[int, Belief] = field(default_factory=dict)
     unreadable: set[int] = field(default_factory=set)
     grasp: Grasp | None = None

@@ -105,10 +105,18 @@ class Decider(Protocol):
         """The belief from what the exploratory pushes measured."""
 
     def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
-        """The goal at the edge (raises PlanningError when there is none)."""
+        """The goal at the edge (raises PlanningError when there is none,
+        UncertainBeliefError when the belief is too uncertain for one)."""
+
+    def staging(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        """A staging pose at the edge for a belief too uncertain for a goal
+        (:func:`slide_core.planning.select_staging`; raises PlanningError when there is
+        none)."""
 
     def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
-        """Decision ``index`` of the closed loop (raises PlanningError)."""
+        """Decision ``index`` of the closed loop towards ``goal``, under
+        :func:`slide_core.planning.staging_config` when it is a staging pose (raises
+        PlanningError)."""
 
     def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
         """The grasp at the final pose, or None."""

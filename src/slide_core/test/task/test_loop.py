@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from slide_core.errors import SlideInputError
+from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import Grid, se2_distance
 from slide_core.identification import IdentificationError, PushSamples
 from slide_core.model import Belief, Primitive
@@ -824,3 +824,140 @@ def test_the_time_spent_on_interim_beliefs_is_told_apart_from_exploring(
     t.explore_once()  # a failed identification took its time too
     assert t.state.interim_identify_s == pytest.approx(6.0)
     assert t.stage_seconds()['explore'] == pytest.approx(36.0)
+
+
+STAGING = Goal(X_REACHED + [0.01, 0.0, 0.0], 1.0, 0.02, 0.05, 0.1, GRASP, staging=True)
+UNCERTAIN = UncertainBeliefError('no goal: at most 0.94 of the belief stays and is held')
+
+
+class Stager(Learner):
+    """A planner whose goal search finds the belief too uncertain while ``goals`` begins
+    with an UncertainBeliefError, with staging poses ``stagings`` to offer; each step is
+    done (at the pose steered to) when ``done``, refused when ``refuse``."""
+
+    def __init__(self, goals: list[Goal | PlanningError], stagings: list[Goal | PlanningError]):
+        super().__init__()
+        self.goals, self.stagings = goals, stagings
+        self.asked_goal = self.asked_staging = self.explorations = 0
+        self.steps: list[tuple[list[float], bool]] = []
+        self.done = self.refuse = False
+
+    def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        self.asked_goal += 1
+        found = self.goals.pop(0)
+        if isinstance(found, PlanningError):
+            raise found
+        return found
+
+    def staging(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        self.asked_staging += 1
+        found = self.stagings.pop(0)
+        if isinstance(found, PlanningError):
+            raise found
+        return found
+
+    def exploration(self, *args: object) -> Primitive:
+        self.explorations += 1
+        raise NoSolutionError('no exploratory push from here')
+
+    def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
+        self.steps.append((goal.X_WO.tolist(), goal.staging))
+        if self.refuse:
+            raise PlanningError('every candidate push risks a fall')
+        return Step(self.done, None, goal.X_WO, None, 0.0)
+
+
+def staged(planner: Stager, extra: int = 5, budget: int = 25) -> tuple[Task, PushingArm]:
+    """A task whose goal stage found ``planner``'s first answer, a belief from 5 pushes."""
+    arm = PushingArm(X_REACHED + [0.1, 0.0, 0.0])
+    settings = TaskSettings(extra_exploration=extra, push_budget=budget)
+    t = Task(arm, planner, settings)  # type: ignore[arg-type]
+    st = t.state
+    st.grid, st.belief_pushes = GRID, 5
+    st.belief = Belief.create(GRID, np.full(GRID.n, 0.02), np.full(GRID.n, 0.4))
+    st.samples = [pushed_at(0.1)] * 5
+    t.choose_goal()
+    return t, arm
+
+
+def test_a_belief_too_uncertain_for_a_goal_is_pushed_to_a_staging_pose_first() -> None:
+    planner = Stager([UNCERTAIN], [STAGING])
+    t, arm = staged(planner)
+    st = t.state
+    # No exploratory push (the planner has none to give): the closed loop steers there.
+    assert st.goal is STAGING and st.staged == 1 and st.extra_explored == 1
+    assert arm.pushes == 0 and st.trace['goal_staging'] is True
+    # Under the belief the staging pose was chosen with, the goal is not looked for again.
+    assert t.plan_once() is False
+    assert planner.asked_goal == 1 and planner.steps == [(STAGING.X_WO.tolist(), True)]
+
+
+def test_the_goal_is_looked_for_under_each_belief_on_the_way_to_the_staging_pose() -> None:
+    planner = Stager([UNCERTAIN, UNCERTAIN, GOAL], [STAGING])
+    t, _ = staged(planner)
+    st = t.state
+    st.samples.append(pushed_at(0.05))  # a push towards the staging pose, identified
+    t.relearn()
+    assert t.plan_once() is False
+    assert planner.asked_goal == 2 and st.goal is STAGING
+    st.samples.append(pushed_at(0.02))
+    t.relearn()
+    assert t.plan_once() is False
+    # The belief from 7 pushes has a goal: it replaces the staging pose, and is steered to.
+    assert planner.asked_goal == 3 and st.goal is GOAL and st.goal_belief == 7
+    assert planner.steps[-1] == (GOAL.X_WO.tolist(), False)
+    assert st.trace['goals'] == [STAGING.X_WO.tolist(), GOAL.X_WO.tolist()]
+    assert st.trace['goal_staging'] is False
+
+
+def test_arriving_at_the_staging_pose_without_a_goal_ends_the_task_ungrasped() -> None:
+    planner = Stager([UNCERTAIN, UNCERTAIN], [STAGING])
+    t, arm = staged(planner)
+    planner.done = True
+    arm.pose = STAGING.X_WO
+    with pytest.raises(TaskFailure) as failure:
+        t.plan_once()
+    assert failure.value.outcome is Outcome.NO_GOAL and 'at the staging pose' in str(
+        failure.value.reason
+    )
+    assert arm.grasped == [] and not t.state.reached
+    # With a goal there, the loop goes on towards it.
+    planner = Stager([UNCERTAIN, GOAL], [STAGING])
+    t, arm = staged(planner)
+    planner.done = True
+    assert t.plan_once() is True  # (this planner finds every goal reached at once)
+    assert t.state.goal is GOAL and t.state.reached
+    assert planner.steps == [(STAGING.X_WO.tolist(), True), (GOAL.X_WO.tolist(), False)]
+
+
+def test_no_plan_or_no_pushes_left_towards_the_staging_pose_end_the_task_ungrasped() -> None:
+    # No plan, and no staging pose from where the object is: no grasp is tried.
+    planner = Stager([UNCERTAIN], [STAGING, PlanningError('no goal: too short')])
+    t, arm = staged(planner, extra=1)
+    planner.refuse = True
+    with pytest.raises(TaskFailure) as failure:
+        t.plan_once()
+    assert failure.value.outcome is Outcome.NO_GOAL and planner.asked_staging == 2
+    assert 'no staging pose from here: no goal: too short' in failure.value.reason
+    # The push budget spent on the way: no grasp either.
+    t, arm = staged(Stager([UNCERTAIN], [STAGING]), budget=1)
+    t.state.planned = 1
+    assert t.closed_loop_step() is True
+    with pytest.raises(TaskFailure) as failure:
+        t.final_grasp()
+    assert failure.value.outcome is Outcome.NO_GOAL and arm.grasped == []
+    assert 'spent on the way to the staging pose' in failure.value.reason
+
+
+def test_without_a_staging_pose_the_goal_stage_explores_as_before() -> None:
+    planner = Stager([UNCERTAIN], [PlanningError('no goal: too short')])
+    with pytest.raises(TaskFailure) as failure:
+        staged(planner)
+    assert planner.asked_staging == 1 and planner.explorations == 1
+    assert failure.value.outcome is Outcome.PUSH_FAILED  # (this planner has no push)
+    # Not allowed any more exploration: neither.
+    planner = Stager([UNCERTAIN], [STAGING])
+    with pytest.raises(TaskFailure) as failure:
+        staged(planner, extra=0)
+    assert failure.value.outcome is Outcome.NO_GOAL
+    assert planner.asked_staging == planner.explorations == 0
