@@ -56,6 +56,7 @@ from slide_core.planning import (  # noqa: E402
     UncertainBeliefError,
     planner_config,
     select_goal,
+    select_staging,
 )
 from slide_core.task import exploration_push  # noqa: E402
 from slide_interfaces.action import Identify, Push  # noqa: E402
@@ -466,6 +467,18 @@ def test_the_planner_tells_a_belief_too_uncertain_for_a_goal_from_no_goal(rig: R
     with pytest.raises(PlanningError, match='gripper takes') as error:
         decider.goal(Belief.create(tall, m, mu), np.array([0.4, 0.0, 0.0]))
     assert not isinstance(error.value, UncertainBeliefError)
+    # One model in ten 8 times as heavy: too much for the pads' trusted half, so no goal;
+    # the planner's staging pose crosses the graph as it chose it, and a step there is done.
+    heavy = Belief.create(bar, np.stack([m, m * 8]), np.stack([mu, mu]), [0.9, 0.1])
+    X = np.array([0.4, 0.0, 0.0])
+    with pytest.raises(UncertainBeliefError):
+        decider.goal(heavy, X)
+    staging = decider.staging(heavy, X)
+    here = select_staging(heavy, X, planner_config(rig.cell))
+    assert staging.staging and staging.X_WO == pytest.approx(here.X_WO, abs=1e-9)
+    assert decider.step(heavy, staging.X_WO, staging, 0).done
+    with pytest.raises(PlanningError, match='would not do as a goal'):
+        decider.step(heavy, staging.X_WO, dataclasses.replace(staging, staging=False), 0)
 
 
 def test_the_planner_frees_a_round_objects_goal_yaw(rig: Rig) -> None:

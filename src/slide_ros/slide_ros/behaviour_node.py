@@ -73,8 +73,9 @@ PARAMS = (
     Param(
         'extra_exploration',
         TaskSettings.extra_exploration,
-        'more exploratory pushes, one at a time with a new identification, while the belief '
-        'is too uncertain for any goal',
+        'while the belief is too uncertain for any goal: a staging pose at the edge first, '
+        'then more exploratory pushes, one at a time with a new identification (the staging '
+        'pose counted as one)',
         low=0,
         high=20,
     ),
@@ -513,6 +514,7 @@ class BehaviourNode(SlideNode):
             'pushes': result.pushes,
             'regoals': st.regoals,
             'relearned': st.relearned,
+            'staged': st.staged,
             'reached': result.reached,
             'stages': {k: round(v, 3) for k, v in result.stage_s.items()},
             'total_s': round(result.total_s, 3),

@@ -3,10 +3,13 @@
 - ``~/choose_exploration`` (ChooseExploration): the next exploratory push: random before
   any belief, else the most distinctive one under it (paper 2)
   (:func:`slide_core.task.exploration_push`, the same draws as ``slide episode``).
-- ``~/select_goal`` (SelectGoal): the goal at the edge (:func:`slide_core.planning.select_goal`).
+- ``~/select_goal`` (SelectGoal): the goal at the edge (:func:`slide_core.planning.select_goal`),
+  or with ``staging`` a staging pose for a belief too uncertain for a goal
+  (:func:`slide_core.planning.select_staging`; its footprint drawn orange, a goal's green).
 - ``~/plan_step`` (PlanStep): the closed loop's next decision (done, or the path, the
   waypoint aimed at and the push, with each model's predicted pose), or the grasp at the
-  observed pose (``grasp_only``).
+  observed pose (``grasp_only``); towards a staging pose (``staging``) under
+  :func:`slide_core.planning.staging_config`.
 
 One goal at a time over the three (a second is refused at once). Every action honours
 cancel (between its stages, the goal search between the yaws it tries, the exploration
@@ -52,6 +55,8 @@ from slide_core.planning import (
     next_step,
     planner_config,
     select_goal,
+    select_staging,
+    staging_config,
     step_seed,
 )
 from slide_core.task import EXPLORATION, exploration_push
@@ -61,6 +66,10 @@ from slide_ros.lifecycle import LIFECYCLE_PARAMS, GoalSlot, SlideNode, answer_go
 from slide_ros.markers import arrow, clear, footprint, obstacle_markers
 from slide_ros.params import Param, declare
 from slide_ros.qos import LATCHED
+
+GOAL_RGBA = (0.1, 0.7, 0.1, 1.0)
+STAGING_RGBA = (1.0, 0.6, 0.0, 1.0)
+"""The goal's footprint in RViz: green for a goal, orange for a staging pose."""
 
 PARAMS = (
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
@@ -268,7 +277,8 @@ class PlannerNode(SlideNode):
                 feedback.progress = float(fraction)
                 handle.publish_feedback(feedback)
 
-        chosen = select_goal(belief, X, self.config, on_progress)
+        choose = select_staging if goal.staging else select_goal
+        chosen = choose(belief, X, self.config, on_progress)
         self._check(handle)
         out.goal_pose = self._stamped(chosen.X_WO)
         out.stay_probability = chosen.stay_probability
@@ -279,8 +289,9 @@ class PlannerNode(SlideNode):
         self.pub_goal.publish(out.goal_pose)
         markers = MarkerArray()
         stamp = out.goal_pose.header.stamp
+        colour = STAGING_RGBA if chosen.staging else GOAL_RGBA
         self._goal_marker = footprint(
-            belief, chosen.X_WO, 'plan/goal', 0, (0.1, 0.7, 0.1, 1.0), self.frame, stamp
+            belief, chosen.X_WO, 'plan/goal', 0, colour, self.frame, stamp
         )
         markers.markers = [clear('plan/predicted', self.frame, stamp), self._goal_marker]
         self.pub_markers.publish(markers)
@@ -308,7 +319,7 @@ class PlannerNode(SlideNode):
         belief = self._read_belief(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
         self._on_table(belief.grid, X)
-        cfg = self.config
+        cfg = staging_config(self.config) if goal.staging else self.config
         if goal.grasp_only:
             self._grasp(belief, X, out)
             return

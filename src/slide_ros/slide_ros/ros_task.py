@@ -415,16 +415,24 @@ class RosDecider:
         return belief
 
     def goal(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        return self._select(belief, X_WO, False)
+
+    def staging(self, belief: Belief, X_WO: FloatArray) -> Goal:
+        return self._select(belief, X_WO, True)
+
+    def _select(self, belief: Belief, X_WO: FloatArray, staging: bool) -> Goal:
         goal = SelectGoal.Goal(
-            belief=self._belief_msg(belief, X_WO), object_pose=self._stamped(X_WO)
+            belief=self._belief_msg(belief, X_WO),
+            object_pose=self._stamped(X_WO),
+            staging=staging,
         )
+        what = 'staging pose selection' if staging else 'goal selection'
 
         def feedback(msg: Any) -> None:
-            self.progress(f'goal selection: {msg.feedback.progress:.0%} of the search')
+            self.progress(f'{what}: {msg.feedback.progress:.0%} of the search')
 
         r = self._ok(
-            self.caller.call(self.goal_client, 'goal selection', goal, TIMEOUTS['plan'], feedback),
-            'goal selection',
+            self.caller.call(self.goal_client, what, goal, TIMEOUTS['plan'], feedback), what
         )
         X_goal = pose_to_planar(r.goal_pose.pose)
         return Goal(
@@ -436,6 +444,7 @@ class RosDecider:
             self._grasp(r.grasp_pose),
             bool(r.yaw_free),
             float(r.hold_ratio),
+            staging,
         )
 
     def _grasp(self, pose: PoseStamped) -> Grasp:
@@ -443,7 +452,13 @@ class RosDecider:
         return Grasp(X[:2], float(pose.pose.position.z), float(X[2]), self.cell.gripper.min_grip)
 
     def _plan(
-        self, belief: Belief, X_WO: FloatArray, goal_X: FloatArray, index: int, grasp_only: bool
+        self,
+        belief: Belief,
+        X_WO: FloatArray,
+        goal_X: FloatArray,
+        index: int,
+        grasp_only: bool,
+        staging: bool = False,
     ) -> Any:
         goal = PlanStep.Goal(
             belief=self._belief_msg(belief, X_WO),
@@ -452,6 +467,7 @@ class RosDecider:
             index=int(index),
             seed=self.seed,
             grasp_only=grasp_only,
+            staging=staging,
         )
         return self._ok(
             self.caller.call(self.step_client, 'planning', goal, TIMEOUTS['plan']), 'planning'
@@ -459,7 +475,7 @@ class RosDecider:
 
     def step(self, belief: Belief, X_WO: FloatArray, goal: Goal, index: int) -> Step:
         t0 = time.perf_counter()
-        r = self._plan(belief, X_WO, goal.X_WO, index, False)
+        r = self._plan(belief, X_WO, goal.X_WO, index, False, goal.staging)
         if r.done:
             return Step(True, None, None, None, time.perf_counter() - t0)
         waypoints = np.array([pose_to_planar(p.pose) for p in r.path.poses])

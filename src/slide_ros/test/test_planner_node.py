@@ -254,3 +254,53 @@ def test_a_step_that_finds_the_goal_reached_clears_the_last_push_drawn(
     assert {'plan/push', 'plan/predicted'} <= cleared
     # The goal is drawn still (the topic keeps the last array only).
     assert any(m.ns == 'plan/goal' and m.action == Marker.ADD for m in last)
+
+
+def test_a_staging_pose_is_chosen_drawn_apart_and_planned_towards_under_its_own_settings(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from slide_interfaces.action import PlanStep
+    from slide_ros.planner_node import GOAL_RGBA, STAGING_RGBA
+    from slide_ros.qos import LATCHED
+
+    # One model in ten of the box is 8 times as heavy: the pads would be asked more than
+    # they are trusted with for it, so no goal, but a staging pose every model keeps.
+    spec = load_object('box')
+    two = Belief.create(
+        spec.grid,
+        np.stack([spec.mass, spec.mass * 8]),
+        np.stack([spec.friction] * 2),
+        [0.9, 0.1],
+    )
+    belief = belief_to_msg(two, X_BOX, ModelBelief(), MassFrictionModel, 0.05)
+    belief.header.frame_id = belief.grid.header.frame_id = 'table'
+    peer, goals, _ = planner
+    arrays: list[MarkerArray] = []
+    peer.node.create_subscription(MarkerArray, '/plan/markers', arrays.append, LATCHED)
+    goal = SelectGoal.Goal(belief=belief)
+    goal.object_pose.header.frame_id = 'table'
+    set_planar_pose(goal.object_pose.pose, X_BOX)
+    refused = answer(peer, goals, goal)
+    assert refused.result.error.code == ErrorCode.UNCERTAIN, refused.result.message
+    goal.staging = True
+    n = len(arrays)
+    chosen = answer(peer, goals, goal)
+    assert chosen.result.error.code == ErrorCode.SUCCESS, chosen.result.message
+    peer.wait(lambda: len(arrays) > n, 10, 'the markers')
+    drawn = [m for m in arrays[-1].markers if m.ns == 'plan/goal' and m.action == Marker.ADD]
+    assert [(m.color.r, m.color.g, m.color.b) for m in drawn] == [
+        pytest.approx(STAGING_RGBA[:3])
+    ] and STAGING_RGBA != GOAL_RGBA
+    # With the object there, a step towards it is done under the staging settings, and
+    # refused under a goal's: the staging pose is no goal.
+    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    step = PlanStep.Goal(belief=belief, goal_pose=chosen.result.goal_pose, staging=True)
+    step.object_pose = chosen.result.goal_pose
+    done = answer(peer, steps, step)
+    assert done.result.error.code == ErrorCode.SUCCESS and done.result.done
+    step.staging = False
+    refused_step = answer(peer, steps, step)
+    assert refused_step.result.error.code != ErrorCode.SUCCESS
+    assert 'would not do as a goal' in refused_step.result.message
