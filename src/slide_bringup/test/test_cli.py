@@ -507,6 +507,38 @@ def test_plan_makes_the_planners_decision_from_a_belief_file(  # type: ignore[no
     )
 
 
+def test_plan_makes_a_staging_decision_as_the_planner_does(  # type: ignore[no-untyped-def]
+    tmp_path, capsys
+) -> None:
+    import numpy as np
+
+    from slide_core.geometry import Grid
+    from slide_core.model import Belief, load_workcell, save_belief
+    from slide_core.planning import planner_config, select_staging
+
+    # One model in ten 8 times as heavy: no goal, a staging pose.
+    bar = Grid.from_occupancy(np.ones((3, 10)), 0.02, 0.01)
+    m, mu = np.full(bar.n, 0.01), np.full(bar.n, 0.4)
+    path = tmp_path / 'heavy.yaml'
+    save_belief(Belief.create(bar, np.stack([m, m * 8]), np.stack([mu, mu]), [0.9, 0.1]), path)
+    X = ['0.4', '0.05', '0.3']
+    assert main(['plan', str(path), '--pose', *X, '--json']) == 3
+    assert 'too uncertain' in json.loads(capsys.readouterr().out)['reason']
+    assert main(['plan', str(path), '--pose', *X, '--json', '--staging']) == 0
+    result = json.loads(capsys.readouterr().out)
+    config = planner_config(load_workcell())
+    staging = select_staging(load_belief(path), np.array(X, float), config)
+    assert result['staging'] and result['goal']['staging'] and not result['done']
+    np.testing.assert_allclose(result['goal']['X_WO'], staging.X_WO)
+    assert result['push']['staging'] is True
+    # There, a staging pose is reached; as a goal it would not do.
+    at = [str(v) for v in staging.X_WO]
+    assert main(['plan', str(path), '--pose', *at, '--goal', *at, '--staging']) == 0
+    assert 'done: the pose already does as a staging pose' in capsys.readouterr().out
+    assert main(['plan', str(path), '--pose', *at, '--goal', *at, '--json']) == 3
+    assert 'would not do as a goal' in json.loads(capsys.readouterr().out)['reason']
+
+
 def test_a_launch_that_is_not_ok_says_why() -> None:
     # 'ok': false came with exit codes only.
     from slide_bringup.commands.launch import launch_result

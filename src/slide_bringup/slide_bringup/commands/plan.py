@@ -8,7 +8,10 @@ else bad input, exit 2); then the step towards it: done (the pose already does a
 or the path's waypoint aimed at and the push. With ``--seed`` (the episode's) and
 ``--index`` (the planned push's), the path is drawn from the stream the graph's planner
 used for that push, so a logged decision (a ``slide demo`` result's ``planned`` pushes) can
-be made again and looked at. No plan or no goal is a failure (exit 3) whose reason is the
+be made again and looked at. With ``--staging``, a staging pose instead of the goal (for a
+belief too uncertain for one, :func:`slide_core.planning.select_staging`), and the step
+towards it under :func:`slide_core.planning.staging_config`, as a push whose trace says
+``staging`` was decided. No plan or no goal is a failure (exit 3) whose reason is the
 planner's.
 """
 
@@ -56,23 +59,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=PlannerConfig.overhang_weight,
         help='goal score per metre of overhang, as the planner node (default %(default)s)',
     )
+    parser.add_argument(
+        '--staging',
+        action='store_true',
+        help='a staging pose, not a goal: one every model keeps balanced, for a belief too '
+        'uncertain for a goal (a push whose trace says staging was planned so)',
+    )
     parser.add_argument('--png', type=Path, help='picture of the decision')
 
 
-def _select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Any:
-    """:func:`slide_core.planning.select_goal`, with a bar of its search on a terminal's
-    stderr (a large object's takes tens of seconds)."""
+def _select_goal(belief: Belief, X_WO: Any, config: PlannerConfig, staging: bool) -> Any:
+    """:func:`slide_core.planning.select_goal` (or ``select_staging``), with a bar of its
+    search on a terminal's stderr (a large object's takes tens of seconds)."""
     import sys
 
     from tqdm import tqdm
 
-    from slide_core.planning import select_goal
+    from slide_core.planning import select_goal, select_staging
 
     with tqdm(
         total=100,
         file=sys.stderr,
         disable=not sys.stderr.isatty(),
-        desc='goal search',
+        desc='staging pose search' if staging else 'goal search',
         bar_format='{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]',
         leave=False,
     ) as bar:
@@ -80,7 +89,7 @@ def _select_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> Any:
         def progress(fraction: float) -> None:
             bar.update(round(100 * fraction) - bar.n)
 
-        return select_goal(belief, X_WO, config, progress)
+        return (select_staging if staging else select_goal)(belief, X_WO, config, progress)
 
 
 MAX_YAW = 2 * math.pi
@@ -98,6 +107,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         PlanningError,
         next_step,
         planner_config,
+        staging_config,
         step_seed,
     )
     from slide_core.task import push_trace
@@ -139,17 +149,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     X, given_goal = poses['--pose'], poses.get('--goal')
     out: dict[str, Any] = {'belief': str(args.belief), 'pose': X.tolist(), 'goal': None}
     out['goal_chosen'] = given_goal is None
+    out['staging'] = args.staging
     trace: dict[str, Any] = {'X_start': X.tolist(), 'pushes': []}
     try:
         if given_goal is None:
-            goal = _select_goal(belief, X, config)
+            goal = _select_goal(belief, X, config, args.staging)
             X_goal = goal.X_WO
             out['goal'] = goal.to_dict()
         else:
             X_goal = given_goal
-            out['goal'] = {'X_WO': X_goal.tolist()}
+            out['goal'] = {'X_WO': X_goal.tolist(), 'staging': args.staging}
         trace['goal'] = X_goal.tolist()
-        step = next_step(belief, X, X_goal, config, seed=step_seed(args.seed, args.index))
+        judged = staging_config(config) if args.staging else config
+        step = next_step(belief, X, X_goal, judged, seed=step_seed(args.seed, args.index))
     except PlanningError as exc:
         out.update(ok=False, reason=str(exc))
     else:
@@ -157,7 +169,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not step.done:
             assert step.push is not None
             p = step.push
-            push = push_trace(X, step)
+            push = push_trace(X, step, staging=args.staging)
             trace['pushes'].append(push)
             out['push'] = {
                 **{k: v for k, v in push.items() if k not in ('X_WO', 'path')},
@@ -197,11 +209,13 @@ def format_text(result: dict[str, Any]) -> str:
     goal = result.get('goal')
     if goal is not None:
         how = 'chosen' if result.get('goal_chosen') else 'given'
-        lines.append(f'  goal ({how}): {[round(v, 3) for v in goal["X_WO"]]}')
+        what = 'staging pose' if result.get('staging') else 'goal'
+        lines.append(f'  {what} ({how}): {[round(v, 3) for v in goal["X_WO"]]}')
     if not result['ok']:
         lines.append(f'  no plan: {result["reason"]}')
     elif result.get('done'):
-        lines.append('  done: the pose already does as a goal (graspable, balanced)')
+        what = 'staging pose (every model balanced)' if result.get('staging') else 'goal'
+        lines.append(f'  done: the pose already does as a {what} (graspable, balanced)')
     else:
         p = result['push']
         lines.append(
