@@ -123,11 +123,20 @@ def staying_weight(belief: Belief, margins: FloatArray, margin: float | FloatArr
     return min(1.0, float(belief.weight @ (margins >= margin)))
 
 
+WEIGHT_TOLERANCE = 1e-12
+"""Belief weight that decides nothing: the conditions 'at least 1 - epsilon of the belief'
+allow this much less (sums of weights round), and the quantiles skip models this light.
+With epsilon 0 (every model, :func:`slide_core.planning.staging_config`), a model of
+weight 1e-55 had decided the quantile while the weight sums ignored it, and the goal search
+said no pose was in the workspace."""
+
+
 def margin_quantile(belief: Belief, margins: FloatArray, epsilon: float) -> float:
-    """The margin [m] that belief of probability 1 - epsilon at least have."""
+    """The margin [m] that belief of probability 1 - epsilon at least have (models of
+    less weight than ``WEIGHT_TOLERANCE`` in all below it left out)."""
     order = np.argsort(margins)
     cum = np.cumsum(belief.weight[order])
-    k = int(np.searchsorted(cum, epsilon, side='right'))
+    k = int(np.searchsorted(cum, epsilon + WEIGHT_TOLERANCE, side='right'))
     return float(margins[order][min(k, len(order) - 1)])
 
 

@@ -43,6 +43,7 @@ from slide_core.planning import (
     landing_turn,
     leave_probability,
     lost_probability,
+    margin_quantile,
     needed_margins,
     next_step,
     next_waypoint,
@@ -393,6 +394,19 @@ def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
         'only 0.92 of the belief both stays and is held there, not 0.95'
     )
     assert goal_refusal(Belief.create(BAR, models[3], MU), [0.045, 0.0, 0.0], CONFIG) is None
+
+
+def test_a_model_of_negligible_weight_decides_no_quantile() -> None:
+    # With epsilon 0 (every model: staging), a model of weight 1e-55 decided the margin
+    # while the weight sums, which allow 1e-12, ignored it: the goal search found poses
+    # where the whole belief stays and took none, and said none was in the workspace.
+    margins = np.array([-0.1, 0.02, 0.03])
+    for light, worst in ((1e-55, 0.02), (1e-6, -0.1)):
+        belief = Belief.create(
+            BAR, np.stack([M] * 3), np.stack([MU] * 3), [light, 0.5 - light / 2, 0.5 - light / 2]
+        )
+        assert margin_quantile(belief, margins, 0.0) == worst
+        assert margin_quantile(belief, margins, 0.5 + 1e-3) == 0.03
 
 
 def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps() -> None:
