@@ -124,10 +124,20 @@ def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp
     both = _staying_and_held(belief, X_WO, grasp, config)
     if both < 1.0 - config.epsilon - 1e-12:
         return None, (
-            f'only {both:.2f} of the belief both stays and is held there, not '
-            f'{1.0 - config.epsilon:.2f}'
+            f'only {_apart(both, 1.0 - config.epsilon)} of the belief both stays and is held '
+            f'there, not {1.0 - config.epsilon:.2f}'
         )
     return grasp, ''
+
+
+def _apart(value: float, bound: float) -> str:
+    """``value`` with two decimals, or as many more (up to 6) as tell it from ``bound``
+    written with two: 0.9499 of the belief was said as 'at most 0.95 ..., not 0.95'."""
+    for digits in range(2, 7):
+        text = f'{value:.{digits}f}'
+        if float(text) != round(bound, 2):
+            return text
+    return text
 
 
 def _staying_and_held(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:
@@ -489,9 +499,9 @@ def _no_goal(
         )
     if p_held < 1.0 - config.epsilon - 1e-12:
         return UncertainBeliefError(
-            f'no goal: where the pads would hold it, at most {p_held:.2f} of the belief stays '
-            'and is held, '
-            f'not {1.0 - config.epsilon:.2f}: the belief is too uncertain (explore more)'
+            f'no goal: where the pads would hold it, at most '
+            f'{_apart(p_held, 1.0 - config.epsilon)} of the belief stays and is held, not '
+            f'{1.0 - config.epsilon:.2f}: the belief is too uncertain (explore more)'
         )
     return PlanningError(
         'no goal: every balanced pose the pads would hold puts the object outside its '

@@ -394,6 +394,16 @@ def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
         'only 0.92 of the belief both stays and is held there, not 0.95'
     )
     assert goal_refusal(Belief.create(BAR, models[3], MU), [0.045, 0.0, 0.0], CONFIG) is None
+    # Just short of 0.95 is said with the digits that tell it from 0.95 ('only 0.95 ...,
+    # not 0.95' was said).
+    short = Belief.create(
+        BAR, np.stack(models), np.stack([MU] * 4), [0.04995, 0.04995, 0.00015, 0.89995]
+    )
+    assert goal_refusal(short, [0.045, 0.0, 0.0], CONFIG) == (
+        'only 0.9499 of the belief both stays and is held there, not 0.95'
+    )
+    with pytest.raises(UncertainBeliefError, match='at most 0.9499 of the belief stays'):
+        select_goal(short, [0.4, 0.0, 0.0], CONFIG)
 
 
 def test_a_model_of_negligible_weight_decides_no_quantile() -> None:
