@@ -470,14 +470,16 @@ class Task:
         """After no path or safe push to the goal from the observed pose X: a goal chosen
         anew from X, ``regoals`` times at most. The pushes so far can have left the object
         where the old goal is out of reach (turned at the edge, where every push towards it
-        risks a fall), while from here another is not. 'goal' when there is a new goal to
-        plan for; 'explore' when the belief is too uncertain for any goal from here and
-        ``extra_exploration`` allows one more exploratory push; else why there is none, to
+        risks a fall), while from here another is not. 'goal' when there is a new goal (or
+        staging pose) to plan for; 'explore' when the belief is too uncertain for any goal
+        from here, there is no staging pose, and ``extra_exploration`` allows one more
+        exploratory push; else why there is none, to
         add to the loop's reason ('' when the budget is spent or the goal search chose the
         old goal again, which would be refused again). A goal chosen under an older belief
         (``relearn_every``) is replaced without counting against ``regoals``: the belief
         that refuses it is not the one that chose it. Under a staging pose, a staging pose
-        is chosen anew, as a goal is."""
+        is chosen anew, as a goal is; and a belief too uncertain for a goal from here gets a
+        staging pose (once an episode) before any more exploring."""
         st = self.state
         assert st.belief is not None and st.goal is not None
         stale = st.goal_belief != st.belief_pushes
@@ -499,13 +501,18 @@ class Task:
             try:
                 goal = self.decider.goal(st.belief, X)
             except UncertainBeliefError as exc:
-                if st.extra_explored < self.settings.extra_exploration:
+                if st.extra_explored >= self.settings.extra_exploration:
+                    self.say(f'no goal from here: {exc}')
+                    extra = st.extra_explored
+                    after = f' after {extra} more exploratory push(es)' if extra else ''
+                    return f'; no goal from here{after}: {exc}'
+                staging = None if st.staged else self._staging(st.belief, X, exc)
+                if staging is None:
                     self.say(f'no goal from here: {exc}: exploring once more')
                     return 'explore'
-                self.say(f'no goal from here: {exc}')
-                extra = st.extra_explored
-                after = f' after {extra} more exploratory push(es)' if extra else ''
-                return f'; no goal from here{after}: {exc}'
+                st.extra_explored += 1
+                st.goal_tried = st.belief_pushes
+                goal = staging
             except PlanningError as exc:
                 self.say(f'no goal from here: {exc}')
                 return f'; no goal from here: {exc}'

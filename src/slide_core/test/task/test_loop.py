@@ -749,12 +749,16 @@ def test_no_grasp_after_the_push_budget_says_the_budget_was_spent() -> None:
 
 
 class UncertainFromHere(RefusesOneGoal, Learner):
-    """No push towards the goal; from here, the goals (or refusals) queued; exploration
-    always the same push; identification a new belief from the pushes it is given."""
+    """No push towards the goal; from here, the goals (or refusals) queued, and no staging
+    pose; exploration always the same push; identification a new belief from the pushes
+    it is given."""
 
     def __init__(self, goals: list[Goal | PlanningError]) -> None:
         RefusesOneGoal.__init__(self, GOAL.X_WO, goals)
         Learner.__init__(self)
+
+    def staging(self, belief: Belief, X_WO: np.ndarray) -> Goal:
+        raise PlanningError('no goal: too short')
 
     def exploration(
         self, grid: Grid, X_WO: np.ndarray, belief: object, done: object, attempt: int = 0
@@ -840,7 +844,7 @@ class Stager(Learner):
         self.goals, self.stagings = goals, stagings
         self.asked_goal = self.asked_staging = self.explorations = 0
         self.steps: list[tuple[list[float], bool]] = []
-        self.done = self.refuse = False
+        self.done = self.refuse = self.refuse_goals = False
 
     def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
         self.asked_goal += 1
@@ -862,7 +866,7 @@ class Stager(Learner):
 
     def step(self, belief: Belief, X_WO: np.ndarray, goal: Goal, planned: int) -> Step:
         self.steps.append((goal.X_WO.tolist(), goal.staging))
-        if self.refuse:
+        if self.refuse or (self.refuse_goals and not goal.staging):
             raise PlanningError('every candidate push risks a fall')
         return Step(self.done, None, goal.X_WO, None, 0.0)
 
@@ -961,3 +965,19 @@ def test_without_a_staging_pose_the_goal_stage_explores_as_before() -> None:
         staged(planner, extra=0)
     assert failure.value.outcome is Outcome.NO_GOAL
     assert planner.asked_staging == planner.explorations == 0
+
+
+def test_a_belief_identified_again_too_uncertain_for_any_goal_is_staged_too() -> None:
+    # The closed loop's belief, identified again, refuses the goal and has none from here:
+    # it gets the staging pose (once), not more exploring on the table.
+    planner = Stager([GOAL, UNCERTAIN, UNCERTAIN], [STAGING])
+    t, arm = staged(planner, extra=2)
+    st = t.state
+    assert st.goal is GOAL and st.staged == 0
+    planner.refuse_goals = True
+    st.samples.append(pushed_at(0.05))
+    t.relearn()
+    assert t.plan_once() is False
+    assert st.goal is STAGING and st.staged == 1 and st.extra_explored == 1
+    assert planner.explorations == 0 and planner.steps[-1] == (STAGING.X_WO.tolist(), True)
+    assert st.trace['goals'] == [GOAL.X_WO.tolist(), STAGING.X_WO.tolist()]
