@@ -247,9 +247,12 @@ def select_staging(
     more pushes there narrow that range little (a hammer's belief stayed at 0.94 held
     through five more). With part of the object past the edge, the table carries only the
     cells over it, and their loads shift with the centre of mass otherwise than on the
-    table: the pushes that bring the object there and the identifications after each
-    tell the centre of mass that the pushes on the table left open. Every model stays
-    balanced there, so the object is as safe there as the belief can say.
+    table, so the pushes that bring the object there, each followed by an identification,
+    can tell what the pushes on the table left open; and the object is brought towards
+    the edge meanwhile, where the goal will be. (Measured on the graph's hammer: of four
+    runs that staged, one found its goal after pushes with the object 3 and 6 cm past the
+    edge, three after pushes towards it still on the table.) Every model stays balanced
+    there, so the object is as safe there as the belief can say.
 
     Raises PlanningError (as :func:`select_goal`) when no pose keeps every model
     balanced and graspable."""
