@@ -214,8 +214,12 @@ def format_text(result: dict[str, Any]) -> str:
     if not result['ok']:
         lines.append(f'  no plan: {result["reason"]}')
     elif result.get('done'):
-        what = 'staging pose (every model balanced)' if result.get('staging') else 'goal'
-        lines.append(f'  done: the pose already does as a {what} (graspable, balanced)')
+        what = (
+            'staging pose (graspable, every model balanced)'
+            if result.get('staging')
+            else 'goal (graspable, balanced)'
+        )
+        lines.append(f'  done: the pose already does as a {what}')
     else:
         p = result['push']
         lines.append(
