@@ -834,10 +834,19 @@ STAGING = Goal(X_REACHED + [0.01, 0.0, 0.0], 1.0, 0.02, 0.05, 0.1, GRASP, stagin
 UNCERTAIN = UncertainBeliefError('no goal: at most 0.94 of the belief stays and is held')
 
 
+def _next_answer(answers: list[Goal | PlanningError]) -> Goal:
+    """The first of ``answers``, taken off: returned, or raised when it is a refusal."""
+    found = answers.pop(0)
+    if isinstance(found, PlanningError):
+        raise found
+    return found
+
+
 class Stager(Learner):
     """A planner whose goal search finds the belief too uncertain while ``goals`` begins
     with an UncertainBeliefError, with staging poses ``stagings`` to offer; each step is
-    done (at the pose steered to) when ``done``, refused when ``refuse``."""
+    done (at the pose steered to) when ``done``, refused when ``refuse`` (towards a goal
+    only, when ``refuse_goals``); an exploratory push it has none of."""
 
     def __init__(self, goals: list[Goal | PlanningError], stagings: list[Goal | PlanningError]):
         super().__init__()
@@ -848,17 +857,11 @@ class Stager(Learner):
 
     def goal(self, belief: Belief, X_WO: np.ndarray) -> Goal:
         self.asked_goal += 1
-        found = self.goals.pop(0)
-        if isinstance(found, PlanningError):
-            raise found
-        return found
+        return _next_answer(self.goals)
 
     def staging(self, belief: Belief, X_WO: np.ndarray) -> Goal:
         self.asked_staging += 1
-        found = self.stagings.pop(0)
-        if isinstance(found, PlanningError):
-            raise found
-        return found
+        return _next_answer(self.stagings)
 
     def exploration(self, *args: object) -> Primitive:
         self.explorations += 1
