@@ -125,7 +125,8 @@ def staying_weight(belief: Belief, margins: FloatArray, margin: float | FloatArr
 
 WEIGHT_TOLERANCE = 1e-12
 """Belief weight that decides nothing: the conditions 'at least 1 - epsilon of the belief'
-allow this much less (sums of weights round), and the quantiles skip models this light.
+(and 'at most epsilon falls') allow this much (sums of weights round), and the quantiles
+skip models this light.
 With epsilon 0 (every model, :func:`slide_core.planning.staging_config`), a model of
 weight 1e-55 had decided the quantile while the weight sums ignored it, and the goal search
 said no pose was in the workspace."""
@@ -217,7 +218,7 @@ def is_valid(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
     return (
         in_workspace(belief.grid, X_WO, config)
         and stay_probability(belief, X_WO, needed_margins(belief, config))
-        >= 1.0 - config.epsilon - 1e-12
+        >= 1.0 - config.epsilon - WEIGHT_TOLERANCE
     )
 
 
@@ -292,7 +293,7 @@ def motion_validity(
     com = _com(belief)
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
-    threshold = 1.0 - config.epsilon - 1e-12
+    threshold = 1.0 - config.epsilon - WEIGHT_TOLERANCE
     need = np.ascontiguousarray(needed_margins(belief, config))
     valid = kernels.motion_valid
 
@@ -331,7 +332,7 @@ def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, f
     com = _com(belief)
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
-    threshold = 1.0 - config.epsilon - 1e-12
+    threshold = 1.0 - config.epsilon - WEIGHT_TOLERANCE
     need = np.ascontiguousarray(needed_margins(belief, config))
     obstacles = bool(config.obstacles)
     valid = kernels.pose_valid

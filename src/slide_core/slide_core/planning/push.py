@@ -24,7 +24,7 @@ from slide_core.geometry import (
 )
 from slide_core.model import Belief, Primitive, Table, approach_clear, side_met, stroke_clear
 from slide_core.physics import PhysicsError, RigidModel, Support, quasistatic
-from slide_core.planning.balance import fall_probability, falls, in_workspace
+from slide_core.planning.balance import WEIGHT_TOLERANCE, fall_probability, falls, in_workspace
 from slide_core.planning.config import PlannerConfig, PlanningError
 
 TIP_GAP = 0.0005  # m between fingertip and object at the start of a simulated push
@@ -267,7 +267,7 @@ def select_push(
         cj, Xj, tj = float(best_c[j]), X_W[j], int(best_t[j])
         if not exhaustive:
             side, off, tj, cj, Xj = refine(ev, side, off, tj, cj, Xj)
-        if lost_probability(belief, Xj[:, : tj + 1], config) <= config.epsilon + 1e-12:
+        if lost_probability(belief, Xj[:, : tj + 1], config) <= config.epsilon + WEIGHT_TOLERANCE:
             chosen = (side, off, tj, cj, Xj)
             break
     if chosen is None:
