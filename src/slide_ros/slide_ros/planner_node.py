@@ -56,7 +56,6 @@ from slide_core.planning import (
     planner_config,
     select_goal,
     select_staging,
-    staging_config,
     step_seed,
 )
 from slide_core.task import EXPLORATION, exploration_push
@@ -319,7 +318,6 @@ class PlannerNode(SlideNode):
         belief = self._read_belief(goal.belief)
         X = pose_to_planar(goal.object_pose.pose)
         self._on_table(belief.grid, X)
-        cfg = staging_config(self.config) if goal.staging else self.config
         if goal.grasp_only:
             self._grasp(belief, X, out)
             return
@@ -339,9 +337,10 @@ class PlannerNode(SlideNode):
                 belief,
                 X,
                 pose_to_planar(goal.goal_pose.pose),
-                cfg,
+                self.config,
                 seed=step_seed(int(goal.seed), int(goal.index)),
                 on_stage=on_stage,
+                staging=bool(goal.staging),
             )
         except PlanningError:
             self._clear_plan(self.get_clock().now().to_msg(), ('plan/push', 'plan/predicted'))

@@ -107,7 +107,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         PlanningError,
         next_step,
         planner_config,
-        staging_config,
         step_seed,
     )
     from slide_core.task import push_trace
@@ -160,8 +159,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             X_goal = given_goal
             out['goal'] = {'X_WO': X_goal.tolist(), 'staging': args.staging}
         trace['goal'] = X_goal.tolist()
-        judged = staging_config(config) if args.staging else config
-        step = next_step(belief, X, X_goal, judged, seed=step_seed(args.seed, args.index))
+        seed = step_seed(args.seed, args.index)
+        step = next_step(belief, X, X_goal, config, seed=seed, staging=args.staging)
     except PlanningError as exc:
         out.update(ok=False, reason=str(exc))
     else:

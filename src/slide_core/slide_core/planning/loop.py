@@ -12,7 +12,7 @@ import numpy as np
 from slide_core.geometry import FloatArray, check_pose, se2_distance
 from slide_core.model import Belief
 from slide_core.planning.config import PlannerConfig, PlanningError
-from slide_core.planning.goal import goal_acceptable, goal_refusal
+from slide_core.planning.goal import goal_acceptable, goal_refusal, staging_config
 from slide_core.planning.grasp import Grasp, grasp_at
 from slide_core.planning.path import SE2Path, plan_path
 from slide_core.planning.push import PushPlan, select_push
@@ -75,6 +75,7 @@ def next_step(
     exhaustive: bool = False,
     seed: int = 1,
     on_stage: Callable[[str], None] | None = None,
+    staging: bool = False,
 ) -> Step:
     """Paper 2's Algorithm 4, one iteration: stop if the observed pose has reached the goal
     (pose X_goal), else plan a path from it (RRT*, seeded with ``seed``), aim at the next
@@ -85,8 +86,13 @@ def next_step(
     PlanningError when X_goal itself would not do as a goal under ``belief`` (a goal chosen
     under an older belief: the pushes since moved it past what the pads hold, or the
     balance): arriving there would not end the loop, which circled such a goal until its
-    stall stop (a plate's goal, held at 0.46 of the pads when chosen, at 0.52 after)."""
+    stall stop (a plate's goal, held at 0.46 of the pads when chosen, at 0.52 after).
+
+    With ``staging``, X_goal is a staging pose (:func:`slide_core.planning.select_staging`),
+    reached, judged and pushed towards under :func:`staging_config`."""
     t0 = time.perf_counter()
+    if staging:
+        config = staging_config(config)
     X = check_pose(X_WO, 'X_WO')
     say = on_stage or (lambda _s: None)
     if reached(belief, X, config):

@@ -35,7 +35,6 @@ from slide_core.planning import (
     next_step,
     select_goal,
     select_staging,
-    staging_config,
     step_seed,
     too_tall_to_grasp,
 )
@@ -231,9 +230,10 @@ class LocalDecider:
             belief,
             X_WO,
             goal.X_WO,
-            staging_config(self.config) if goal.staging else self.config,
+            self.config,
             exhaustive=self.exhaustive,
             seed=step_seed(self.seed, index),
+            staging=goal.staging,
         )
 
     def grasp_at(self, belief: Belief, X_WO: FloatArray) -> Grasp | None:
