@@ -5,7 +5,7 @@
 (while the belief is too uncertain for any goal, the goal stage first chooses a staging pose
 at the edge, which the closed loop pushes the object to, identifying again after each push
 and looking for the goal under each new belief (pushes with part of the object past the edge
-tell where its weight lies; :func:`slide_core.planning.select_staging`); when there is no
+can tell where its weight lies; :func:`slide_core.planning.select_staging`); when there is no
 staging pose, it explores once more and identifies again, up to
 ``TaskSettings.extra_exploration`` times, the staging pose counted as one; the closed loop
 chooses a goal anew from where the object is when nothing leads to its goal from there, up
