@@ -25,7 +25,7 @@ from slide_core.model import Waypoint
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode
 from slide_ros.action_client import SafeActionClient
-from slide_ros.lifecycle import NotReady, wait_for
+from slide_ros.lifecycle import NotReady, handshake, wait_for
 
 
 @dataclass(frozen=True)
@@ -223,8 +223,6 @@ POSE_SILENCE_S = 3.0
 """How long [s] the twin's tool poses may stop before a motion's server counts as gone."""
 GRIPPER_WAIT_S = 30.0
 """How long [s] a gripper command may take before it is a failure."""
-HANDSHAKE_WAIT_S = 2.0
-"""How long [s] :meth:`TwinBackend.connect` waits for an answer before it asks again."""
 
 
 class TwinBackend:
@@ -271,34 +269,23 @@ class TwinBackend:
 
     def connect(self, timeout_s: float) -> None:
         """Wait for the twin's servers, then until each has answered a goal it refuses
-        without moving (no waypoints; a negative opening): a server that has not yet
-        discovered this client's response reader runs a goal but loses its acceptance
-        (rmw: "failed to send response (timeout)"), and a push sent then would move the
-        fingertip while the executor waited for an answer that never comes."""
+        without moving (no waypoints; a negative opening): see
+        :func:`slide_ros.lifecycle.handshake` (a push sent before moved the fingertip while
+        the executor waited for an answer that never came)."""
         deadline = time.monotonic() + timeout_s
-        for client, name in zip((self._follow, self._grip), self._names, strict=True):
+        clients = (self._follow, self._grip)
+        for client, name in zip(clients, self._names, strict=True):
             if not client.wait_for_server(timeout_sec=timeout_s):
                 raise NotReady(f'no action server {name} (is the twin running?)')
-        self._handshake(self._follow, FollowPath.Goal(tool='fingertip'), self._names[0], deadline)
-        self._handshake(self._grip, GripperCommand.Goal(width=-1.0), self._names[1], deadline)
-
-    @staticmethod
-    def _handshake(client: Any, goal: Any, name: str, deadline: float) -> None:
-        while True:
+        probes = (FollowPath.Goal(tool='fingertip'), GripperCommand.Goal(width=-1.0))
+        for client, probe, name in zip(clients, probes, self._names, strict=True):
             try:
-                handle = wait_for(client.send_goal_async(goal), HANDSHAKE_WAIT_S)
-                break
+                handshake(client, probe, max(deadline - time.monotonic(), 0.0))
             except TimeoutError:
-                if time.monotonic() > deadline:
-                    raise NotReady(
-                        f'{name} runs but its answers do not arrive (DDS discovery not '
-                        'complete, or a firewall between the processes)'
-                    ) from None
-        if handle.accepted:  # refused in its execute callback, at once: let it end first
-            try:
-                wait_for(handle.get_result_async(), HANDSHAKE_WAIT_S)
-            except TimeoutError:
-                pass  # it answered, which is what was asked
+                raise NotReady(
+                    f'{name} runs but its answers do not arrive (DDS discovery not '
+                    'complete, or a firewall between the processes)'
+                ) from None
 
     def follow(
         self,

@@ -414,6 +414,47 @@ def call_idempotent(
             client.remove_pending_request(future)  # the unanswered ones would stay for ever
 
 
+HANDSHAKE_RESEND_S = 2.0
+"""How long [s] :func:`handshake` waits for a probe's acceptance before it sends another."""
+
+
+def handshake(
+    client: Any,
+    probe: Any,
+    timeout_s: float,
+    should_stop: Callable[[], bool] = lambda: False,
+    resend_s: float = HANDSHAKE_RESEND_S,
+) -> bool:
+    """Send ``probe``, a goal the server behind the action ``client`` refuses as soon as it
+    runs (an invalid one), every ``resend_s`` until its acceptance comes back, then wait
+    for its end (a server of one goal at a time refuses the next until then) up to
+    ``timeout_s`` or ``resend_s``, whichever is later. True once answered; False when
+    ``should_stop`` said so first; TimeoutError after ``timeout_s`` without an answer.
+
+    An action server that has not yet matched the client's response reader runs a goal
+    but loses its acceptance (rmw: "failed to send response (timeout)"), though
+    ``server_is_ready`` said true. A goal that must not run twice (a push) is sent only
+    after this: sent before, it ran while its sender waited for an answer that never came.
+    Waits without spinning: another thread spins the client's node."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            handle = wait_for(client.send_goal_async(probe), resend_s, should_stop)
+        except TimeoutError:
+            if time.monotonic() > end:
+                raise TimeoutError(f'no answer within {timeout_s:g} s') from None
+            continue
+        if handle is None:
+            return False
+        break
+    if handle.accepted:  # refused in its execute callback, at once: let it end first
+        try:
+            wait_for(handle.get_result_async(), max(end - time.monotonic(), resend_s), should_stop)
+        except TimeoutError:
+            pass  # it answered, which is what was asked
+    return True
+
+
 def wait_for(
     future: Future, timeout_s: float, should_stop: Callable[[], bool] = lambda: False
 ) -> Any:

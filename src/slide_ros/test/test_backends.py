@@ -26,30 +26,11 @@ from slide_ros.backends import (  # noqa: E402
     TwinBackend,
     follow_timeout,
 )
-from slide_ros.testing import Peer, spinning  # noqa: E402
+from slide_ros.testing import LosesFirstAnswers, Peer, spinning  # noqa: E402
 from slide_sim.node import TwinNode  # noqa: E402
 from slide_sim.testing import twin_parameters  # noqa: E402
 
 pytestmark = pytest.mark.ros
-
-
-class LosesFirstAnswers:
-    """The twin's action server handle, losing its first ``n`` goal responses as rmw does
-    ("failed to send response (timeout)") while the server has not yet discovered the
-    client's response reader: the goal itself still runs."""
-
-    def __init__(self, handle: Any, n: int) -> None:
-        self._handle, self.left, self.lost = handle, n, 0
-
-    def send_goal_response(self, header: Any, response: Any) -> None:
-        if self.left > 0:
-            self.left -= 1
-            self.lost += 1
-            return
-        self._handle.send_goal_response(header, response)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._handle, name)
 
 
 @contextlib.contextmanager
@@ -194,11 +175,14 @@ def test_a_stopped_command_to_a_silent_twin_ends_when_the_process_does() -> None
 
 @contextlib.contextmanager
 def twin_backend(name: str) -> Iterator[tuple[Peer, TwinBackend, ToolPose]]:
-    """A peer node with a backend of the ``twin`` fixture's node, once the fingertip's
-    pose has arrived, and that pose."""
+    """A peer node with a backend of the ``twin`` fixture's node, connected as the
+    executor connects it, once the fingertip's pose has arrived, and that pose. (Without
+    the handshake a goal sent before the twin found this peer's response reader ran but
+    lost its acceptance: its result never came, once in a full suite.)"""
     peer = Peer(name)
     try:
         backend = TwinBackend(peer.node, '/backend_test/twin', 'table')
+        backend.connect(30.0)
         peer.wait(lambda: backend.tool_pose('fingertip') is not None, 10, 'a fingertip pose')
         start = backend.tool_pose('fingertip')
         assert start is not None
