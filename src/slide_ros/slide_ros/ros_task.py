@@ -3,7 +3,11 @@ the planner and identification nodes decide.
 
 Every call is an action goal; while it waits it watches the abort flag (then it cancels
 the goal and raises :class:`slide_core.task.Aborted`), the server's presence (a node that
-died fails the call with a reason instead of hanging) and a timeout.
+died fails the call with a reason instead of hanging) and a timeout. Before its first goal
+to a server, the caller sends that server a probe it refuses at once until the answer
+comes back (:func:`slide_ros.lifecycle.handshake`): a first push sent to an executor that
+had not yet matched the behaviour's response reader would move the object while the
+behaviour waited out its acceptance.
 """
 
 from __future__ import annotations
@@ -60,9 +64,23 @@ from slide_interfaces.msg import (
     PushRecord,
 )
 from slide_ros.action_client import SafeActionClient
+from slide_ros.lifecycle import handshake
 from slide_ros.qos import LATCHED, RELIABLE
 
 TIMEOUTS = {'push': 180.0, 'grasp': 120.0, 'identify': 300.0, 'plan': 120.0}
+HANDSHAKE_TIMEOUT_S = 30.0
+"""How long [s] a server that is up may take to answer the caller's first probe."""
+
+PROBES: dict[str, Callable[[], Any]] = {
+    '/executor/push': Push.Goal,  # no direction
+    '/executor/grasp': GraspAction.Goal,  # no height
+    '/planner/choose_exploration': ChooseExploration.Goal,  # no grid
+    '/planner/select_goal': SelectGoal.Goal,  # no belief
+    '/planner/plan_step': PlanStep.Goal,  # no belief
+    '/identification/identify': lambda: Identify.Goal(bag_pushes=[0]),  # pushes of no bag
+}
+"""For each action the task calls, a goal its server refuses as invalid as soon as it runs
+(the caller's probe)."""
 
 
 class NodeGone(WorldError):  # noqa: N818 - a condition of the graph
@@ -78,11 +96,18 @@ class Caller:
     def __init__(self, node: Node, should_stop: Callable[[], bool]) -> None:
         self.node, self.should_stop = node, should_stop
         self._names: dict[int, str] = {}
+        self._probes: dict[int, Callable[[], Any]] = {}
+        self._answered: set[int] = set()  # clients whose server answered a probe
 
-    def client(self, kind: Any, name: str) -> ActionClient:
-        """An action client of ``name`` whose failures name the action (and so its node)."""
+    def client(self, kind: Any, name: str, probe: Callable[[], Any] | None = None) -> ActionClient:
+        """An action client of ``name`` whose failures name the action (and so its node);
+        ``probe`` makes the goal its server refuses at once (default: :data:`PROBES`'s)."""
+        made = probe if probe is not None else PROBES.get(name)
+        if made is None:
+            raise ValueError(f'{name}: no probe goal (a goal its server refuses at once)')
         client = SafeActionClient(self.node, kind, name)
         self._names[id(client)] = name
+        self._probes[id(client)] = made
         return client
 
     def call(
@@ -100,6 +125,20 @@ class Caller:
         name = self._names.get(id(client), 'its action server')
         if not client.wait_for_server(timeout_sec=3.0):
             raise NodeGone(f'{what}: {name} is not running (is its node up? see its log)')
+        if id(client) not in self._answered:
+            try:
+                answered = handshake(
+                    client, self._probes[id(client)](), HANDSHAKE_TIMEOUT_S, self.should_stop
+                )
+            except TimeoutError:
+                raise NodeGone(
+                    f'{what}: {name} runs but its answers do not arrive within '
+                    f'{HANDSHAKE_TIMEOUT_S:g} s (DDS discovery not complete, or a firewall '
+                    'between the processes)'
+                ) from None
+            if not answered:
+                raise Aborted(f'aborted before {what}')
+            self._answered.add(id(client))
         future = client.send_goal_async(goal, feedback_callback=feedback)
         handle = self._wait(future, client, f'{what} ({name})', 10.0, None)
         if not handle.accepted:

@@ -50,6 +50,7 @@ from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.backends import Motion, ToolPose  # noqa: E402
 from slide_ros.executor_node import ExecutorNode  # noqa: E402
 from slide_ros.lifecycle import NotReady  # noqa: E402
+from slide_ros.ros_task import PROBES  # noqa: E402
 from slide_ros.testing import Peer, spinning  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -195,8 +196,8 @@ def executor_on(
             node.trigger_activate()
             push = SafeActionClient(peer.node, Push, f'{ns}/executor/push')
             grasp = SafeActionClient(peer.node, GraspAction, f'{ns}/executor/grasp')
-            peer.handshake(push, Push.Goal())  # no direction: refused as soon as it runs
-            peer.handshake(grasp, GraspAction.Goal())  # no height: the same
+            peer.handshake(push, PROBES['/executor/push']())  # refused as soon as it runs
+            peer.handshake(grasp, PROBES['/executor/grasp']())
             yield node, peer, push, grasp
         finally:
             feeding.set()
@@ -288,6 +289,18 @@ def test_a_pose_stamped_ahead_of_the_executors_clock_is_refused() -> None:
         answer = peer.result(handle.get_result_async(), 30)
     assert answer.result.error.code == ErrorCode.STALE_POSE
     assert 'ahead of this node' in answer.result.message
+    assert arm.motions == []
+
+
+def test_the_behaviours_probes_are_refused_at_once_and_move_nothing() -> None:
+    # The behaviour sends each server a probe before its first goal (lost answers); a probe
+    # the executor took for a push would move the arm.
+    arm = StubArm(0.02)
+    with executor_on(arm) as (_node, peer, push, grasp):
+        for client, name in ((push, '/executor/push'), (grasp, '/executor/grasp')):
+            handle = peer.result(client.send_goal_async(PROBES[name]()), 10)
+            answer = peer.result(handle.get_result_async(), 10)
+            assert answer.result.error.code == ErrorCode.INVALID_GOAL, name
     assert arm.motions == []
 
 

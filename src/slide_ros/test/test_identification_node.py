@@ -23,6 +23,7 @@ from slide_interfaces.action import Identify  # noqa: E402
 from slide_interfaces.msg import ErrorCode  # noqa: E402
 from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.identification_node import IdentificationNode  # noqa: E402
+from slide_ros.ros_task import PROBES  # noqa: E402
 from slide_ros.testing import Peer, spinning  # noqa: E402
 from slide_sim.record import record  # noqa: E402
 
@@ -63,7 +64,7 @@ def serving(**params: object) -> Iterator[tuple[IdentificationNode, Peer, SafeAc
             node.trigger_configure()
             node.trigger_activate()
             client = SafeActionClient(peer.node, Identify, f'{ns}/identification/identify')
-            peer.handshake(client, Identify.Goal(method='bogus'))  # refused as soon as it runs
+            peer.handshake(client, PROBES['/identification/identify']())  # refused at once
             yield node, peer, client
         finally:
             peer.close()

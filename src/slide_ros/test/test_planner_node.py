@@ -23,6 +23,7 @@ from slide_interfaces.action import ChooseExploration, SelectGoal  # noqa: E402
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief  # noqa: E402
 from slide_ros.action_client import SafeActionClient  # noqa: E402
 from slide_ros.planner_node import PlannerNode  # noqa: E402
+from slide_ros.ros_task import PROBES  # noqa: E402
 from slide_ros.testing import Peer, spinning  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -80,11 +81,30 @@ def planner() -> Iterator[tuple[Peer, SafeActionClient, SafeActionClient]]:
             node.trigger_activate()
             goals = SafeActionClient(peer.node, SelectGoal, '/planner/select_goal')
             explore = SafeActionClient(peer.node, ChooseExploration, '/planner/choose_exploration')
-            peer.handshake(goals, SelectGoal.Goal())  # no belief: refused as soon as it runs
-            peer.handshake(explore, ChooseExploration.Goal())  # no grid: the same
+            peer.handshake(goals, PROBES['/planner/select_goal']())  # refused at once
+            peer.handshake(explore, PROBES['/planner/choose_exploration']())
             yield peer, goals, explore
         finally:
             peer.close()
+
+
+def test_the_behaviours_probes_are_refused_at_once(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # The behaviour sends each server a probe before its first goal (lost answers): a probe
+    # the planner took for a question would hold its one goal slot for a search.
+    from slide_interfaces.action import PlanStep
+
+    peer, goals, explore = planner
+    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    peer.handshake(steps, PROBES['/planner/plan_step']())
+    for client, name in (
+        (goals, '/planner/select_goal'),
+        (explore, '/planner/choose_exploration'),
+        (steps, '/planner/plan_step'),
+    ):
+        refused = answer(peer, client, PROBES[name](), 10.0)
+        assert refused.result.error.code == ErrorCode.INVALID_GOAL, (name, refused.result)
 
 
 def test_goals_in_another_frame_or_of_another_object_are_refused(
@@ -199,6 +219,7 @@ def test_poses_where_no_object_can_rest_are_invalid_goals(
     from slide_interfaces.action import PlanStep
 
     steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    peer.handshake(steps, PROBES['/planner/plan_step']())
     far = np.array([-0.5, 0.0, 0.0])
     goal = ChooseExploration.Goal()
     grid_to_msg(load_object('box').grid, np.array([-2.0, 0.0, 0.0]), goal.object)
@@ -243,6 +264,7 @@ def test_a_step_that_finds_the_goal_reached_clears_the_last_push_drawn(
     chosen = answer(peer, goals, goal)
     assert chosen.result.error.code == ErrorCode.SUCCESS, chosen.result.message
     steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    peer.handshake(steps, PROBES['/planner/plan_step']())
     step = PlanStep.Goal(belief=belief_of('box'), goal_pose=chosen.result.goal_pose)
     step.object_pose = chosen.result.goal_pose  # the object where the goal is
     n = len(arrays)
@@ -296,6 +318,7 @@ def test_a_staging_pose_is_chosen_drawn_apart_and_planned_towards_under_its_own_
     # With the object there, a step towards it is done under the staging settings, and
     # refused under a goal's: the staging pose is no goal.
     steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    peer.handshake(steps, PROBES['/planner/plan_step']())
     step = PlanStep.Goal(belief=belief, goal_pose=chosen.result.goal_pose, staging=True)
     step.object_pose = chosen.result.goal_pose
     done = answer(peer, steps, step)

@@ -12,7 +12,7 @@ from rclpy.action import ActionServer  # noqa: E402
 from slide_interfaces.action import ChooseExploration  # noqa: E402
 from slide_interfaces.msg import ErrorCode  # noqa: E402
 from slide_ros.ros_task import Caller  # noqa: E402
-from slide_ros.testing import Peer  # noqa: E402
+from slide_ros.testing import LosesFirstAnswers, Peer  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -26,12 +26,49 @@ def test_a_server_that_dies_in_its_callback_is_an_internal_error_not_a_success()
     server = ActionServer(server_side.node, ChooseExploration, '/test/choose', execute)
     try:
         caller = Caller(client_side.node, lambda: False)
-        client = caller.client(ChooseExploration, '/test/choose')
+        client = caller.client(ChooseExploration, '/test/choose', ChooseExploration.Goal)
         client_side.wait(client.server_is_ready, 30, 'the server')
         result = caller.call(client, 'exploration choice', ChooseExploration.Goal(), 30.0)
         # The empty result's code reads 0 (SUCCESS) and its primitive has no direction.
         assert result.error.code == ErrorCode.INTERNAL
         assert '/test/choose aborted the goal without a result' in result.message
+    finally:
+        server.destroy()
+        client_side.close()
+        server_side.close()
+
+
+def test_a_first_goal_to_a_server_that_loses_answers_runs_once_and_is_answered() -> None:
+    # A server that had not yet matched the caller's response reader ran the first goal and
+    # lost its acceptance: the caller waited 10 s and failed the episode, while the goal
+    # (a push, in the graph) went on.
+    server_side, client_side = Peer('lossy_server'), Peer('caller')
+    ran: list[int] = []
+
+    def execute(handle):  # type: ignore[no-untyped-def]
+        result = ChooseExploration.Result()
+        ran.append(int(handle.request.attempt))
+        if handle.request.attempt == 0:  # the probe: refused as invalid
+            handle.abort()
+            result.error.code = ErrorCode.INVALID_GOAL
+            return result
+        handle.succeed()
+        result.message = f'attempt {handle.request.attempt}'
+        return result
+
+    server = ActionServer(server_side.node, ChooseExploration, '/test/lossy', execute)
+    lossy = LosesFirstAnswers(server._handle, 2)
+    server._handle = lossy
+    try:
+        caller = Caller(client_side.node, lambda: False)
+        client = caller.client(ChooseExploration, '/test/lossy', ChooseExploration.Goal)
+        client_side.wait(client.server_is_ready, 30, 'the server')
+        first = caller.call(client, 'exploration choice', ChooseExploration.Goal(attempt=7), 30.0)
+        assert first.message == 'attempt 7'
+        # The probe took both losses (sent again until answered); the goal ran once.
+        assert lossy.lost == 2 and ran == [0, 0, 0, 7]
+        second = caller.call(client, 'exploration choice', ChooseExploration.Goal(attempt=8), 30.0)
+        assert second.message == 'attempt 8' and ran == [0, 0, 0, 7, 8]  # no probe again
     finally:
         server.destroy()
         client_side.close()
@@ -94,8 +131,12 @@ def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(answe
 
     server_side, client_side = Peer('busy_server'), Peer('caller')
     stop = threading.Event()
+    PROBE = 99  # noqa: N806
 
     def execute(handle):  # type: ignore[no-untyped-def]
+        if handle.request.attempt == PROBE:  # the caller's probe: refused at once
+            handle.abort()
+            return ChooseExploration.Result()
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
             if handle.is_cancel_requested:
@@ -117,7 +158,9 @@ def test_an_abort_keeps_a_goal_that_succeeded_before_its_cancel_reached_it(answe
     )
     try:
         caller = Caller(client_side.node, stop.is_set)
-        client = caller.client(ChooseExploration, '/test/busy')
+        client = caller.client(
+            ChooseExploration, '/test/busy', lambda: ChooseExploration.Goal(attempt=PROBE)
+        )
         client_side.wait(client.server_is_ready, 30, 'the server')
         threading.Timer(0.3, stop.set).start()
         goal = ChooseExploration.Goal()
@@ -227,8 +270,12 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
     indices: list[int] = []
 
     def execute(handle):  # type: ignore[no-untyped-def]
-        indices.append(int(handle.request.index))
         result = Push.Result()
+        if handle.request.primitive.travel == 0:  # the caller's probe: refused at once,
+            result.error.code = ErrorCode.INVALID_GOAL  # as the executor refuses it
+            handle.abort()
+            return result
+        indices.append(int(handle.request.index))
         end = time.monotonic() + 5.0
         while indices != [0] and time.monotonic() < end and not handle.is_cancel_requested:
             time.sleep(0.01)
