@@ -16,13 +16,17 @@ The gripper is a parallel gripper's mechanism: its two fingers are coupled (an e
 constraint, as a Franka Hand's rack or a Robotiq's linkage couples them) and squeezed by
 force-limited servos, so a lifted object's weight rests on the mechanism and only a moment
 beyond what the pads' pressure resists opens them (the planner's hold ratio,
-:mod:`slide_core.planning.grasp`). Measured (held at its end, 4 cm in the pads, 70 N):
-a bar with 0.28 and a tee with 0.70 of that moment hang level, a bar with 0.85 droops
-7 degrees, 1.37 and 2.7 turn out of the grip. The pads' friction is ``PAD_MU``, not a
-rubber pad's 1: in MuJoCo's convex contact model a sliding contact's friction pushes the
-surfaces apart, and at 0.5 and more it pried the pads open while a held object turned
-(the tee drooped 12 degrees at 0.5, 20 with rolling friction on, and uncoupled fingers let
-a 0.47 kg book droop 6 to 12 degrees and stay put while the hand turned 40 degrees).
+:mod:`slide_core.planning.grasp`). Measured (a bar held at its end, 4 cm in the pads,
+70 N): with 0.28, 0.84 and 0.99 of that moment it hangs level (0.6 degrees at most); with
+1.19, 1.36 and 2.7 it turns out of the grip. The hand is a body welded to its mocap set
+point (the arm), not the mocap body itself: a mocap body has no velocity for the contact
+solver, and the pads of a hand moved that way chattered at 125 Hz while they lifted (the
+upper pad off the object one physics step in four) and slid a hammer held at 0.21 of its
+moment out of the grip. The pads' friction is ``PAD_MU``, not a rubber pad's 1: in
+MuJoCo's convex contact model a sliding contact's friction pushes the surfaces apart, and
+at 0.5 and more it pried the pads open while a held object turned (measured with the mocap
+hand: a tee drooped 12 degrees at 0.5, 20 with rolling friction on, and uncoupled fingers
+let a 0.47 kg book droop 6 to 12 degrees and stay put while the hand turned 40 degrees).
 Friction does not carry a hanging object's weight (the pads are horizontal; the lower
 pad's normal force does).
 """
@@ -44,6 +48,9 @@ CAMERA_FOVY_DEG = 58.0  # the D435's vertical field of view
 FINGER_KP = 10000.0  # N/m, the finger position servos
 PAD_MU = 0.3  # the gripper pads' friction (module docstring)
 PAD_THICKNESS = 0.01  # m: each finger pad's, inside the opening's faces
+PALM_SOLREF = '0.004 1'
+"""The weld of the hand to its set point (the arm's stiffness): 2 physics steps' time
+constant, as stiff as MuJoCo allows."""
 CARRIAGE_REACH = 2.0
 """How far [m] the tools' carriage reaches from the table frame's origin along x and y, at
 least (:func:`carriage_range`)."""
@@ -200,9 +207,14 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
               rgba="0.1 0.1 0.1 1"/>
       </body>
     </body>
-    <body name="hand" mocap="true" pos="-0.6 0 0.4">
+    <body name="hand" mocap="true" pos="-0.6 0 0.4"/>
+    <!-- The hand is a body of its own welded to the mocap set point: a mocap body has no
+         velocity for the contact solver, and the pads of a hand moved as one slid a lifted
+         hammer out of a grip that held it still. -->
+    <body name="palm" pos="-0.6 0 0.4" gravcomp="1">
+      <freejoint name="palm"/>
       <geom type="box" size="0.01 0.04 0.05" pos="-0.01 0 0" contype="0" conaffinity="0"
-            rgba="0.9 0.9 0.9 1"/>
+            mass="1" rgba="0.9 0.9 0.9 1"/>
       <!-- Fingers of 0.5 kg (weight compensated): MuJoCo scales contact stiffness by the
            bodies' mass, and 50 g pads sank through light objects under 70 N. Coupled
            below; a flat pad's pressure resists tipping through its contact points. -->
@@ -229,6 +241,7 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     </body>
   </worldbody>
   <equality>
+    <weld name="palm" body1="palm" body2="hand" solref="{PALM_SOLREF}"/>
     <joint name="fingers" joint1="finger_bottom" joint2="finger_top" polycoef="0 1 0 0 0"
            solref="0.004 1"/>
   </equality>

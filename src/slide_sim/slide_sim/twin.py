@@ -130,6 +130,7 @@ class Twin:
         self.data.ctrl[:3] = park
         self.data.ctrl[3:5] = self.cell.gripper.max_opening / 2  # gripper open
         self._hand = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'hand')]
+        self._palm = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'palm')
         self._finger_q = [
             m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n)]
             for n in ('finger_top', 'finger_bottom')
@@ -185,10 +186,11 @@ class Twin:
         return np.array(self.data.xpos[self._tip])
 
     def gripper_pose(self) -> FloatArray:
-        """The gripper's pads' front end E (x, y, z) [m] and its approach yaw [rad] (4,)."""
-        pos = self.data.mocap_pos[self._hand]
-        q = self.data.mocap_quat[self._hand]
-        yaw = 2.0 * math.atan2(float(q[3]), float(q[0]))  # a rotation about z only
+        """The gripper's pads' front end E (x, y, z) [m] and its approach yaw [rad] (4,):
+        where the hand is, which follows its set point through a stiff weld (the arm)."""
+        pos = self.data.xpos[self._palm]
+        R = self.data.xmat[self._palm].reshape(3, 3)
+        yaw = math.atan2(float(R[1, 0]), float(R[0, 0]))
         d = np.array([math.cos(yaw), math.sin(yaw), 0.0])
         return np.array([*(pos + d * self.cell.gripper.finger_depth), yaw])
 
@@ -310,9 +312,10 @@ class Twin:
     def tool_lag(self, tool: str) -> float:
         """Distance [m] from ``tool`` to its set point: the fingertip's carriage follows it
         through position controllers, behind it while moving and short of it when something
-        holds it back; the gripper's hand is placed where it is set (0)."""
+        holds it back; the gripper's hand through a stiff weld (a fraction of a
+        millimetre)."""
         if tool != 'fingertip':
-            return 0.0
+            return float(np.linalg.norm(self.data.xpos[self._palm] - self._setpoint(tool)))
         p_set = self._setpoint('fingertip') + np.array([0.0, 0.0, self.tip_z])
         return float(np.linalg.norm(self.fingertip() - p_set))
 
