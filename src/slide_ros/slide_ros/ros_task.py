@@ -139,9 +139,13 @@ class Caller:
             if not answered:
                 raise Aborted(f'aborted before {what}')
             self._answered.add(id(client))
+        if self.should_stop():
+            raise Aborted(f'aborted before {what}')
         future = client.send_goal_async(goal, feedback_callback=feedback)
         handle = self._wait(future, client, f'{what} ({name})', 10.0, None)
         if not handle.accepted:
+            if self.should_stop():
+                raise Aborted(f'aborted during {what}')
             raise WorldError(f'{what}: the goal was refused', retryable=True)
         result = handle.get_result_async()
         self._wait(result, client, f'{what} ({name})', timeout_s, handle, made)
@@ -162,25 +166,28 @@ class Caller:
         handle: Any,
         made: Callable[[Any], bool] | None = None,
     ) -> Any:
+        """``future``'s result, watching the abort flag, the server and ``timeout_s``.
+        While it waits for a goal's acceptance (``handle`` None) an abort waits too: the
+        goal may already run (a push), and only its handle can cancel it; the wait for the
+        result then cancels it at once. (Raised at once, the abort left the push to run on
+        with no one to stop it or keep its record.)"""
         end = time.monotonic() + timeout_s
         last_check = time.monotonic()
         while not future.done():
-            if self.should_stop():
-                if handle is not None:
-                    cancel = handle.cancel_goal_async()
-                    stop = time.monotonic() + 10.0
-                    while not future.done() and time.monotonic() < stop:
-                        time.sleep(0.01)
-                    del cancel
-                    if future.done() and (
-                        future.result().status == GoalStatus.STATUS_SUCCEEDED
-                        or (made is not None and made(future.result().result))
-                    ):
-                        # It ended before the cancel reached it, or the cancel stopped it
-                        # after its work (a push after its stroke): a push that was made
-                        # is kept (it was lost from the result); the task's next stage
-                        # aborts.
-                        return future.result()
+            if handle is not None and self.should_stop():
+                cancel = handle.cancel_goal_async()
+                stop = time.monotonic() + 10.0
+                while not future.done() and time.monotonic() < stop:
+                    time.sleep(0.01)
+                del cancel
+                if future.done() and (
+                    future.result().status == GoalStatus.STATUS_SUCCEEDED
+                    or (made is not None and made(future.result().result))
+                ):
+                    # It ended before the cancel reached it, or the cancel stopped it after
+                    # its work (a push after its stroke): a push that was made is kept (it
+                    # was lost from the result); the task's next stage aborts.
+                    return future.result()
                 raise Aborted(f'aborted during {what}')
             now = time.monotonic()
             if now - last_check > 1.0:

@@ -75,6 +75,63 @@ def test_a_first_goal_to_a_server_that_loses_answers_runs_once_and_is_answered()
         server_side.close()
 
 
+def test_an_abort_before_the_goal_is_accepted_still_cancels_the_goal() -> None:
+    # Aborted while the goal's acceptance was on its way, the caller gave the goal up at
+    # once: the push it had sent ran on, with no one to stop it or keep its record.
+    import threading
+    import time
+
+    from rclpy.action import CancelResponse, GoalResponse
+
+    from slide_core.task import Aborted
+
+    server_side, client_side = Peer('slow_server'), Peer('caller')
+    stop = threading.Event()
+    ended: list[str] = []
+
+    def accept(goal):  # type: ignore[no-untyped-def]
+        if goal.attempt == 1:
+            stop.set()  # the task's abort, before the acceptance is back
+            time.sleep(0.3)
+        return GoalResponse.ACCEPT
+
+    def execute(handle):  # type: ignore[no-untyped-def]
+        if handle.request.attempt == 0:  # the caller's probe: refused at once
+            handle.abort()
+            return ChooseExploration.Result()
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end:
+            if handle.is_cancel_requested:
+                handle.canceled()
+                ended.append('cancelled')
+                return ChooseExploration.Result()
+            time.sleep(0.01)
+        handle.succeed()
+        ended.append('ran on')
+        return ChooseExploration.Result()
+
+    server = ActionServer(
+        server_side.node,
+        ChooseExploration,
+        '/test/slow',
+        execute,
+        goal_callback=accept,
+        cancel_callback=lambda _r: CancelResponse.ACCEPT,
+    )
+    try:
+        caller = Caller(client_side.node, stop.is_set)
+        client = caller.client(ChooseExploration, '/test/slow', ChooseExploration.Goal)
+        client_side.wait(client.server_is_ready, 30, 'the server')
+        with pytest.raises(Aborted, match='aborted during push'):
+            caller.call(client, 'push', ChooseExploration.Goal(attempt=1), 30.0)
+        client_side.wait(lambda: bool(ended), 10, 'the goal to end')
+        assert ended == ['cancelled']
+    finally:
+        server.destroy()
+        client_side.close()
+        server_side.close()
+
+
 def test_a_planner_that_cannot_answer_ends_the_task_as_an_error_not_as_a_decision() -> None:
     # A planner not active was a failed push ('exploration choice: not active (code 3)'),
     # and a goal selection cancelled elsewhere an 'internal error: NoSolutionError'.
@@ -276,6 +333,8 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
             handle.abort()
             return result
         indices.append(int(handle.request.index))
+        if indices == [0, 1]:
+            aborting.set()  # the task's abort, mid-push (a timer once came before the goal)
         end = time.monotonic() + 5.0
         while indices != [0] and time.monotonic() < end and not handle.is_cancel_requested:
             time.sleep(0.01)
@@ -330,7 +389,6 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
             world.push(primitive, np.array([0.4, 0.0, 0.0]))
         assert failed.value.retryable and len(world.records) == 1
         # Cancelled by the task's own abort: the push is the world's answer.
-        threading.Timer(0.5, aborting.set).start()
         samples = world.push(primitive, np.array([0.4, 0.0, 0.0]))
         assert samples.X_WO[-1, 0] == pytest.approx(0.41)
         assert indices == [0, 1] and len(world.records) == 2
