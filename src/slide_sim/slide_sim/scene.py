@@ -209,8 +209,8 @@ def workcell_xml(spec: ObjectSpec, X_WO: tuple[float, float, float], cell: Workc
     </body>
     <body name="hand" mocap="true" pos="-0.6 0 0.4"/>
     <!-- The hand is a body of its own welded to the mocap set point: a mocap body has no
-         velocity for the contact solver, and the pads of a hand moved as one slid a lifted
-         hammer out of a grip that held it still. -->
+         velocity for the contact solver, and the pads of a hand moved as one chattered
+         while they lifted and turned a hammer out of the grip (module docstring). -->
     <body name="palm" pos="-0.6 0 0.4" gravcomp="1">
       <freejoint name="palm"/>
       <geom type="box" size="0.01 0.04 0.05" pos="-0.01 0 0" contype="0" conaffinity="0"
