@@ -50,6 +50,17 @@ def answer(peer: Peer, client: SafeActionClient, goal: object, timeout_s: float 
     return peer.result(handle.get_result_async(), timeout_s)
 
 
+def plan_step_client(peer: Peer) -> SafeActionClient:
+    """A client of the planner's ``~/plan_step`` whose probe the server has answered: a
+    goal sent before the server matched the client's response reader runs, and its
+    acceptance is lost."""
+    from slide_interfaces.action import PlanStep
+
+    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
+    peer.handshake(steps, PROBES['/planner/plan_step']())
+    return steps
+
+
 def a_push():  # type: ignore[no-untyped-def]
     from slide_core.io import primitive_to_msg
     from slide_core.model import Primitive, load_workcell
@@ -93,11 +104,9 @@ def test_the_behaviours_probes_are_refused_at_once(
 ) -> None:
     # The behaviour sends each server a probe before its first goal (lost answers): a probe
     # the planner took for a question would hold its one goal slot for a search.
-    from slide_interfaces.action import PlanStep
 
     peer, goals, explore = planner
-    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
-    peer.handshake(steps, PROBES['/planner/plan_step']())
+    steps = plan_step_client(peer)
     for client, name in (
         (goals, '/planner/select_goal'),
         (explore, '/planner/choose_exploration'),
@@ -218,8 +227,7 @@ def test_poses_where_no_object_can_rest_are_invalid_goals(
     peer, _, explore = planner
     from slide_interfaces.action import PlanStep
 
-    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
-    peer.handshake(steps, PROBES['/planner/plan_step']())
+    steps = plan_step_client(peer)
     far = np.array([-0.5, 0.0, 0.0])
     goal = ChooseExploration.Goal()
     grid_to_msg(load_object('box').grid, np.array([-2.0, 0.0, 0.0]), goal.object)
@@ -263,8 +271,7 @@ def test_a_step_that_finds_the_goal_reached_clears_the_last_push_drawn(
     set_planar_pose(goal.object_pose.pose, X_BOX)
     chosen = answer(peer, goals, goal)
     assert chosen.result.error.code == ErrorCode.SUCCESS, chosen.result.message
-    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
-    peer.handshake(steps, PROBES['/planner/plan_step']())
+    steps = plan_step_client(peer)
     step = PlanStep.Goal(belief=belief_of('box'), goal_pose=chosen.result.goal_pose)
     step.object_pose = chosen.result.goal_pose  # the object where the goal is
     n = len(arrays)
@@ -317,8 +324,7 @@ def test_a_staging_pose_is_chosen_drawn_apart_and_planned_towards_under_its_own_
     ] and STAGING_RGBA != GOAL_RGBA
     # With the object there, a step towards it is done under the staging settings, and
     # refused under a goal's: the staging pose is no goal.
-    steps = SafeActionClient(peer.node, PlanStep, '/planner/plan_step')
-    peer.handshake(steps, PROBES['/planner/plan_step']())
+    steps = plan_step_client(peer)
     step = PlanStep.Goal(belief=belief, goal_pose=chosen.result.goal_pose, staging=True)
     step.object_pose = chosen.result.goal_pose
     done = answer(peer, steps, step)
