@@ -260,9 +260,10 @@ def test_moments_along_and_across_the_pads_add_up_in_the_hold_ratio(
 ) -> None:
     # A block 14 x 10 x 5 cm, 5.5 cm past the edge, held by its overhang in the middle or
     # to the side: 2 kg asks 0.35 of the pads' limit along the approach and 0.48 across
-    # 3.4 cm to the side; 4 kg asks 0.70 and 1.26 at 4.5 cm. The twin's stiff pads hold
-    # the sum up to nearly 2 (each axis to 1, the pressure's centre in a corner); a hand
-    # moved as a mocap body dropped the 2 kg block at 0.83.
+    # 3.4 cm to the side; 4 kg asks 0.70 and 1.26 at 4.5 cm, where the pads slip and do
+    # not lift it. The twin's stiff pads hold the sum up to nearly 2 (each axis to 1, the
+    # pressure's centre in a corner); a hand moved as a mocap body dropped the 2 kg block
+    # at 0.83.
     occupancy = np.ones((5, 7))
     block = parse_spec(
         {

@@ -21,16 +21,17 @@ third, and the object droops in them from there; the two moments add.
 
 The twin's pads are stiff, nearly rigid: a bar held at its end hangs level up to 0.99
 along and turns out at 1.19; a 2 kg block 14 x 10 x 5 cm held 5.5 cm out hangs level at
-0.35 along and 0.63 across (0.98 summed), and a 4 kg one at 0.70 and 0.95 (1.65), turning
-out at 0.70 and 1.26. (These are with the twin's hand welded to the arm's set point. Moved
-as a mocap body, the hand had no velocity for MuJoCo's contact solver: its pads chattered
-while they lifted, the 2 kg block turned out at 0.83 summed and a hammer at 0.21. That
-0.83 was taken for the twin's limit and the reason to sum the two ratios; it was the
-artefact. The sum stands on the kern alone.) The goal search refuses goals whose ratio
-exceeds ``PlannerConfig.hold_max`` (0.5: a safety factor of 2 for rigid pads, of about 3
-for the twin's; compliant pads droop a little from a third) for more than epsilon of the
-belief and prefers the smaller ratio below that (``PlannerConfig.hold_weight``): of two
-overhangs that both balance, the one nearer the centre of mass is held more surely.
+0.35 along and 0.63 across (0.98 summed), and a 4 kg one at 0.70 and 0.95 (1.65); at 0.70
+and 1.26 (the pads reaching 5 mm past its side) they slip and do not lift it. (These are
+with the twin's hand welded to the arm's set point. Moved as a mocap body, the hand had no
+velocity for MuJoCo's contact solver: its pads chattered while they lifted, the 2 kg block
+turned out at 0.83 summed and a hammer at 0.21. That 0.83 was taken for the twin's limit
+and the reason to sum the two ratios; it was the artefact. The sum stands on the kern
+alone.) The goal search refuses goals whose ratio exceeds ``PlannerConfig.hold_max`` (0.5:
+a safety factor of 2 for rigid pads, of about 3 for the twin's; compliant pads droop a
+little from a third) for more than epsilon of the belief and prefers the smaller ratio
+below that (``PlannerConfig.hold_weight``): of two overhangs that both balance, the one
+nearer the centre of mass is held more surely.
 """
 
 from __future__ import annotations
