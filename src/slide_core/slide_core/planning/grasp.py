@@ -28,8 +28,8 @@ velocity for MuJoCo's contact solver: its pads chattered while they lifted, the 
 turned out at 0.83 summed and a hammer at 0.21. That 0.83 was taken for the twin's limit
 and the reason to sum the two ratios; it was the artefact. The sum stands on the kern
 alone.) The goal search refuses goals whose ratio exceeds ``PlannerConfig.hold_max`` (0.5:
-a safety factor of 2 for rigid pads, of about 3 for the twin's; compliant pads droop a
-little from a third) for more than epsilon of the belief and prefers the smaller ratio
+a safety factor of 2 for rigid pads, 2 to 3 for the twin's; compliant pads droop a little
+from a third) for more than epsilon of the belief and prefers the smaller ratio
 below that (``PlannerConfig.hold_weight``): of two overhangs that both balance, the one
 nearer the centre of mass is held more surely.
 """
