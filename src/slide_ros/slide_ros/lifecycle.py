@@ -392,6 +392,26 @@ def call_idempotent(
     reader, though ``service_is_ready`` said true (ros2/rmw_fastrtps#842, open for Jazzy): a
     single call then waits for an answer the server sent and DDS dropped. Only for requests
     that may be served twice (a state query, a tare at rest)."""
+    return _first_answer(
+        lambda: client.call_async(request),
+        timeout_s,
+        should_stop,
+        resend_s,
+        client.remove_pending_request,  # the unanswered ones would stay for ever
+    )
+
+
+def _first_answer(
+    send: Callable[[], Future],
+    timeout_s: float,
+    should_stop: Callable[[], bool] = lambda: False,
+    resend_s: float = RESEND_S,
+    forget: Callable[[Future], Any] | None = None,
+) -> Any:
+    """The first answer to a request that ``send`` makes, made again every ``resend_s``
+    until an answer to any of them comes (waiting without spinning: another thread spins
+    the node); TimeoutError after ``timeout_s``, None when ``should_stop`` said so first.
+    ``forget`` is given each request's future at the end (to drop those never answered)."""
     end = time.monotonic() + timeout_s
     sent: list[Future] = []
     sent_at = -math.inf
@@ -406,12 +426,13 @@ def call_idempotent(
             if now > end:
                 raise TimeoutError(f'no answer within {timeout_s:g} s')
             if now >= sent_at + resend_s:
-                sent.append(client.call_async(request))
+                sent.append(send())
                 sent_at = now
             time.sleep(0.002)
     finally:
-        for future in sent:
-            client.remove_pending_request(future)  # the unanswered ones would stay for ever
+        if forget is not None:
+            for future in sent:
+                forget(future)
 
 
 HANDSHAKE_RESEND_S = 2.0
@@ -426,7 +447,7 @@ def handshake(
     resend_s: float = HANDSHAKE_RESEND_S,
 ) -> bool:
     """Send ``probe``, a goal the server behind the action ``client`` refuses as soon as it
-    runs (an invalid one), every ``resend_s`` until its acceptance comes back, then wait
+    runs (an invalid one), every ``resend_s`` until an acceptance comes back, then wait
     for its end (a server of one goal at a time refuses the next until then) up to
     ``timeout_s`` or ``resend_s``, whichever is later. True once answered; False when
     ``should_stop`` said so first; TimeoutError after ``timeout_s`` without an answer.
@@ -437,16 +458,12 @@ def handshake(
     after this: sent before, it ran while its sender waited for an answer that never came.
     Waits without spinning: another thread spins the client's node."""
     end = time.monotonic() + timeout_s
-    while True:
-        try:
-            handle = wait_for(client.send_goal_async(probe), resend_s, should_stop)
-        except TimeoutError:
-            if time.monotonic() > end:
-                raise TimeoutError(f'no answer within {timeout_s:g} s') from None
-            continue
-        if handle is None:
-            return False
-        break
+    # (at least one probe is given resend_s: a connect with its deadline past still asks)
+    handle = _first_answer(
+        lambda: client.send_goal_async(probe), max(timeout_s, resend_s), should_stop, resend_s
+    )
+    if handle is None:
+        return False
     if handle.accepted:  # refused in its execute callback, at once: let it end first
         try:
             wait_for(handle.get_result_async(), max(end - time.monotonic(), resend_s), should_stop)
