@@ -95,19 +95,17 @@ class Caller:
 
     def __init__(self, node: Node, should_stop: Callable[[], bool]) -> None:
         self.node, self.should_stop = node, should_stop
-        self._names: dict[int, str] = {}
-        self._probes: dict[int, Callable[[], Any]] = {}
+        self._clients: dict[int, tuple[str, Callable[[], Any]]] = {}  # its name and probe
         self._answered: set[int] = set()  # clients whose server answered a probe
 
     def client(self, kind: Any, name: str, probe: Callable[[], Any] | None = None) -> ActionClient:
         """An action client of ``name`` whose failures name the action (and so its node);
         ``probe`` makes the goal its server refuses at once (default: :data:`PROBES`'s)."""
-        made = probe if probe is not None else PROBES.get(name)
-        if made is None:
+        make_probe = probe if probe is not None else PROBES.get(name)
+        if make_probe is None:
             raise ValueError(f'{name}: no probe goal (a goal its server refuses at once)')
         client = SafeActionClient(self.node, kind, name)
-        self._names[id(client)] = name
-        self._probes[id(client)] = made
+        self._clients[id(client)] = (name, make_probe)
         return client
 
     def call(
@@ -122,14 +120,12 @@ class Caller:
         """The goal's result. ``made`` says of a result whether the goal did its work
         (a push stopped after its stroke, with its record): such a result, like a success,
         is returned when an abort cancelled the goal, not lost in Aborted."""
-        name = self._names.get(id(client), 'its action server')
+        name, probe = self._clients[id(client)]  # (a client of :meth:`client`)
         if not client.wait_for_server(timeout_sec=3.0):
             raise NodeGone(f'{what}: {name} is not running (is its node up? see its log)')
         if id(client) not in self._answered:
             try:
-                answered = handshake(
-                    client, self._probes[id(client)](), HANDSHAKE_TIMEOUT_S, self.should_stop
-                )
+                answered = handshake(client, probe(), HANDSHAKE_TIMEOUT_S, self.should_stop)
             except TimeoutError:
                 raise NodeGone(
                     f'{what}: {name} runs but its answers do not arrive within '
