@@ -132,6 +132,12 @@ weight 1e-55 had decided the quantile while the weight sums ignored it, and the 
 said no pose was in the workspace."""
 
 
+def least_weight(config: PlannerConfig) -> float:
+    """The belief weight that 'at least 1 - epsilon of the belief' asks for: what a
+    condition's weight sum is compared with (``>=``), less :data:`WEIGHT_TOLERANCE`."""
+    return 1.0 - config.epsilon - WEIGHT_TOLERANCE
+
+
 def margin_quantile(belief: Belief, margins: FloatArray, epsilon: float) -> float:
     """The margin [m] that belief of probability 1 - epsilon at least have (models of
     less weight than ``WEIGHT_TOLERANCE`` in all below it left out)."""
@@ -215,11 +221,9 @@ def is_valid(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
     """A pose a push may move the object through or to: on the table, clear of obstacles,
     balanced while pushed with probability at least 1 - epsilon (each model with
     :func:`needed_margins`)."""
-    return (
-        in_workspace(belief.grid, X_WO, config)
-        and stay_probability(belief, X_WO, needed_margins(belief, config))
-        >= 1.0 - config.epsilon - WEIGHT_TOLERANCE
-    )
+    return in_workspace(belief.grid, X_WO, config) and stay_probability(
+        belief, X_WO, needed_margins(belief, config)
+    ) >= least_weight(config)
 
 
 def fall_probability(belief: Belief, X_K: FloatArray, config: PlannerConfig) -> float:
@@ -293,7 +297,7 @@ def motion_validity(
     com = _com(belief)
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
-    threshold = 1.0 - config.epsilon - WEIGHT_TOLERANCE
+    threshold = least_weight(config)
     need = np.ascontiguousarray(needed_margins(belief, config))
     valid = kernels.motion_valid
 
@@ -332,7 +336,7 @@ def validity(belief: Belief, config: PlannerConfig) -> Callable[[float, float, f
     com = _com(belief)
     weight = np.ascontiguousarray(belief.weight, dtype=float)
     depth, half_width = config.table.depth, config.table.width / 2
-    threshold = 1.0 - config.epsilon - WEIGHT_TOLERANCE
+    threshold = least_weight(config)
     need = np.ascontiguousarray(needed_margins(belief, config))
     obstacles = bool(config.obstacles)
     valid = kernels.pose_valid

@@ -24,10 +24,10 @@ from slide_core.geometry import (
 )
 from slide_core.model import Belief, Table
 from slide_core.planning.balance import (
-    WEIGHT_TOLERANCE,
     com_margins_of,
     in_workspace,
     is_valid,
+    least_weight,
     margin_quantile,
     needed_margins,
     push_leans,
@@ -123,7 +123,7 @@ def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp
             f'the pads would be asked {hold:.2f} of what they resist (at most {config.hold_max})'
         )
     both = _staying_and_held(belief, X_WO, grasp, config)
-    if both < 1.0 - config.epsilon - WEIGHT_TOLERANCE:
+    if both < least_weight(config):
         return None, (
             f'only {_apart(both, 1.0 - config.epsilon)} of the belief both stays and is held '
             f'there, not {1.0 - config.epsilon:.2f}'
@@ -362,7 +362,7 @@ def _best_goal(
             X = np.array([-x_min - o, 0.0, yaw])
             margins = com_margins_of(belief, X)
             p_stay = staying_weight(belief, margins, need_k)
-            if p_stay < 1.0 - config.epsilon - WEIGHT_TOLERANCE:
+            if p_stay < least_weight(config):
                 continue
             margin = margin_quantile(belief, margins, config.epsilon)
             if best is not None:
@@ -388,9 +388,8 @@ def _best_goal(
             if hold > config.hold_max:
                 continue
             held = ratios <= config.hold_max
-            if staying_weight(belief, np.where(held, margins, -np.inf), need_k) < (
-                1.0 - config.epsilon - WEIGHT_TOLERANCE
-            ):
+            both = staying_weight(belief, np.where(held, margins, -np.inf), need_k)
+            if both < least_weight(config):
                 continue  # enough stay and enough are held, but not the same ones
             if turn > 0.0 and any(
                 grasps(X + np.array([0.0, 0.0, d])) is None for d in (-turn, turn)
@@ -501,7 +500,7 @@ def _no_goal(
             f'{config.hold_max:.2f} they are trusted with: its centre of mass is too far from '
             'any overhang it can stick out; a stronger grip or longer pads would be needed'
         )
-    if p_held < 1.0 - config.epsilon - WEIGHT_TOLERANCE:
+    if p_held < least_weight(config):
         return UncertainBeliefError(
             f'no goal: where the pads would hold it, at most '
             f'{_apart(p_held, 1.0 - config.epsilon)} of the belief stays and is held, not '
