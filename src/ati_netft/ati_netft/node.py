@@ -22,11 +22,12 @@ Lifecycle: *configure* resolves the address, reads the calibration (HTTP, TCP or
 parameters) and opens the socket; *activate* starts the stream; *deactivate* stops it (the
 sensor is told to stop); *cleanup* closes the socket; *shutdown* stops whatever runs. A
 transition that fails returns FAILURE and logs one line saying what was wrong and what to
-do (no traceback), and can be tried again (``~/change_state``). With ``autostart`` (default
-true) the node configures and activates itself at start-up, so tests and launch files need
-no lifecycle manager; ``configure_retries`` (-1: for ever) retries a failed start-up with a
-backoff that starts at ``retry_backoff_s`` and doubles up to ``retry_backoff_max_s``.
-``netft_node`` exits with status 1 when start-up failed and no retry is left.
+do (no traceback; a warning while autostart will try it again), and can be tried again
+(``~/change_state``). With ``autostart`` (default true) the node configures and activates
+itself at start-up, so tests and launch files need no lifecycle manager;
+``configure_retries`` (-1: for ever) retries a failed start-up with a backoff that starts
+at ``retry_backoff_s`` and doubles up to ``retry_backoff_max_s``. ``netft_node`` exits with
+status 1 when start-up failed and no retry is left.
 
 Records come from the sensor's address and RDT port only, and only plausible records that
 follow the stream are used (see :mod:`ati_netft.client`); none of the counters can be
@@ -391,6 +392,7 @@ class NetFTNode(LifecycleNode):
         self._retries_left = 0
         self._backoff = 1.0
         self._bad_parameter = False
+        self._bringing_up = False  # the configure running is autostart's
         self._lock = threading.Lock()
         # The plausible bounds [N, N m] per axis of the configured sensor (None before).
         self._plausible: tuple[float, ...] | None = None
@@ -439,7 +441,11 @@ class NetFTNode(LifecycleNode):
             self.destroy_timer(self._retry_timer)  # type: ignore[arg-type]
             self._retry_timer = None
         if self.state == 'unconfigured':
-            self.trigger_configure()
+            self._bringing_up = True
+            try:
+                self.trigger_configure()
+            finally:
+                self._bringing_up = False
         if self.state == 'inactive':
             self.trigger_activate()
         if self.state == 'active' or self.state == 'finalized':
@@ -456,12 +462,20 @@ class NetFTNode(LifecycleNode):
         self.get_logger().info(f'trying again in {delay:g} s')
         self._retry_timer = self.create_timer(delay, self._bring_up)
 
-    def _fail(self, what: str, exc: BaseException) -> TransitionCallbackReturn:
+    def _fail(
+        self, what: str, exc: BaseException, retried: bool = False
+    ) -> TransitionCallbackReturn:
+        """Say why a transition failed: a warning when autostart will try it again (a
+        sensor not yet reachable while the workcell powers up), else an error."""
         text = (
             str(exc) if isinstance(exc, OSError | ValueError) else f'{type(exc).__name__}: {exc}'
         )
         self.last_error = f'{what} failed: {text}'
-        self.get_logger().error(self.last_error)
+        # (two call sites: rclpy refuses to log from one site at another severity)
+        if retried:
+            self.get_logger().warning(self.last_error)
+        else:
+            self.get_logger().error(self.last_error)
         return TransitionCallbackReturn.FAILURE
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -472,7 +486,8 @@ class NetFTNode(LifecycleNode):
             # A bad parameter stays bad: autostart gives up at once instead of retrying it
             # (with configure_retries -1, for ever, while the executor waits for wrenches).
             self._bad_parameter = isinstance(exc, BadParameterError)
-            return self._fail('configure', exc)
+            retried = self._bringing_up and self._retries_left != 0 and not self._bad_parameter
+            return self._fail('configure', exc, retried)
         self.last_error = ''
         self._bad_parameter = False
         return TransitionCallbackReturn.SUCCESS

@@ -282,6 +282,24 @@ def test_startup_failures_are_one_line_errors_without_a_traceback() -> None:
 
 
 @pytest.mark.ros
+def test_a_sensor_not_yet_reachable_warns_until_no_retry_is_left() -> None:
+    # The graph's every start logged the driver's wait for the twin's sensor as errors.
+    run = subprocess.run(
+        [sys.executable, '-c', 'from ati_netft.node import main; main()', '--ros-args']
+        + ['-p', 'address:=127.0.0.1', '-p', f'http_port:={free_port()}']
+        + ['-p', 'configure_retries:=2', '-p', 'retry_backoff_s:=0.05'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ,
+    )
+    output = run.stdout + run.stderr
+    lines = [ln for ln in output.splitlines() if 'could not read the calibration' in ln]
+    assert [ln.split(']')[0] for ln in lines] == ['[WARN', '[WARN', '[ERROR'], output
+    assert run.returncode == 1, output
+
+
+@pytest.mark.ros
 def test_a_failed_configure_is_reported_and_can_be_retried(emulator: NetFTEmulator) -> None:
     h = Harness(emulator, http_port=free_port())  # nothing answers there
     try:

@@ -1,9 +1,10 @@
 """Lifecycle nodes that bring themselves up, and the plumbing every slide node shares.
 
-*configure* connects what the node needs (hardware, other nodes) and may fail with a reason;
-*activate* starts serving. A failed transition logs one line (no traceback) and can be tried
-again over ``~/change_state``. With ``autostart`` (default true) the node configures and
-activates itself, so the pip-only runner and tests need no lifecycle manager; on the robot a
+*configure* connects what the node needs (hardware, other nodes) and may fail with a
+reason; *activate* starts serving. A failed transition logs one line (no traceback: a
+warning while autostart will try it again, else an error) and can be tried again over
+``~/change_state``. With ``autostart`` (default true) the node configures and activates
+itself, so the pip-only runner and tests need no lifecycle manager; on the robot a
 lifecycle manager can drive it instead (``autostart:=false``).
 """
 
@@ -118,6 +119,7 @@ class SlideNode(LifecycleNode):
         self._backoff_max = 30.0
         self._retry_timer: Any = None
         self._bad_input = False  # the last configure failed on something a retry cannot fix
+        self._autostarting = False  # the configure running is autostart's, not a manager's
         service = getattr(self, '_service_change_state', None)
         if service is not None:
             service.callback = self._refusing_unavailable(service.callback)
@@ -167,7 +169,12 @@ class SlideNode(LifecycleNode):
             return
         if state != 'unconfigured':
             return  # active, finalized: there is nothing left to start
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+        self._autostarting = True
+        try:
+            configured = self.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        finally:
+            self._autostarting = False
+        if configured:
             self.trigger_activate()
             return
         if self._bad_input:
@@ -202,13 +209,22 @@ class SlideNode(LifecycleNode):
         """Configure; any failure is one logged line (rclpy turned an exception it was not
         given into ERROR and logged nothing, and autostart retried it without a reason).
         Bad input (a SlideInputError, a bad parameter, a backend that is not installed) is
-        not retried by autostart: the same input fails the same way."""
+        not retried by autostart: the same input fails the same way.
+
+        What a node waits for at start-up (another node not up yet, hardware not yet
+        reachable) is a warning while autostart will try again; an error when it will not
+        (no retry left, or a manager's configure). Logged as errors, every normal start of
+        the graph wrote some, and an operator learns to read past them."""
         self._bad_input = False
         try:
             self.configure()
         except (NotReady, SlideError, OSError, TimeoutError) as exc:
             self._bad_input = isinstance(exc, SlideInputError)
-            self.get_logger().error(f'configure failed: {exc}')
+            # (two call sites: rclpy refuses to log from one site at another severity)
+            if self._autostarting and self._retries_left != 0 and not self._bad_input:
+                self.get_logger().warning(f'configure failed: {exc}')
+            else:
+                self.get_logger().error(f'configure failed: {exc}')
             return TransitionCallbackReturn.FAILURE
         except (ParameterError, ImportError) as exc:
             self._bad_input = True

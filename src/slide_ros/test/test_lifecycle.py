@@ -60,7 +60,7 @@ def test_a_prompt_shutdown_writes_nothing() -> None:
 FAILING = textwrap.dedent(
     """
     from slide_core.errors import SlideInputError
-    from slide_ros.lifecycle import LIFECYCLE_PARAMS, SlideNode, run
+    from slide_ros.lifecycle import LIFECYCLE_PARAMS, NotReady, SlideNode, run
     from slide_ros.params import declare
 
     class Failing(SlideNode):
@@ -93,6 +93,22 @@ def test_any_configure_failure_is_said_in_one_line() -> None:
     lines = [ln for ln in out.stderr.splitlines() if 'configure failed' in ln]
     assert len(lines) == 2 and "KeyError: 'fingertip_offset'" in lines[0], out.stderr
     assert 'Traceback' not in out.stderr
+
+
+def test_waiting_at_start_up_warns_until_no_retry_is_left() -> None:
+    # Every normal start of the graph logged ERROR lines while its nodes waited for each
+    # other: only the failure that ends the start-up is an error.
+    out = _failing(
+        "NotReady('waiting for /executor')",
+        '-p',
+        'configure_retries:=2',
+        '-p',
+        'retry_backoff_s:=0.05',
+    )
+    assert out.returncode == 1, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if 'configure failed' in ln]
+    assert [ln.split(']')[0] for ln in lines] == ['[WARN', '[WARN', '[ERROR'], out.stderr
+    assert all('waiting for /executor' in ln for ln in lines), out.stderr
 
 
 def test_bad_input_at_configure_is_not_retried() -> None:
