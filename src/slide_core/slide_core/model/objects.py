@@ -292,8 +292,15 @@ def _with_outline(grid: Grid, value: Any) -> Grid:
 
 
 def load_spec(path: str | Path) -> ObjectSpec:
-    """Read and validate an object specification file."""
-    return parse_spec(read_yaml(path, SpecError, 'object file'), str(path))
+    """Read and validate an object specification file (errors name it)."""
+    doc = read_yaml(path, SpecError, 'object file')
+    try:
+        return parse_spec(doc, str(path))
+    except SpecError as exc:
+        if str(exc).startswith(f'{path}:'):
+            raise
+        # ('name: missing' alone left the user to guess which file, of a demo's several)
+        raise SpecError(f'{path}: {exc}') from None
 
 
 def save_spec(spec: ObjectSpec, path: str | Path) -> Path:

@@ -183,6 +183,10 @@ def test_missing_fields_and_bad_files(tmp_path: Path) -> None:
         load_spec(tmp_path / 'absent.yaml')
     with pytest.raises(SpecError, match='no library object'):
         load_object('anvil')
+    partial = tmp_path / 'partial.yaml'
+    partial.write_text(yaml.safe_dump(doc))  # a file's error names the file
+    with pytest.raises(SpecError, match=f'^{partial}: friction: missing'):
+        load_object(partial)
     good = tmp_path / 'ok.yaml'
     good.write_text(yaml.safe_dump(EXAMPLE))
     assert load_object(good).name == 'hammer'
