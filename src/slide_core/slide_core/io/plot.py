@@ -161,12 +161,9 @@ def plan_axes(
         front = np.asarray(g['p_WE'])
         w = config.gripper.finger_width / 2
         depth = config.gripper.finger_depth
-        pad = [
-            [front[0] - depth, front[1] - w],
-            [front[0], front[1] - w],
-            [front[0], front[1] + w],
-            [front[0] - depth, front[1] + w],
-        ]
+        # The pads in the approach's frame (yaw 0: along +x), turned into the table's.
+        pad_A = np.array([[-depth, -w], [0.0, -w], [0.0, w], [-depth, w]])
+        pad = front + pad_A @ rotation(float(g.get('yaw', 0.0))).T
         ax.add_patch(Polygon(pad, closed=True, fc='none', ec='k', lw=1.5, ls='--'))
         ax.annotate('grasp', (float(front[0]), float(front[1])), color='k')
     pts = [start[:2]] + [np.asarray(p['p_WF0']) for p in trace.get('pushes', [])]

@@ -24,7 +24,10 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   object must fit the opening. Lifted, the object hangs from the pads; its weight's moment
   about the held part over what the pads resist, along the approach and across it summed,
   is the hold ratio (:func:`hold_ratios`), which a goal keeps at most ``hold_max`` (0.5,
-  half the pads' limit) for 1 - epsilon of the belief.
+  half the pads' limit) for 1 - epsilon of the belief. Where the closed loop has brought
+  the object, the grasp may also come in square to the object's sides, up to
+  ``MAX_APPROACH_YAW`` from square to the edge (:func:`grasp_here`): pads as deep as the
+  grip must sit square to the side they hold.
 - Goal (:func:`select_goal`): poses along the edge at sampled yaws and overhangs; kept when
   a grasp exists, the pose is free of obstacles and the stay probability is at least
   1 - epsilon; chosen by pushing effort minus the margin that 1 - epsilon of the belief
@@ -91,13 +94,16 @@ from slide_core.planning.goal import (
     yaw_seen,
 )
 from slide_core.planning.grasp import (
+    MAX_APPROACH_YAW,
     PRE_GRASP_HEIGHT,
     Grasp,
     grasp_at,
+    grasp_here,
     grasp_waypoints,
     grasp_withdrawal,
     hold_floor,
     hold_ratios,
+    square_approach,
     too_tall_to_grasp,
 )
 from slide_core.planning.loop import (
@@ -119,6 +125,7 @@ from slide_core.planning.push import (
 )
 
 __all__ = [
+    'MAX_APPROACH_YAW',
     'PRE_GRASP_HEIGHT',
     'TIP_GAP',
     'Goal',
@@ -138,6 +145,7 @@ __all__ = [
     'goal_acceptable',
     'goal_refusal',
     'grasp_at',
+    'grasp_here',
     'grasp_waypoints',
     'grasp_withdrawal',
     'hold_quantile',
@@ -165,6 +173,7 @@ __all__ = [
     'select_staging',
     'staging_config',
     'push_leans',
+    'square_approach',
     'stay_probability',
     'step_seed',
     'yaw_seen',

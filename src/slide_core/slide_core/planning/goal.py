@@ -35,7 +35,14 @@ from slide_core.planning.balance import (
     workspace_problem,
 )
 from slide_core.planning.config import PlannerConfig, PlanningError, UncertainBeliefError
-from slide_core.planning.grasp import Grasp, grasp_at, hold_floor, hold_ratios, too_tall_to_grasp
+from slide_core.planning.grasp import (
+    Grasp,
+    grasp_at,
+    grasp_here,
+    hold_floor,
+    hold_ratios,
+    too_tall_to_grasp,
+)
 
 
 @dataclass(frozen=True)
@@ -94,9 +101,14 @@ def yaw_seen(grid: Grid, config: PlannerConfig) -> bool:
     return config.seen_turn <= 0.0 or turn_sweep(grid) > config.seen_turn
 
 
-def goal_acceptable(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
-    """The grasp if X_WO would do as a goal (graspable, valid, balanced, held), else None."""
-    return _judge_goal(belief, X_WO, config)[0]
+def goal_acceptable(
+    belief: Belief, X_WO: Any, config: PlannerConfig, landed: bool = False
+) -> Grasp | None:
+    """The grasp if X_WO would do as a goal (graspable, valid, balanced, held), else None.
+    ``landed``: X_WO is where the object was pushed to, and its grasp may come in square
+    to the object's sides (:func:`slide_core.planning.grasp.grasp_here`); goals are
+    planned with grasps square to the edge."""
+    return _judge_goal(belief, X_WO, config, landed)[0]
 
 
 def goal_refusal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str | None:
@@ -105,13 +117,16 @@ def goal_refusal(belief: Belief, X_WO: Any, config: PlannerConfig) -> str | None
     return _judge_goal(belief, X_WO, config)[1] or None
 
 
-def _judge_goal(belief: Belief, X_WO: Any, config: PlannerConfig) -> tuple[Grasp | None, str]:
+def _judge_goal(
+    belief: Belief, X_WO: Any, config: PlannerConfig, landed: bool = False
+) -> tuple[Grasp | None, str]:
     if not is_valid(belief, X_WO, config):
         problem = workspace_problem(belief.grid, X_WO, config)
         if problem:
             return None, problem
         return None, 'less than 1 - epsilon of the belief stays balanced there, with its margin'
-    grasp = grasp_at(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
+    find = grasp_here if landed else grasp_at
+    grasp = find(belief.grid, X_WO, config.gripper, belief.com()[belief.best])
     if grasp is None:
         return None, (
             f'no grasp of its overhang holds {config.gripper.min_grip * 100:.1f} cm of it '

@@ -128,12 +128,47 @@ def too_tall_to_grasp(grid: Grid, gripper: Gripper) -> str | None:
     )
 
 
-def grasp_at(
+MAX_APPROACH_YAW = math.radians(15.0)
+"""How far [rad] from square to the table's edge a grasp may come in (:func:`grasp_here`)."""
+
+
+def square_approach(X_WO: Any) -> float:
+    """The approach yaw [rad] square to the sides of the object's cells at X_WO: its yaw
+    reduced to [-pi/4, pi/4)."""
+    theta = float(check_pose(X_WO, 'X_WO')[2])
+    return float((theta + math.pi / 4) % (math.pi / 2) - math.pi / 4)
+
+
+def grasp_here(
     grid: Grid, X_WO: Any, gripper: Gripper, com_O: FloatArray | None = None
+) -> Grasp | None:
+    """The grasp at a pose the object was pushed to: coming in square to the edge (yaw 0,
+    as goals are planned), else square to the object's sides when that approach lies
+    within ``MAX_APPROACH_YAW`` (:func:`square_approach`). The pads are as deep as the grip
+    they must hold, so across the edge a grip needs the object's outer side square to
+    them: a goal whose side was a degree off square held only at its exact yaw, and the
+    closed loop, landing 0.3 degrees from it, circled it until it stalled and found no
+    grasp. Come in square to the side, the same overhang holds whatever that degree."""
+    grasp = grasp_at(grid, X_WO, gripper, com_O)
+    yaw = square_approach(X_WO)
+    if grasp is not None or not 1e-9 < abs(yaw) <= MAX_APPROACH_YAW:
+        return grasp
+    return grasp_at(grid, X_WO, gripper, com_O, yaw)
+
+
+def grasp_at(
+    grid: Grid,
+    X_WO: Any,
+    gripper: Gripper,
+    com_O: FloatArray | None = None,
+    yaw: float = 0.0,
 ) -> Grasp | None:
     """The grasp of the overhang at X_WO that holds the weight most surely, or None.
 
-    Bands of the pads' width across the edge are tried every 1 to 5 mm (``MAX_BANDS``).
+    The gripper comes in along ``yaw`` [rad] (0: along +x, square to the edge; at most
+    ``MAX_APPROACH_YAW`` either way): the search runs in the frame A of that approach, and
+    the pads' front corners stay ``clearance`` before the edge. Bands of the pads' width
+    across the approach are tried every 1 to 5 mm (``MAX_BANDS``).
     In each, the pads reach as far in as the clearance to the edge allows, or less when
     the object sticks out further than the pads are deep (the palm must not touch it). The
     grip of a band is the object length under the pads along three lines across their
@@ -145,15 +180,21 @@ def grasp_at(
     (module docstring; the weight itself does not change the order), or without
     ``com_O`` the one nearest the footprint's middle.
     """
-    X = check_pose(X_WO, 'X_WO')
+    X_W = check_pose(X_WO, 'X_WO')
+    if not (math.isfinite(yaw) and abs(yaw) <= MAX_APPROACH_YAW + 1e-12):
+        raise ValueError(
+            f'an approach yaw of {yaw} rad: grasps come in at most {MAX_APPROACH_YAW:.3f} rad '
+            'from square to the edge'
+        )
     if too_tall_to_grasp(grid, gripper):
         return None
+    c_yaw, s_yaw = math.cos(yaw), math.sin(yaw)
+    # The object in the approach's frame A (the table frame turned by yaw): from here on
+    # X, corners, samples and lines are in A; p_WE turns back at the end.
+    R_AW = np.array([[c_yaw, s_yaw], [-s_yaw, c_yaw]])
+    X = np.array([*(R_AW @ X_W[:2]), X_W[2] - yaw])
     corners = to_world(X, boundary_rings(grid).reshape(-1, 2))
-    front_max = -gripper.clearance
-    if corners[:, 0].min() >= front_max:
-        return None
     half_w = gripper.finger_width / 2
-    xs = np.arange(corners[:, 0].min(), front_max + 1e-9, _LINE_STEP)
     room = float(np.ptp(corners[:, 1])) - 2 * half_w  # the span the centres may take
     if room < -1e-9:
         return None
@@ -170,6 +211,12 @@ def grasp_at(
     line_of = np.arange(n_bands)[:, None] + k_off * np.arange(3)[None, :]  # (B, 3)
     centres = ys[line_of[:, 1]]
     lines_y = ys[line_of]  # (B, 3)
+    # (B,) how far along the approach each band's pads may reach: their front corners
+    # (front, centre +- half_w) in A lie at x_W = c front - s y in the table frame.
+    front_max = (-gripper.clearance + s_yaw * centres - abs(s_yaw) * half_w) / c_yaw
+    if corners[:, 0].min() >= front_max.max():
+        return None
+    xs = np.arange(corners[:, 0].min(), front_max.max() + 1e-9, _LINE_STEP)
     if len(xs) <= FULL_SAMPLING_MAX:  # a short overhang: every sample at once is cheapest
         line_pts = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None]), axis=-1)
         cov_all: NDArray[np.bool_] = np.asarray(covered(grid, X, line_pts), dtype=bool)[
@@ -224,9 +271,9 @@ def grasp_at(
     held = cov[i][:, valid[i]].any(axis=0)
     z = tallest_under(grid, X, pts[i][:, valid[i]][:, held]) / 2
     return Grasp(
-        np.array([fronts[i], float(centres[i])]),
+        R_AW.T @ np.array([fronts[i], float(centres[i])]),
         z,
-        0.0,
+        float(yaw),
         float(grips[i]),
         float(ok.sum() * step),
         float(span[i]),

@@ -13,24 +13,27 @@ from slide_core.geometry import FloatArray, check_pose, se2_distance
 from slide_core.model import Belief
 from slide_core.planning.config import PlannerConfig, PlanningError
 from slide_core.planning.goal import goal_acceptable, goal_refusal, staging_config
-from slide_core.planning.grasp import Grasp, grasp_at
+from slide_core.planning.grasp import Grasp, grasp_here
 from slide_core.planning.path import SE2Path, plan_path
 from slide_core.planning.push import PushPlan, select_push
 
 
 def reached(belief: Belief, X_WO: Any, config: PlannerConfig) -> bool:
     """True when the object is at a pose that does as a goal: graspable (the pads hold at
-    least ``min_grip``) and balanced with probability 1 - epsilon. The goal itself asks
-    ``grasp_margin`` more overhang, so that a push falling a little short still does."""
-    return goal_acceptable(belief, check_pose(X_WO, 'X_WO'), config) is not None
+    least ``min_grip``, coming in square to the edge or to the object's sides:
+    :func:`slide_core.planning.grasp.grasp_here`) and balanced with probability
+    1 - epsilon. The goal itself asks ``grasp_margin`` more overhang, so that a push
+    falling a little short still does."""
+    return goal_acceptable(belief, check_pose(X_WO, 'X_WO'), config, landed=True) is not None
 
 
 def final_grasp(belief: Belief, X_WO: Any, config: PlannerConfig) -> Grasp | None:
     """The grasp the task ends with at the observed pose: the goal's grasp when the pose
     does as a goal, else any grasp of the overhang nearest the most probable centre of
-    mass (the push budget ran out or no plan was left); None when nothing holds."""
+    mass (the push budget ran out or no plan was left); None when nothing holds. Either
+    may come in square to the object's sides (:func:`slide_core.planning.grasp.grasp_here`)."""
     X = check_pose(X_WO, 'X_WO')
-    return goal_acceptable(belief, X, config) or grasp_at(
+    return goal_acceptable(belief, X, config, landed=True) or grasp_here(
         belief.grid, X, config.gripper, belief.com()[belief.best]
     )
 

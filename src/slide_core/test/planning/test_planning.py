@@ -27,6 +27,7 @@ from slide_core.geometry import (
 from slide_core.model import Belief, Obstacle, load_workcell
 from slide_core.physics.quasistatic import push as qs_push
 from slide_core.planning import (
+    MAX_APPROACH_YAW,
     PlannerConfig,
     PlannerSettingsError,
     PlanningError,
@@ -37,6 +38,7 @@ from slide_core.planning import (
     goal_acceptable,
     goal_refusal,
     grasp_at,
+    grasp_here,
     hold_ratios,
     in_workspace,
     is_valid,
@@ -55,6 +57,7 @@ from slide_core.planning import (
     select_goal,
     select_push,
     select_staging,
+    square_approach,
     staging_config,
     stay_probability,
     workspace_problem,
@@ -163,6 +166,37 @@ def test_grasp_needs_enough_overhang_and_a_thin_enough_object() -> None:
     assert grasp_at(thick, [0.05, 0.0, 0.0], g) is None
     # A corner sticking out is not held across the pads' width.
     assert grasp_at(BAR, [0.08, 0.0, np.pi / 4], g) is None
+
+
+def test_a_grasp_may_come_in_square_to_a_turned_objects_side() -> None:
+    # The pads are as deep as the grip they must hold: across the edge, the bar's end
+    # turned 9 degrees leaves the pads' inner line 3 mm short, and no grasp holds (a
+    # mallet's goal held only at its exact yaw; the loop landed 0.3 degrees from it,
+    # circled it and found no grasp). Come in square to the end, the same overhang holds.
+    g = CELL.gripper
+    X = np.array([0.03, 0.0, 0.16])  # the end 7 cm past the edge
+    assert grasp_at(BAR, X, g) is None
+    grasp = grasp_here(BAR, X, g)
+    assert grasp is not None and grasp.yaw == pytest.approx(0.16)
+    assert grasp.grip >= g.min_grip and grasp.width > 0.02
+    # The pads' front corners stay the clearance before the edge.
+    v = np.array([-math.sin(grasp.yaw), math.cos(grasp.yaw)])
+    corners = grasp.p_WE + np.outer([-1.0, 1.0], v) * g.finger_width / 2
+    assert corners[:, 0].max() <= -g.clearance + 1e-9
+    # The pads reach as deep into the bar as they do into the unturned one's end.
+    square = grasp_at(BAR, [0.03, 0.0, 0.0], g)
+    assert square is not None
+    p_OE = rotation(0.16).T @ (grasp.p_WE - X[:2])
+    assert p_OE[0] == pytest.approx(square.p_WE[0] - 0.03, abs=1e-3)
+    # Square to the edge the turned approach is never needed, nor tried beyond the limit.
+    here = grasp_here(BAR, [0.03, 0.0, 0.0], g)
+    assert here is not None and here.yaw == 0.0
+    np.testing.assert_array_equal(here.p_WE, square.p_WE)
+    assert square_approach([0.0, 0.0, math.pi + 0.16]) == pytest.approx(0.16)
+    assert square_approach([0.0, 0.0, -math.pi / 2 - 0.1]) == pytest.approx(-0.1)
+    assert grasp_here(BAR, [0.03, 0.0, MAX_APPROACH_YAW + 0.02], g) is None
+    with pytest.raises(ValueError, match='from square to the edge'):
+        grasp_at(BAR, X, g, yaw=MAX_APPROACH_YAW + 0.02)
 
 
 def test_the_grasp_and_the_overhang_measure_the_real_outline() -> None:
