@@ -148,12 +148,14 @@ def _judge_goal(
 
 def _apart(value: float, bound: float) -> str:
     """``value`` with two decimals, or as many more (up to 6) as tell it from ``bound``
-    written with two: 0.9499 of the belief was said as 'at most 0.95 ..., not 0.95'."""
+    written with two: 0.9499 of the belief was said as 'at most 0.95 ..., not 0.95'.
+    Closer still, by how much it falls short: a staging pose refused for a model of weight
+    1e-7 was said as 'at most 1.000000 ..., not 1.00'."""
     for digits in range(2, 7):
         text = f'{value:.{digits}f}'
         if float(text) != round(bound, 2):
             return text
-    return text
+    return f'{bound:.2f} less {bound - value:.1g}'
 
 
 def _staying_and_held(belief: Belief, X_WO: Any, grasp: Grasp, config: PlannerConfig) -> float:

@@ -438,6 +438,12 @@ def test_a_goal_needs_enough_of_the_belief_to_both_stay_and_be_held() -> None:
     )
     with pytest.raises(UncertainBeliefError, match='at most 0.9499 of the belief stays'):
         select_goal(short, [0.4, 0.0, 0.0], CONFIG)
+    # Every model asked for (epsilon 0, as a staging pose asks), one of 2e-7 falling: it
+    # was said as 'at most 1.000000 ..., not 1.00'.
+    every = replace(CONFIG, epsilon=0.0)
+    tiny = Belief.create(BAR, np.stack(models), np.stack([MU] * 4), [2e-7, 0.2, 0.0, 0.8 - 2e-7])
+    with pytest.raises(UncertainBeliefError, match='at most 1.00 less 2e-07 of the belief st'):
+        select_goal(tiny, [0.4, 0.0, 0.0], every)
 
 
 def test_a_model_of_negligible_weight_decides_no_quantile() -> None:
