@@ -224,14 +224,10 @@ def test_a_held_object_hangs_level_turns_with_the_hand_and_has_not_fallen(workce
     assert twin.ground_truth()['tilt'] == pytest.approx(twin.tilt())
 
 
-@pytest.mark.parametrize(('mass', 'ratio', 'held'), [(1.0, 0.46, True), (3.0, 1.37, False)])
-def test_the_pads_hold_what_the_planners_hold_ratio_allows(
-    mass: float, ratio: float, held: bool, workcell
-) -> None:
-    # A bar 30 x 4 cm, held 4 cm at its end, 11 cm from its centre of mass: the planner's
-    # hold ratio says it hangs at 1 kg and not at 3 kg, and the twin's gripper agrees.
+def _bar(mass: float) -> ObjectSpec:
+    """A uniform bar 30 x 4 x 3 cm of ``mass`` [kg] on 1 cm cells."""
     occupancy = np.ones((4, 30))
-    bar = parse_spec(
+    return parse_spec(
         {
             'name': 'bar',
             'cell_size': 0.01,
@@ -240,6 +236,15 @@ def test_the_pads_hold_what_the_planners_hold_ratio_allows(
             'friction': (occupancy * 0.4).tolist(),
         }
     )
+
+
+@pytest.mark.parametrize(('mass', 'ratio', 'held'), [(1.0, 0.46, True), (3.0, 1.37, False)])
+def test_the_pads_hold_what_the_planners_hold_ratio_allows(
+    mass: float, ratio: float, held: bool, workcell
+) -> None:
+    # A bar 30 x 4 cm, held 4 cm at its end, 11 cm from its centre of mass: the planner's
+    # hold ratio says it hangs at 1 kg and not at 3 kg, and the twin's gripper agrees.
+    bar = _bar(mass)
     X = np.array([0.1, 0.0, 0.0])  # 5 cm past the edge
     grasp = grasp_at(bar.grid, X, workcell.gripper)
     assert grasp is not None
@@ -255,16 +260,7 @@ def test_the_pads_hold_what_the_planners_hold_ratio_allows(
 def test_a_grasp_coming_in_square_to_a_turned_bars_end_lifts_it_level(workcell) -> None:
     # The bar turned 9 degrees, its end 7 cm out: across the edge no grasp holds the 4 cm
     # the pads must; the gripper comes in turned with the bar, its pads clear of the edge.
-    occupancy = np.ones((4, 30))
-    bar = parse_spec(
-        {
-            'name': 'bar',
-            'cell_size': 0.01,
-            'height': 0.03,
-            'mass': (occupancy * 0.5 / occupancy.size).tolist(),
-            'friction': (occupancy * 0.4).tolist(),
-        }
-    )
+    bar = _bar(0.5)
     X = np.array([0.08, 0.0, 0.16])
     assert grasp_at(bar.grid, X, workcell.gripper) is None
     grasp = grasp_here(bar.grid, X, workcell.gripper)

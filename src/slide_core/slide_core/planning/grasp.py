@@ -51,6 +51,7 @@ from slide_core.geometry import (
     cells_under,
     check_pose,
     covered,
+    rotation,
     tallest_under,
     to_world,
 )
@@ -150,9 +151,11 @@ def grasp_here(
     closed loop, landing 0.3 degrees from it, circled it until it stalled and found no
     grasp. Come in square to the side, the same overhang holds whatever that degree."""
     grasp = grasp_at(grid, X_WO, gripper, com_O)
-    yaw = square_approach(X_WO)
-    if grasp is not None or not 1e-9 < abs(yaw) <= MAX_APPROACH_YAW:
+    if grasp is not None:
         return grasp
+    yaw = square_approach(X_WO)
+    if not 1e-9 < abs(yaw) <= MAX_APPROACH_YAW:
+        return None
     return grasp_at(grid, X_WO, gripper, com_O, yaw)
 
 
@@ -191,8 +194,8 @@ def grasp_at(
     c_yaw, s_yaw = math.cos(yaw), math.sin(yaw)
     # The object in the approach's frame A (the table frame turned by yaw): from here on
     # X, corners, samples and lines are in A; p_WE turns back at the end.
-    R_AW = np.array([[c_yaw, s_yaw], [-s_yaw, c_yaw]])
-    X = np.array([*(R_AW @ X_W[:2]), X_W[2] - yaw])
+    R_WA = rotation(yaw)
+    X = np.array([*(R_WA.T @ X_W[:2]), X_W[2] - yaw])
     corners = to_world(X, boundary_rings(grid).reshape(-1, 2))
     half_w = gripper.finger_width / 2
     room = float(np.ptp(corners[:, 1])) - 2 * half_w  # the span the centres may take
@@ -271,7 +274,7 @@ def grasp_at(
     held = cov[i][:, valid[i]].any(axis=0)
     z = tallest_under(grid, X, pts[i][:, valid[i]][:, held]) / 2
     return Grasp(
-        R_AW.T @ np.array([fronts[i], float(centres[i])]),
+        R_WA @ np.array([fronts[i], float(centres[i])]),
         z,
         float(yaw),
         float(grips[i]),
