@@ -343,6 +343,8 @@ def test_a_lifecycle_manager_and_the_autostart_retry_do_not_end_the_node() -> No
     # A manager configured the node while its start-up retry waited: the retry configured
     # it again, rclpy raised 'Transition is not registered' out of the timer and the process
     # died. A configure asked of the active node (by its id, as a manager does) did too.
+    # The retry waits 8 s: with 2 s, a loaded CI machine's discovery took longer, the retry
+    # had already activated the node, and the test never saw it unconfigured.
     import signal
 
     from lifecycle_msgs.msg import Transition
@@ -351,7 +353,7 @@ def test_a_lifecycle_manager_and_the_autostart_retry_do_not_end_the_node() -> No
     from slide_ros.testing import Peer
 
     node = subprocess.Popen(
-        [sys.executable, '-c', FLAKY, '--ros-args', '-p', 'retry_backoff_s:=2.0'],
+        [sys.executable, '-c', FLAKY, '--ros-args', '-p', 'retry_backoff_s:=8.0'],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -366,7 +368,7 @@ def test_a_lifecycle_manager_and_the_autostart_retry_do_not_end_the_node() -> No
         peer.wait(lambda: label() == 'unconfigured', 10, 'the first configure to fail')
         # the manager's, before the retry
         assert peer.change_state(change, Transition.TRANSITION_CONFIGURE)
-        peer.wait(lambda: label() == 'active', 10, 'the retry to activate it')
+        peer.wait(lambda: label() == 'active', 20, 'the retry to activate it')
         assert not peer.change_state(change, Transition.TRANSITION_CONFIGURE)  # refused
         assert label() == 'active' and node.poll() is None
         node.send_signal(signal.SIGINT)
