@@ -127,7 +127,7 @@ WEIGHT_TOLERANCE = 1e-12
 """Belief weight that decides nothing: the conditions 'at least 1 - epsilon of the belief'
 (and 'at most epsilon falls') allow this much (sums of weights round), and the quantiles
 skip models this light.
-With epsilon 0 (every model, :func:`slide_core.planning.staging_config`), a model of
+With epsilon 0 (every model: a staging pose's ``staging_epsilon`` set to 0), a model of
 weight 1e-55 had decided the quantile while the weight sums ignored it, and the goal search
 said no pose was in the workspace."""
 

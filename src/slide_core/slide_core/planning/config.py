@@ -31,6 +31,12 @@ class PlannerConfig:
 
     Attributes:
         epsilon: the fall probability a goal or an intermediate pose may have.
+        staging_epsilon: the fall probability a staging pose may have
+            (:func:`slide_core.planning.staging_config`; ``epsilon`` where that is less):
+            models of less weight, which the pushes so far have all but ruled out, do not
+            veto one.
+            0 asks every model: a novel mallet's staging poses were each refused for a
+            model of weight 2e-7, through five more explorations.
         balance_margin: distance [m] the centre of mass must keep inside the support.
         grasp_margin: overhang [m] a goal has beyond what the grasp needs (slack for
             the last push).
@@ -71,6 +77,7 @@ class PlannerConfig:
     fingertip: Fingertip
     obstacles: tuple[Obstacle, ...] = ()
     epsilon: float = 0.05
+    staging_epsilon: float = 0.001
     balance_margin: float = 0.01
     grasp_margin: float = 0.01
     push_speed: float = 0.05
@@ -97,6 +104,7 @@ class PlannerConfig:
         # fraction): 50 for hold_max planned goals the pads cannot hold.
         checks = {
             'epsilon': (0.0 <= self.epsilon < 1.0, '[0, 1)'),
+            'staging_epsilon': (0.0 <= self.staging_epsilon < 1.0, '[0, 1)'),
             'balance_margin': (0.0 <= self.balance_margin <= 0.2, '[0, 0.2] m'),
             'grasp_margin': (0.0 <= self.grasp_margin <= 0.2, '[0, 0.2] m'),
             'push_speed': (

@@ -242,11 +242,13 @@ def select_goal(
 
 def staging_config(config: PlannerConfig) -> PlannerConfig:
     """The settings a staging pose is chosen, steered to and judged under
-    (:func:`select_staging`): every model of the belief stays balanced (epsilon 0, with
-    the margins a push needs, on the way too), and the pads are asked at most what they
-    resist (hold_max 1: no safety factor, since nothing is lifted there; a pose no grasp
-    could ever use is not worth reaching)."""
-    return replace(config, epsilon=0.0, hold_max=1.0)
+    (:func:`select_staging`): all the belief but ``config.staging_epsilon`` (0.001: the
+    models the pushes so far have all but ruled out; ``epsilon`` where that is less)
+    stays balanced, with the margins a
+    push needs, on the way too; and the pads are asked at most what they resist (hold_max
+    1: no safety factor, since nothing is lifted there; a pose no grasp could ever use is
+    not worth reaching)."""
+    return replace(config, epsilon=min(config.staging_epsilon, config.epsilon), hold_max=1.0)
 
 
 def select_staging(
@@ -269,11 +271,12 @@ def select_staging(
     can tell what the pushes on the table left open; and the object is brought towards
     the edge meanwhile, where the goal will be. (Measured on the graph's hammer: of four
     runs that staged, one found its goal after pushes with the object 3 and 6 cm past the
-    edge, three after pushes towards it still on the table.) Every model stays balanced
-    there, so the object is as safe there as the belief can say.
+    edge, three after pushes towards it still on the table.) All the belief but
+    ``config.staging_epsilon`` stays balanced there, so the object is as safe there as the
+    belief can say.
 
-    Raises PlanningError (as :func:`select_goal`) when no pose keeps every model
-    balanced and graspable."""
+    Raises PlanningError (as :func:`select_goal`) when no pose keeps that much of the
+    belief balanced and graspable."""
     return replace(select_goal(belief, X_WO, staging_config(config), progress), staging=True)
 
 

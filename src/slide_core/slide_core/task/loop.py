@@ -334,7 +334,8 @@ class Task:
         self.say(
             f'{uncertain}: pushing the object to a staging pose at the edge, '
             f'{np.round(staging.X_WO, 3).tolist()} ({staging.overhang * 100:.1f} cm out, where '
-            'every model stays), to learn where its weight lies from pushes there'
+            'the belief stays, but for models it all but rules out), to learn where its '
+            'weight lies from pushes there'
         )
         return staging
 

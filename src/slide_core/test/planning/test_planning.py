@@ -471,7 +471,7 @@ def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps
     need = CONFIG.gripper.clearance + CONFIG.gripper.min_grip + CONFIG.grasp_margin
     assert staging.staging and staging.overhang >= need - 1e-9
     strict = staging_config(CONFIG)
-    assert strict.epsilon == 0.0 and strict.hold_max == 1.0
+    assert strict.epsilon == CONFIG.staging_epsilon == 0.001 and strict.hold_max == 1.0
     assert np.all(com_margins_of(heavy, staging.X_WO) >= needed_margins(heavy, strict))
     ratios = hold_ratios(heavy, staging.X_WO, staging.grasp, CONFIG.gripper)
     assert ratios[0] <= 0.5 < ratios[1] <= 1.0
@@ -482,6 +482,29 @@ def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps
     heavier = Belief.create(BAR, np.stack([M, M * 15]), np.stack([MU, MU]), [0.9, 0.1])
     with pytest.raises(PlanningError, match='not 1.00'):
         select_staging(heavier, X0, CONFIG)
+
+
+def test_a_model_the_pushes_all_but_ruled_out_does_not_veto_a_staging_pose() -> None:
+    # A novel mallet's belief had a model of weight 2e-7 that no staging pose kept: every
+    # model was asked for (epsilon 0), and five more explorations went by without staging.
+    # Under staging_epsilon (0.001) it does not count; a model heavier than that still does.
+    X0 = [0.4, 0.0, 0.0]
+    for light, found in ((2e-7, True), (5e-4, True), (2e-3, False)):
+        belief = Belief.create(
+            BAR, np.stack([M, M * 8, M * 15]), np.stack([MU] * 3), [0.9, 0.1 - light, light]
+        )
+        with pytest.raises(UncertainBeliefError):
+            select_goal(belief, X0, CONFIG)
+        if not found:
+            with pytest.raises(PlanningError, match='not 1.00'):
+                select_staging(belief, X0, CONFIG)
+            continue
+        staging = select_staging(belief, X0, CONFIG)
+        ratios = hold_ratios(belief, staging.X_WO, staging.grasp, CONFIG.gripper)
+        assert ratios[1] <= 1.0 < ratios[2]  # the light model would slip from the pads
+        every = replace(CONFIG, staging_epsilon=0.0)
+        with pytest.raises(PlanningError, match='not 1.00'):
+            select_staging(belief, X0, every)
 
 
 def _clipped_area(square: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -864,6 +887,10 @@ def test_settings_come_from_the_workcell_file_and_are_checked() -> None:
     assert planner_config(CELL, epsilon=0.1).epsilon == 0.1
     with pytest.raises(PlannerSettingsError, match='epsilon'):
         planner_config(CELL, epsilon=1.5)
+    with pytest.raises(PlannerSettingsError, match=r'staging_epsilon = -0.1, not \[0, 1\)'):
+        planner_config(CELL, staging_epsilon=-0.1)
+    # A goal asked of every model: a staging pose asks no less.
+    assert staging_config(planner_config(CELL, epsilon=0.0)).epsilon == 0.0
     with pytest.raises(PlannerSettingsError, match="unknown planner setting 'no_such_setting'"):
         planner_config(CELL, no_such_setting=1)
     with pytest.raises(PlannerSettingsError, match='epsilon'):
