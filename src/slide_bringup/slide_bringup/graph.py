@@ -85,6 +85,7 @@ ARMS = {
         'end_effector_link': 'fr3_hand_tcp',
         'gripper_action': '/fr3_gripper/gripper_action',
         'gripper_held': 'reached_goal',
+        'joint_states_topic': '/joint_states',
         'sensor_mount': ARM_SENSOR_MOUNT,
         'moveit_package': 'franka_fr3_moveit_config',
         'moveit_launch': 'moveit.launch.py',
@@ -97,6 +98,7 @@ ARMS = {
         'end_effector_link': 'link_ee',
         'gripper_action': '/gripper_controller/gripper_cmd',
         'gripper_held': 'stalled',
+        'joint_states_topic': '/lbr/joint_states',  # (lbr_bringup's nodes are under /lbr)
         'sensor_mount': ARM_SENSOR_MOUNT,
         'moveit_package': 'lbr_bringup',
         'moveit_launch': 'move_group.launch.py',

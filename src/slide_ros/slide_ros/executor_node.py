@@ -31,7 +31,10 @@ fingertip goes over one of known height and around one of unknown height),
 cancel (the fingertip stops, pulls back and lifts), an F/T limit event from the driver
 (``ft_limit`` topic: the same), an F/T wrench stream that falls silent before or during the
 push (``max_wrench_gap_s``: the driver's force limit and the push's record both need it; the
-push does not start, or stops, as on a limit), a tare the driver refused or did not answer
+push does not start, or stops, as on a limit), fingertip poses that stop coming during the
+stroke (``max_tip_gap_s``: an arm state stream that stalled; the record would show the
+fingertip standing, so it is not used; a tool pose no newer than the last is never sent
+again), a tare the driver refused or did not answer
 (the push does not start), a failed motion, the node deactivated mid-motion (it stops as
 on a cancel), a fault of the arm or of this code (INTERNAL, with the reason). Every failure
 retracts the tool. A grasp that ends before its lift opens the fingers and leaves the way it
@@ -150,6 +153,16 @@ PARAMS = (
         low=0.01,
         high=10.0,
     ),
+    Param(
+        'max_tip_gap_s',
+        0.5,
+        "the longest the fingertip's poses may stop coming during a push's stroke [s]: its "
+        'record would show the fingertip standing still or jumping there (an arm state '
+        'stream that stalled), so the push fails (TIMEOUT) and its record is not used',
+        read_only=False,
+        low=0.01,
+        high=10.0,
+    ),
     Param('connect_timeout_s', 10.0, 'configure: wait this long for the arm', low=0.1, high=600.0),
     Param(
         'measurement_wait_s',
@@ -174,6 +187,13 @@ PARAMS = (
         'moveit_py: the GripperCommand result field that says the object is held: '
         "reached_goal (franka_gripper's grasp) or stalled (a position-and-effort controller)",
         choices=('reached_goal', 'stalled'),
+    ),
+    Param(
+        'joint_states_topic',
+        '/joint_states',
+        "moveit_py: the arm's sensor_msgs/JointState stream MoveIt's current state follows; "
+        "its stamps stamp the tool poses (a stream that stalls stalls the tool's poses, "
+        'instead of the same pose coming again as new)',
     ),
     Param(
         'max_tool_speed',
@@ -240,6 +260,7 @@ class ExecutorNode(SlideNode):
         self._grid: Any = None
         self._poses: deque[tuple[float, FloatArray]] = deque(maxlen=2000)
         self._tips: deque[tuple[float, FloatArray]] = deque(maxlen=5000)
+        self._tool_stamps: dict[str, float] = {}  # of the last pose published per tool
         self._wrenches: deque[tuple[float, FloatArray]] = deque(maxlen=20000)
         self._limit = threading.Event()
         self._wrench_seen = -math.inf  # time.monotonic() of the last usable wrench
@@ -304,7 +325,9 @@ class ExecutorNode(SlideNode):
             else:
                 from slide_ros.moveit_backend import MoveItBackend
 
-                self._made = MoveItBackend(self, self.p, self.cell, self.frame)
+                self._made = MoveItBackend(
+                    self, self.p, self.cell, self.frame, streams=self._sensors.node
+                )
         self._made.connect(float(self.p['connect_timeout_s']))
         self.backend = self._made
         with self._lock:
@@ -387,8 +410,11 @@ class ExecutorNode(SlideNode):
             return
         for tool, pub in (('fingertip', self.pub_pusher), ('gripper', self.pub_gripper)):
             pose = self.backend.tool_pose(tool)
-            if pose is None:
+            # A pose no newer than the last is not one more: sent again, a stalled arm state
+            # read as the tool standing still at every tick, on the topic and in the record.
+            if pose is None or pose.stamp <= self._tool_stamps.get(tool, -math.inf):
                 continue
+            self._tool_stamps[tool] = pose.stamp
             msg = PoseStamped()
             set_stamp(msg.header.stamp, pose.stamp)  # as the push markers are stamped
             msg.header.frame_id = self.frame
@@ -787,6 +813,21 @@ class ExecutorNode(SlideNode):
                 ErrorCode.NOT_READY, f'the F/T driver refused to tare: {response.message}'
             )
 
+    def _check_tip_gaps(self, stamps: list[float], t0: float, t1: float) -> None:
+        """TIMEOUT when the fingertip's poses ``stamps`` [s] leave a gap longer than
+        ``max_tip_gap_s`` in the stroke from ``t0`` to ``t1``: identification would read the
+        fingertip as standing there, or jumping, against the forces felt."""
+        inside = np.array([t0, *(t for t in stamps if t0 < t < t1), t1])
+        gaps = np.diff(inside)
+        k = int(np.argmax(gaps))
+        if gaps[k] > float(self.get_parameter('max_tip_gap_s').value):
+            raise Failure(
+                ErrorCode.TIMEOUT,
+                f'no fingertip pose for {gaps[k]:.2f} s of the stroke ({inside[k] - t0:.2f} to '
+                f'{inside[k + 1] - t0:.2f} s into it): its record would show the fingertip '
+                "standing still there; is the arm's state stream (joint states) stalling?",
+            )
+
     def _record(self, index: int, primitive: Primitive, t0: float, t1: float, t2: float) -> Any:
         from slide_interfaces.msg import PushRecord
 
@@ -812,6 +853,7 @@ class ExecutorNode(SlideNode):
                 f'{len(tips)} fingertip poses, {len(wrenches)} wrenches): is perception or '
                 'the F/T driver running?',
             )
+        self._check_tip_gaps([t for t, _ in tips], t0, t1)
 
         def stack(series: list[tuple[float, FloatArray]]) -> tuple[FloatArray, FloatArray]:
             return np.array([t for t, _ in series]), np.array([v for _, v in series])

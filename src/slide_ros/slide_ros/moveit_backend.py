@@ -14,7 +14,10 @@ machines (no MoveIt there); everything around it is tested with the twin backend
   manager's ``stop_execution()`` halts the controllers there, not at the segment's end.
 - Gripper: a ``control_msgs/GripperCommand`` action (``gripper_action``): position = half
   the opening, max_effort; held as the gripper says it (``gripper_held``: :func:`held`).
-- Tool poses: forward kinematics of the current state.
+- Tool poses: forward kinematics of the current state, stamped with the latest
+  ``joint_states_topic`` message's stamp (the stream MoveIt's current state follows):
+  stamped with the time they were read, a stalled stream's last pose came again and again
+  as new, and identification read the fingertip as standing still while it pushed.
 - The workcell's obstacles go into MoveIt's planning scene at connect (boxes on the table,
   as tall as the workcell says; one of unknown height a column ``UNKNOWN_HEIGHT`` tall,
   with a warning), so that every plan keeps the whole arm clear of them: the executor
@@ -35,12 +38,15 @@ from typing import Any
 
 from geometry_msgs.msg import Pose, PoseStamped
 import numpy as np
+from sensor_msgs.msg import JointState
 from transforms3d import quaternions
 
 from slide_core.geometry import FloatArray
+from slide_core.io import stamp_to_s
 from slide_core.model import Obstacle, Waypoint, Workcell
 from slide_ros.backends import GRIPPER_WAIT_S, Motion, ToolPose, run_goal
 from slide_ros.lifecycle import NotReady
+from slide_ros.qos import SENSOR
 
 STOP_WAIT_S = 2.0  # s: how long a stopped segment's execute call is given to return
 SQUEEZE_M = 0.002  # m per finger inside the object's width, for grippers that hold by stalling
@@ -50,7 +56,17 @@ PILZ = 'pilz_industrial_motion_planner'
 class MoveItBackend:
     """A Franka FR3 or Kuka LBR iiwa 14 through MoveIt (see the module docstring)."""
 
-    def __init__(self, node: Any, params: dict[str, Any], cell: Workcell, frame: str) -> None:
+    def __init__(
+        self,
+        node: Any,
+        params: dict[str, Any],
+        cell: Workcell,
+        frame: str,
+        streams: Any = None,
+    ) -> None:
+        """``streams``: the node the joint states are taken on (``node`` by default; the
+        executor's :class:`slide_ros.lifecycle.SideNode`, since a multi-threaded executor
+        takes a 1 kHz stream at most of a core)."""
         from moveit.planning import MoveItPy  # noqa: PLC0415 - robot PC only
 
         self.node, self.frame, self.cell = node, frame, cell
@@ -65,17 +81,39 @@ class MoveItBackend:
         self.moveit = MoveItPy(node_name=f'{node.get_name()}_moveit')
         self.arm = self.moveit.get_planning_component(self.group_name)
         self._gripper: Any = None
+        self._state_stamp: float | None = None  # of the latest joint states [s, ROS time]
+        self._streams = node if streams is None else streams
+        self._joint_states = self._streams.create_subscription(
+            JointState, str(params['joint_states_topic']), self._on_joint_states, SENSOR
+        )
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        stamp = stamp_to_s(msg.header.stamp)
+        # (a driver that leaves its stamps zero: the time they arrive)
+        self._state_stamp = (
+            stamp if stamp > 0.0 else self.node.get_clock().now().nanoseconds * 1e-9
+        )
 
     def connect(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the arm's first joint states, then for the gripper's
+        action server; add the workcell's obstacles to the planning scene."""
+        deadline = time.monotonic() + timeout_s
+        while self.tool_pose('fingertip') is None:
+            if time.monotonic() > deadline:
+                raise NotReady(
+                    f'no robot state for {self.group_name}: no joint states on '
+                    f'{self._joint_states.topic_name} within {timeout_s:g} s'
+                )
+            time.sleep(0.05)
         from control_msgs.action import GripperCommand  # noqa: PLC0415 - robot PC only
 
         from slide_ros.action_client import SafeActionClient  # noqa: PLC0415
 
-        self._gripper = SafeActionClient(self.node, GripperCommand, self.gripper_action)
-        if not self._gripper.wait_for_server(timeout_sec=timeout_s):
+        if self._gripper is None:  # (a retried configure connects again: one client)
+            self._gripper = SafeActionClient(self.node, GripperCommand, self.gripper_action)
+        remaining = max(deadline - time.monotonic(), 0.0)
+        if not self._gripper.wait_for_server(timeout_sec=remaining):
             raise NotReady(f'no gripper action {self.gripper_action}')
-        if self.tool_pose('fingertip') is None:
-            raise NotReady(f'no robot state for {self.group_name}')
         self._add_obstacles()
 
     def _add_obstacles(self) -> None:
@@ -211,6 +249,11 @@ class MoveItBackend:
         return 2.0 * float(result.position), held(result, self.held_by)
 
     def tool_pose(self, tool: str) -> ToolPose | None:
+        """The tool's pose in the current state, stamped with the latest joint states'
+        stamp; None before the first joint states."""
+        stamp = self._state_stamp
+        if stamp is None:
+            return None
         with self.moveit.get_planning_scene_monitor().read_only() as scene:
             state = scene.current_state
             T = np.asarray(state.get_global_link_transform(self.link))
@@ -218,7 +261,7 @@ class MoveItBackend:
         if tool == 'fingertip':
             p = p + R @ self.offset
         yaw = math.atan2(R[1, 0], R[0, 0])
-        return ToolPose(p, np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]), time.time())
+        return ToolPose(p, np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]), stamp)
 
 
 def scene_boxes(obstacles: Sequence[Obstacle]) -> list[tuple[str, FloatArray, FloatArray]]:

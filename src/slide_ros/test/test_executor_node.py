@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import contextlib
 import itertools
 from pathlib import Path
+import re
 import threading
 import time
 from typing import Any
@@ -677,3 +678,48 @@ def test_a_push_cancelled_after_its_stroke_keeps_its_record() -> None:
     )
     assert len(answer.result.record.object_poses) >= 2 and answer.result.record.wrenches
     assert arm.motions[0][2] == 'stopped at settle'
+
+
+class StalledArm(PhaseArm):
+    """A PhaseArm whose state stream stalls through the stroke: its tool poses keep the
+    stamp they had when the stroke began, as moveit_py's current state does when the
+    joint states stop coming (or with ``stall`` False, none stalls)."""
+
+    def __init__(self, dt: float, stall: bool) -> None:
+        super().__init__(dt)
+        self.stall, self.frozen = stall, None
+
+    def tool_pose(self, tool: str) -> ToolPose:
+        pose = super().tool_pose(tool)
+        if not (self.stall and self.phase == 'stroke'):
+            return pose
+        if self.frozen is None:
+            self.frozen = pose.stamp
+        return ToolPose(pose.p_W, pose.q_W, self.frozen)
+
+
+@pytest.mark.parametrize('stall', [True, False])
+def test_a_fingertip_pose_stream_that_stalls_in_the_stroke_fails_the_push(stall: bool) -> None:
+    # moveit_py's tool poses were stamped when read: joint states that stalled gave the
+    # same pose again and again as new, and the record showed the fingertip standing still
+    # while the wrenches said it pushed. A pose no newer than the last is not sent again,
+    # and a stroke with none for longer than max_tip_gap_s (0.5 s) is not used.
+    arm = StalledArm(1.0, stall)
+    with executor_on(arm) as (node, peer, push, _):
+        handle = peer.result(push.send_goal_async(push_goal(node)), 10)
+        answer = peer.result(handle.get_result_async(), 30)
+        with node._lock:
+            stamps = [t for t, _ in node._tips]
+    assert np.all(np.diff(stamps) > 0.0)
+    if not stall:
+        assert answer.result.error.code == ErrorCode.SUCCESS, answer.result.message
+        record = answer.result.record
+        t0, t1 = stamp_to_s(record.start), stamp_to_s(record.end)
+        inside = [stamp_to_s(p.header.stamp) for p in record.pusher_poses]
+        assert np.diff([t0, *(t for t in inside if t0 < t < t1), t1]).max() < 0.2
+        return
+    assert answer.result.error.code == ErrorCode.TIMEOUT
+    said = re.search(r'no fingertip pose for (\d\.\d\d) s of the stroke', answer.result.message)
+    assert said and float(said[1]) > 0.9, answer.result.message  # (the 1 s stroke, less a tick)
+    assert "arm's state stream" in answer.result.message
+    assert arm.motions[0][2] == 'completed'  # (the retract is the push's own)

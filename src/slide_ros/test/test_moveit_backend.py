@@ -8,9 +8,14 @@ for MoveItPy takes its place, with the two calls the backend makes of it, ``exec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 import math
+import sys
 import threading
 import time
+import types
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +23,7 @@ from transforms3d import quaternions
 
 pytest.importorskip('rclpy')
 
+from slide_ros.lifecycle import NotReady  # noqa: E402
 from slide_ros.moveit_backend import MoveItBackend, execution_failure, held, link_pose  # noqa: E402
 
 
@@ -140,3 +146,73 @@ def test_the_workcells_obstacles_are_planning_scene_boxes_standing_on_the_table(
     # Of unknown height: a column the arm does not pass over.
     np.testing.assert_allclose(unknown[1], [0.5, -0.2, UNKNOWN_HEIGHT / 2])
     np.testing.assert_allclose(unknown[2], [0.04, 0.06, UNKNOWN_HEIGHT])
+
+
+class SceneMoveIt(StandInMoveIt):
+    """A MoveItPy whose planning scene monitor's current state puts the end-effector link
+    at ``p`` (tool pointing down), and whose planning component is never used here."""
+
+    def __init__(self, node_name: str) -> None:
+        super().__init__(segment_s=0.0)
+        self.p = np.array([0.4, 0.1, 0.3])
+
+    def get_planning_component(self, group: str) -> object:
+        return object()
+
+    def get_planning_scene_monitor(self) -> SceneMoveIt:
+        return self
+
+    @contextlib.contextmanager
+    def read_only(self) -> Iterator[Any]:
+        T = np.eye(4)
+        T[:3, :3] = np.diag([1.0, -1.0, -1.0])  # the tool's z down
+        T[:3, 3] = self.p
+        yield types.SimpleNamespace(
+            current_state=types.SimpleNamespace(get_global_link_transform=lambda link: T)
+        )
+
+
+def test_tool_poses_carry_the_joint_states_stamp_and_stall_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Stamped with the time they were read, a stalled joint state stream's last pose came
+    # again and again as new: the executor recorded the fingertip standing still while it
+    # pushed. Each pose carries the stamp of the joint states it follows, over real DDS.
+    from sensor_msgs.msg import JointState
+
+    from slide_core.io import set_stamp
+    from slide_core.model import load_workcell
+    from slide_ros.executor_node import PARAMS
+    from slide_ros.testing import Peer
+
+    planning = types.ModuleType('moveit.planning')
+    planning.MoveItPy = SceneMoveIt  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, 'moveit', types.ModuleType('moveit'))
+    monkeypatch.setitem(sys.modules, 'moveit.planning', planning)
+    params = {p.name: p.default for p in PARAMS}
+    params['joint_states_topic'] = '/moveit_backend_test/joint_states'
+    arm, robot = Peer('moveit_backend_test'), Peer('moveit_backend_test_robot')
+    try:
+        backend = MoveItBackend(arm.node, params, load_workcell(), 'table')
+        assert backend.tool_pose('fingertip') is None  # no joint states yet
+        with pytest.raises(NotReady, match='no joint states on /moveit_backend_test/joint'):
+            backend.connect(0.2)
+        sender = robot.node.create_publisher(JointState, params['joint_states_topic'], 10)
+        robot.wait(lambda: sender.get_subscription_count() > 0, 30, 'the subscription')
+        for stamp in (1000.25, 1000.5):
+            msg = JointState()
+            set_stamp(msg.header.stamp, stamp)
+            sender.publish(msg)
+            arm.wait(
+                lambda s=stamp: getattr(backend.tool_pose('fingertip'), 'stamp', 0.0) == s,
+                10,
+                f'the pose of the joint states stamped {stamp}',
+            )
+        pose = backend.tool_pose('fingertip')
+        assert pose is not None
+        np.testing.assert_allclose(pose.p_W, SceneMoveIt('').p + backend.offset * [1, -1, -1])
+        time.sleep(0.3)  # the stream stalls: so do the poses' stamps
+        assert backend.tool_pose('fingertip').stamp == 1000.5  # type: ignore[union-attr]
+    finally:
+        robot.close()
+        arm.close()
