@@ -115,6 +115,10 @@ from slide_ros.markers import force_arrow
 from slide_ros.params import MAX_POSE_AGE, Param, declare
 from slide_ros.qos import LATCHED, RELIABLE, SENSOR_KEEP
 
+CLOCK_JUMP_S = 1.0
+"""A tool pose stamped this far [s] behind the last one is of a clock that went back (a
+restarted twin), not a stale one."""
+
 PARAMS = (
     Param('backend', 'twin', 'who moves the arm', choices=('twin', 'moveit_py')),
     Param('workcell_file', '', 'workcell YAML (default: config/workcell.yaml)'),
@@ -412,7 +416,11 @@ class ExecutorNode(SlideNode):
             pose = self.backend.tool_pose(tool)
             # A pose no newer than the last is not one more: sent again, a stalled arm state
             # read as the tool standing still at every tick, on the topic and in the record.
-            if pose is None or pose.stamp <= self._tool_stamps.get(tool, -math.inf):
+            # (One a second and more behind it is a clock that went back: a restarted twin.)
+            if pose is None:
+                continue
+            last = self._tool_stamps.get(tool, -math.inf)
+            if last - CLOCK_JUMP_S < pose.stamp <= last:
                 continue
             self._tool_stamps[tool] = pose.stamp
             msg = PoseStamped()

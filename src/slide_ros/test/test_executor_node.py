@@ -723,3 +723,31 @@ def test_a_fingertip_pose_stream_that_stalls_in_the_stroke_fails_the_push(stall:
     assert said and float(said[1]) > 0.9, answer.result.message  # (the 1 s stroke, less a tick)
     assert "arm's state stream" in answer.result.message
     assert arm.motions[0][2] == 'completed'  # (the retract is the push's own)
+
+
+class ClockArm(StubArm):
+    """A StubArm whose tool poses carry the stamp ``stamp`` [s], set by the test."""
+
+    stamp = 100.0
+
+    def tool_pose(self, tool: str) -> ToolPose:
+        return ToolPose(self.p.copy(), np.array([0.0, 0.0, 0.0, 1.0]), self.stamp)
+
+
+def test_a_tool_pose_stamped_behind_the_last_is_sent_only_after_a_clock_jump() -> None:
+    # The same stamp again is a stalled state (not sent); a stamp a second and more behind
+    # is a clock that went back (a restarted twin), whose poses must not be dropped for good.
+    arm = ClockArm(0.02)
+    with executor_on(arm) as (node, peer, _push, _grasp):
+
+        def stamps() -> list[float]:
+            with node._lock:
+                return [t for t, _ in node._tips]
+
+        peer.wait(lambda: 100.0 in stamps(), 10, 'the first pose')
+        arm.stamp = 99.5  # behind, but no jump: a stale state
+        time.sleep(0.3)
+        assert stamps() == [100.0]
+        arm.stamp = 50.0
+        peer.wait(lambda: 50.0 in stamps(), 10, 'the pose after the jump')
+    assert stamps() == [100.0, 50.0]
