@@ -72,6 +72,17 @@ MAX_POSE_GAP_S = 1.0
 """The longest a push's object poses may be missing [s], its window's ends included: the
 smoothing would draw the motion of a gap as a straight line, or the push would end early
 (a camera at 10 Hz that loses a few frames to a loaded machine stays well within it)."""
+MAX_TIP_GAP_S = 0.5
+"""The longest a push's pusher (fingertip) poses may be missing [s] while its object poses
+run: the fingertip would be drawn in a straight line across the gap, wherever it pushed.
+The executor refuses a stroke with a longer one (``max_tip_gap_s``, 0.5 s) but its bag keeps
+the push; read from the bag, it is refused here too."""
+
+
+def _within(times: FloatArray, t0: float, t1: float) -> FloatArray:
+    """``times`` inside (t0, t1), with t0 and t1 at its ends: the instants whose gaps
+    say how long a series was missing over [t0, t1]."""
+    return np.concatenate(([t0], times[(times > t0) & (times < t1)], [t1]))
 
 
 @dataclass(frozen=True)
@@ -235,7 +246,8 @@ def build_push(
     without its rows that hold a value that is not finite (a sensor's glitch anywhere in a
     long recording must not cost every push). Raises IdentificationError when the push
     cannot be used: too short, series that do not overlap in time, a gap longer than
-    MAX_POSE_GAP_S in its poses or MAX_WRENCH_GAP_S in its forces, a pose that jumps
+    MAX_POSE_GAP_S in its poses, MAX_TIP_GAP_S in its pusher poses or MAX_WRENCH_GAP_S in
+    its forces, a pose that jumps
     (:func:`_check_jumps`), or an object that moved with no force felt."""
     if not (np.isfinite(dt) and dt > 0):
         raise IdentificationError(f'{source}: the time step must be positive, got {dt} s')
@@ -266,6 +278,7 @@ def build_push(
     for what, times, limit in (
         ('object pose', np.concatenate(([t_start], P[:, 0], [t_next])), MAX_POSE_GAP_S),
         ('wrench', np.concatenate(([P[0, 0]], W[:, 0], [P[-1, 0]])), MAX_WRENCH_GAP_S),
+        ('pusher pose', _within(Tp[:, 0], P[0, 0], P[-1, 0]), MAX_TIP_GAP_S),
     ):
         gaps = np.diff(times)
         k = int(np.argmax(gaps))

@@ -229,6 +229,8 @@ def test_series_in_any_order_give_the_same_push_and_bad_samples_are_left_out() -
     [
         ('wrench', (0.45, 0.75), (0.5, 0.7)),  # silent mid-stroke: read as no force
         ('object pose', (0.05, 1.2), (0.2, 1.2)),  # the camera lost the whole stroke
+        # the arm's state stalled (the executor refuses the push; its bag keeps it)
+        ('pusher pose', (0.2, 0.75), (0.3, 0.75)),
     ],
 )
 def test_a_push_is_not_read_across_a_gap_in_its_forces_or_poses(
@@ -245,11 +247,11 @@ def test_a_push_is_not_read_across_a_gap_in_its_forces_or_poses(
         return a[(a[:, 0] < gap[0]) | (a[:, 0] >= gap[1])]
 
     def build(gap: tuple[float, float]) -> object:
-        cut = (
-            (without(poses, gap), tips, wrench)
-            if series == 'object pose'
-            else (poses, tips, without(wrench, gap))
-        )
+        cut = {
+            'object pose': (without(poses, gap), tips, wrench),
+            'pusher pose': (poses, without(tips, gap), wrench),
+            'wrench': (poses, tips, without(wrench, gap)),
+        }[series]
         return build_push(grid, 3, 0.0, 1.1, *cut, '<test>', 0.01)
 
     with pytest.raises(IdentificationError, match=f'push 3: no {series} for '):
