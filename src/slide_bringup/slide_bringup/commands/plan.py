@@ -62,9 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--staging',
         action='store_true',
-        help="a staging pose, not a goal: one all the belief but the planner's staging_epsilon "
-        'keeps balanced, for a belief too uncertain for a goal (a push whose trace says '
-        'staging was planned so)',
+        help="a staging pose, not a goal: one every model keeps balanced (bar the planner's "
+        'staging_epsilon of the belief), for a belief too uncertain for a goal (a push whose '
+        'trace says staging was planned so)',
     )
     parser.add_argument('--png', type=Path, help='picture of the decision')
 
@@ -215,7 +215,7 @@ def format_text(result: dict[str, Any]) -> str:
         lines.append(f'  no plan: {result["reason"]}')
     elif result.get('done'):
         what = (
-            'staging pose (graspable, balanced but for staging_epsilon)'
+            'staging pose (graspable, every model balanced)'
             if result.get('staging')
             else 'goal (graspable, balanced)'
         )

@@ -40,7 +40,7 @@ Paper 1 (Algorithms 2, 3) and paper 2 (Algorithms 3, 4), written for this workce
   position and leaves the yaw it tracks, which only drifts, alone (:meth:`Goal.toward`);
   its goals are looked for at that yaw alone, where the loop will judge them.
 - Staging (:func:`select_staging`): when the belief is too uncertain for a goal, a pose at
-  the edge that all the belief but ``staging_epsilon`` keeps balanced
+  the edge that every model keeps balanced (all but ``staging_epsilon`` of the belief)
   (:func:`staging_config`), pushed to so that identification sees the table carry only
   part of the object, which tells its centre of mass where pushes on the table do not.
 - Path (:func:`plan_path`): OMPL's RRT* in SE(2) (distance sqrt(dx^2 + dy^2 + (rho

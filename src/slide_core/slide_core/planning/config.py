@@ -32,11 +32,13 @@ class PlannerConfig:
     Attributes:
         epsilon: the fall probability a goal or an intermediate pose may have.
         staging_epsilon: the fall probability a staging pose may have
-            (:func:`slide_core.planning.staging_config`; ``epsilon`` where that is less):
-            models of less weight, which the pushes so far have all but ruled out, do not
-            veto one.
-            0 asks every model: a novel mallet's staging poses were each refused for a
-            model of weight 2e-7, through five more explorations.
+            (:func:`slide_core.planning.staging_config`; ``epsilon`` where that is less).
+            0 (the default) asks every model. Measured on the graph with 0.001, which a
+            novel mallet's belief had asked for (its staging poses were each refused for a
+            model of weight 2e-7): the hammer staged in 3 runs of 4 on seeds 2 and 8 and
+            lifted in none of them, where with 0 it lifted in both runs (and in the 4 of 4
+            runs that staged before): a looser staging pose is found for beliefs its pushes
+            do not settle, and the task ends there.
         balance_margin: distance [m] the centre of mass must keep inside the support.
         grasp_margin: overhang [m] a goal has beyond what the grasp needs (slack for
             the last push).
@@ -77,7 +79,7 @@ class PlannerConfig:
     fingertip: Fingertip
     obstacles: tuple[Obstacle, ...] = ()
     epsilon: float = 0.05
-    staging_epsilon: float = 0.001
+    staging_epsilon: float = 0.0
     balance_margin: float = 0.01
     grasp_margin: float = 0.01
     push_speed: float = 0.05

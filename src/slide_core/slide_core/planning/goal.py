@@ -242,11 +242,11 @@ def select_goal(
 
 def staging_config(config: PlannerConfig) -> PlannerConfig:
     """The settings a staging pose is chosen, steered to and judged under
-    (:func:`select_staging`): all the belief but ``config.staging_epsilon`` (0.001: the
-    models the pushes so far have all but ruled out; ``epsilon`` where that is less) stays
-    balanced, with the margins a push needs, on the way too; and the pads are asked at most
-    what they resist (hold_max 1: no safety factor, since nothing is lifted there; a pose
-    no grasp could ever use is not worth reaching)."""
+    (:func:`select_staging`): all the belief but ``config.staging_epsilon`` (0 by default:
+    every model; ``epsilon`` where that is less) stays balanced, with the margins a push
+    needs, on the way too; and the pads are asked at most what they resist (hold_max 1: no
+    safety factor, since nothing is lifted there; a pose no grasp could ever use is not
+    worth reaching)."""
     return replace(config, epsilon=min(config.staging_epsilon, config.epsilon), hold_max=1.0)
 
 

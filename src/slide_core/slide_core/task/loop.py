@@ -334,7 +334,7 @@ class Task:
         self.say(
             f'{uncertain}: pushing the object to a staging pose at the edge, '
             f'{np.round(staging.X_WO, 3).tolist()} ({staging.overhang * 100:.1f} cm out, where '
-            'the belief stays, but for models it all but rules out), to learn where its '
+            'every model stays, bar staging_epsilon of the belief), to learn where its '
             'weight lies from pushes there'
         )
         return staging

@@ -471,7 +471,7 @@ def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps
     need = CONFIG.gripper.clearance + CONFIG.gripper.min_grip + CONFIG.grasp_margin
     assert staging.staging and staging.overhang >= need - 1e-9
     strict = staging_config(CONFIG)
-    assert strict.epsilon == CONFIG.staging_epsilon == 0.001 and strict.hold_max == 1.0
+    assert strict.epsilon == CONFIG.staging_epsilon == 0.0 and strict.hold_max == 1.0
     assert np.all(com_margins_of(heavy, staging.X_WO) >= needed_margins(heavy, strict))
     ratios = hold_ratios(heavy, staging.X_WO, staging.grasp, CONFIG.gripper)
     assert ratios[0] <= 0.5 < ratios[1] <= 1.0
@@ -484,10 +484,13 @@ def test_a_belief_too_uncertain_for_a_goal_gets_a_staging_pose_every_model_keeps
         select_staging(heavier, X0, CONFIG)
 
 
-def test_a_model_the_pushes_all_but_ruled_out_does_not_veto_a_staging_pose() -> None:
+def test_a_staging_epsilon_lets_a_model_the_pushes_all_but_ruled_out_fall() -> None:
     # A novel mallet's belief had a model of weight 2e-7 that no staging pose kept: every
     # model was asked for (epsilon 0), and five more explorations went by without staging.
-    # Under staging_epsilon (0.001) it does not count; a model heavier than that still does.
+    # Under a staging_epsilon of 0.001 it does not count; a model heavier than that still
+    # does. (The default, 0, asks every model: measured on the graph, the looser staging
+    # was found for beliefs its pushes did not settle.)
+    loose = replace(CONFIG, staging_epsilon=0.001)
     X0 = [0.4, 0.0, 0.0]
     for light, found in ((2e-7, True), (5e-4, True), (2e-3, False)):
         belief = Belief.create(
@@ -495,16 +498,15 @@ def test_a_model_the_pushes_all_but_ruled_out_does_not_veto_a_staging_pose() -> 
         )
         with pytest.raises(UncertainBeliefError):
             select_goal(belief, X0, CONFIG)
+        with pytest.raises(PlanningError, match='not 1.00'):
+            select_staging(belief, X0, CONFIG)  # every model
         if not found:
             with pytest.raises(PlanningError, match='not 1.00'):
-                select_staging(belief, X0, CONFIG)
+                select_staging(belief, X0, loose)
             continue
-        staging = select_staging(belief, X0, CONFIG)
+        staging = select_staging(belief, X0, loose)
         ratios = hold_ratios(belief, staging.X_WO, staging.grasp, CONFIG.gripper)
         assert ratios[1] <= 1.0 < ratios[2]  # the light model would slip from the pads
-        every = replace(CONFIG, staging_epsilon=0.0)
-        with pytest.raises(PlanningError, match='not 1.00'):
-            select_staging(belief, X0, every)
 
 
 def _clipped_area(square: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
