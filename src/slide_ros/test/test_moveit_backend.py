@@ -1,9 +1,11 @@
-"""The moveit_py backend's segment execution stops mid-segment when told, and a segment
-the controllers did not finish is not taken for done.
+"""The moveit_py backend's segment execution stops mid-segment when told, a segment
+the controllers did not finish is not taken for done, and its tool poses carry the joint
+states' stamps.
 
 MoveIt is not on the development machines (the backend runs on the robot PC): a stand-in
-for MoveItPy takes its place, with the two calls the backend makes of it, ``execute``
-(blocking for the segment) and the trajectory execution manager's ``stop_execution``.
+for MoveItPy takes its place, with the calls the backend makes of it: ``execute``
+(blocking for the segment), the trajectory execution manager's ``stop_execution``, and the
+planning scene monitor's current state (its link transform).
 """
 
 from __future__ import annotations
@@ -202,12 +204,12 @@ def test_tool_poses_carry_the_joint_states_stamp_and_stall_with_them(
         for stamp in (1000.25, 1000.5):
             msg = JointState()
             set_stamp(msg.header.stamp, stamp)
-            sender.publish(msg)
-            arm.wait(
-                lambda s=stamp: getattr(backend.tool_pose('fingertip'), 'stamp', 0.0) == s,
-                10,
-                f'the pose of the joint states stamped {stamp}',
-            )
+
+            def sent_and_seen(s: float = stamp, m: JointState = msg) -> bool:
+                sender.publish(m)  # (again until seen: the subscription is best effort)
+                return getattr(backend.tool_pose('fingertip'), 'stamp', 0.0) == s
+
+            arm.wait(sent_and_seen, 10, f'the pose of the joint states stamped {stamp}')
         pose = backend.tool_pose('fingertip')
         assert pose is not None
         np.testing.assert_allclose(pose.p_W, SceneMoveIt('').p + backend.offset * [1, -1, -1])
