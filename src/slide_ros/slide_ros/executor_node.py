@@ -64,7 +64,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker
 
 from slide_core.geometry import FloatArray, distance_to_cells
-from slide_core.identification import PushSamples
+from slide_core.identification import MAX_TIP_GAP_S, PushSamples, longest_gap
 from slide_core.io import (
     MessageError,
     grid_from_msg,
@@ -159,7 +159,7 @@ PARAMS = (
     ),
     Param(
         'max_tip_gap_s',
-        0.5,
+        MAX_TIP_GAP_S,
         "the longest the fingertip's poses may stop coming during a push's stroke [s]: its "
         'record would show the fingertip standing still or jumping there (an arm state '
         'stream that stalled), so the push fails (TIMEOUT) and its record is not used',
@@ -825,14 +825,12 @@ class ExecutorNode(SlideNode):
         """TIMEOUT when the fingertip's poses ``stamps`` [s] leave a gap longer than
         ``max_tip_gap_s`` in the stroke from ``t0`` to ``t1``: identification would read the
         fingertip as standing there, or jumping, against the forces felt."""
-        inside = np.array([t0, *(t for t in stamps if t0 < t < t1), t1])
-        gaps = np.diff(inside)
-        k = int(np.argmax(gaps))
-        if gaps[k] > float(self.get_parameter('max_tip_gap_s').value):
+        gap, since = longest_gap(stamps, t0, t1)
+        if gap > float(self.get_parameter('max_tip_gap_s').value):
             raise Failure(
                 ErrorCode.TIMEOUT,
-                f'no fingertip pose for {gaps[k]:.2f} s of the stroke ({inside[k] - t0:.2f} to '
-                f'{inside[k + 1] - t0:.2f} s into it): its record would show the fingertip '
+                f'no fingertip pose for {gap:.2f} s of the stroke ({since - t0:.2f} to '
+                f'{since + gap - t0:.2f} s into it): its record would show the fingertip '
                 "standing still there; is the arm's state stream (joint states) stalling?",
             )
 

@@ -79,10 +79,16 @@ The executor refuses a stroke with a longer one (``max_tip_gap_s``, 0.5 s) but i
 the push; read from the bag, it is refused here too."""
 
 
-def _within(times: FloatArray, t0: float, t1: float) -> FloatArray:
-    """``times`` inside (t0, t1), with t0 and t1 at its ends: the instants whose gaps
-    say how long a series was missing over [t0, t1]."""
-    return np.concatenate(([t0], times[(times > t0) & (times < t1)], [t1]))
+def longest_gap(times: ArrayLike, t0: float, t1: float) -> tuple[float, float]:
+    """The longest stretch [s] of the window [t0, t1] with no sample of a series stamped
+    ``times`` [s] (any order; those outside the window left out), and when it begins [s].
+    What identification refuses a push across (:func:`build_push`), and the executor a
+    stroke."""
+    t = np.asarray(times, dtype=float)
+    inside = np.concatenate(([t0], np.sort(t[(t > t0) & (t < t1)]), [t1]))
+    gaps = np.diff(inside)
+    k = int(np.argmax(gaps))
+    return float(gaps[k]), float(inside[k])
 
 
 @dataclass(frozen=True)
@@ -275,17 +281,15 @@ def build_push(
             'poses in time'
         )
     Tp = tips[tip_sel]
-    for what, times, limit in (
-        ('object pose', np.concatenate(([t_start], P[:, 0], [t_next])), MAX_POSE_GAP_S),
-        ('wrench', np.concatenate(([P[0, 0]], W[:, 0], [P[-1, 0]])), MAX_WRENCH_GAP_S),
-        ('pusher pose', _within(Tp[:, 0], P[0, 0], P[-1, 0]), MAX_TIP_GAP_S),
+    for what, (gap, since), limit in (
+        ('object pose', longest_gap(P[:, 0], t_start, t_next), MAX_POSE_GAP_S),
+        ('wrench', longest_gap(W[:, 0], P[0, 0], P[-1, 0]), MAX_WRENCH_GAP_S),
+        ('pusher pose', longest_gap(Tp[:, 0], P[0, 0], P[-1, 0]), MAX_TIP_GAP_S),
     ):
-        gaps = np.diff(times)
-        k = int(np.argmax(gaps))
-        if gaps[k] > limit:
+        if gap > limit:
             raise IdentificationError(
-                f'{source}: push {index}: no {what} for {gaps[k]:.2f} s from '
-                f'{times[k] - t_start:.2f} s after its start (at most {limit:g} s): the '
+                f'{source}: push {index}: no {what} for {gap:.2f} s from '
+                f'{since - t_start:.2f} s after its start (at most {limit:g} s): the '
                 'push is not read across a gap' + _UNITS * bool(t_next - t_start > LONGEST_PUSH_S)
             )
     # (the whole series up to the push's end: the free air starts before its first pose)
