@@ -146,6 +146,9 @@ class PushData:
             and to tell the steps in which the object rests against a still fingertip).
         X_steps: (T+1, 3) the observed poses at the step boundaries, smoothed
             (:func:`smoothed_poses`).
+        touch_share: the share of the touch step (:attr:`touch_step`) from the first
+            force sample that felt the fingertip to the step's end: the part of it in which
+            the object can slide (1: from its start, or not known).
     """
 
     index: int
@@ -155,6 +158,7 @@ class PushData:
     X_obs: FloatArray
     p_WF: FloatArray
     X_steps: FloatArray
+    touch_share: float = 1.0
 
     @property
     def felt(self) -> NDArray[np.bool_]:
@@ -360,7 +364,11 @@ def build_push(
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
-    return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+    share = 1.0
+    felt = np.flatnonzero(np.any(f != 0.0, axis=1))
+    if felt.size and t_contact is not None:
+        share = float(np.clip((t[felt[0] + 1] - t_contact) / dt, 0.0, 1.0))
+    return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X, share)
 
 
 _UNITS = ' (are its times in seconds?)'

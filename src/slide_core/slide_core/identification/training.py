@@ -52,6 +52,27 @@ def _kinematics(X: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
     return np.asarray(V, dtype=float), np.asarray(A, dtype=float)
 
 
+def _as_accelerations(values: FloatArray, dt: float, window: int) -> FloatArray:
+    """Per-step values (T, c) (forces, friction wrenches) through the filter the step
+    accelerations pass (:func:`_kinematics` at the step boundaries, then each step's two
+    ends averaged): taken as the accelerations of a unit mass, integrated twice to its
+    positions at the T + 1 step boundaries, and differentiated back as the poses are. A
+    value held for the whole window comes back unchanged.
+
+    Both sides of the wrench balance must pass the same filter: with the forces smoothed
+    less than the accelerations (a Savitzky-Golay smoothing, which keeps far more of a
+    sharp change than its second derivative does), least squares takes a share of the
+    force's peaks for inertia that the smoothed accelerations lack, and the mass comes out
+    heavy (:mod:`slide_core.identification` has the figures)."""
+    T, c = values.shape
+    V = np.zeros((T + 1, c))
+    V[1:] = np.cumsum(values, axis=0) * dt
+    X = np.zeros((T + 1, c))
+    X[1:] = np.cumsum(V[:-1] * dt + values * (dt * dt / 2), axis=0)
+    A = savgol_filter(X, window, 2, deriv=2, delta=dt, axis=0)
+    return np.asarray((A[:-1] + A[1:]) / 2, dtype=float)
+
+
 def checked_heights(value: ArrayLike, count: int, per: str) -> FloatArray:
     """Push heights [m] (count,) from one number or one per ``per`` (a step, a cell);
     IdentificationError when they are neither, or not finite and >= 0."""
@@ -230,20 +251,25 @@ class TrainingSet:
             G = np.concatenate(
                 (np.moveaxis(d_i, 2, 1), ((cross_v + spin[:, None]) / rho)[:, None, :]), axis=1
             )
+            # The friction wrenches through the accelerations' filter, as the forces below:
+            # none before the touch (the object rests, and the smoothed velocities' motion
+            # carried back into those steps is not sliding), and in the touch step only
+            # for its share after the first force felt.
+            if touch is not None:
+                G[:touch] = 0.0
+                G[touch] *= pd.touch_share
+            G = _as_accelerations(G.reshape(T, -1), dt, window).reshape(G.shape)
             inertia = w_cell**2 / 6 * al
             Q = np.concatenate(
                 (np.moveaxis(a_i, 2, 1), ((cross_a + inertia[:, None]) / rho)[:, None, :]),
                 axis=1,
             )
-            # The force through the same filter as the poses (the F/T sees contact chatter
-            # that the smoothed accelerations do not).
-            f_W = pd.push.f_W
-            if T >= window:
-                f_W = savgol_filter(f_W, window, 2, axis=0)
-            f_B = np.einsum('tji,tj->ti', R, f_W)
+            # The measured wrench through the accelerations' filter (which also smooths the
+            # contact chatter the F/T sees).
+            f_B = np.einsum('tji,tj->ti', R, pd.push.f_W)
             p = pd.push.p_OA
             tau = p[:, 0] * f_B[:, 1] - p[:, 1] * f_B[:, 0] + pd.push.tau
-            w = np.column_stack((f_B, tau / rho))
+            w = _as_accelerations(np.column_stack((f_B, tau / rho)), dt, window)
             keep = moving[:T]
             Qs.append(Q[keep])
             Gs.append(G[keep])

@@ -338,6 +338,16 @@ def test_no_step_up_to_the_touch_is_fitted_as_sliding() -> None:
     assert train.loss(m, mu)[0] < 0.08 * train.wrench_square
 
 
+def test_the_touch_step_knows_the_share_of_it_after_the_first_force_felt() -> None:
+    # Identification gives the touch step sliding friction for that share only.
+    grid, t, X, p_WF, f_W, t_touch = pushed_box((0.0, 0.0), 0.0)
+    on_time = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    assert on_time.touch_step == 40 and on_time.touch_share == pytest.approx(1.0)
+    f_W[t < 0.4065] = 0.0  # the first force felt at 0.408 s, in the step from 0.40 to 0.41 s
+    late = push_from_samples(grid, 0, t, X, p_WF, f_W, 0.0, 0.8)
+    assert late.touch_step == 40 and late.touch_share == pytest.approx(0.2)
+
+
 def test_steps_pressed_by_a_fingertip_coming_to_rest_are_not_fitted_as_sliding() -> None:
     # At a stroke's end the fingertip slows to a stop and still presses, below the sliding
     # friction: the object comes to rest. Tracked poses smoothed through the stop said it
