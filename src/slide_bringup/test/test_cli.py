@@ -78,6 +78,36 @@ def test_doctor_fails_where_the_demo_could_not_start(tmp_path) -> None:  # type:
     assert out.returncode == 3 and "unknown planner setting 'epsilone'" in workcell['detail']
 
 
+def test_doctor_says_which_fast_dds_profile_the_graph_gets(tmp_path: Path) -> None:
+    # Without config/fastdds.xml a graph loses most point clouds (fragmented UDP) and waits
+    # 20 s on a node killed outright: the doctor said nothing of it.
+    assert SLIDE is not None
+    names = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+    base = {k: v for k, v in os.environ.items() if k not in names}
+    base['RMW_IMPLEMENTATION'] = 'rmw_fastrtps_cpp'
+
+    def profile(env: dict[str, str]) -> tuple[int, dict[str, object]]:
+        out = subprocess.run(
+            [SLIDE, 'doctor', '--json', '--skip-ros'], capture_output=True, text=True, env=env
+        )
+        return out.returncode, json.loads(out.stdout)['checks']['dds_profile']
+
+    shipped = Path(__file__).resolve().parents[3] / 'config' / 'fastdds.xml'
+    rc, check = profile({**base, 'FASTRTPS_DEFAULT_PROFILES_FILE': str(shipped)})
+    assert rc == 0 and check == {'ok': True, 'detail': f'{shipped} (participant lease 5 s)'}
+    rc, check = profile(base)
+    assert rc == 3 and not check['ok']
+    assert 'no Fast DDS profile' in str(check['detail'])
+    plain = tmp_path / 'plain.xml'
+    plain.write_text(
+        '<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"></profiles>'
+    )
+    rc, check = profile({**base, 'FASTDDS_DEFAULT_PROFILES_FILE': str(plain)})
+    assert rc == 0 and 'Fast DDS default, 20 s' in str(check['detail'])
+    rc, check = profile({**base, 'FASTDDS_DEFAULT_PROFILES_FILE': str(tmp_path / 'none.xml')})
+    assert rc == 3 and 'not a readable profile' in str(check['detail'])
+
+
 def test_unknown_subcommand_is_a_one_line_error() -> None:
     out = _run('frobnicate')
     assert out.returncode == 2

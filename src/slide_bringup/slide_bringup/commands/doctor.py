@@ -65,6 +65,35 @@ def _nodes() -> str:
     return f'{len(specs)} node executables installed'
 
 
+def _dds_profile() -> str:
+    """The Fast DDS profile the graph's processes get (``config/fastdds.xml`` through
+    ``scripts/env.sh``): without one a point cloud goes as fragmented best-effort UDP,
+    which loses most of them, and a node killed outright is noticed after 20 s."""
+    import xml.etree.ElementTree as ET
+
+    rmw = os.environ.get('RMW_IMPLEMENTATION') or 'rmw_fastrtps_cpp'  # Jazzy's default
+    if 'fastrtps' not in rmw and 'fastdds' not in rmw:
+        return f'{rmw}: not Fast DDS, config/fastdds.xml does not apply'
+    names = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+    given = next(((n, os.environ[n]) for n in names if os.environ.get(n)), None)
+    if given is None:
+        raise RuntimeError(
+            'no Fast DDS profile (FASTRTPS_DEFAULT_PROFILES_FILE is not set): point clouds '
+            'go as fragmented UDP and most are lost, and a node killed outright is noticed '
+            'after 20 s; run through scripts/run.sh, or export '
+            'FASTRTPS_DEFAULT_PROFILES_FILE=<the repository>/config/fastdds.xml'
+        )
+    name, path = given
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise RuntimeError(f'{name}={path}: not a readable profile ({exc})') from None
+    lease = root.find('.//{*}leaseDuration/{*}sec')
+    if lease is None or lease.text is None:
+        return f'{path} (participant lease: Fast DDS default, 20 s)'
+    return f'{path} (participant lease {lease.text.strip()} s)'
+
+
 def _mujoco() -> str:
     import mujoco
 
@@ -82,6 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             (importlib.import_module('rclpy') and '')
             + f'RMW {os.environ.get("RMW_IMPLEMENTATION", "default")}'
         ),
+        'dds_profile': _dds_profile,
         'slide_interfaces': lambda: (
             importlib.import_module('slide_interfaces.action') and 'generated types import'
         ),
