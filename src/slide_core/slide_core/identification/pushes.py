@@ -16,7 +16,7 @@ force must stand out from to count as a touch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import hashlib
 
 import numpy as np
@@ -364,11 +364,11 @@ def build_push(
     obs_steps = np.clip(np.round((P[:, 0] - t[0]) / dt).astype(np.int64), 0, steps)
     X_obs = np.column_stack((P[:, 1:3], yaw))
     p_WF = np.column_stack([np.interp(t, Tp[:, 0], Tp[:, c]) for c in (1, 2)])
-    share = 1.0
-    felt = np.flatnonzero(np.any(f != 0.0, axis=1))
-    if felt.size and t_contact is not None:
-        share = float(np.clip((t[felt[0] + 1] - t_contact) / dt, 0.0, 1.0))
-    return PushData(index, push, X[0], obs_steps, X_obs, p_WF, X, share)
+    pd = PushData(index, push, X[0], obs_steps, X_obs, p_WF, X)
+    felt = pd.touch_step
+    if felt is None or t_contact is None:
+        return pd
+    return replace(pd, touch_share=float(np.clip((t[felt + 1] - t_contact) / dt, 0.0, 1.0)))
 
 
 _UNITS = ' (are its times in seconds?)'

@@ -42,22 +42,29 @@ def _window(samples: int) -> int:
     return window
 
 
+def _step_accelerations(X: FloatArray, dt: float) -> FloatArray:
+    """Accelerations (T, c) at the T step midpoints of positions X (T+1, c) at the step
+    boundaries: their Savitzky-Golay second derivative, each step's two ends averaged. The
+    one filter of both sides of the wrench balance (:func:`_as_accelerations`)."""
+    A = savgol_filter(X, _window(X.shape[0]), 2, deriv=2, delta=dt, axis=0)
+    return np.asarray((A[:-1] + A[1:]) / 2, dtype=float)
+
+
 def _kinematics(X: FloatArray, dt: float) -> tuple[FloatArray, FloatArray]:
-    """Velocities and accelerations (T+1, 3) of poses X (T+1, 3), by a Savitzky-Golay fit."""
+    """Velocities (T+1, 3) of poses X (T+1, 3) at the step boundaries, by a Savitzky-Golay
+    fit, and accelerations (T, 3) at the step midpoints (:func:`_step_accelerations`)."""
     Xu = X.copy()
     Xu[:, 2] = np.unwrap(Xu[:, 2])
-    window = _window(Xu.shape[0])
-    V = savgol_filter(Xu, window, 2, deriv=1, delta=dt, axis=0)
-    A = savgol_filter(Xu, window, 2, deriv=2, delta=dt, axis=0)
-    return np.asarray(V, dtype=float), np.asarray(A, dtype=float)
+    V = savgol_filter(Xu, _window(Xu.shape[0]), 2, deriv=1, delta=dt, axis=0)
+    return np.asarray(V, dtype=float), _step_accelerations(Xu, dt)
 
 
-def _as_accelerations(values: FloatArray, dt: float, window: int) -> FloatArray:
+def _as_accelerations(values: FloatArray, dt: float) -> FloatArray:
     """Per-step values (T, c) (forces, friction wrenches) through the filter the step
-    accelerations pass (:func:`_kinematics` at the step boundaries, then each step's two
-    ends averaged): taken as the accelerations of a unit mass, integrated twice to its
-    positions at the T + 1 step boundaries, and differentiated back as the poses are. A
-    value held for the whole window comes back unchanged.
+    accelerations pass (:func:`_step_accelerations`): taken as the accelerations of a unit
+    mass, integrated twice to its positions at the T + 1 step boundaries, and
+    differentiated back as the poses are. A value held for the whole window comes back
+    unchanged.
 
     Both sides of the wrench balance must pass the same filter: with the forces smoothed
     less than the accelerations (a Savitzky-Golay smoothing, which keeps far more of a
@@ -69,8 +76,7 @@ def _as_accelerations(values: FloatArray, dt: float, window: int) -> FloatArray:
     V[1:] = np.cumsum(values, axis=0) * dt
     X = np.zeros((T + 1, c))
     X[1:] = np.cumsum(V[:-1] * dt + values * (dt * dt / 2), axis=0)
-    A = savgol_filter(X, window, 2, deriv=2, delta=dt, axis=0)
-    return np.asarray((A[:-1] + A[1:]) / 2, dtype=float)
+    return _step_accelerations(X, dt)
 
 
 def checked_heights(value: ArrayLike, count: int, per: str) -> FloatArray:
@@ -204,13 +210,11 @@ class TrainingSet:
         for pd in pushes:
             X = pd.X_steps
             dt = pd.push.dt
-            V, A = _kinematics(X, dt)
-            window = _window(X.shape[0])
+            V, Am = _kinematics(X, dt)
             T = pd.push.steps
             # Quantities at the step midpoints t + 1/2, where the step's force acts.
             Xm = (X[:-1] + X[1:]) / 2
             Vm = (V[:-1] + V[1:]) / 2
-            Am = (A[:-1] + A[1:]) / 2
             R = rotation(Xm[:, 2])  # (T, 2, 2)
             v_B = np.einsum('tji,tj->ti', R, Vm[:, :2])  # R^T v_O
             a_B = np.einsum('tji,tj->ti', R, Am[:, :2])
@@ -258,7 +262,7 @@ class TrainingSet:
             if touch is not None:
                 G[:touch] = 0.0
                 G[touch] *= pd.touch_share
-            G = _as_accelerations(G.reshape(T, -1), dt, window).reshape(G.shape)
+            G = _as_accelerations(G.reshape(T, -1), dt).reshape(G.shape)
             inertia = w_cell**2 / 6 * al
             Q = np.concatenate(
                 (np.moveaxis(a_i, 2, 1), ((cross_a + inertia[:, None]) / rho)[:, None, :]),
@@ -269,7 +273,7 @@ class TrainingSet:
             f_B = np.einsum('tji,tj->ti', R, pd.push.f_W)
             p = pd.push.p_OA
             tau = p[:, 0] * f_B[:, 1] - p[:, 1] * f_B[:, 0] + pd.push.tau
-            w = _as_accelerations(np.column_stack((f_B, tau / rho)), dt, window)
+            w = _as_accelerations(np.column_stack((f_B, tau / rho)), dt)
             keep = moving[:T]
             Qs.append(Q[keep])
             Gs.append(G[keep])
