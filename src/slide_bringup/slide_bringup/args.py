@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from slide_core.errors import SlideInputError
 from slide_core.task import SEED_MAX
+
+if TYPE_CHECKING:
+    from slide_sim.tracker import Tracking
 
 
 def seed(text: str) -> int:
@@ -86,3 +90,34 @@ def add_sensor_mount(parser: argparse.ArgumentParser) -> None:
         'sensor_mount), for wrenches recorded in the sensor frame (/netft/wrench without '
         '/ft/wrench); default: square on it',
     )
+
+
+def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
+    """``--pose-rate HZ`` and ``--pose-noise MM DEG``: object poses as a camera tracker gives
+    them (:class:`slide_sim.tracker.Tracking`; :func:`tracking_of` reads them); ``what``
+    begins their help (the suites they are for)."""
+    parser.add_argument(
+        '--pose-rate',
+        type=float,
+        default=100.0,
+        metavar='HZ',
+        help=f'{what}object poses a second, as a tracker gives them (default 100, at most 100)',
+    )
+    parser.add_argument(
+        '--pose-noise',
+        type=float,
+        nargs=2,
+        default=(0.0, 0.0),
+        metavar=('MM', 'DEG'),
+        help=f"{what}Gaussian noise on each pose's x and y [mm] and yaw [deg] (default 0 0; "
+        "perception's benchmark measures about 0.15 mm and 0.05 deg, at 30 Hz)",
+    )
+
+
+def tracking_of(args: argparse.Namespace) -> Tracking:
+    """The tracking :func:`add_tracking`'s options ask for (SlideInputError when out of
+    range)."""
+    from slide_sim.tracker import Tracking
+
+    mm, deg = args.pose_noise
+    return Tracking.of(args.pose_rate, mm, deg)

@@ -36,6 +36,7 @@ from slide_core.task import (
     TaskSettings,
 )
 from slide_sim.scene import random_start
+from slide_sim.tracker import TRUTH, Tracking
 from slide_sim.twin import Twin
 from slide_sim.world import TwinWorld
 
@@ -165,6 +166,7 @@ def run_episode(
     relearn_every: int = TaskSettings.relearn_every,
     before_start: Callable[[], None] | None = None,
     force_limit: float = FORCE_LIMIT_N,
+    tracking: Tracking = TRUTH,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
@@ -176,7 +178,8 @@ def run_episode(
     setting was accepted, before the task (the command line loads the compiled kernels
     there, so that a bad setting is said at once); ``force_limit`` [N]: a push whose force
     goes over it stops, retracts and ends the episode, as the graph's F/T limit does (0:
-    none)."""
+    none); ``tracking``: the object poses the task observes and identifies from, as a
+    camera tracker gives them (default: the twin's truth at 100 Hz)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -208,7 +211,7 @@ def run_episode(
         before_start()
     say = progress or (lambda _m: None)
     say(f'{spec.name} seed {seed} {method}: {exploration_pushes} exploratory pushes')
-    world = TwinWorld(twin, force_limit=force_limit)
+    world = TwinWorld(twin, force_limit=force_limit, tracking=tracking, seed=seed)
     task = Task(world, decider, settings, events=lambda stage, m: say(m))
     try:
         outcome = task.run()

@@ -334,6 +334,13 @@ def test_record_writes_a_bag_and_reports_progress(tmp_path) -> None:  # type: ig
     assert bad.returncode == 2 and 'pose rate' in bad.stderr and not (tmp_path / 'b').exists()
 
 
+def test_episodes_take_the_tracking_record_takes_and_say_it() -> None:
+    bad = _run('episode', '--object', 'box', '--pose-noise', '20', '0')
+    assert bad.returncode == 2 and 'noise in x and y must be 0 to 10 mm' in bad.stderr
+    bench = _run('bench', 'physics', '--pose-rate', '30')
+    assert bench.returncode == 2 and '--pose-rate is for pregrasp' in bench.stderr
+
+
 def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no-untyped-def]
     bag = tmp_path / 'bag'
     assert _run('record', '--object', 'box', '--pushes', '4', '--seed', '2', '--out', str(bag))

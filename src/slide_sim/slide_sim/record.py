@@ -19,9 +19,10 @@ before the first push and ``cloud_hz`` a second from each stroke's start, so a b
 identified through perception (``slide identify --poses cloud``) and replayed into the
 perception node.
 
-Object poses are the twin's truth at 100 Hz by default; ``tracking`` (:class:`Tracking`)
-writes them as a camera tracker measures them instead: fewer a second, each with Gaussian
-noise, from its own random stream (the pushes stay those of the seed). Either way they hold
+Object poses are the twin's truth at 100 Hz by default; ``tracking``
+(:class:`slide_sim.tracker.Tracking`) writes them as a camera tracker measures them instead:
+fewer a second, each with Gaussian noise, from its own random stream (the pushes stay those
+of the seed). Either way they hold
 the object's whole orientation: one that tips over leans in them, and a reader does not
 take that push for a planar one.
 
@@ -37,7 +38,6 @@ push before the cut whole (:func:`slide_core.io.read_pushes` reads up to it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 import math
 from pathlib import Path
 from typing import Any
@@ -50,10 +50,11 @@ from transforms3d import quaternions
 from slide_core.errors import SlideInputError
 from slide_core.files import atomic_path, check_bag_folder, check_output
 from slide_core.geometry import FloatArray
-from slide_core.identification import MAX_POSE_GAP_S, random_push
+from slide_core.identification import random_push
 from slide_core.io import bagfile, coverage_values, outline_values
 from slide_core.model import ObjectSpec, Workcell
 from slide_sim.scene import check_on_table, default_pose
+from slide_sim.tracker import TRUTH, Tracker, Tracking
 from slide_sim.twin import PushRecording, Twin
 
 EPOCH_NS = 1_767_225_600 * 10**9  # 2026-01-01 00:00:00 UTC: the bag's time origin
@@ -84,44 +85,6 @@ def typestore() -> Typestore:
     return store
 
 
-MAX_SIGMA_M = 0.01
-MAX_SIGMA_RAD = math.radians(10.0)
-
-
-@dataclass(frozen=True)
-class Tracking:
-    """How the bag's object poses are measured: ``hz`` poses a second, each off the truth by
-    Gaussian noise of ``sigma_m`` [m] in x and y and ``sigma_rad`` [rad] in yaw. The default
-    is perfect tracking at 100 Hz; perception's benchmark measures 0.15 mm and 0.05 degrees
-    median error, tracked at 30 Hz."""
-
-    hz: float = 100.0
-    sigma_m: float = 0.0
-    sigma_rad: float = 0.0
-
-    def __post_init__(self) -> None:
-        # Identification refuses a push with a gap of MAX_POSE_GAP_S in its poses: a slower
-        # rate made a bag that none of its pushes could be read from.
-        low = 2.0 / MAX_POSE_GAP_S
-        if not (math.isfinite(self.hz) and low <= self.hz <= 100.0):
-            raise SlideInputError(
-                f'the pose rate must be {low:g} to 100 Hz, got {self.hz:g} (identification '
-                f'needs a pose at least every {MAX_POSE_GAP_S:g} s)'
-            )
-        # A tracker off by more than these has lost the object (perception refuses frames
-        # whose registration is worse than 4 mm); noise beyond them is no tracking.
-        if not (math.isfinite(self.sigma_m) and 0.0 <= self.sigma_m <= MAX_SIGMA_M):
-            raise SlideInputError(
-                f'the pose noise in x and y must be 0 to {MAX_SIGMA_M * 1e3:g} mm, got '
-                f'{self.sigma_m * 1e3:g} mm'
-            )
-        if not (math.isfinite(self.sigma_rad) and 0.0 <= self.sigma_rad <= MAX_SIGMA_RAD):
-            raise SlideInputError(
-                f'the pose noise in yaw must be 0 to {math.degrees(MAX_SIGMA_RAD):g} degrees, '
-                f'got {math.degrees(self.sigma_rad):g} degrees'
-            )
-
-
 class _Bag:
     def __init__(
         self,
@@ -129,27 +92,14 @@ class _Bag:
         store: Typestore,
         frame: str,
         topics: dict[str, str],
-        tracking: Tracking = Tracking(),
+        tracking: Tracking = TRUTH,
         seed: int = 0,
     ) -> None:
         self.writer, self.store, self.frame, self.topics = writer, store, frame, topics
         self.conns = {t: writer.add_connection(t, m, typestore=store) for t, m in topics.items()}
         self.T = store.types
         self.counts = dict.fromkeys(topics, 0)
-        self.tracking = tracking
-        self.noise = np.random.default_rng([abs(int(seed)), 2])
-        self.next_pose = -math.inf
-
-    def measured(self, X_WO: Any, t: float) -> tuple[float, float, float] | None:
-        """The tracker's pose (x, y, yaw) at time t, or None when it has none then."""
-        if t + 1e-9 < self.next_pose:
-            return None
-        tr = self.tracking
-        period = 1.0 / tr.hz
-        # On the tracker's clock; after a pause between pushes, from now.
-        self.next_pose = self.next_pose + period if t - self.next_pose < period else t + period
-        ex, ey, eyaw = self.noise.normal(size=3) * (tr.sigma_m, tr.sigma_m, tr.sigma_rad)
-        return float(X_WO[0] + ex), float(X_WO[1] + ey), float(X_WO[2] + eyaw)
+        self.tracker = Tracker(tracking, seed)
 
     def stamp(self, t: float) -> Any:
         ns = EPOCH_NS + int(round(t * 1e9))
@@ -295,7 +245,7 @@ def _write_push(bag: _Bag, index: int, rec: PushRecording, twin: Twin) -> None:
         )
         bag.write('/ft/wrench', t, wrench)
         Pose = T['geometry_msgs/msg/PoseStamped']
-        X = bag.measured(rec.X_WO[k], t)
+        X = bag.tracker.measured(rec.X_WO[k], t)
         if X is not None:
             # With the object's lean: a tracker that sees it tip says so, and a reader then
             # does not take the push for a planar one.
@@ -327,7 +277,7 @@ def record(
     X_WO: tuple[float, float, float] | None = None,
     progress: Callable[[int, int], None] = lambda i, n: None,
     cloud_hz: float = 0.0,
-    tracking: Tracking = Tracking(),
+    tracking: Tracking = TRUTH,
 ) -> dict[str, Any]:
     """Run ``pushes`` random exploratory pushes in the twin and write them to ``out``
     (with camera clouds at ``cloud_hz`` during pushes when it is positive, object poses as

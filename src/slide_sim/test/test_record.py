@@ -12,7 +12,8 @@ from rosbags.highlevel import AnyReader
 from slide_core.errors import SlideInputError
 from slide_core.io import read_pushes
 from slide_core.model import load_object, parse_spec
-from slide_sim.record import TOPICS, Tracking, record
+from slide_sim.record import TOPICS, record
+from slide_sim.tracker import Tracking
 
 
 def read(bag: Path) -> dict[str, list[tuple[int, bytes]]]:

@@ -72,14 +72,14 @@ from slide_core.model import (
 )
 from slide_core.physics import DEFAULT_SUPPORT, check_support
 from slide_core.planning import stay_probability
-from slide_sim.record import Tracking, record
+from slide_sim.record import record
+from slide_sim.tracker import PERCEPTION, TRUTH, Tracking
 from slide_sim.twin import Twin
 
 Progress = Callable[[str], None]
 STABLE_P = 0.9
-TRACKED = Tracking(30.0, 0.15e-3, math.radians(0.05))
-"""Poses as perception tracks them (``slide bench perception``: 0.15 mm and 0.05 degrees
-median error, 30 Hz)."""
+TRACKED = PERCEPTION
+"""Poses as perception tracks them (:data:`slide_sim.tracker.PERCEPTION`)."""
 STABLE_KEYS = ('predicted_stable', 'stable_and_stayed')
 BALANCE_KEYS = ('poses', *STABLE_KEYS, 'agree')
 
@@ -142,7 +142,7 @@ def _record(
     failure's note that the bag keeps the pushes made is dropped, since the bag goes with
     the bench (the message named a folder that no longer existed)."""
     try:
-        summary = record(spec, cell, pushes, seed, bag, X_WO, tracking=tracking or Tracking())
+        summary = record(spec, cell, pushes, seed, bag, X_WO, tracking=tracking or TRUTH)
     except (KeyboardInterrupt, OSError) as exc:
         exc.__notes__ = [n for n in getattr(exc, '__notes__', []) if str(bag) not in n]
         raise

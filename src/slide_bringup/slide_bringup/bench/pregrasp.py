@@ -8,7 +8,9 @@ total time, and how often the chosen goal would have let the true object fall
 (``unsafe_goals``: the true centre of mass outside the support polygon at the goal), and
 how far the last belief's most probable centre of mass lies from the truth
 (``com_error_m_mean``: the belief identified again after the planned pushes, those over
-the edge included, when the task relearns).
+the edge included, when the task relearns). ``tracking``: the object poses the episodes
+observe and identify from, as a camera tracker gives them (``--pose-rate``,
+``--pose-noise``; default the twin's truth at 100 Hz; ``pose_tracking`` in the result).
 
 Planning (pure simulation, paper 1's benchmark): per object, random maps (cell masses and
 frictions drawn within the identification bounds), random start and goal poses on the
@@ -53,6 +55,7 @@ from slide_core.planning import (
     step_seed,
 )
 from slide_core.task import MODEL_SOURCES as METHODS
+from slide_sim.tracker import TRUTH, Tracking
 
 Progress = Callable[[str], None]
 GOAL_TOL_M = 0.02
@@ -60,12 +63,12 @@ GOAL_TOL_RAD = 0.2
 MAX_PUSHES = 30
 
 
-def _episode(job: tuple[str, int, str, float, str]) -> dict[str, Any]:
-    name, seed, method, overhang_weight, support = job
+def _episode(job: tuple[str, int, str, float, str, Tracking]) -> dict[str, Any]:
+    name, seed, method, overhang_weight, support, tracking = job
     try:
         config = planner_config(load_workcell(), overhang_weight=overhang_weight)
         return run_episode(
-            load_object(name), seed, method, config=config, support=support
+            load_object(name), seed, method, config=config, support=support, tracking=tracking
         ).to_dict()
     except Exception as exc:  # noqa: BLE001 - a crash is a failed episode, with its reason
         return {'object': name, 'seed': seed, 'method': method, 'error': repr(exc)}
@@ -207,6 +210,7 @@ def run(
     overhang_weight: float = 0.0,
     advance: Advance | None = None,
     support: str | None = None,
+    tracking: Tracking = TRUTH,
 ) -> dict[str, Any]:
     say = progress or (lambda _m: None)
     support = check_support(support or DEFAULT_SUPPORT)
@@ -223,7 +227,7 @@ def run(
     planner_config(load_workcell(), overhang_weight=overhang_weight)
     workers = processes(workers)
     jobs = [
-        (n, seed + s, m, overhang_weight, support)
+        (n, seed + s, m, overhang_weight, support, tracking)
         for n in names
         for s in range(seeds)
         for m in methods
@@ -301,6 +305,11 @@ def run(
         'seeds': seeds,
         'overhang_weight': overhang_weight,
         'support': support,
+        'pose_tracking': {
+            'hz': tracking.hz,
+            'noise_mm': tracking.sigma_m * 1e3,
+            'noise_deg': math.degrees(tracking.sigma_rad),
+        },
         'methods': per_method,
         'planning': planning,
         'episodes': [{k: v for k, v in x.items() if k not in ('goal',)} for x in rows],

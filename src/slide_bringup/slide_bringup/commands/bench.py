@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from slide_bringup.args import seed
+from slide_bringup.args import add_tracking, seed, tracking_of
 
 NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
@@ -34,6 +34,8 @@ APPLIES = {
     'support': ('identification', 'pregrasp'),
     'png': ('identification',),
     'data': ('mit-push',),
+    'pose_rate': ('pregrasp',),
+    'pose_noise': ('pregrasp',),
 }
 """The suites each option is for: one given to another suite is refused (they were
 ignored, and a physics run with --objects nosuch --jobs 0 ran its minute)."""
@@ -138,6 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path('../shared/data/mit-push'),
         help='mit-push: the dataset folder (default ../shared/data/mit-push)',
     )
+    add_tracking(parser, 'pregrasp: the episodes observe ')
 
 
 class _Progress:
@@ -281,6 +284,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
             overhang_weight=args.overhang_weight,
             advance=bar.advance,
             support=args.support,
+            tracking=tracking_of(args),
         )
     if args.suite == 'executor':
         from slide_bringup.bench import executor as bench_executor

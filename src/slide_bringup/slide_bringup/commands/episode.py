@@ -10,12 +10,13 @@ are loaded before the episode starts, so its stage times do not include that.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 import sys
 import time
 from typing import Any
 
-from slide_bringup.args import force_limit, seed
+from slide_bringup.args import add_tracking, force_limit, seed, tracking_of
 from slide_bringup.graph import FORCE_LIMIT_N
 from slide_core.task import EXPLORATION, MODEL_SOURCES, TaskSettings
 
@@ -86,6 +87,7 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         help='a push whose force goes over this stops, retracts and ends the episode, as the '
         "graph's F/T limit does [N] (0: off; default %(default)g)",
     )
+    add_tracking(parser)
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
 
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.png is not None:
         check_output(args.png, ('.png',), '--png')
+    tracking = tracking_of(args)
     spec = load_object(args.object)
     with tqdm(
         total=None,
@@ -139,8 +142,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             exploration=args.exploration,
             before_start=load_kernels,
             force_limit=args.force_limit,
+            tracking=tracking,
         )
     out = result.to_dict()
+    out['pose_tracking'] = {
+        'hz': tracking.hz,
+        'noise_mm': tracking.sigma_m * 1e3,
+        'noise_deg': math.degrees(tracking.sigma_rad),
+    }
     out['png'] = str(args.png) if args.png is not None and args.png.exists() else None
     # The command ran; a failed episode is its result, and the exit code says so (that of
     # an interrupt or a SIGTERM when one stopped it: a batch runner told a kill from a

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 import sys
 from typing import Any
 
-from slide_bringup.args import seed
+from slide_bringup.args import add_tracking, seed, tracking_of
 
 NAME = 'record'
 HELP = 'run random exploratory pushes in the twin and record them as a rosbag2 (MCAP)'
@@ -19,32 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--pushes', type=int, default=10, help='number of pushes (default 10)')
     parser.add_argument('--seed', type=seed, default=0, help='random seed (same seed, same bag)')
     parser.add_argument('--out', type=Path, required=True, help='bag folder to create')
-    parser.add_argument(
-        '--pose-rate',
-        type=float,
-        default=100.0,
-        metavar='HZ',
-        help='object poses a second, as a tracker gives them (default 100, at most 100)',
-    )
-    parser.add_argument(
-        '--pose-noise',
-        type=float,
-        nargs=2,
-        default=(0.0, 0.0),
-        metavar=('MM', 'DEG'),
-        help="Gaussian noise on each pose's x and y [mm] and yaw [deg] (default 0 0; "
-        "perception's benchmark measures about 0.15 mm and 0.05 deg)",
-    )
+    add_tracking(parser)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     from slide_core.model import load_object, load_workcell
-    from slide_sim.record import Tracking, record
+    from slide_sim.record import record
 
-    mm, deg = args.pose_noise
-    tracking = Tracking(args.pose_rate, mm * 1e-3, math.radians(deg))  # checks the values
+    tracking = tracking_of(args)  # checks the values
     spec = load_object(args.object)
     interactive = sys.stderr.isatty()
     with tqdm(

@@ -43,3 +43,23 @@ def test_episodes_that_crashed_make_the_run_a_failed_one(monkeypatch: pytest.Mon
     result = pregrasp.run(['box'], ['uniform'], seeds=2, planning_trials=0, workers=1)
     assert result['ok'] is False and result['methods']['uniform']['errors'] == 2
     assert result['reason'].startswith('2 of 2 episode(s) ended in an error, the first: Runtime')
+
+
+def say_tracking(*args: object, **kwargs: object) -> None:
+    """An episode that says the tracking it was given (from a worker process: as its error)."""
+    raise RuntimeError(f'tracking {kwargs.get("tracking")}')
+
+
+def test_the_episodes_observe_poses_as_the_tracking_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from slide_sim.tracker import PERCEPTION
+
+    monkeypatch.setattr(pregrasp, 'run_episode', say_tracking)
+    result = pregrasp.run(
+        ['box'], ['uniform'], seeds=1, planning_trials=0, workers=1, tracking=PERCEPTION
+    )
+    assert f'tracking {PERCEPTION}' in result['episodes'][0]['error']
+    assert result['pose_tracking'] == pytest.approx(
+        {'hz': 30.0, 'noise_mm': 0.15, 'noise_deg': 0.05}
+    )
