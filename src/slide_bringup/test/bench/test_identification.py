@@ -101,3 +101,29 @@ def test_the_pushes_over_the_edge_start_with_the_object_sticking_out(tmp_path: P
     for X in starts:
         x_WC = cell_positions(spec.grid, X)[:, 0]
         assert 0.1 < np.mean(x_WC < 0.0) < 0.3
+
+
+def test_the_tracked_pose_figures_come_from_the_tracking_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from slide_bringup.bench import identification
+    from slide_sim.tracker import Tracking
+
+    recorded = []
+    record = identification._record
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        recorded.append(args[4] if len(args) > 4 else kwargs.get('tracking'))
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(identification, '_record', spy)
+    camera = Tracking.of(10.0, 0.5, 0.2)
+    result = identification.run(['box'], ['probabilistic'], seed=1, tracking=camera)
+    # The bench's own pushes with the true poses, then the same pushes through the camera.
+    assert recorded[:2] == [None, camera]
+    tracked = result['tracked_poses']
+    assert (tracked['hz'], tracked['sigma_m']) == (10.0, 0.0005)
+    assert (
+        tracked['probabilistic_add_error_m'] != result['methods']['probabilistic']['add_error_m']
+    )
+    assert tracked['truth_in_support_fraction'] in (0.0, 1.0)
