@@ -22,9 +22,8 @@ perception node.
 Object poses are the twin's truth at 100 Hz by default; ``tracking``
 (:class:`slide_sim.tracker.Tracking`) writes them as a camera tracker measures them instead:
 fewer a second, each with Gaussian noise, from its own random stream (the pushes stay those
-of the seed). Either way they hold
-the object's whole orientation: one that tips over leans in them, and a reader does not
-take that push for a planar one.
+of the seed). Either way they hold the object's whole orientation: one that tips over leans
+in them, and a reader does not take that push for a planar one.
 
 The slide_interfaces types are registered in the bag from their .msg definitions, found
 through the ament index (``AMENT_PREFIX_PATH``). Time stamps are simulation time from a

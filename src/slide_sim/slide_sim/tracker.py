@@ -56,6 +56,15 @@ class Tracking:
         """From the command line's units: poses a second, noise in mm and degrees."""
         return cls(hz, noise_mm * 1e-3, math.radians(noise_deg))
 
+    def figures(self) -> dict[str, float]:
+        """Rate and noise in the command line's units, for a result to say: ``hz``,
+        ``noise_mm``, ``noise_deg``."""
+        return {
+            'hz': self.hz,
+            'noise_mm': self.sigma_m * 1e3,
+            'noise_deg': math.degrees(self.sigma_rad),
+        }
+
     @property
     def perfect(self) -> bool:
         """The twin's truth at its full rate."""

@@ -67,3 +67,8 @@ def test_the_twin_world_observes_and_records_pushes_through_its_tracker(workcell
     assert np.std(error[:, 2]) == pytest.approx(math.radians(0.5), rel=0.35)
     # The object moved, and the tracked poses say so.
     assert tracked.X_WO[-1, 0] - tracked.X_WO[0, 0] > 0.01
+
+
+def test_a_tracking_says_its_rate_and_noise_in_the_command_lines_units() -> None:
+    figures = Tracking.of(30.0, 0.15, 0.05).figures()
+    assert figures == pytest.approx({'hz': 30.0, 'noise_mm': 0.15, 'noise_deg': 0.05})

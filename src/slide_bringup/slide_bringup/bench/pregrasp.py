@@ -305,11 +305,7 @@ def run(
         'seeds': seeds,
         'overhang_weight': overhang_weight,
         'support': support,
-        'pose_tracking': {
-            'hz': tracking.hz,
-            'noise_mm': tracking.sigma_m * 1e3,
-            'noise_deg': math.degrees(tracking.sigma_rad),
-        },
+        'pose_tracking': tracking.figures(),
         'methods': per_method,
         'planning': planning,
         'episodes': [{k: v for k, v in x.items() if k not in ('goal',)} for x in rows],

@@ -10,7 +10,6 @@ are loaded before the episode starts, so its stage times do not include that.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 import sys
 import time
@@ -145,11 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             tracking=tracking,
         )
     out = result.to_dict()
-    out['pose_tracking'] = {
-        'hz': tracking.hz,
-        'noise_mm': tracking.sigma_m * 1e3,
-        'noise_deg': math.degrees(tracking.sigma_rad),
-    }
+    out['pose_tracking'] = tracking.figures()
     out['png'] = str(args.png) if args.png is not None and args.png.exists() else None
     # The command ran; a failed episode is its result, and the exit code says so (that of
     # an interrupt or a SIGTERM when one stopped it: a batch runner told a kill from a
