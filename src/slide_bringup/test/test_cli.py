@@ -339,6 +339,8 @@ def test_episodes_take_the_tracking_record_takes_and_say_it() -> None:
     assert bad.returncode == 2 and 'noise in x and y must be 0 to 10 mm' in bad.stderr
     bench = _run('bench', 'physics', '--pose-rate', '30')
     assert bench.returncode == 2 and '--pose-rate is for identification, pregrasp' in bench.stderr
+    unused = _run('bench', 'identification', '--methods', 'analytic', '--pose-noise', '0.5', '0.2')
+    assert unused.returncode == 2 and 'add probabilistic to --methods' in unused.stderr
 
 
 def test_identify_then_evaluate_a_twin_bag(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -241,6 +241,17 @@ def check_options(args: argparse.Namespace) -> None:
         raise SlideInputError(f'--objects names {", ".join(twice)} more than once')
     if args.suite == 'executor' and len(named) > 1:
         raise SlideInputError('--objects: the executor suite pushes one object; name one')
+    if (
+        args.suite == 'identification'
+        and args.methods
+        and 'probabilistic' not in args.methods
+        and _tracking_given(args)
+    ):
+        # (the tracked-pose fit is the probabilistic one's: without it they were ignored)
+        raise SlideInputError(
+            '--pose-rate and --pose-noise set the poses of the probabilistic fit from tracked '
+            'poses: add probabilistic to --methods, or leave them out'
+        )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
