@@ -8,6 +8,7 @@ above it, as they do without a terminal."""
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 import sys
 import time
@@ -206,13 +207,22 @@ def _jobs(args: argparse.Namespace) -> tuple[int | None, str]:
     return None, 'step'
 
 
-def _tracking_given(args: argparse.Namespace) -> bool:
-    """Whether ``--pose-rate`` or ``--pose-noise`` was set to other than its default."""
+@functools.cache
+def _defaults() -> argparse.ArgumentParser:
+    """The command's parser, for its options' defaults."""
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    return any(
-        getattr(args, dest) != parser.get_default(dest) for dest in ('pose_rate', 'pose_noise')
-    )
+    return parser
+
+
+def _given(args: argparse.Namespace, *dests: str) -> bool:
+    """Whether any of the options ``dests`` was set to other than its default."""
+    return any(getattr(args, dest) != _defaults().get_default(dest) for dest in dests)
+
+
+def _tracking_given(args: argparse.Namespace) -> bool:
+    """Whether ``--pose-rate`` or ``--pose-noise`` was set to other than its default."""
+    return _given(args, 'pose_rate', 'pose_noise')
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -221,11 +231,8 @@ def check_options(args: argparse.Namespace) -> None:
     object named twice."""
     from slide_core.errors import SlideInputError
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-
     for dest, suites in APPLIES.items():
-        if args.suite not in suites and getattr(args, dest) != parser.get_default(dest):
+        if args.suite not in suites and _given(args, dest):
             flag = '--' + dest.replace('_', '-')
             raise SlideInputError(
                 f'{flag} is for {", ".join(suites)}, not {args.suite}: leave it out'
