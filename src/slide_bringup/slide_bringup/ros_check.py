@@ -61,6 +61,7 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
 
     from slide_interfaces.action import Push
     from slide_interfaces.msg import ErrorCode
+    from slide_ros.action_client import GoalResult
 
     t0 = time.monotonic()
     context = Context()
@@ -100,7 +101,7 @@ def action_roundtrip(travel_m: float = 0.05, timeout_s: float = 10.0) -> RoundTr
         handle = send.result()
         if not handle.accepted:
             return RoundTrip(False, 0, False, 'goal rejected', 0.0, time.monotonic() - t0)
-        res = handle.get_result_async()
+        res = GoalResult(handle)  # (asked again when DDS lost it)
         spin_until(res.done, 'the result')
         # Feedback may arrive after the result on another topic; give it a moment.
         deadline = time.monotonic() + 1.0

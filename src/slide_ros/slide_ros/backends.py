@@ -24,7 +24,7 @@ from slide_core.io import stamp_to_s
 from slide_core.model import Waypoint
 from slide_interfaces.action import FollowPath, GripperCommand
 from slide_interfaces.msg import ErrorCode
-from slide_ros.action_client import SafeActionClient
+from slide_ros.action_client import GoalResult, SafeActionClient
 from slide_ros.lifecycle import NotReady, handshake, wait_for
 
 
@@ -175,7 +175,7 @@ def run_goal(
     handle = wait_for(client.send_goal_async(goal, feedback_callback=feedback), 5.0)
     if not handle.accepted:
         raise RuntimeError(f'{what} refused the command')
-    result_future = handle.get_result_async()
+    result_future = GoalResult(handle)
     gone: list[str | None] = [None]
     checked = [time.monotonic()]
 

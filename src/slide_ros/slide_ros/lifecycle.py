@@ -32,6 +32,7 @@ from rclpy.task import Future
 
 from slide_core.errors import SlideError, SlideInputError
 from slide_interfaces.msg import ErrorCode
+from slide_ros.action_client import GoalResult
 from slide_ros.executors import TolerantMultiThreadedExecutor, TolerantSingleThreadedExecutor
 from slide_ros.params import Param, ParameterError
 
@@ -464,7 +465,8 @@ def handshake(
 ) -> bool:
     """Send ``probe``, a goal the server behind the action ``client`` refuses as soon as it
     runs (an invalid one), every ``resend_s`` until an acceptance comes back, then wait
-    for its end (a server of one goal at a time refuses the next until then) up to
+    for its end (a server of one goal at a time refuses the next until then; its result
+    asked for again while lost, :class:`slide_ros.action_client.GoalResult`) up to
     ``timeout_s`` or ``resend_s``, whichever is later. True once answered; False when
     ``should_stop`` said so first; TimeoutError after ``timeout_s`` without an answer.
 
@@ -482,14 +484,16 @@ def handshake(
         return False
     if handle.accepted:  # refused in its execute callback, at once: let it end first
         try:
-            wait_for(handle.get_result_async(), max(end - time.monotonic(), resend_s), should_stop)
+            wait_for(GoalResult(handle), max(end - time.monotonic(), resend_s), should_stop)
         except TimeoutError:
             pass  # it answered, which is what was asked
     return True
 
 
 def wait_for(
-    future: Future, timeout_s: float, should_stop: Callable[[], bool] = lambda: False
+    future: Future | GoalResult,
+    timeout_s: float,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> Any:
     """The future's result, waiting without spinning (another thread spins the node);
     TimeoutError after ``timeout_s``, None when ``should_stop`` said so first."""

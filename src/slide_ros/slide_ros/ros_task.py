@@ -63,7 +63,7 @@ from slide_interfaces.msg import (
     PushPrimitive,
     PushRecord,
 )
-from slide_ros.action_client import SafeActionClient
+from slide_ros.action_client import GoalResult, SafeActionClient
 from slide_ros.lifecycle import handshake
 from slide_ros.qos import LATCHED, RELIABLE
 
@@ -143,7 +143,7 @@ class Caller:
             if self.should_stop():
                 raise Aborted(f'aborted during {what}')
             raise WorldError(f'{what}: the goal was refused', retryable=True)
-        result = handle.get_result_async()
+        result = GoalResult(handle)
         self._wait(result, client, f'{what} ({name})', timeout_s, handle, made)
         response = result.result()
         if response.status == GoalStatus.STATUS_ABORTED and response.result.error.code == 0:

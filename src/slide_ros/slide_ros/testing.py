@@ -14,6 +14,7 @@ from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 
+from slide_ros.action_client import GoalResult
 from slide_ros.lifecycle import call_idempotent, handshake
 
 
@@ -112,7 +113,7 @@ class Peer:
         self.wait(lambda: client.server_is_ready(), 60.0, 'the action server')
         handle = self.result(client.send_goal_async(goal, feedback_callback=feedback), 10.0)
         assert handle.accepted
-        return handle, handle.get_result_async()
+        return handle, GoalResult(handle)
 
     def close(self) -> None:
         self.node.destroy_node()
@@ -124,10 +125,19 @@ class LosesFirstAnswers:
     """An action server's handle (``server._handle``, to be replaced by this), losing its
     first ``n`` goal responses as rmw does ("failed to send response (timeout)") while the
     server has not yet discovered the client's response reader: the goal itself still
-    runs."""
+    runs. Its first ``results`` result responses are lost too (the result service is
+    matched apart from the goal service)."""
 
-    def __init__(self, handle: Any, n: int) -> None:
+    def __init__(self, handle: Any, n: int, results: int = 0) -> None:
         self._handle, self.left, self.lost = handle, n, 0
+        self.results_left, self.results_lost = results, 0
+
+    def send_result_response(self, header: Any, response: Any) -> None:
+        if self.results_left > 0:
+            self.results_left -= 1
+            self.results_lost += 1
+            return
+        self._handle.send_result_response(header, response)
 
     def send_goal_response(self, header: Any, response: Any) -> None:
         if self.left > 0:

@@ -79,7 +79,8 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
         assert (follow.lost, follow.left, grip.lost, grip.left) == (2, 0, 1, 0)
         np.testing.assert_allclose(pose_after(now(peer)).p_W, start, atol=1e-6)
         # The first real motion is answered and runs to its end, its waypoints announced
-        # with the twin's stamps.
+        # with the twin's stamps; its result, lost once, is asked for again.
+        follow.results_left = 1
         announced: list[tuple[int, float | None]] = []
         target = start + np.array([0.0, 0.0, 0.02])
         t0 = now(peer)
@@ -90,6 +91,7 @@ def test_connect_waits_for_the_twins_answers_and_moves_nothing(twin: TwinNode) -
             lambda: False,
         )
         assert motion.completed, motion.message
+        assert follow.results_lost == 1
         # (The fingertip body trails its set point by a few millimetres.)
         np.testing.assert_allclose(pose_after(now(peer)).p_W, target, atol=0.005)
         assert [i for i, _ in announced] == [0]
