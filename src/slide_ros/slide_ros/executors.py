@@ -1,4 +1,5 @@
-"""rclpy's executors, going on past a message rclpy itself cannot take.
+"""rclpy's executors, going on past a message rclpy itself cannot take, and (the
+multi-threaded one) not spinning on work it has already handed to its threads.
 
 On a loaded machine rclpy's ``take_message`` once raised ``RuntimeError: Unable to convert
 call argument '0' to Python object`` inside the executor (perception, in CI). Raised there,
@@ -8,13 +9,33 @@ subscription and every callback of its group (a node's timers and services, in t
 group) never run again. Here the failed take is a skipped message, said in the log: the
 handler then ends normally and the next message is taken. Any other error is raised as
 before; a node's own callbacks are not touched.
+
+rclpy 7.1's MultiThreadedExecutor (Jazzy's, as pinned) hands each ready callback to its
+thread pool as a task and keeps it among the tasks in progress; until a pool thread starts
+it, every turn of the spin finds it again, without waiting, and queues it once more
+(ros2/rclpy#1452, fixed upstream by ros2/rclpy#1547). The spinning thread then holds the
+GIL, which keeps the pool's threads from starting the task: measured in one process with
+the twin, a test peer's spin queued each pose message's callback about 700 times, took 71%
+of a core, and slowed the twin's physics to a tenth of real time (a 4 s path took 40 s, and
+the test waiting for it timed out). Here a task waiting in the pool is queued once; while
+it waits, the spin sleeps a moment instead of queueing it again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+import threading
+import time
 from typing import Any
 
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import (
+    ConditionReachedException,
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    ShutdownException,
+    SingleThreadedExecutor,
+    TimeoutException,
+)
 import rclpy.logging
 
 _LOG = rclpy.logging.get_logger('slide_ros.executors')
@@ -40,8 +61,61 @@ class _SkipsUntakeable:
             return None
 
 
-class TolerantMultiThreadedExecutor(_SkipsUntakeable, MultiThreadedExecutor):
-    """rclpy's MultiThreadedExecutor, skipping a message it cannot take (module docstring)."""
+QUEUED_WAIT_S = 0.0005
+"""How long [s] the spin sleeps when the work it found is a task already waiting in the
+pool (the sleep lets a pool thread take the GIL and start it)."""
+
+
+class QueuesOnceExecutor(MultiThreadedExecutor):
+    """rclpy's MultiThreadedExecutor, handing a task to its pool once (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._queued: set[int] = set()  # ids of the tasks in the pool not yet started
+        self._queued_lock = threading.Lock()
+
+    def _spin_once_impl(
+        self, timeout_sec: Any = None, wait_condition: Callable[[], bool] = lambda: False
+    ) -> None:
+        try:
+            handler, _entity, _node = self.wait_for_ready_callbacks(
+                timeout_sec, None, wait_condition
+            )
+        except (
+            ExternalShutdownException,
+            ShutdownException,
+            TimeoutException,
+            ConditionReachedException,
+        ):
+            return
+        key = id(handler)
+        with self._queued_lock:
+            queued = key in self._queued
+            self._queued.add(key)
+        if queued:
+            time.sleep(QUEUED_WAIT_S)
+            return
+
+        def run() -> None:
+            # (Taken off once it has run: while it runs rclpy does not find it again; a
+            # coroutine's task that then awaits something is found again and queued anew.)
+            try:
+                handler()
+            finally:
+                with self._queued_lock:
+                    self._queued.discard(key)
+
+        self._executor.submit(run)
+        self._futures.append(handler)
+        for future in self._futures[:]:
+            if future.done():
+                self._futures.remove(future)
+                future.result()  # raise what a callback raised, as rclpy's does
+
+
+class TolerantMultiThreadedExecutor(_SkipsUntakeable, QueuesOnceExecutor):
+    """rclpy's MultiThreadedExecutor, skipping a message it cannot take and handing a task
+    to its pool once (module docstring)."""
 
 
 class TolerantSingleThreadedExecutor(_SkipsUntakeable, SingleThreadedExecutor):

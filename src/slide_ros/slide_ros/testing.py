@@ -12,9 +12,9 @@ from typing import Any
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 
 from slide_ros.action_client import GoalResult
+from slide_ros.executors import TolerantMultiThreadedExecutor
 from slide_ros.lifecycle import call_idempotent, handshake
 
 
@@ -29,7 +29,7 @@ def spinning(make: Callable[[Context], Any], threads: int = 4) -> Iterator[Any]:
     except BaseException:
         context.try_shutdown()
         raise
-    executor = MultiThreadedExecutor(num_threads=threads, context=context)
+    executor = TolerantMultiThreadedExecutor(num_threads=threads, context=context)
     executor.add_node(node)
     thread = threading.Thread(target=executor.spin, daemon=True)
     thread.start()
@@ -54,7 +54,7 @@ class Peer:
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=3, context=self.context)
+        self.executor = TolerantMultiThreadedExecutor(num_threads=3, context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
