@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
+from typing import IO
 
 import pytest
 
@@ -209,6 +211,17 @@ BUSY = textwrap.dedent(
 ).format(handshake=HANDSHAKE)
 
 
+def _ended(node: subprocess.Popen[str], log: IO[str]) -> str:
+    """The node's exit code (killed if still running) and the end of its log."""
+    alive = node.poll() is None
+    if alive:
+        node.kill()
+    node.wait()
+    log.seek(0)
+    state = 'was still running (killed)' if alive else f'had ended with {node.returncode}'
+    return f'the node {state}; its log ends: {log.read()[-3000:]}'
+
+
 @pytest.mark.ros
 @pytest.mark.parametrize('signal_name', ['SIGINT', 'SIGTERM'])
 def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_aborted(
@@ -226,12 +239,26 @@ def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_abort
     from slide_ros.action_client import SafeActionClient
     from slide_ros.testing import Peer
 
+    # Its log goes to a file: a pipe nobody reads until the end blocks a process that
+    # writes more than the pipe holds (DDS's warnings), and the node would hang unseen.
+    log = tempfile.TemporaryFile('w+')
     node = subprocess.Popen(
-        [sys.executable, '-c', BUSY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, '-c', BUSY], stdout=subprocess.PIPE, stderr=log, text=True
     )
     peer = Peer('client')
     try:
         client = SafeActionClient(peer.node, ChooseExploration, '/busy/choose')
+        # A full suite's run once waited 60 s for the node's server and said no more: the
+        # node's process may have ended or hung first, so its exit and log are told.
+        try:
+            peer.wait(
+                lambda: client.server_is_ready() or node.poll() is not None,
+                60,
+                'the action server',
+            )
+            assert node.poll() is None, 'the node ended before its server was seen'
+        except AssertionError as exc:
+            raise AssertionError(f'{exc}\n{_ended(node, log)}') from None
         # A goal the node ends at once, until its answer comes: a full suite's run once lost
         # the first goal's acceptance (the node had not yet discovered the client's reader).
         peer.handshake(client, ChooseExploration.Goal(attempt=HANDSHAKE))
@@ -243,11 +270,13 @@ def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_abort
         assert answer.result.error.code == ErrorCode.CANCELED
         assert answer.result.message == 'stopped by the node shutting down'
         assert node.wait(timeout=10) == 0
-        assert node.stderr is not None and 'Traceback' not in node.stderr.read()
+        log.seek(0)
+        assert 'Traceback' not in log.read()
     finally:
         if node.poll() is None:
             node.kill()
             node.wait()
+        log.close()
         peer.close()
 
 
