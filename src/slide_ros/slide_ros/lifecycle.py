@@ -57,13 +57,16 @@ class NotReady(Exception):  # noqa: N818 - a state of the node, reported as NOT_
 class SideNode:
     """A plain node beside ``owner`` (its context and namespace, named ``name``), spun by a
     single-threaded executor in a thread of its own, for a node's high-rate subscriptions.
-    rclpy's MultiThreadedExecutor, which :func:`run` spins nodes with, busy-waits while a
-    taken message's callback has not begun (ros2/rclpy#1223): measured here on a 250 Hz
-    stream from another process, in 9 of 15 runs it took 3 to 32 messages a second at 63
-    to 118% of a core (2, 3 or 4 threads; the other 6: 113 to 213 at 8 to 15%), where a
-    single-threaded one took what was sent at 3 to 7%; the executor node, fed the F/T
-    stream so, used 61% of a core and fell up to 3.7 s behind the driver. Destroy it with
-    :meth:`destroy` before the owner."""
+    rclpy's MultiThreadedExecutor busy-waited while a taken message's callback had not
+    begun: measured here on a 250 Hz stream from another process, in 9 of 15 runs it took
+    3 to 32 messages a second at 63 to 118% of a core (2, 3 or 4 threads; the other 6: 113
+    to 213 at 8 to 15%), where a single-threaded one took what was sent at 3 to 7%; the
+    executor node, fed the F/T stream so, used 61% of a core and fell up to 3.7 s behind
+    the driver. That was rclpy queueing the callback again and again (ros2/rclpy#1452),
+    which the executor :func:`run` spins nodes with no longer does
+    (:class:`slide_ros.executors.QueuesOnceExecutor`: 250 messages a second at 8%); a
+    side node still keeps a high-rate stream off the threads of the node's other work.
+    Destroy it with :meth:`destroy` before the owner."""
 
     def __init__(self, owner: Node, name: str) -> None:
         # (use_global_arguments off: a runner's '__node:=NAME' renamed it too)
