@@ -16,9 +16,9 @@ it, every turn of the spin finds it again, without waiting, and queues it once m
 (ros2/rclpy#1452, fixed upstream by ros2/rclpy#1547). The spinning thread then holds the
 GIL, which keeps the pool's threads from starting the task: measured in one process with
 the twin, a test peer's spin queued each pose message's callback about 700 times, took 71%
-of a core, and slowed the twin's physics to a tenth of real time (a path of 8 s took 25 to
-45 s, and the test waiting for it timed out). Here a task waiting in the pool is queued once; while
-it waits, the spin sleeps a moment instead of queueing it again.
+of a core, and slowed the twin's physics to a tenth to a fifth of real time (a path of 8 s
+took 25 to 45 s, and the test waiting for it timed out). Here a task waiting in the pool
+is queued once; while it waits, the spin sleeps a moment instead of queueing it again.
 """
 
 from __future__ import annotations

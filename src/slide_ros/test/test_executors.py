@@ -45,7 +45,7 @@ class LateStart:
 def test_a_callback_waiting_for_a_pool_thread_is_handed_over_once(kind: type) -> None:
     # rclpy's spin found the waiting callback again at every turn and queued it once more,
     # holding the GIL: a test peer took 71% of a core and the twin beside it ran at a tenth
-    # of real time.
+    # to a fifth of real time.
     context = Context()
     rclpy.init(context=context)
     node = rclpy.create_node('queue_test', context=context)
