@@ -69,3 +69,59 @@ def test_a_server_killed_mid_goal_is_noticed_within_the_profiles_lease() -> None
             server.kill()
             server.wait(5)
         peer.close()
+
+
+# A server that answers to its name, for the discovery test.
+LISTED = """
+import sys
+import rclpy
+from std_srvs.srv import Trigger
+
+rclpy.init()
+node = rclpy.create_node('listed_server')
+node.create_service(Trigger, sys.argv[1], lambda _request, response: response)
+rclpy.spin(node)
+"""
+
+CROWD = 34
+"""Idle participants the test process holds: past the 32 participant ids Fast DDS announces
+to on localhost by default, within the profile's 64."""
+
+
+def test_a_server_is_found_past_the_default_count_of_participants_on_localhost() -> None:
+    # Two participants with ids past Fast DDS's initial peers range never found each other
+    # on localhost, and a test run holds up to two dozen participants until the garbage
+    # collector frees them (the likely cause of a suite's lifecycle test that waited 60 s
+    # for a server started beside it).
+    import gc
+
+    import rclpy
+    from rclpy.context import Context
+    from std_srvs.srv import Trigger
+
+    gc.collect()  # (the participants of earlier tests, freed with their contexts)
+    profile = config_dir() / 'fastdds.xml'
+    env = {k: v for k, v in os.environ.items() if k != 'FASTDDS_DEFAULT_PROFILES_FILE'}
+    env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(profile)
+    crowd: list[tuple[Context, object]] = []
+    server = None
+    peer = None
+    try:
+        for i in range(CROWD):
+            context = Context()
+            rclpy.init(context=context)
+            crowd.append((context, rclpy.create_node(f'idle_{i}', context=context)))
+        name = f'/test/listed_{os.getpid()}'
+        server = subprocess.Popen([sys.executable, '-c', LISTED, name], env=env)
+        peer = Peer('finder')
+        client = peer.node.create_client(Trigger, name)
+        peer.wait(client.service_is_ready, 30, f'the server past {CROWD} participants')
+    finally:
+        if peer is not None:
+            peer.close()
+        if server is not None:
+            server.kill()
+            server.wait(5)
+        for context, node in crowd:
+            node.destroy_node()  # type: ignore[attr-defined]
+            context.try_shutdown()
