@@ -46,11 +46,18 @@ NOTICED_S = 12.0
 with Fast DDS's default profile the same kill was noticed after 18.8 s."""
 
 
-def test_a_server_killed_mid_goal_is_noticed_within_the_profiles_lease() -> None:
+def profile_env() -> dict[str, str]:
+    """This process's environment with the graph's profile as the only Fast DDS profile,
+    for a server process (its lease and its announcements are its own to make)."""
     profile = config_dir() / 'fastdds.xml'
     assert profile.is_file(), profile
     env = {k: v for k, v in os.environ.items() if k != 'FASTDDS_DEFAULT_PROFILES_FILE'}
-    env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(profile)  # the lease is the server's to announce
+    env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(profile)
+    return env
+
+
+def test_a_server_killed_mid_goal_is_noticed_within_the_profiles_lease() -> None:
+    env = profile_env()
     name = f'/test/killed_{os.getpid()}'
     server = subprocess.Popen([sys.executable, '-c', SERVER, name], env=env)
     peer = Peer('caller')
@@ -97,13 +104,12 @@ def test_a_server_is_found_past_the_default_count_of_participants_on_localhost()
 
     import rclpy
     from rclpy.context import Context
+    from rclpy.node import Node
     from std_srvs.srv import Trigger
 
     gc.collect()  # (the participants of earlier tests, freed with their contexts)
-    profile = config_dir() / 'fastdds.xml'
-    env = {k: v for k, v in os.environ.items() if k != 'FASTDDS_DEFAULT_PROFILES_FILE'}
-    env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(profile)
-    crowd: list[tuple[Context, object]] = []
+    env = profile_env()
+    crowd: list[tuple[Context, Node]] = []
     server = None
     peer = None
     try:
@@ -123,5 +129,5 @@ def test_a_server_is_found_past_the_default_count_of_participants_on_localhost()
             server.kill()
             server.wait(5)
         for context, node in crowd:
-            node.destroy_node()  # type: ignore[attr-defined]
+            node.destroy_node()
             context.try_shutdown()
