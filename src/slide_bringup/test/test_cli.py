@@ -217,6 +217,7 @@ def test_requests_the_graph_and_the_benches_cannot_meet_are_refused_first(tmp_pa
         # Ignored: the physics suite ran its minute.
         (('bench', 'physics', '--objects', 'nosuch'), '--objects is for perception'),
         (('bench', 'mit-push', '--png', 'x.png'), '--png is for identification, not mit-push'),
+        (('bench', 'physics', '--raw-tip'), '--raw-tip is for mit-push, not physics'),
         # 10000 processes forked at once.
         (('bench', 'pregrasp', '--jobs', '10000'), '--jobs takes at most 64'),
         # Refused after the first object's minutes, naming a temporary folder.

@@ -3,8 +3,11 @@
 The data (``shared/data/mit-push``, see its README) are homogeneous steel objects pushed
 on ABS by a point tip. Conventions, as established from the data: an object's pose is
 the origin of its outline with yaw + pi/2; the tip is a disc of 4.70 mm radius; scores are
-taken at the last time stamp all three streams share. Each push is replayed open loop
-from the tip's recorded path, starting from the object's first recorded pose, with:
+taken at the last time stamp all three streams share. The tip's tracking is offset from
+the objects' by about 1.2 mm along the world's x (found on the train pushes: a pushing tip's
+recorded gap to the outline is its radius plus the offset along the outline's normal), and
+the offset is taken off the tip's path. Each push is replayed open loop from the tip's
+path, starting from the object's first recorded pose, with:
 
 - the planar physics core (:mod:`slide_core.physics`, kinematic fingertip mode), its
   object a grid of 1 cm cells over the outline with uniform density (each cell its covered
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 import re
 from typing import TypeVar
@@ -45,6 +48,8 @@ START_CLEARANCE = 1e-6
 pushes start at contact (test_butter: gap median 0.08 mm, overlaps to 0.27 mm from the
 tracking): the tip is moved out of the object, no further, or the push would be shortened
 (0.5 mm of clearance had the core place the butter 0.06 mm worse)."""
+MOVES_OUT = 20
+"""Moves along the normal that :func:`clear_start` makes at most."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +145,64 @@ def load_split(root: Path, split: str) -> list[RealPush]:
     return [load_push(f) for f in files]
 
 
+TIP_REACH = 0.009
+"""m: a tip centre this close to the outline while the object moves counts as touching it
+(the tip's radius plus the tracking's wander, 1.6 mm by the data's README, with room)."""
+PUSHED_SPEED = 0.01  # m/s: the object moves; below it, the tip may touch without pushing
+
+
+def tip_offset_samples(shapes: dict[str, Shape], pushes: Sequence[RealPush]) -> FloatArray:
+    """Rows (gap - TIP_RADIUS, n_W) (N, 3) [m, -] of every time step at which a tip pushes
+    its object: the object moves, the tip's centre lies within TIP_REACH of the outline and
+    moves into it. ``gap`` is the tip centre's signed distance to the outline, ``n_W`` the
+    outline's outward normal at the closest point, in the world."""
+    rows = []
+    for push in pushes:
+        outline = shapes[push.shape].outline
+        v_WO = np.linalg.norm(np.gradient(push.X_WO[:, :2], DT, axis=0), axis=1)
+        v_WT = np.gradient(push.p_WT, DT, axis=0)
+        for k in np.nonzero(v_WO > PUSHED_SPEED)[0]:
+            R = rotation(float(push.X_WO[k, 2]))
+            _, gap, n_O = limit_surface.closest_on_outline(
+                outline, R.T @ (push.p_WT[k] - push.X_WO[k, :2])
+            )
+            n_W = R @ n_O
+            if gap < TIP_REACH and float(v_WT[k] @ n_W) < 0.0:
+                rows.append((gap - TIP_RADIUS, *n_W))
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def fit_tip_offset(shapes: dict[str, Shape], pushes: Sequence[RealPush]) -> FloatArray:
+    """The tip tracking's offset from the objects' (2,) [m], in the world: the recorded tip
+    centre less the true one, the same for every push (a calibration of the rig).
+
+    While a tip pushes, its true centre lies TIP_RADIUS off the outline, so a recorded gap
+    reads ``gap - TIP_RADIUS = n_W . offset`` plus the tracking's noise; the offset is the
+    robust (soft-L1) least-squares solution over every pushing time step. The pushes must
+    touch their objects from two directions at least, or the offset is not determined."""
+    from scipy.optimize import least_squares
+
+    rows = tip_offset_samples(shapes, pushes)
+    if len(rows) < 3 or np.linalg.eigvalsh(rows[:, 1:].T @ rows[:, 1:])[0] < 0.05 * len(rows):
+        raise SlideInputError(
+            f'{len(pushes)} pushes touch their objects from too few directions '
+            f"({len(rows)} pushing time steps) to find the tip tracking's offset: "
+            'calibrate on pushes into several sides'
+        )
+    fit = least_squares(
+        lambda offset: rows[:, 0] - rows[:, 1:] @ offset,
+        np.zeros(2),
+        loss='soft_l1',
+        f_scale=5e-4,
+    )
+    return np.asarray(fit.x, dtype=float)
+
+
+def calibrated(push: RealPush, offset: FloatArray) -> RealPush:
+    """The push with its tip's recorded path less the tracking's offset (2,) [m]."""
+    return replace(push, p_WT=push.p_WT - offset)
+
+
 @dataclass(frozen=True, eq=False)
 class CoreObject:
     """The physics core's model of a shape: a grid over the outline, uniform density; each
@@ -207,20 +270,28 @@ def predict_core(
 def clear_start(obj: CoreObject, X_grid0: FloatArray, p_WT: FloatArray) -> FloatArray:
     """The tip path, moved away from the object where it (its real outline, or the grid's
     square cells, which reach past the outline by up to half a cell) would overlap the
-    tip's start: along the normal there by the overlap plus START_CLEARANCE."""
+    tip's start: along the normal there by the overlap plus START_CLEARANCE, again from
+    where that lands while it still overlaps (beside a vertex of a curved outline the normal
+    turns as the tip moves: one move left a tip 4 um inside the butter)."""
     R = rotation(X_grid0[2])
-    p_O = R.T @ (p_WT[0] - X_grid0[:2])
     model = obj.model()
-    _, n_B, signed = model.contact((p_O - model.p_OG)[None, :])
-    gap = float(signed[0]) - TIP_RADIUS
-    if gap >= START_CLEARANCE:
-        return p_WT
-    if float(signed[0]) > 1e-9 or obj.outline_O is not None:
-        n_O = n_B[0]
-    else:  # the tip's centre inside a cell: back along its travel
-        travel = R.T @ (p_WT[-1] - p_WT[0])
-        n_O = -travel / max(float(np.linalg.norm(travel)), 1e-12)
-    return np.asarray(p_WT + (R @ n_O) * (START_CLEARANCE - gap), dtype=float)
+    path = p_WT
+    for _ in range(MOVES_OUT):
+        p_O = R.T @ (path[0] - X_grid0[:2])
+        _, n_B, signed = model.contact((p_O - model.p_OG)[None, :])
+        gap = float(signed[0]) - TIP_RADIUS
+        if gap >= START_CLEARANCE / 2:
+            return path
+        if float(signed[0]) > 1e-9 or obj.outline_O is not None:
+            n_O = n_B[0]
+        else:  # the tip's centre inside a cell: back along its travel
+            travel = R.T @ (p_WT[-1] - p_WT[0])
+            n_O = -travel / max(float(np.linalg.norm(travel)), 1e-12)
+        path = np.asarray(path + (R @ n_O) * (START_CLEARANCE - gap), dtype=float)
+    raise SlideInputError(
+        f'the tip could not be moved out of the object at its start in {MOVES_OUT} moves '
+        f"(still {-gap * 1000:.4f} mm in): check the push's poses"
+    )
 
 
 def errors(X_pred: FloatArray, X_true: FloatArray) -> tuple[float, float]:
@@ -368,19 +439,32 @@ def run(
     mu_support: float = 0.25,
     progress: Callable[[str], None] = lambda _: None,
     workers: int | None = None,
+    calibrate_tip: bool = True,
 ) -> dict[str, object]:
     """The real-data benchmark: fit on the train split, predict every test_butter push.
 
-    The core's tip friction is chosen from ``mu_tips`` (the limit surface's grid) on every
-    train push, or ``fit_pushes`` of them spread over the split; its support friction is
-    fixed (uniform friction does not change quasi-static motion, only coasting). Pushes
-    are replayed in ``workers`` processes (default: one per core; 1: in this one).
+    With ``calibrate_tip``, the tip tracking's offset from the objects' is found on the
+    train pushes (:func:`fit_tip_offset`) and taken off every recorded tip path, train and
+    test, for both models. The core's tip friction is chosen from ``mu_tips`` (the limit
+    surface's grid) on every train push, or ``fit_pushes`` of them spread over the split;
+    its support friction is fixed (uniform friction does not change quasi-static motion,
+    only coasting). Pushes are replayed in ``workers`` processes (default: one per core;
+    1: in this one).
     """
     if not (root / 'abs').is_dir():
         raise SlideInputError(f'{root}: not the mit-push data folder (no abs/ inside)')
     workers = processes(workers)
     train = load_split(root, 'train')
     test = load_split(root, 'test_butter')
+    offset = np.zeros(2)
+    if calibrate_tip:
+        offset = fit_tip_offset({s: load_shape(root, s) for s in {p.shape for p in train}}, train)
+        progress(
+            f'tip tracking offset ({offset[0] * 1000:+.2f}, {offset[1] * 1000:+.2f}) mm, '
+            'from the train pushes; taken off every tip path'
+        )
+        train = [calibrated(p, offset) for p in train]
+        test = [calibrated(p, offset) for p in test]
     progress(
         f'{len(train)} train and {len(test)} test pushes; replays in '
         f'{"1 process" if workers == 1 else f"{workers} processes"}'
@@ -424,5 +508,6 @@ def run(
         'core_support_friction': fit.mu_support,
         'core_fit_pushes': len(subset),
         'limit_surface_tip_friction': mu_ls,
+        'tip_tracking_offset_m': [float(v) for v in offset],
         'processes': workers,
     }

@@ -35,6 +35,7 @@ APPLIES = {
     'support': ('identification', 'pregrasp'),
     'png': ('identification',),
     'data': ('mit-push',),
+    'raw_tip': ('mit-push',),
     'pose_rate': ('identification', 'pregrasp'),
     'pose_noise': ('identification', 'pregrasp'),
 }
@@ -140,6 +141,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path('../shared/data/mit-push'),
         help='mit-push: the dataset folder (default ../shared/data/mit-push)',
+    )
+    parser.add_argument(
+        '--raw-tip',
+        action='store_true',
+        help="mit-push: replay the tip's path as recorded (default: less the tip tracking's "
+        'offset from the objects, found on the train pushes)',
     )
     add_tracking(
         parser,
@@ -326,7 +333,9 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
     if args.suite == 'mit-push':
         from slide_bringup.bench import mitpush
 
-        return mitpush.run(args.data, progress=bar.log, workers=args.jobs)
+        return mitpush.run(
+            args.data, progress=bar.log, workers=args.jobs, calibrate_tip=not args.raw_tip
+        )
     from ati_netft import bench as bench_ft
 
     return bench_ft.run(progress=bar.log)

@@ -167,3 +167,71 @@ def test_a_replay_moves_a_tip_start_out_of_the_object_and_no_further(tmp_path):
         assert cleared[0] == pytest.approx([moved, 0.01], abs=1e-9)
         # The whole path moves with its start: the push keeps its length.
         assert np.allclose(cleared - cleared[0], path - path[0])
+
+
+def test_the_tip_tracking_offset_is_found_from_where_pushing_tips_touch(tmp_path):
+    from slide_bringup.bench.mitpush import (
+        DT,
+        TIP_RADIUS,
+        RealPush,
+        calibrated,
+        fit_tip_offset,
+        load_shape,
+        tip_offset_samples,
+    )
+
+    square_data(tmp_path)
+    shapes = {'sq': load_shape(tmp_path, 'sq')}
+    offset = np.array([-0.0012, 0.0004])
+    t = np.arange(0.0, 1.0, DT)
+    pushes = []
+    # A tip touching the square's side (its centre TIP_RADIUS out) and carrying it along
+    # at 3 cm/s, into three sides in turn, recorded with the offset; half a second still.
+    for i, (direction, yaw) in enumerate(
+        (((1.0, 0.0), 0.0), ((0.0, 1.0), 0.3), ((-1.0, 0.0), 0.0))
+    ):
+        d = np.array(direction)
+        moved = np.clip(t - 0.5, 0.0, None)[:, None] * 0.03 * d
+        X_WO = np.column_stack((moved, np.full(len(t), yaw)))
+        side = 0.04 + TIP_RADIUS
+        R = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+        p_WT = moved - R @ (d * side) + offset + np.array([0.0, 0.01]) * (1 - abs(d[1]))
+        pushes.append(RealPush(f'p{i}', 'sq', t, X_WO, p_WT))
+    # Only the time steps in which the object moves count; the offset is found.
+    assert len(tip_offset_samples(shapes, pushes)) == pytest.approx(3 * 0.5 / DT, abs=6)
+    assert fit_tip_offset(shapes, pushes) == pytest.approx(offset, abs=1e-6)
+    assert np.allclose(calibrated(pushes[0], offset).p_WT, pushes[0].p_WT - offset)
+    # Pushes into opposite sides along one axis say nothing of the other.
+    with pytest.raises(SlideInputError, match='too few directions'):
+        fit_tip_offset(shapes, [pushes[0], pushes[2]])
+
+
+def test_a_tip_start_in_a_notch_is_moved_out_of_both_its_sides(tmp_path, monkeypatch):
+    from slide_bringup.bench import mitpush
+    from slide_bringup.bench.mitpush import TIP_RADIUS, Shape, clear_start, core_object
+
+    # A square with a wide notch in its left side, apex at (-0.03, 0): a tip in the notch
+    # overlaps both of its sides, and moving it off the nearer one presses it into the other.
+    outline = np.array(
+        [[-0.04, -0.04], [0.04, -0.04], [0.04, 0.04], [-0.04, 0.04], [-0.04, 0.02]]
+        + [[-0.03, 0.0], [-0.04, -0.02]]
+    )
+    obj = core_object(Shape('notched', outline, 0.5, 0.012))
+    model = obj.model()
+    X0 = np.array([0.0, 0.0, 0.0])  # the outline's box centre is its origin
+
+    def gap(p: np.ndarray) -> float:
+        return float(model.contact((p - model.p_OG)[None, :])[2][0]) - TIP_RADIUS
+
+    start = np.array([-0.033, 0.0005])
+    path = start + np.column_stack((np.linspace(0.0, 0.02, 10), np.zeros(10)))
+    assert gap(start) < -0.001
+    cleared = clear_start(obj, X0, path)
+    assert 0.0 <= gap(cleared[0]) < 1e-5
+    # Out of the notch along its middle, no further than the tip's fit there (5.25 mm from
+    # the apex), and the whole path moves with its start.
+    assert np.linalg.norm(cleared[0] - [-0.03, 0.0]) < 0.0055
+    assert np.allclose(cleared - cleared[0], path - path[0])
+    monkeypatch.setattr(mitpush, 'MOVES_OUT', 1)
+    with pytest.raises(SlideInputError, match='could not be moved out of the object'):
+        clear_start(obj, X0, path)
