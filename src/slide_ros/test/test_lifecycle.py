@@ -165,8 +165,9 @@ def test_a_goal_stopped_by_the_nodes_shutdown_is_aborted_with_its_result() -> No
 HANDSHAKE = 7
 """The goal ``attempt`` that BUSY's node ends at once (a client's handshake)."""
 
-BUSY = textwrap.dedent(
+BUSY = textwrap.dedent(  # its action's name as its argument
     """
+    import sys
     import time
 
     from rclpy.action import ActionServer
@@ -182,7 +183,7 @@ BUSY = textwrap.dedent(
             super().__init__('busy')
             self.slot = GoalSlot()
             ActionServer(
-                self, ChooseExploration, '/busy/choose', self.execute,
+                self, ChooseExploration, sys.argv[1], self.execute,
                 goal_callback=self.slot.accept,
             )
             self.start_up(declare(self, LIFECYCLE_PARAMS))
@@ -242,12 +243,15 @@ def test_a_goal_in_flight_when_the_process_is_signalled_reaches_its_client_abort
     # Its log goes to a file: a pipe nobody reads until the end blocks a process that
     # writes more than the pipe holds (DDS's warnings), and the node would hang unseen.
     log = tempfile.TemporaryFile('w+')
+    # An action of its own per run: a fresh server under the name the last run's had used
+    # can go unseen while that run's endpoints linger in discovery (conftest.py).
+    action = f'/busy_{signal_name.lower()}/choose'
     node = subprocess.Popen(
-        [sys.executable, '-c', BUSY], stdout=subprocess.PIPE, stderr=log, text=True
+        [sys.executable, '-c', BUSY, action], stdout=subprocess.PIPE, stderr=log, text=True
     )
     peer = Peer('client')
     try:
-        client = SafeActionClient(peer.node, ChooseExploration, '/busy/choose')
+        client = SafeActionClient(peer.node, ChooseExploration, action)
         # A full suite's run once waited 60 s for the node's server and said no more: the
         # node's process may have ended or hung first, so its exit and log are told.
         try:
