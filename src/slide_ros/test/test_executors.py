@@ -39,6 +39,13 @@ class LateStart:
         return getattr(self._pool, name)
 
 
+def spin_until(executor: Any, condition: Any, what: str, timeout_s: float = 10.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < end, f'timed out waiting for {what}'
+        executor.spin_once(timeout_sec=0.05)
+
+
 @pytest.mark.parametrize(
     'kind', [MultiThreadedExecutor, QueuesOnceExecutor, TolerantMultiThreadedExecutor]
 )
@@ -58,10 +65,7 @@ def test_a_callback_waiting_for_a_pool_thread_is_handed_over_once(kind: type) ->
     executor._executor = pool
 
     try:
-        end = time.monotonic() + 10.0
-        while pub.get_subscription_count() == 0:
-            assert time.monotonic() < end, 'timed out waiting for the subscription'
-            executor.spin_once(timeout_sec=0.05)
+        spin_until(executor, lambda: pub.get_subscription_count() > 0, 'the subscription')
         pub.publish(String(data='one'))
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
@@ -96,16 +100,11 @@ def test_work_that_runs_on_after_shutdown_leaves_no_error_unretrieved(kind: type
     pool.delay_s = 0.0
     executor._executor = pool
     try:
-        end = time.monotonic() + 10.0
-        while pub.get_subscription_count() == 0:
-            assert time.monotonic() < end, 'timed out waiting for the subscription'
-            executor.spin_once(timeout_sec=0.05)
+        spin_until(executor, lambda: pub.get_subscription_count() > 0, 'the subscription')
         pool.delay_s = 0.2
         handed = pool.handed
         pub.publish(String(data='late'))
-        while pool.handed == handed:
-            assert time.monotonic() < end, 'the message never came'
-            executor.spin_once(timeout_sec=0.05)
+        spin_until(executor, lambda: pool.handed > handed, 'the message')
         executor.shutdown()  # the message's callback waits in the pool
         time.sleep(0.5)  # and starts
         # rclpy's Task keeps an error until it is asked for, and prints it when collected.
