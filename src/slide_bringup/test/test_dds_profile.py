@@ -97,9 +97,9 @@ to on localhost by default, within the profile's 64."""
 
 def test_a_server_is_found_past_the_default_count_of_participants_on_localhost() -> None:
     # Two participants with ids past Fast DDS's initial peers range never found each other
-    # on localhost, and a test run holds up to two dozen participants until the garbage
-    # collector frees them (the likely cause of a suite's lifecycle test that waited 60 s
-    # for a server started beside it).
+    # on localhost, and a test run held up to two dozen participants until the garbage
+    # collector freed them. (The lifecycle test that once waited 60 s in CI for a server
+    # started beside it is more likely the name it reused, which conftest.py tells of.)
     import gc
 
     import rclpy
