@@ -3,7 +3,8 @@
 Data on one time step (:mod:`.pushes`), the loss in regression form (:mod:`.training`), bounds
 (:mod:`.bounds`), optimisers (:mod:`.optimisers`), :func:`identify`, the choice of the next
 exploratory push (:mod:`.explore`), the models for the centre of mass the pushes leave open
-(:mod:`.spread`) and held-out evaluation (:mod:`.evaluate`).
+(:mod:`.spread`), held-out evaluation (:mod:`.evaluate`) and the fingertip's recorded contacts
+as a check of the workcell's calibration (:mod:`.calibration`).
 
 The loss: the one-step model in impulse space
 ---------------------------------------------
@@ -109,6 +110,15 @@ from slide_core.identification.bounds import (
     check_limits,
     schedule,
 )
+from slide_core.identification.calibration import (
+    WARN_OFFSET_M,
+    ContactOffset,
+    contact_gaps,
+    contact_offset,
+    contact_problems,
+    fit_contact_offset,
+    offset_pushes,
+)
 from slide_core.identification.errors import (
     IdentificationCancelledError,
     IdentificationError,
@@ -149,6 +159,7 @@ from slide_core.identification.pushes import (
     SensorOffset,
     build_push,
     longest_gap,
+    on_cells,
     push_fingerprint,
     push_from_samples,
     sensor_offset,
@@ -195,6 +206,13 @@ __all__ = [
     'TrainingSet',
     'WINDOW_S',
     'build_push',
+    'ContactOffset',
+    'WARN_OFFSET_M',
+    'contact_gaps',
+    'contact_offset',
+    'contact_problems',
+    'fit_contact_offset',
+    'offset_pushes',
     'longest_gap',
     'sensor_offset',
     'candidates',
@@ -209,6 +227,7 @@ __all__ = [
     'check_settings',
     'fit_problems',
     'in_hull',
+    'on_cells',
     'outline_point',
     'push_fingerprint',
     'push_from_samples',

@@ -349,10 +349,7 @@ def build_push(
         q_B, _ = model.closest_point((p_O - model.p_OG)[None, :])
         q_O = q_B[0] + model.p_OG
         apart.append(float(np.linalg.norm(p_O - q_O)))
-        if contact_cell(grid, q_O) < 0:
-            on = np.clip(q_O, grid.p_OC - grid.cell_size / 2, grid.p_OC + grid.cell_size / 2)
-            q_O = on[np.argmin(np.linalg.norm(on - q_O, axis=1))]
-        contact[s] = last = q_O
+        contact[s] = last = on_cells(grid, q_O)
     if apart and float(np.median(apart)) > MAX_CONTACT_GAP_M:
         raise IdentificationError(
             f'{source}: push {index}: the fingertip is {np.median(apart) * 100:.1f} cm from the '
@@ -369,6 +366,16 @@ def build_push(
     if felt is None or t_contact is None:
         return pd
     return replace(pd, touch_share=float(np.clip((t[felt + 1] - t_contact) / dt, 0.0, 1.0)))
+
+
+def on_cells(grid: Grid, q_O: FloatArray) -> FloatArray:
+    """The point q_O (2,) [m], object frame, or where it lies off every cell (an outline can
+    cut a concave corner across an empty cell), the nearest point of the cells' squares:
+    where a push's force acts."""
+    if contact_cell(grid, q_O) >= 0:
+        return q_O
+    on = np.clip(q_O, grid.p_OC - grid.cell_size / 2, grid.p_OC + grid.cell_size / 2)
+    return np.asarray(on[np.argmin(np.linalg.norm(on - q_O, axis=1))], dtype=float)
 
 
 _UNITS = ' (are its times in seconds?)'
