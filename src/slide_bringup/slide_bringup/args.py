@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING
 
 from slide_core.errors import SlideInputError
@@ -93,7 +94,8 @@ def add_sensor_mount(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
-    """``--pose-rate HZ`` and ``--pose-noise MM DEG``: object poses as a camera tracker gives
+    """``--pose-rate HZ``, ``--pose-noise MM DEG`` and ``--pose-offset X_MM Y_MM``: object
+    poses as a camera tracker gives
     them (:class:`slide_sim.tracker.Tracking`; :func:`tracking_of` reads them); ``what``
     begins their help (the suites they are for)."""
     parser.add_argument(
@@ -112,6 +114,15 @@ def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
         help=f"{what}Gaussian noise on each pose's x and y [mm] and yaw [deg] (default 0 0; "
         "perception's benchmark measures about 0.15 mm and 0.05 deg, at 30 Hz)",
     )
+    parser.add_argument(
+        '--pose-offset',
+        type=float,
+        nargs=2,
+        default=(0.0, 0.0),
+        metavar=('X_MM', 'Y_MM'),
+        help=f"{what}every pose off by this in the table frame [mm], a camera's extrinsics "
+        "off while the arm's fingertip goes where it is commanded (default 0 0)",
+    )
 
 
 def tracking_of(args: argparse.Namespace) -> Tracking:
@@ -120,4 +131,21 @@ def tracking_of(args: argparse.Namespace) -> Tracking:
     from slide_sim.tracker import Tracking
 
     mm, deg = args.pose_noise
-    return Tracking.of(args.pose_rate, mm, deg)
+    return Tracking.of(args.pose_rate, mm, deg, tuple(args.pose_offset))
+
+
+def contact_offset_arg(text: str) -> str | tuple[float, float]:
+    """``--contact-offset``: 'check', 'auto', 'off', or an offset X_MM,Y_MM as (x, y) [m]."""
+    mode = text.strip().lower()
+    if mode in ('check', 'auto', 'off'):
+        return mode
+    parts = mode.split(',')
+    try:
+        mm = tuple(float(p) for p in parts)
+    except ValueError:
+        mm = ()
+    if len(mm) != 2 or not all(math.isfinite(v) for v in mm):
+        raise argparse.ArgumentTypeError(
+            f"expected check, auto, off or two lengths in mm as X_MM,Y_MM, got '{text}'"
+        )
+    return (mm[0] * 1e-3, mm[1] * 1e-3)

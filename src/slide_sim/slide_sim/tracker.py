@@ -1,7 +1,8 @@
 """A camera tracker's object poses, made from the twin's truth: fewer a second, each off it
-by Gaussian noise. ``slide record`` writes them to bags (:mod:`slide_sim.record`), and the
-in-process episode's world observes through them (:class:`slide_sim.world.TwinWorld`), so
-that identification and the task meet the poses perception gives the graph."""
+by Gaussian noise, and all of them by a calibration's offset if asked. ``slide record``
+writes them to bags (:mod:`slide_sim.record`), and the in-process episode's world observes
+through them (:class:`slide_sim.world.TwinWorld`), so that identification and the task meet
+the poses perception gives the graph."""
 
 from __future__ import annotations
 
@@ -16,18 +17,22 @@ from slide_core.identification import MAX_POSE_GAP_S
 
 MAX_SIGMA_M = 0.01
 MAX_SIGMA_RAD = math.radians(10.0)
+MAX_OFFSET_M = 0.02
 
 
 @dataclass(frozen=True)
 class Tracking:
     """How object poses are measured: ``hz`` poses a second, each off the truth by Gaussian
-    noise of ``sigma_m`` [m] in x and y and ``sigma_rad`` [rad] in yaw. The default is
-    perfect tracking at 100 Hz; perception's benchmark measures 0.15 mm and 0.05 degrees
-    median error, tracked at 30 Hz (:data:`PERCEPTION`)."""
+    noise of ``sigma_m`` [m] in x and y and ``sigma_rad`` [rad] in yaw, and every one off it
+    by ``offset_m`` (x, y) [m] in the table frame: a camera whose extrinsics are off by that
+    (the arm's fingertip is where it is commanded). The default is perfect tracking at
+    100 Hz; perception's benchmark measures 0.15 mm and 0.05 degrees median error, tracked
+    at 30 Hz (:data:`PERCEPTION`)."""
 
     hz: float = 100.0
     sigma_m: float = 0.0
     sigma_rad: float = 0.0
+    offset_m: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         # Identification refuses a push with a gap of MAX_POSE_GAP_S in its poses: a slower
@@ -50,25 +55,53 @@ class Tracking:
                 f'the pose noise in yaw must be 0 to {math.degrees(MAX_SIGMA_RAD):g} degrees, '
                 f'got {math.degrees(self.sigma_rad):g} degrees'
             )
+        if not (
+            len(self.offset_m) == 2
+            and all(math.isfinite(v) for v in self.offset_m)
+            and math.hypot(*self.offset_m) <= MAX_OFFSET_M
+        ):
+            # (beyond it a stroke planned to start APPROACH short of the object, 2 cm,
+            # starts on it)
+            raise SlideInputError(
+                f'the pose offset must be two finite lengths at most {MAX_OFFSET_M * 1e3:g} mm '
+                f'long together, got {tuple(v * 1e3 for v in self.offset_m)} mm'
+            )
 
     @classmethod
-    def of(cls, hz: float, noise_mm: float, noise_deg: float) -> Tracking:
-        """From the command line's units: poses a second, noise in mm and degrees."""
-        return cls(hz, noise_mm * 1e-3, math.radians(noise_deg))
+    def of(
+        cls,
+        hz: float,
+        noise_mm: float,
+        noise_deg: float,
+        offset_mm: tuple[float, float] = (0.0, 0.0),
+    ) -> Tracking:
+        """From the command line's units: poses a second, noise in mm and degrees, the
+        offset in mm."""
+        offset = (float(offset_mm[0]) * 1e-3, float(offset_mm[1]) * 1e-3)
+        return cls(hz, noise_mm * 1e-3, math.radians(noise_deg), offset)
 
     def figures(self) -> dict[str, float]:
-        """Rate and noise in the command line's units, for a result to say: ``hz``,
-        ``noise_mm``, ``noise_deg``."""
-        return {
+        """Rate, noise and offset in the command line's units, for a result to say:
+        ``hz``, ``noise_mm``, ``noise_deg``, and ``offset_x_mm``, ``offset_y_mm`` when there
+        is one."""
+        out = {
             'hz': self.hz,
             'noise_mm': self.sigma_m * 1e3,
             'noise_deg': math.degrees(self.sigma_rad),
         }
+        if self.offset_m != (0.0, 0.0):
+            out['offset_x_mm'], out['offset_y_mm'] = (v * 1e3 for v in self.offset_m)
+        return out
 
     @property
     def perfect(self) -> bool:
         """The twin's truth at its full rate."""
-        return self.hz >= 100.0 and self.sigma_m == 0.0 and self.sigma_rad == 0.0
+        return (
+            self.hz >= 100.0
+            and self.sigma_m == 0.0
+            and self.sigma_rad == 0.0
+            and self.offset_m == (0.0, 0.0)
+        )
 
 
 TRUTH = Tracking()
@@ -92,7 +125,8 @@ class Tracker:
         tr = self.tracking
         X = np.asarray(X_WO, dtype=float)
         ex, ey, eyaw = self.noise.normal(size=3) * (tr.sigma_m, tr.sigma_m, tr.sigma_rad)
-        return float(X[0] + ex), float(X[1] + ey), float(X[2] + eyaw)
+        dx, dy = tr.offset_m
+        return float(X[0] + ex + dx), float(X[1] + ey + dy), float(X[2] + eyaw)
 
     def measured(self, X_WO: ArrayLike, t: float) -> tuple[float, float, float] | None:
         """The tracker's pose (x, y, yaw) of X_WO at time t [s], or None when it has none

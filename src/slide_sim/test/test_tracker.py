@@ -72,3 +72,37 @@ def test_the_twin_world_observes_and_records_pushes_through_its_tracker(workcell
 def test_a_tracking_says_its_rate_and_noise_in_the_command_lines_units() -> None:
     figures = Tracking.of(30.0, 0.15, 0.05).figures()
     assert figures == pytest.approx({'hz': 30.0, 'noise_mm': 0.15, 'noise_deg': 0.05})
+    # With an offset, and saying it.
+    figures = Tracking.of(30.0, 0.0, 0.0, (2.0, -1.0)).figures()
+    assert figures['offset_x_mm'] == pytest.approx(2.0)
+    assert figures['offset_y_mm'] == pytest.approx(-1.0)
+
+
+def test_a_camera_whose_extrinsics_are_off_shows_as_the_fingertips_contact_offset(
+    workcell,  # type: ignore[no-untyped-def]
+) -> None:
+    # Every pose 2 mm off in x and 1 mm in y; the fingertip goes where it is commanded, from
+    # the pose the camera gave, so it touches each side off where the task aimed.
+    from slide_core.identification import contact_offset
+
+    tracking = Tracking.of(100.0, 0.0, 0.0, (2.0, -1.0))
+    assert not tracking.perfect
+    spec = load_object('box')
+    world = TwinWorld(Twin(spec, workcell, (0.35, 0.0, 0.0)), tracking=tracking)
+    seen = world.observe().X_WO
+    np.testing.assert_allclose(seen - world.twin.object_pose(), [2e-3, -1e-3, 0.0], atol=1e-12)
+    grid = spec.grid
+    half = grid.p_OC.max(axis=0) + grid.cell_size / 2  # (x, y) half sizes of the box
+    np.testing.assert_allclose(grid.p_OC.min(axis=0) - grid.cell_size / 2, -half)
+    pushes = []
+    for k, d in enumerate(((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0))):
+        at = -np.asarray(d) * half  # the middle of the side that faces the fingertip
+        push = Primitive.create(tuple(at), d, travel=0.02, speed=0.05)
+        samples = world.push(push, world.observe().X_WO)
+        pushes.append(samples.to_data(grid, k))
+    found = contact_offset(grid, pushes, workcell.fingertip.radius)
+    # The recorded fingertip, relative to the object, sits the camera's offset back.
+    np.testing.assert_allclose(found.p_offset_W, [-2e-3, 1e-3], atol=3e-4)
+    assert 'camera extrinsics' in found.problem()
+    with pytest.raises(SlideInputError, match='pose offset must be two finite lengths'):
+        Tracking.of(30.0, 0.0, 0.0, (15.0, 15.0))

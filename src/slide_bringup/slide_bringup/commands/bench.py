@@ -38,6 +38,7 @@ APPLIES = {
     'raw_tip': ('mit-push',),
     'pose_rate': ('identification', 'pregrasp'),
     'pose_noise': ('identification', 'pregrasp'),
+    'pose_offset': ('identification', 'pregrasp'),
 }
 """The suites each option is for: one given to another suite is refused (they were
 ignored, and a physics run with --objects nosuch --jobs 0 ran its minute)."""
@@ -228,8 +229,9 @@ def _given(args: argparse.Namespace, *dests: str) -> bool:
 
 
 def _tracking_given(args: argparse.Namespace) -> bool:
-    """Whether ``--pose-rate`` or ``--pose-noise`` was set to other than its default."""
-    return _given(args, 'pose_rate', 'pose_noise')
+    """Whether ``--pose-rate``, ``--pose-noise`` or ``--pose-offset`` was set to other than
+    its default."""
+    return _given(args, 'pose_rate', 'pose_noise', 'pose_offset')
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -263,8 +265,8 @@ def check_options(args: argparse.Namespace) -> None:
     ):
         # (the tracked-pose fit is the probabilistic one's: without it they were ignored)
         raise SlideInputError(
-            '--pose-rate and --pose-noise set the poses of the probabilistic fit from tracked '
-            'poses: add probabilistic to --methods, or leave them out'
+            '--pose-rate, --pose-noise and --pose-offset set the poses of the probabilistic fit '
+            'from tracked poses: add probabilistic to --methods, or leave them out'
         )
 
 
