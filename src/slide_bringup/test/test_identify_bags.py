@@ -177,3 +177,48 @@ def test_poses_in_another_frame_than_the_tables_are_identified_with_no_table_edg
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / 'b.yaml').exists()
+
+
+def test_a_camera_off_by_2_mm_is_said_and_can_be_taken_off_the_fit(tmp_path: Path) -> None:
+    # The camera's poses 2 mm off in x and -1 mm in y (its extrinsics), the arm's fingertip
+    # where it was commanded: the fingertip's recorded contacts sit (-2, +1) mm off the
+    # object, which moved every push force's point along the outline without a word.
+    import yaml
+
+    bag = tmp_path / 'off'
+    out = slide(
+        'record', '--object', 'box', '--pushes', '5', '--seed', '1', '--pose-offset', '2', '-1',
+        '--out', str(bag),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    args = ['--train', 'all', '--models', '2', '--budget', '100', '--json']
+    checked = slide('identify', str(bag), *args, '--out', str(tmp_path / 'a.yaml'))
+    assert checked.returncode == 0, checked.stderr
+    result = json.loads(checked.stdout)
+    offset = result['contact_offset']
+    assert offset['mode'] == 'check' and 'taken_off' not in offset
+    assert offset['measured_m'] == pytest.approx([-2e-3, 1e-3], abs=3e-4)
+    (said,) = [w for w in result['warnings'] if 'camera extrinsics' in w]
+    assert '--contact-offset auto' in said and said in checked.stderr
+    # auto takes the measured one off, and the belief file says it was.
+    auto = slide(
+        'identify', str(bag), *args, '--contact-offset', 'auto', '--out', str(tmp_path / 'b.yaml')
+    )
+    assert auto.returncode == 0, auto.stderr
+    taken = json.loads(auto.stdout)['contact_offset']
+    assert taken['taken_off'] and taken['taken_off_m'] == offset['measured_m']
+    provenance = yaml.safe_load((tmp_path / 'b.yaml').read_text())['provenance']
+    assert provenance['contact_offset_taken_off_m'] == offset['measured_m']
+    # One given in mm is taken off as given; off measures nothing.
+    given = slide(
+        'identify', str(bag), *args, '--contact-offset=-1.5,0.5', '--out', str(tmp_path / 'c.yaml')
+    )
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout)['contact_offset']['taken_off_m'] == [-0.0015, 0.0005]
+    off = slide(
+        'identify', str(bag), *args, '--contact-offset', 'off', '--out', str(tmp_path / 'd.yaml')
+    )
+    assert off.returncode == 0, off.stderr
+    assert json.loads(off.stdout)['contact_offset'] == {'mode': 'off'}
+    bad = slide('identify', str(bag), '--contact-offset', '2', '--out', str(tmp_path / 'e.yaml'))
+    assert bad.returncode == 2 and 'X_MM,Y_MM' in bad.stderr

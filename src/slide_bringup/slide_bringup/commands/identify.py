@@ -9,11 +9,16 @@ poses gets them from its camera clouds through perception (``--poses cloud`` for
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from slide_bringup.args import add_sensor_mount, seed
+from slide_bringup.args import add_sensor_mount, contact_offset_arg, seed
+
+if TYPE_CHECKING:
+    from slide_core.geometry import Grid
+    from slide_core.identification import PushData
 
 NAME = 'identify'
 HELP = 'identify mass and friction maps from the pushes of a bag; write the belief as YAML'
@@ -101,6 +106,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'carried throughout',
     )
     add_sensor_mount(parser)
+    parser.add_argument(
+        '--contact-offset',
+        type=contact_offset_arg,
+        default='check',
+        metavar='MODE',
+        help="the fingertip's recorded offset from the object (a camera-to-arm calibration's "
+        'error), measured on the training pushes from where the F/T feels the fingertip '
+        "against the object's outline: check (the default) says it and warns above 1 mm; "
+        "auto also takes it off the fingertip's path before the fit; X_MM,Y_MM takes that "
+        'one off instead; off: neither',
+    )
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
 
@@ -199,6 +215,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f'({", ".join(f"{h:g}" for h in heights)} m above the table): the fit uses this '
             f"workcell's, {tip.height:g} m, for all"
         )
+    radii = list(dict.fromkeys(r for r, _ in read.fingertips))
+    radius = radii[0] if len(radii) == 1 else load_workcell().fingertip.radius
+    offset, pushes = _contact_offset(args.contact_offset, grid, pushes, radius, warn)
     height = tip.push_heights(grid, args.push_moment)
     try:
         train = TrainingSet.from_pushes(grid, pushes, args.support, height, args.table_edge)
@@ -255,6 +274,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'wrench_from': read.wrench_from,
         'table_edge': args.table_edge,
     }
+    if offset.get('taken_off'):
+        provenance['contact_offset_taken_off_m'] = offset['taken_off_m']
     if args.png is None:
         save_belief(belief, args.out, args.bag.name, provenance)
     else:
@@ -270,6 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'warnings': warnings,
         'poses_from': read.poses_from,
         'wrench_from': read.wrench_from,
+        'contact_offset': offset,
         'steps_used': train.steps,
         'models': belief.K,
         'simulations': found.simulations,
@@ -282,6 +304,53 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         'out': str(args.out),
         'png': str(args.png) if args.png else None,
     }
+
+
+def _contact_offset(
+    mode: str | tuple[float, float],
+    grid: Grid,
+    pushes: list[PushData],
+    radius: float,
+    warn: Callable[[str], None],
+) -> tuple[dict[str, Any], list[PushData]]:
+    """``--contact-offset``: what was measured of the fingertip's offset from the object on
+    ``pushes`` (a fingertip of ``radius`` [m]) and what was taken off, for the result; and
+    the pushes to fit, the offset taken off their fingertip when asked."""
+    import numpy as np
+
+    from slide_bringup.cli import CliError
+    from slide_core.identification import IdentificationError, contact_offset, offset_pushes
+
+    out: dict[str, Any] = {'mode': mode if isinstance(mode, str) else 'given'}
+    if mode == 'off':
+        return out, pushes
+    try:
+        found = contact_offset(grid, pushes, radius)
+    except IdentificationError as exc:
+        if mode == 'auto':
+            raise CliError(f'--contact-offset auto: {exc}') from None
+        out['unknown'] = str(exc)
+        found = None
+    if found is not None:
+        out.update(
+            measured_m=[round(float(v), 6) for v in found.p_offset_W],
+            bias_m=round(found.bias_m, 6) if found.with_bias else None,
+            rms_m=round(found.rms_m, 6),
+            raw_rms_m=round(found.raw_rms_m, 6),
+            steps=found.steps,
+        )
+        print(f'slide identify: {found.describe()}', file=sys.stderr, flush=True)
+        problem = found.problem()
+        if problem and mode == 'auto':
+            warn(f'{problem}; taken off the fingertip before the fit (--contact-offset auto)')
+        elif problem:
+            warn(problem)
+    if mode == 'check':
+        return out, pushes
+    taken = found.p_offset_W if mode == 'auto' and found is not None else np.array(mode)
+    out['taken_off'] = True
+    out['taken_off_m'] = [round(float(v), 6) for v in taken]
+    return out, offset_pushes(grid, pushes, taken)
 
 
 def format_text(result: dict[str, Any]) -> str:
