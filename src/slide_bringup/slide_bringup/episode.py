@@ -50,7 +50,10 @@ class EpisodeResult:
     to rest; an object that fell while it was pushed has none: empty and None.
     ``com_error_m``: how far the last belief's most probable centre of mass lies from the
     truth (None without a belief); ``staged``: staging poses chosen (the belief too
-    uncertain for a goal, :func:`slide_core.planning.select_staging`)."""
+    uncertain for a goal, :func:`slide_core.planning.select_staging`);
+    ``contact_offset_m``: the fingertip's recorded offset from the object that the last
+    identification from the exploratory pushes measured (None when they could not tell it;
+    :class:`slide_core.task.TaskSettings`)."""
 
     object: str
     seed: int
@@ -69,6 +72,7 @@ class EpisodeResult:
     goal_stay_probability: float = 0.0
     goal_truly_balanced: bool = False
     com_error_m: float | None = None
+    contact_offset_m: list[float] | None = None
     overhang_m: float | None = 0.0
     lifted_m: float = 0.0
     identification_s: float = 0.0
@@ -126,6 +130,7 @@ def score(
     if st.belief is not None:
         r.com_error_m = float(np.linalg.norm(st.belief.com()[st.belief.best] - truth.com()[0]))
     r.simulations = st.simulations
+    r.contact_offset_m = st.trace.get('contact_offset_m')
     # Where the object lay when the task grasped it (the pose it decided on), not where the
     # gripper has since carried it: a held object turns and its 'overhang' means nothing.
     r.fell = task.outcome is Outcome.FELL or (st.report is not None and st.report.fell)
@@ -185,6 +190,7 @@ def run_episode(
     except ValueError:
         names = ', '.join(s.value for s in ModelSource)
         raise SlideInputError(f'unknown method {method!r}; choose from {names}') from None
+    cell = workcell or load_workcell()
     settings = TaskSettings(
         exploration_pushes=exploration_pushes,
         extra_exploration=extra_exploration,
@@ -193,8 +199,8 @@ def run_episode(
         regoals=regoals,
         relearn_every=relearn_every,
         interim_beliefs=exploration != 'random',
+        fingertip_radius=cell.fingertip.radius,
     )
-    cell = workcell or load_workcell()
     config = config or planner_config(cell)
     twin = Twin(spec, cell, random_start(spec, cell, seed))
     decider = LocalDecider(

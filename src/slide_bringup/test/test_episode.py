@@ -56,6 +56,7 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
     assert any('push 1' in m for m in messages)
     d = r.to_dict()
     for key in (
+        'contact_offset_m',
         'success',
         'fell',
         'exploration_pushes',
@@ -68,6 +69,24 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
         'total_s',
     ):
         assert key in d
+
+
+def test_an_episode_with_the_camera_off_says_so_after_exploring() -> None:
+    # The camera 2 mm off in x, -1 mm in y; the arm's fingertip where it is commanded.
+    from slide_sim.tracker import Tracking
+
+    messages: list[str] = []
+    r = run_episode(
+        load_object('box'),
+        1,
+        'probabilistic',
+        push_budget=1,
+        tracking=Tracking.of(100.0, 0.0, 0.0, (2.0, -1.0)),
+        progress=messages.append,
+    )
+    assert r.contact_offset_m == pytest.approx([-2e-3, 1e-3], abs=2e-4)
+    assert r.to_dict()['contact_offset_m'] == r.contact_offset_m
+    assert any(m.startswith('warning: ') and 'camera extrinsics' in m for m in messages)
 
 
 def test_an_episode_interrupted_by_ctrl_c_keeps_what_it_had(tmp_path: Path) -> None:

@@ -359,6 +359,7 @@ class BehaviourNode(SlideNode):
             regoals=int(self.p['regoals']),
             relearn_every=int(self.p['relearn_every']),
             interim_beliefs=bool(self.p['interim_beliefs']),
+            fingertip_radius=self.cell.fingertip.radius,
         )
         task = Task(
             self.world,

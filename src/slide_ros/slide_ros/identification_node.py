@@ -40,6 +40,7 @@ from slide_core.identification import (
     TrainingSet,
     check_limits,
     check_settings,
+    contact_problems,
     fit_problems,
     identify,
 )
@@ -322,6 +323,10 @@ class IdentificationNode(SlideNode):
                 f'the object did not move in push(es) {list(train.still)}: they add nothing '
                 'to the fit'
             )
+        # The camera's and the arm's calibrations, checked on where the fingertip touched.
+        for line in contact_problems(grid, pushes, self.cell.fingertip.radius):
+            self.get_logger().warning(line)
+            read_problems.append(line)
         if read_problems:
             result.message += '; ' + '; '.join(read_problems)
         pressed = fit_problems(train, belief, bounds)

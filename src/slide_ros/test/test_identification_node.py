@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import contextlib
 import itertools
 from pathlib import Path
+import re
 
 import pytest
 
@@ -226,3 +227,26 @@ def test_a_deactivation_mid_goal_is_said_as_such_not_as_the_clients_cancel(bag: 
     assert answer.status == GoalStatus.STATUS_ABORTED
     assert answer.result.error.code == ErrorCode.NOT_READY
     assert answer.result.message.endswith(': the identification node is deactivated')
+
+
+def test_a_bag_whose_camera_was_off_is_identified_with_a_warning_that_says_so(
+    tmp_path: Path, served: tuple[Peer, SafeActionClient]
+) -> None:
+    # The camera 2 mm off in x and -1 mm in y, the fingertip where it was commanded.
+    from slide_sim.tracker import Tracking
+
+    cell = load_workcell(WORKCELL)
+    peer, client = served
+    answers = {}
+    for name, offset in (('off', (2.0, -1.0)), ('true', (0.0, 0.0))):
+        out = tmp_path / name
+        record(load_object('box'), cell, 5, 1, out, tracking=Tracking.of(100.0, 0, 0, offset))
+        goal = Identify.Goal(bag=str(out), bag_pushes=list(range(5)), budget=200)
+        _handle, future = peer.send(client, goal, 60.0)
+        answers[name] = peer.result(future, 120.0).result
+        assert answers[name].error.code == ErrorCode.SUCCESS, answers[name].message
+    message = answers['off'].message
+    said = re.search(r'recorded contacts sit \(([-+.\d]+), ([-+.\d]+)\) mm', message)
+    assert said is not None and 'camera extrinsics' in message
+    assert [float(v) for v in said.groups()] == pytest.approx([-2.0, 1.0], abs=0.3)
+    assert 'camera extrinsics' not in answers['true'].message

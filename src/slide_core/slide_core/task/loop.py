@@ -32,7 +32,7 @@ import numpy as np
 
 from slide_core.errors import NoSolutionError
 from slide_core.geometry import FloatArray, rotation, se2_distance
-from slide_core.identification import IdentificationError, PushSamples
+from slide_core.identification import IdentificationError, PushSamples, contact_offset
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, PlanningError, Step, UncertainBeliefError
 from slide_core.task.state import (
@@ -277,7 +277,23 @@ class Task:
             raise TaskFailure(Outcome.IDENTIFICATION_FAILED, Stage.IDENTIFY, str(exc)) from None
         st.belief_pushes = len(usable)
         self.say(f'identified {st.belief.K} model(s)')
+        self._check_contacts()
         self._leave(Stage.IDENTIFY, t0)
+
+    def _check_contacts(self) -> None:
+        """The fingertip's recorded offset from the object on the exploratory pushes
+        (``TaskSettings.fingertip_radius``): kept in the trace, said, and warned of above
+        WARN_OFFSET_M; nothing when the pushes touch from too few directions to tell it."""
+        st, radius = self.state, self.settings.fingertip_radius
+        if radius <= 0.0 or st.grid is None or not st.pushes:
+            return
+        try:
+            found = contact_offset(st.grid, st.pushes, radius)
+        except IdentificationError:
+            return
+        st.trace['contact_offset_m'] = [round(float(v), 6) for v in found.p_offset_W]
+        problem = found.problem()
+        self.say(f'warning: {problem}' if problem else found.describe())
 
     def choose_goal(self) -> None:
         """The goal at the edge; while the belief is too uncertain for any, first a staging

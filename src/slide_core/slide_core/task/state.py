@@ -86,7 +86,12 @@ class TaskSettings:
     over the table): a few exploratory pushes can leave a heavy end's place open that the
     pushes towards the goal then show. While the belief is too uncertain for a goal, the
     task first pushes the object to a staging pose at the edge
-    (:func:`slide_core.planning.select_staging`, one of the ``extra_exploration``)."""
+    (:func:`slide_core.planning.select_staging`, one of the ``extra_exploration``);
+    fingertip_radius [m]: the workcell's fingertip, with which each identification from the
+    exploratory pushes measures the fingertip's recorded offset from the object
+    (:func:`slide_core.identification.contact_offset`: the camera's and the arm's
+    calibrations disagreeing), keeps it in the trace (``contact_offset_m``) and warns of it
+    above :data:`slide_core.identification.WARN_OFFSET_M` (0: not measured)."""
 
     exploration_pushes: int = 5
     extra_exploration: int = 5
@@ -98,6 +103,7 @@ class TaskSettings:
     retry_wait_s: float = 0.5
     interim_beliefs: bool = True
     relearn_every: int = 1
+    fingertip_radius: float = 0.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.exploration_pushes <= 20:
@@ -119,6 +125,11 @@ class TaskSettings:
         if not 0 <= self.relearn_every <= 25:
             raise SlideInputError(
                 f'relearn every must be 0 (never) to 25 planned pushes, got {self.relearn_every}'
+            )
+        if not (math.isfinite(self.fingertip_radius) and self.fingertip_radius >= 0.0):
+            raise SlideInputError(
+                f"the fingertip's radius must be >= 0 m (0: the contact offset is not "
+                f'measured), got {self.fingertip_radius}'
             )
         if self.push_retries < 0 or self.observe_retries < 0 or self.retry_wait_s < 0:
             raise SlideInputError('retries and waits must not be negative')

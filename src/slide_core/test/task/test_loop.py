@@ -984,3 +984,39 @@ def test_a_belief_identified_again_too_uncertain_for_any_goal_is_staged_too() ->
     assert st.goal is STAGING and st.staged == 1 and st.extra_explored == 1
     assert planner.explorations == 0 and planner.steps[-1] == (STAGING.X_WO.tolist(), True)
     assert st.trace['goals'] == [GOAL.X_WO.tolist(), STAGING.X_WO.tolist()]
+
+
+def test_identifying_says_the_fingertips_offset_from_the_object(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    # The camera and the arm 1.5 mm apart moved every push force's point along the outline,
+    # and nothing said so.
+    def explored(settings: TaskSettings, offset: tuple[float, float]) -> tuple[Task, list[str]]:
+        said: list[str] = []
+        t = Task(
+            Arm(X_REACHED),
+            Learner(),  # type: ignore[arg-type]
+            settings,
+            events=lambda _stage, message: said.append(message),
+        )
+        st = t.state
+        st.grid = side_pushes.grid
+        st.samples = [side_pushes.samples(side, offset) for side in ('+x', '-x', '+y', '-y')]
+        st.pushes = [s.to_data(st.grid, k) for k, s in enumerate(st.samples)]
+        st.explored, st.explored_at = [PRIMITIVE] * 4, [0, 1, 2, 3]
+        t.identify()
+        return t, said
+
+    settings = TaskSettings(fingertip_radius=side_pushes.radius)
+    t, said = explored(settings, (-1.5e-3, 0.5e-3))
+    np.testing.assert_allclose(t.state.trace['contact_offset_m'], [-1.5e-3, 0.5e-3], atol=2e-5)
+    (warning,) = [m for m in said if m.startswith('warning: ')]
+    assert 'camera extrinsics' in warning and '(-1.50, +0.50) mm' in warning
+    # Within a millimetre: said, no warning.
+    t, said = explored(settings, (0.4e-3, 0.0))
+    assert not [m for m in said if m.startswith('warning: ')]
+    assert any("the fingertip's recorded contacts sit (+0.40, " in m for m in said)
+    # Without the fingertip's radius it is not measured.
+    t, said = explored(TaskSettings(), (-1.5e-3, 0.5e-3))
+    assert 'contact_offset_m' not in t.state.trace
+    assert not any('recorded contacts' in m for m in said)
+    with pytest.raises(SlideInputError, match="fingertip's radius must be >= 0"):
+        TaskSettings(fingertip_radius=-0.008)
