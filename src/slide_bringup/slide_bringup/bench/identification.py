@@ -16,7 +16,10 @@ The same pushes are also recorded with the object poses a camera tracker would g
 (``tracking``, by default :data:`TRACKED`: perception's median tracking error, at its 30
 Hz, as white noise) and identified with the probabilistic method: the held-out error,
 centre of mass and the truth's place in the models' hull there say what the twin's perfect
-100 Hz poses hide. The probabilistic belief holds the default
+100 Hz poses hide. On them the fingertip's contact offset is measured too
+(:func:`slide_core.identification.contact_offset`, ``contact_offset_m``: with a camera off
+by ``--pose-offset``, minus that), and the fit and its held-out replays repeated with it
+taken off (``calibrated_*``). The probabilistic belief holds the default
 centre-of-mass spread (:mod:`slide_core.identification.spread`); ``no_com_spread`` gives its
 figures with the K models alone (whether the true centre of mass lies in the models' hull,
 and the edge-balance poses it calls stable).
@@ -51,15 +54,18 @@ import numpy as np
 
 from slide_bringup.signals import Terminated
 from slide_core.files import check_output, write_atomic
-from slide_core.geometry import FloatArray, cell_positions
+from slide_core.geometry import FloatArray, Grid, cell_positions
 from slide_core.identification import (
     DEFAULT_BUDGET,
     METHODS,
     Evaluation,
+    IdentificationError,
     PushData,
     TrainingSet,
+    contact_offset,
     evaluate,
     identify,
+    offset_pushes,
     refine,
 )
 from slide_core.io import read_ground_truth, read_pushes
@@ -158,6 +164,30 @@ def _seeded(progress: Progress, seed: int) -> Progress:
 def _mean(values: Sequence[float]) -> float | None:
     """The mean of ``values``, None when there are none (no ground truth to compare)."""
     return float(np.mean(values)) if values else None
+
+
+def _calibration_figures(lists: dict[str, list[float]], tracking: Tracking) -> dict[str, Any]:
+    """The tracked poses' contact offsets and calibrated fits (:func:`_calibrated`), and the
+    camera's offset they were recorded with; nothing when none was measured."""
+    x, y = lists['offset_x'], lists['offset_y']
+    if not x:
+        return {}
+    return {
+        'offset_m': list(tracking.offset_m),
+        'contact_offset_m': [_mean(x), _mean(y)],
+        'contact_offset_spread_m': _spread(x, y),
+        'calibrated_add_error_m': _mean(lists['calibrated_add']),
+        'calibrated_com_error_m': _mean(lists['calibrated_com']),
+        'calibrated_truth_in_support_fraction': _mean(lists['calibrated_in']),
+    }
+
+
+def _spread(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """RMS distance [m] of points (x, y) from their mean (None without any)."""
+    if not x:
+        return None
+    p = np.column_stack((x, y))
+    return float(np.sqrt(np.mean(np.sum((p - p.mean(axis=0)) ** 2, axis=1))))
 
 
 def _finite(value: float) -> float | None:
@@ -366,6 +396,7 @@ def _object(
             lists['tracked_in'].append(float(bool(ev.truth_in_support)))
         if progress:
             progress(f'{name} probabilistic, tracked poses: add {100 * ev.add_error_m:.2f} cm')
+        _calibrated(lists, name, grid_t, train_t, test_t, cell, support, seed, mass, progress)
         alone = identify(
             train, 'probabilistic', budget=DEFAULT_BUDGET, seed=seed, com_directions=0
         ).belief
@@ -418,6 +449,51 @@ def _object(
                 t.flat_balance['predicted_stable'] += 1
                 t.flat_balance['stable_and_stayed'] += int(stayed)
     t.objects.append(name)
+
+
+def _calibrated(
+    lists: dict[str, list[float]],
+    name: str,
+    grid: Grid,
+    train: list[PushData],
+    test: list[PushData],
+    cell: Workcell,
+    support: str,
+    seed: int,
+    mass: FloatArray | None,
+    progress: Progress | None,
+) -> None:
+    """The fingertip's contact offset measured on the tracked ``train`` pushes (into
+    ``lists``: offset_x, offset_y), and the probabilistic fit's held-out figures with it
+    taken off the train and test pushes (calibrated_add, calibrated_com, calibrated_in).
+    Pushes from too few directions to tell it add nothing."""
+    try:
+        found = contact_offset(grid, train, cell.fingertip.radius)
+    except IdentificationError:
+        return
+    lists['offset_x'].append(float(found.p_offset_W[0]))
+    lists['offset_y'].append(float(found.p_offset_W[1]))
+    fixed = identify(
+        TrainingSet.from_pushes(
+            grid,
+            offset_pushes(grid, train, found.p_offset_W),
+            support,
+            cell.fingertip.force_heights(grid),
+        ),
+        'probabilistic',
+        budget=DEFAULT_BUDGET,
+        seed=seed,
+    )
+    held_out = offset_pushes(grid, test, found.p_offset_W)
+    ev = _score(lists, 'calibrated', fixed.belief, held_out, cell, mass)
+    if ev.com_error_m is not None:
+        lists['calibrated_in'].append(float(bool(ev.truth_in_support)))
+    if progress:
+        x, y = (1e3 * found.p_offset_W).tolist()
+        progress(
+            f'{name} tracked poses: contact offset ({x:+.2f}, {y:+.2f}) mm; taken off, add '
+            f'{100 * ev.add_error_m:.2f} cm'
+        )
 
 
 def _score(
@@ -493,6 +569,7 @@ def _summary(t: _Tally, support: str, tracking: Tracking = TRACKED) -> dict[str,
                     'probabilistic_add_error_m': _mean(lists['tracked_add']),
                     'probabilistic_com_error_m': _mean(lists['tracked_com']),
                     'truth_in_support_fraction': _mean(lists['tracked_in']),
+                    **_calibration_figures(lists, tracking),
                 }
             }
             if lists['tracked_add']

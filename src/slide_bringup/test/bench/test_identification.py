@@ -117,7 +117,7 @@ def test_the_tracked_pose_figures_come_from_the_tracking_asked_for(
         return record(*args, **kwargs)
 
     monkeypatch.setattr(identification, '_record', spy)
-    camera = Tracking.of(10.0, 0.5, 0.2)
+    camera = Tracking.of(10.0, 0.5, 0.2, (2.0, -1.0))
     result = identification.run(['box'], ['probabilistic'], seed=1, tracking=camera)
     # The bench's own pushes with the true poses, then the same pushes through the camera.
     assert recorded[:2] == [None, camera]
@@ -127,3 +127,9 @@ def test_the_tracked_pose_figures_come_from_the_tracking_asked_for(
         tracked['probabilistic_add_error_m'] != result['methods']['probabilistic']['add_error_m']
     )
     assert tracked['truth_in_support_fraction'] in (0.0, 1.0)
+    # The camera's offset, as the fingertip's contacts measure it, and the fit without it.
+    assert tracked['offset_m'] == [0.002, -0.001]
+    assert tracked['contact_offset_m'] == pytest.approx([-0.002, 0.001], abs=5e-4)
+    assert tracked['contact_offset_spread_m'] == 0.0  # one object, one draw
+    assert tracked['calibrated_add_error_m'] > 0.0
+    assert tracked['calibrated_add_error_m'] != tracked['probabilistic_add_error_m']
