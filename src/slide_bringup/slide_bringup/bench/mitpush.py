@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from slide_bringup.bench.pool import initializer, processes
 from slide_core.errors import SlideInputError
 from slide_core.geometry import Grid, polygon_coverage, rotation, wrap_angle
+from slide_core.identification import fit_contact_offset
 from slide_core.physics import FingertipPush, MlcpError, RigidModel, limit_surface, simulate
 
 FloatArray = NDArray[np.float64]
@@ -177,25 +178,12 @@ def fit_tip_offset(shapes: dict[str, Shape], pushes: Sequence[RealPush]) -> Floa
     centre less the true one, the same for every push (a calibration of the rig).
 
     While a tip pushes, its true centre lies TIP_RADIUS off the outline, so a recorded gap
-    reads ``gap - TIP_RADIUS = n_W . offset`` plus the tracking's noise; the offset is the
-    robust (soft-L1) least-squares solution over every pushing time step. The pushes must
-    touch their objects from two directions at least, or the offset is not determined."""
-    from scipy.optimize import least_squares
-
+    reads ``gap - TIP_RADIUS = n_W . offset`` plus the tracking's noise: the product's own
+    check of a cell's calibration (:func:`slide_core.identification.fit_contact_offset`,
+    robust least squares), here without a same-on-every-side term. The pushes must touch
+    their objects from two directions at least, or the offset is not determined."""
     rows = tip_offset_samples(shapes, pushes)
-    if len(rows) < 3 or np.linalg.eigvalsh(rows[:, 1:].T @ rows[:, 1:])[0] < 0.05 * len(rows):
-        raise SlideInputError(
-            f'{len(pushes)} pushes touch their objects from too few directions '
-            f"({len(rows)} pushing time steps) to find the tip tracking's offset: "
-            'calibrate on pushes into several sides'
-        )
-    fit = least_squares(
-        lambda offset: rows[:, 0] - rows[:, 1:] @ offset,
-        np.zeros(2),
-        loss='soft_l1',
-        f_scale=5e-4,
-    )
-    return np.asarray(fit.x, dtype=float)
+    return fit_contact_offset(rows[:, 0], rows[:, 1:], bias=False, pushes=len(pushes)).p_offset_W
 
 
 def calibrated(push: RealPush, offset: FloatArray) -> RealPush:
