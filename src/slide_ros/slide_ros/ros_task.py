@@ -318,11 +318,16 @@ class RosWorld:
     def push(self, primitive: Primitive, X_WO: FloatArray) -> PushSamples:
         goal = Push.Goal()
         primitive_to_msg(primitive, self.cell.fingertip, goal.primitive)
-        # Resolve the push at the freshest pose (deciding may have taken a while; the object
-        # has not moved since it was observed, but the executor refuses old poses).
+        # Placed at the task's pose X_WO (the camera's, less any contact offset the task
+        # took off), stamped with the freshest observation's time: deciding may have taken
+        # a while, and the executor refuses old poses (the task checks that the object has
+        # not moved since it decided).
         self.observe()
         assert self.observed is not None
-        goal.object_pose = self.observed
+        pose = PoseStamped()
+        pose.header = self.observed.header
+        set_planar_pose(pose.pose, X_WO, self.observed.pose.position.z)
+        goal.object_pose = pose
         goal.index = len(self.records)
         result = self.caller.call(self.push_client, 'push', goal, TIMEOUTS['push'], made=recorded)
         self._since = self._now()

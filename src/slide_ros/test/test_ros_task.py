@@ -312,7 +312,7 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
 
     from slide_core.geometry import Grid
     from slide_core.identification import PushSamples
-    from slide_core.io import grid_to_msg, record_to_msg, set_planar_pose
+    from slide_core.io import grid_to_msg, pose_to_planar, record_to_msg, set_planar_pose
     from slide_core.model import Primitive, load_workcell
     from slide_core.task import PushFailed
     from slide_interfaces.action import Push
@@ -325,6 +325,7 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
     stand_in, behaviour = Peer('executor_stand_in'), Peer('behaviour_stand_in')
     aborting, stop = threading.Event(), threading.Event()
     indices: list[int] = []
+    placed: list[np.ndarray] = []
 
     def execute(handle):  # type: ignore[no-untyped-def]
         result = Push.Result()
@@ -333,6 +334,7 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
             handle.abort()
             return result
         indices.append(int(handle.request.index))
+        placed.append(pose_to_planar(handle.request.object_pose.pose))
         if indices == [0, 1]:
             aborting.set()  # the task's abort, mid-push (a timer once came before the goal)
         end = time.monotonic() + 5.0
@@ -388,10 +390,14 @@ def test_a_push_an_abort_stopped_after_its_stroke_is_kept_with_its_index() -> No
         with pytest.raises(PushFailed, match='after the stroke') as failed:
             world.push(primitive, np.array([0.4, 0.0, 0.0]))
         assert failed.value.retryable and len(world.records) == 1
-        # Cancelled by the task's own abort: the push is the world's answer.
-        samples = world.push(primitive, np.array([0.4, 0.0, 0.0]))
+        # Cancelled by the task's own abort: the push is the world's answer. It is placed at
+        # the task's pose (here 3 mm from perception's: a contact offset the task took off),
+        # not at perception's.
+        samples = world.push(primitive, np.array([0.403, -0.001, 0.0]))
         assert samples.X_WO[-1, 0] == pytest.approx(0.41)
         assert indices == [0, 1] and len(world.records) == 2
+        np.testing.assert_allclose(placed[0], [0.4, 0.0, 0.0], atol=1e-9)
+        np.testing.assert_allclose(placed[1], [0.403, -0.001, 0.0], atol=1e-9)
     finally:
         stop.set()
         server.destroy()
