@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from slide_core.errors import SlideInputError
-from slide_core.task import SEED_MAX
+from slide_core.task import CONTACT_OFFSET_MODES, SEED_MAX, TaskSettings
 
 if TYPE_CHECKING:
     from slide_sim.tracker import Tracking
@@ -122,6 +122,21 @@ def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
         metavar=('X_MM', 'Y_MM'),
         help=f"{what}every pose off by this in the table frame [mm], a camera's extrinsics "
         "off while the arm's fingertip goes where it is commanded (default 0 0)",
+    )
+
+
+def add_contact_offset(parser: argparse.ArgumentParser, what: str = '') -> None:
+    """``--contact-offset check|auto``: what the task does with the fingertip's offset from
+    the object that its exploratory pushes show (:class:`slide_core.task.TaskSettings`);
+    ``what`` begins the help."""
+    parser.add_argument(
+        '--contact-offset',
+        choices=CONTACT_OFFSET_MODES,
+        default=TaskSettings.contact_offset,
+        help=f"{what}the fingertip's offset from the object measured on the exploratory "
+        "pushes (the camera's and the arm's calibrations apart), said, with a warning above "
+        '1 mm: auto (the default) also takes one above 1 mm off every pose the task '
+        'observes, the camera taken as off; check only says it',
     )
 
 

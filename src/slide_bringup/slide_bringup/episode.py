@@ -172,6 +172,7 @@ def run_episode(
     before_start: Callable[[], None] | None = None,
     force_limit: float = FORCE_LIMIT_N,
     tracking: Tracking = TRUTH,
+    contact_offset: str = TaskSettings.contact_offset,
 ) -> EpisodeResult:
     """Run the whole task once in a fresh twin (reproducible from ``seed``); ``support``:
     the support model identification and planning use (the twin is a rigid body);
@@ -184,7 +185,9 @@ def run_episode(
     there, so that a bad setting is said at once); ``force_limit`` [N]: a push whose force
     goes over it stops, retracts and ends the episode, as the graph's F/T limit does (0:
     none); ``tracking``: the object poses the task observes and identifies from, as a
-    camera tracker gives them (default: the twin's truth at 100 Hz)."""
+    camera tracker gives them (default: the twin's truth at 100 Hz); ``contact_offset``:
+    what the task does with the fingertip's offset from the object that the exploratory
+    pushes show (:class:`TaskSettings`: 'check' says it, 'auto' takes it off the poses)."""
     try:
         source = ModelSource(method)
     except ValueError:
@@ -200,6 +203,7 @@ def run_episode(
         relearn_every=relearn_every,
         interim_beliefs=exploration != 'random',
         fingertip_radius=cell.fingertip.radius,
+        contact_offset=contact_offset,
     )
     config = config or planner_config(cell)
     twin = Twin(spec, cell, random_start(spec, cell, seed))

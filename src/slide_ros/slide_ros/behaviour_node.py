@@ -50,6 +50,7 @@ from slide_core.identification import (
 from slide_core.model import load_workcell, save_belief
 from slide_core.planning import planner_config
 from slide_core.task import (
+    CONTACT_OFFSET_MODES,
     SEED_MAX,
     Aborted,
     Outcome,
@@ -109,6 +110,15 @@ PARAMS = (
         'after this many planned pushes (0: never)',
         low=0,
         high=25,
+    ),
+    Param(
+        'contact_offset',
+        TaskSettings.contact_offset,
+        "the fingertip's offset from the object measured on the exploratory pushes (the "
+        "camera's and the arm's calibrations apart), said, with a warning above 1 mm: auto "
+        'also takes one above 1 mm off every pose the episode observes (the camera taken as '
+        'off); check only says it',
+        choices=CONTACT_OFFSET_MODES,
     ),
     Param('identification_method', 'probabilistic', 'identification method', choices=METHODS),
     Param('models', 8, 'models in the belief', low=1, high=MAX_MODELS),
@@ -360,6 +370,7 @@ class BehaviourNode(SlideNode):
             relearn_every=int(self.p['relearn_every']),
             interim_beliefs=bool(self.p['interim_beliefs']),
             fingertip_radius=self.cell.fingertip.radius,
+            contact_offset=str(self.p['contact_offset']),
         )
         task = Task(
             self.world,

@@ -55,6 +55,7 @@ from slide_core.planning import (
     step_seed,
 )
 from slide_core.task import MODEL_SOURCES as METHODS
+from slide_core.task import TaskSettings
 from slide_sim.tracker import TRUTH, Tracking
 
 Progress = Callable[[str], None]
@@ -63,12 +64,18 @@ GOAL_TOL_RAD = 0.2
 MAX_PUSHES = 30
 
 
-def _episode(job: tuple[str, int, str, float, str, Tracking]) -> dict[str, Any]:
-    name, seed, method, overhang_weight, support, tracking = job
+def _episode(job: tuple[str, int, str, float, str, Tracking, str]) -> dict[str, Any]:
+    name, seed, method, overhang_weight, support, tracking, contact_offset = job
     try:
         config = planner_config(load_workcell(), overhang_weight=overhang_weight)
         return run_episode(
-            load_object(name), seed, method, config=config, support=support, tracking=tracking
+            load_object(name),
+            seed,
+            method,
+            config=config,
+            support=support,
+            tracking=tracking,
+            contact_offset=contact_offset,
         ).to_dict()
     except Exception as exc:  # noqa: BLE001 - a crash is a failed episode, with its reason
         return {'object': name, 'seed': seed, 'method': method, 'error': repr(exc)}
@@ -211,6 +218,7 @@ def run(
     advance: Advance | None = None,
     support: str | None = None,
     tracking: Tracking = TRUTH,
+    contact_offset: str = TaskSettings.contact_offset,
 ) -> dict[str, Any]:
     say = progress or (lambda _m: None)
     support = check_support(support or DEFAULT_SUPPORT)
@@ -227,7 +235,7 @@ def run(
     planner_config(load_workcell(), overhang_weight=overhang_weight)
     workers = processes(workers)
     jobs = [
-        (n, seed + s, m, overhang_weight, support, tracking)
+        (n, seed + s, m, overhang_weight, support, tracking, contact_offset)
         for n in names
         for s in range(seeds)
         for m in methods
@@ -306,6 +314,7 @@ def run(
         'overhang_weight': overhang_weight,
         'support': support,
         'pose_tracking': tracking.figures(),
+        'contact_offset': contact_offset,
         'methods': per_method,
         'planning': planning,
         'episodes': [{k: v for k, v in x.items() if k not in ('goal',)} for x in rows],

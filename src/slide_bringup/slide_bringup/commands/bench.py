@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from slide_bringup.args import add_tracking, seed, tracking_of
+from slide_bringup.args import add_contact_offset, add_tracking, seed, tracking_of
 
 NAME = 'bench'
 HELP = 'run a benchmark suite and print its figures (physics, ft, perception, ...)'
@@ -39,6 +39,7 @@ APPLIES = {
     'pose_rate': ('identification', 'pregrasp'),
     'pose_noise': ('identification', 'pregrasp'),
     'pose_offset': ('identification', 'pregrasp'),
+    'contact_offset': ('pregrasp',),
 }
 """The suites each option is for: one given to another suite is refused (they were
 ignored, and a physics run with --objects nosuch --jobs 0 ran its minute)."""
@@ -154,6 +155,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'pregrasp: the episodes observe; identification: its tracked-pose fit sees '
         "(there perception's 30 Hz, 0.15 mm, 0.05 deg unless either is given) ",
     )
+    add_contact_offset(parser, 'pregrasp: ')
 
 
 class _Progress:
@@ -326,6 +328,7 @@ def _run_suite(args: argparse.Namespace, bar: _Progress) -> dict[str, Any]:
             advance=bar.advance,
             support=args.support,
             tracking=tracking_of(args),
+            contact_offset=args.contact_offset,
         )
     if args.suite == 'executor':
         from slide_bringup.bench import executor as bench_executor

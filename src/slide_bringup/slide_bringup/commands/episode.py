@@ -15,7 +15,13 @@ import sys
 import time
 from typing import Any
 
-from slide_bringup.args import add_tracking, force_limit, seed, tracking_of
+from slide_bringup.args import (
+    add_contact_offset,
+    add_tracking,
+    force_limit,
+    seed,
+    tracking_of,
+)
 from slide_bringup.graph import FORCE_LIMIT_N
 from slide_core.task import EXPLORATION, MODEL_SOURCES, TaskSettings
 
@@ -86,6 +92,7 @@ def add_episode_arguments(parser: argparse.ArgumentParser, default_png: Path | N
         help='a push whose force goes over this stops, retracts and ends the episode, as the '
         "graph's F/T limit does [N] (0: off; default %(default)g)",
     )
+    add_contact_offset(parser)
     add_tracking(parser)
     parser.add_argument('--png', type=Path, default=default_png, help='picture of the episode')
 
@@ -142,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             before_start=load_kernels,
             force_limit=args.force_limit,
             tracking=tracking,
+            contact_offset=args.contact_offset,
         )
     out = result.to_dict()
     out['pose_tracking'] = tracking.figures()

@@ -19,7 +19,15 @@ from slide_core.task.decider import (
     planning_belief,
 )
 from slide_core.task.loop import Task, TaskFailure, push_trace
-from slide_core.task.state import SEED_MAX, Outcome, Stage, TaskResult, TaskSettings, TaskState
+from slide_core.task.state import (
+    CONTACT_OFFSET_MODES,
+    SEED_MAX,
+    Outcome,
+    Stage,
+    TaskResult,
+    TaskSettings,
+    TaskState,
+)
 from slide_core.task.world import (
     Aborted,
     Decider,
@@ -34,6 +42,7 @@ from slide_core.task.world import (
 __all__ = [
     'EXPLORATION',
     'MODEL_SOURCES',
+    'CONTACT_OFFSET_MODES',
     'SEED_MAX',
     'Aborted',
     'Decider',

@@ -176,16 +176,35 @@ class Task:
                 continue
             if self.state.grid is None:
                 self.state.grid = obs.grid
-            self.state.X_WO = obs.X_WO
-            return obs.X_WO
+            X = self._calibrated_pose(obs.X_WO)
+            self.state.X_WO = X
+            return X
         raise AssertionError('unreachable')
 
     def _push(self, primitive: Primitive) -> PushSamples:
         """Execute a push at the last observed pose; keep what was measured."""
         assert self.state.X_WO is not None
-        samples = self.world.push(primitive, self.state.X_WO)
+        samples = self._calibrated(self.world.push(primitive, self.state.X_WO))
         self.state.samples.append(samples)
         return samples
+
+    def _calibrated_pose(self, X_WO: FloatArray) -> FloatArray:
+        """An observed pose with the contact offset taken off so far
+        (:attr:`TaskState.p_offset_W`) added."""
+        dx, dy = self.state.p_offset_W
+        if dx == 0.0 and dy == 0.0:
+            return X_WO
+        return np.asarray(X_WO + np.array([dx, dy, 0.0]), dtype=float)
+
+    def _calibrated(
+        self, samples: PushSamples, p_offset_W: FloatArray | None = None
+    ) -> PushSamples:
+        """A push's samples with ``p_offset_W`` (default: the one taken off so far) added to
+        its object poses."""
+        dx, dy = self.state.p_offset_W if p_offset_W is None else p_offset_W
+        if dx == 0.0 and dy == 0.0:
+            return samples
+        return replace(samples, X_WO=samples.X_WO + np.array([dx, dy, 0.0]))
 
     # -- stages ----------------------------------------------------------------------------
     def perceive(self) -> None:
@@ -235,7 +254,7 @@ class Task:
             n = len(st.explored) + 1
             self.say(f'exploratory push {n}: {primitive.travel * 100:.1f} cm')
             try:
-                samples = self.world.push(primitive, st.X_WO)
+                samples = self._calibrated(self.world.push(primitive, st.X_WO))
                 # What identification cannot read (a gap in the forces, too few poses) is
                 # a failed push too: a loaded machine's F/T stream paused 0.32 s once.
                 try:
@@ -264,26 +283,28 @@ class Task:
         t0 = self._enter(Stage.IDENTIFY)
         st = self.state
         assert st.grid is not None
-        usable = self._explored()
-        if not usable:
+        if not self._explored():
             raise TaskFailure(
                 Outcome.IDENTIFICATION_FAILED,
                 Stage.IDENTIFY,
                 'no exploratory push was made: nothing to identify from',
             )
+        self._check_contacts()
+        usable = self._explored()
         try:
             st.belief = self.decider.identify(st.grid, usable)
         except (IdentificationError, NoSolutionError) as exc:
             raise TaskFailure(Outcome.IDENTIFICATION_FAILED, Stage.IDENTIFY, str(exc)) from None
         st.belief_pushes = len(usable)
         self.say(f'identified {st.belief.K} model(s)')
-        self._check_contacts()
         self._leave(Stage.IDENTIFY, t0)
 
     def _check_contacts(self) -> None:
         """The fingertip's recorded offset from the object on the exploratory pushes
         (``TaskSettings.fingertip_radius``): kept in the trace, said, and warned of above
-        WARN_OFFSET_M; nothing when the pushes touch from too few directions to tell it."""
+        WARN_OFFSET_M; nothing when the pushes touch from too few directions to tell it.
+        With ``contact_offset`` 'auto', one above WARN_OFFSET_M is taken off: added to every
+        pose observed so far and from now on (:attr:`TaskState.p_offset_W`)."""
         st, radius = self.state, self.settings.fingertip_radius
         if radius <= 0.0 or st.grid is None or not st.pushes:
             return
@@ -293,7 +314,24 @@ class Task:
             return
         st.trace['contact_offset_m'] = [round(float(v), 6) for v in found.p_offset_W]
         problem = found.problem()
-        self.say(f'warning: {problem}' if problem else found.describe())
+        if not problem:
+            self.say(found.describe())
+            return
+        if self.settings.contact_offset != 'auto':
+            self.say(f'warning: {problem}')
+            return
+        delta = found.p_offset_W
+        st.p_offset_W = st.p_offset_W + delta
+        st.samples = [self._calibrated(s, delta) for s in st.samples]
+        st.pushes = [st.samples[k].to_data(st.grid, i) for i, k in enumerate(st.explored_at)]
+        if st.X_WO is not None:
+            st.X_WO = st.X_WO + np.array([*delta, 0.0])
+        st.trace['contact_offset_taken_off_m'] = [round(float(v), 6) for v in st.p_offset_W]
+        x, y = (1e3 * st.p_offset_W).tolist()
+        self.say(
+            f'warning: {problem}; taken off every pose from here on (the camera taken as off '
+            f'by ({-x:+.2f}, {-y:+.2f}) mm, the arm as right)'
+        )
 
     def choose_goal(self) -> None:
         """The goal at the edge; while the belief is too uncertain for any, first a staging

@@ -11,7 +11,7 @@ import pytest
 
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import Grid, se2_distance
-from slide_core.identification import IdentificationError, PushSamples
+from slide_core.identification import IdentificationError, PushSamples, contact_offset
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, Grasp, PlanningError, Step, UncertainBeliefError
 from slide_core.task import TaskSettings
@@ -1005,7 +1005,7 @@ def test_identifying_says_the_fingertips_offset_from_the_object(side_pushes) -> 
         t.identify()
         return t, said
 
-    settings = TaskSettings(fingertip_radius=side_pushes.radius)
+    settings = TaskSettings(fingertip_radius=side_pushes.radius, contact_offset='check')
     t, said = explored(settings, (-1.5e-3, 0.5e-3))
     np.testing.assert_allclose(t.state.trace['contact_offset_m'], [-1.5e-3, 0.5e-3], atol=2e-5)
     (warning,) = [m for m in said if m.startswith('warning: ')]
@@ -1020,3 +1020,43 @@ def test_identifying_says_the_fingertips_offset_from_the_object(side_pushes) -> 
     assert not any('recorded contacts' in m for m in said)
     with pytest.raises(SlideInputError, match="fingertip's radius must be >= 0"):
         TaskSettings(fingertip_radius=-0.008)
+
+
+def test_with_auto_the_offset_is_taken_off_every_pose_before_identifying(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    offset = np.array([-1.5e-3, 0.5e-3])  # the fingertip's contacts: the camera off by -that
+    learner = Learner()
+    given: list[list[PushSamples]] = []
+    identify = learner.identify
+
+    def spy(grid: Grid, pushes: list[PushSamples]) -> Belief:
+        given.append(list(pushes))
+        return identify(grid, pushes)
+
+    learner.identify = spy  # type: ignore[method-assign]
+    said: list[str] = []
+    settings = TaskSettings(fingertip_radius=side_pushes.radius, contact_offset='auto')
+    arm = Arm(X_REACHED)
+    t = Task(arm, learner, settings, events=lambda _s, m: said.append(m))  # type: ignore[arg-type]
+    st = t.state
+    st.grid = side_pushes.grid
+    raw = [side_pushes.samples(side, tuple(offset)) for side in ('+x', '-x', '+y', '-y')]
+    st.samples = list(raw)
+    st.pushes = [s.to_data(st.grid, k) for k, s in enumerate(st.samples)]
+    st.explored, st.explored_at = [PRIMITIVE] * 4, [0, 1, 2, 3]
+    t.identify()
+    np.testing.assert_allclose(st.p_offset_W, offset, atol=2e-5)
+    assert st.trace['contact_offset_taken_off_m'] == pytest.approx(offset, abs=2e-5)
+    # The pushes it identified from had their poses moved onto the fingertip's frame ...
+    (pushes,) = given
+    for seen, before in zip(pushes, raw, strict=True):
+        moved = seen.X_WO - before.X_WO
+        np.testing.assert_allclose(moved, [[*st.p_offset_W, 0.0]] * len(seen.t_X))
+        np.testing.assert_array_equal(seen.p_WF, before.p_WF)
+    # ... so their contacts now sit where the fingertip touched.
+    assert contact_offset(st.grid, st.pushes, side_pushes.radius).size_m < 5e-5
+    (warning,) = [m for m in said if m.startswith('warning: ')]
+    assert 'taken off every pose from here on' in warning
+    # Every pose observed from now on is moved as well.
+    np.testing.assert_allclose(t.observe(), X_REACHED + [*st.p_offset_W, 0.0])
+    with pytest.raises(SlideInputError, match='contact offset must be one of auto, check'):
+        TaskSettings(contact_offset='fix')
