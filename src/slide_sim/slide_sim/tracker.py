@@ -55,17 +55,20 @@ class Tracking:
                 f'the pose noise in yaw must be 0 to {math.degrees(MAX_SIGMA_RAD):g} degrees, '
                 f'got {math.degrees(self.sigma_rad):g} degrees'
             )
+        offset = tuple(float(v) for v in self.offset_m)
         if not (
-            len(self.offset_m) == 2
-            and all(math.isfinite(v) for v in self.offset_m)
-            and math.hypot(*self.offset_m) <= MAX_OFFSET_M
+            len(offset) == 2
+            and all(math.isfinite(v) for v in offset)
+            and math.hypot(*offset) <= MAX_OFFSET_M
         ):
             # (beyond it a stroke planned to start APPROACH short of the object, 2 cm,
             # starts on it)
+            shown = ', '.join(f'{v * 1e3:g}' for v in offset)
             raise SlideInputError(
-                f'the pose offset must be two finite lengths at most {MAX_OFFSET_M * 1e3:g} mm '
-                f'long together, got {tuple(v * 1e3 for v in self.offset_m)} mm'
+                f'the pose offset must be x and y, finite, at most {MAX_OFFSET_M * 1e3:g} mm '
+                f'long, got ({shown}) mm'
             )
+        object.__setattr__(self, 'offset_m', offset)  # (a list given compares as a tuple)
 
     @classmethod
     def of(

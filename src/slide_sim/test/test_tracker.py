@@ -81,7 +81,7 @@ def test_a_tracking_says_its_rate_and_noise_in_the_command_lines_units() -> None
 def test_a_camera_whose_extrinsics_are_off_shows_as_the_fingertips_contact_offset(
     workcell,  # type: ignore[no-untyped-def]
 ) -> None:
-    # Every pose 2 mm off in x and 1 mm in y; the fingertip goes where it is commanded, from
+    # Every pose 2 mm off in x and -1 mm in y; the fingertip goes where it is commanded, from
     # the pose the camera gave, so it touches each side off where the task aimed.
     from slide_core.identification import contact_offset
 
@@ -104,5 +104,6 @@ def test_a_camera_whose_extrinsics_are_off_shows_as_the_fingertips_contact_offse
     # The recorded fingertip, relative to the object, sits the camera's offset back.
     np.testing.assert_allclose(found.p_offset_W, [-2e-3, 1e-3], atol=3e-4)
     assert 'camera extrinsics' in found.problem()
-    with pytest.raises(SlideInputError, match='pose offset must be two finite lengths'):
+    with pytest.raises(SlideInputError, match=r'at most 20 mm long, got \(15, 15\) mm'):
         Tracking.of(30.0, 0.0, 0.0, (15.0, 15.0))
+    assert Tracking(offset_m=[0.0, 0.0]).perfect  # type: ignore[arg-type]
