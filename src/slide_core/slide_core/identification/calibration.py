@@ -13,10 +13,12 @@ the closest point) reads
 
 with ``b`` [m] what the same on every side adds: an outline drawn wider than the object
 (perception's grid), a fingertip whose radius is not the workcell's, how far it presses in.
-Pushes into the object from three directions at least (normals that do not all lie in one
-half-plane's edge) determine p_offset_W and b by least squares; from two, p_offset_W alone
-with b taken as 0; from one, neither. The fit is robust (soft-L1 at :data:`NOISE_SCALE_M`):
-the steps of a touch and of a release, where the fingertip and the object part, are few.
+Pushes into the object from three directions at least (normals that, as points on the unit
+circle, do not all lie on one line) determine p_offset_W and b by least squares; from two
+that are not opposite, p_offset_W alone with b taken as 0; from one, or from opposite sides
+alone, neither (the offset along the sides they touch is not seen). The fit is robust
+(soft-L1 at :data:`NOISE_SCALE_M`): the steps of a touch and of a release, where the
+fingertip and the object part, are few.
 
 What the offset does: identification places each push force at the outline's point
 closest to the recorded fingertip, so the offset's part along the outline moves every
@@ -47,8 +49,9 @@ NOISE_SCALE_M = 5e-4
 """The soft-L1 loss's scale [m]: residuals beyond it count less than squared (a tracker's
 noise of 0.15 mm and the outline's of a few tenths lie inside it)."""
 WARN_OFFSET_M = 1e-3
-"""An offset [m] above which the calibration is said to be off: 1 mm moves a push's force
-along the outline by as much, a tenth of the centre-of-mass error identification reaches."""
+"""An offset [m] above which the calibration is said to be off: well above what the check
+finds in a calibrated cell (within 0.17 mm on perception's tracked poses, ``slide bench
+identification``), and a millimetre of every push force's point along the outline."""
 MIN_SPREAD = 0.05
 """The least eigenvalue of the normals' mean outer product ([n, 1] with the bias) for a fit
 to count as determined: below it the pushes touch from too few directions."""
@@ -190,8 +193,8 @@ def contact_gaps(
 
 def contact_offset(grid: Grid, pushes: Sequence[PushData], radius: float) -> ContactOffset:
     """The fingertip's recorded offset from the object over ``pushes`` (see the module
-    docstring). Raises IdentificationError when they cannot tell it: no outline, or touches
-    from too few directions."""
+    docstring). Raises IdentificationError when they cannot tell it (touches from too few
+    directions) or the radius is not positive."""
     gaps, n_W = contact_gaps(grid, pushes, radius)
     used = sum(1 for pd in pushes if pd.felt.any())
     return fit_contact_offset(gaps, n_W, pushes=used)
