@@ -95,9 +95,9 @@ def add_sensor_mount(parser: argparse.ArgumentParser) -> None:
 
 def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
     """``--pose-rate HZ``, ``--pose-noise MM DEG`` and ``--pose-offset X_MM Y_MM``: object
-    poses as a camera tracker gives
-    them (:class:`slide_sim.tracker.Tracking`; :func:`tracking_of` reads them); ``what``
-    begins their help (the suites they are for)."""
+    poses as a camera tracker gives them (:class:`slide_sim.tracker.Tracking`;
+    :func:`tracking_of` reads them); ``what`` begins their help (the suites they are
+    for)."""
     parser.add_argument(
         '--pose-rate',
         type=float,
@@ -126,7 +126,7 @@ def add_tracking(parser: argparse.ArgumentParser, what: str = '') -> None:
 
 
 def add_contact_offset(parser: argparse.ArgumentParser, what: str = '') -> None:
-    """``--contact-offset check|auto``: what the task does with the fingertip's offset from
+    """``--contact-offset auto|check``: what the task does with the fingertip's offset from
     the object that its exploratory pushes show (:class:`slide_core.task.TaskSettings`);
     ``what`` begins the help."""
     parser.add_argument(

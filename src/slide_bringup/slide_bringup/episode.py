@@ -51,8 +51,8 @@ class EpisodeResult:
     ``com_error_m``: how far the last belief's most probable centre of mass lies from the
     truth (None without a belief); ``staged``: staging poses chosen (the belief too
     uncertain for a goal, :func:`slide_core.planning.select_staging`);
-    ``contact_offset_m``: the fingertip's recorded offset from the object that the last
-    identification from the exploratory pushes measured (None when they could not tell it;
+    ``contact_offset_m``: the fingertip's recorded offset from the object in the camera's
+    poses, measured on the exploratory pushes (None when they could not tell it;
     :class:`slide_core.task.TaskSettings`)."""
 
     object: str

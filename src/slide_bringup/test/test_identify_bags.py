@@ -192,23 +192,33 @@ def test_a_camera_off_by_2_mm_is_said_and_can_be_taken_off_the_fit(tmp_path: Pat
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     args = ['--train', 'all', '--models', '2', '--budget', '100', '--json']
-    checked = slide('identify', str(bag), *args, '--out', str(tmp_path / 'a.yaml'))
-    assert checked.returncode == 0, checked.stderr
-    result = json.loads(checked.stdout)
-    offset = result['contact_offset']
-    assert offset['mode'] == 'check' and 'taken_off' not in offset
-    assert offset['measured_m'] == pytest.approx([-2e-3, 1e-3], abs=3e-4)
-    (said,) = [w for w in result['warnings'] if 'camera extrinsics' in w]
-    assert '--contact-offset auto' in said and said in checked.stderr
-    # auto takes the measured one off, and the belief file says it was.
-    auto = slide(
-        'identify', str(bag), *args, '--contact-offset', 'auto', '--out', str(tmp_path / 'b.yaml')
-    )
+    # By default it is taken off before the fit, as the task does, and the belief file
+    # says it was.
+    auto = slide('identify', str(bag), *args, '--out', str(tmp_path / 'b.yaml'))
     assert auto.returncode == 0, auto.stderr
-    taken = json.loads(auto.stdout)['contact_offset']
-    assert taken['taken_off'] and taken['taken_off_m'] == offset['measured_m']
+    result = json.loads(auto.stdout)
+    offset = result['contact_offset']
+    assert offset['mode'] == 'auto' and offset['taken_off']
+    assert offset['measured_m'] == pytest.approx([-2e-3, 1e-3], abs=3e-4)
+    assert offset['taken_off_m'] == offset['measured_m']
+    (said,) = [w for w in result['warnings'] if 'camera extrinsics' in w]
+    assert 'taken off the fingertip before the fit' in said and said in auto.stderr
     provenance = yaml.safe_load((tmp_path / 'b.yaml').read_text())['provenance']
     assert provenance['contact_offset_taken_off_m'] == offset['measured_m']
+    # check says it and leaves it.
+    checked = slide(
+        'identify', str(bag), *args, '--contact-offset', 'check', '--out', str(tmp_path / 'a.yaml')
+    )
+    assert checked.returncode == 0, checked.stderr
+    result = json.loads(checked.stdout)
+    assert result['contact_offset']['measured_m'] == offset['measured_m']
+    assert 'taken_off' not in result['contact_offset']
+    (said,) = [w for w in result['warnings'] if 'camera extrinsics' in w]
+    assert 'taken off the fingertip before the fit' not in said
+    assert (
+        'contact_offset_taken_off_m'
+        not in yaml.safe_load((tmp_path / 'a.yaml').read_text())['provenance']
+    )
     # One given in mm is taken off as given; off measures nothing.
     given = slide(
         'identify', str(bag), *args, '--contact-offset=-1.5,0.5', '--out', str(tmp_path / 'c.yaml')

@@ -109,13 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--contact-offset',
         type=contact_offset_arg,
-        default='check',
+        default='auto',
         metavar='MODE',
         help="the fingertip's recorded offset from the object (a camera-to-arm calibration's "
         'error), measured on the training pushes from where the F/T feels the fingertip '
-        "against the object's outline: check (the default) says it and warns above 1 mm; "
-        "auto also takes it off the fingertip's path before the fit; X_MM,Y_MM takes that "
-        'one off instead; off: neither',
+        "against the object's outline, said, with a warning above 1 mm: auto (the default) "
+        "also takes one above 1 mm off the fingertip's path before the fit, as the task "
+        'does; check only says it; X_MM,Y_MM takes that one off; off: neither',
     )
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
@@ -318,7 +318,6 @@ def _contact_offset(
     the pushes to fit, the offset taken off their fingertip when asked."""
     import numpy as np
 
-    from slide_bringup.cli import CliError
     from slide_core.identification import IdentificationError, contact_offset, offset_pushes
 
     out: dict[str, Any] = {'mode': mode if isinstance(mode, str) else 'given'}
@@ -327,8 +326,6 @@ def _contact_offset(
     try:
         found = contact_offset(grid, pushes, radius)
     except IdentificationError as exc:
-        if mode == 'auto':
-            raise CliError(f'--contact-offset auto: {exc}') from None
         out['unknown'] = str(exc)
         found = None
     if found is not None:
@@ -345,9 +342,12 @@ def _contact_offset(
             warn(f'{problem}; taken off the fingertip before the fit (--contact-offset auto)')
         elif problem:
             warn(problem)
-    if mode == 'check':
+    if isinstance(mode, tuple):
+        taken = np.array(mode)
+    elif mode == 'auto' and found is not None and found.problem():
+        taken = found.p_offset_W
+    else:
         return out, pushes
-    taken = found.p_offset_W if mode == 'auto' and found is not None else np.array(mode)
     out['taken_off'] = True
     out['taken_off_m'] = [round(float(v), 6) for v in taken]
     return out, offset_pushes(grid, pushes, taken)

@@ -97,8 +97,8 @@ class ContactOffset:
         return (
             f'{self.describe()}: the camera and the arm disagree by more than '
             f'{WARN_OFFSET_M * 1e3:g} mm (check the camera extrinsics and the arm base to '
-            "table transform; slide identify --contact-offset auto fits a bag's pushes "
-            'without it)'
+            'table transform; the task and slide identify take it off unless told '
+            '--contact-offset check)'
         )
 
     def describe(self) -> str:

@@ -312,7 +312,9 @@ class Task:
             found = contact_offset(st.grid, st.pushes, radius)
         except IdentificationError:
             return
-        st.trace['contact_offset_m'] = [round(float(v), 6) for v in found.p_offset_W]
+        # (in the camera's own poses: what was taken off before included)
+        total = st.p_offset_W + found.p_offset_W
+        st.trace['contact_offset_m'] = [round(float(v), 6) for v in total]
         problem = found.problem()
         if not problem:
             self.say(found.describe())

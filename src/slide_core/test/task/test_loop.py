@@ -1058,5 +1058,11 @@ def test_with_auto_the_offset_is_taken_off_every_pose_before_identifying(side_pu
     assert 'taken off every pose from here on' in warning
     # Every pose observed from now on is moved as well.
     np.testing.assert_allclose(t.observe(), X_REACHED + [*st.p_offset_W, 0.0])
+    # Identified again (more exploration): nothing more to take off, and the offset is
+    # still said in the camera's own poses.
+    taken = st.p_offset_W.copy()
+    t.identify()
+    np.testing.assert_array_equal(st.p_offset_W, taken)
+    assert st.trace['contact_offset_m'] == pytest.approx(offset, abs=2e-5)
     with pytest.raises(SlideInputError, match='contact offset must be one of auto, check'):
         TaskSettings(contact_offset='fix')
