@@ -178,7 +178,9 @@ class TaskState:
     seconds the exploring stage spent identifying the interim beliefs it chooses pushes
     under (counted in that stage's time too); ``p_offset_W`` (2,) [m]: the fingertip's
     contact offset taken off so far (``TaskSettings.contact_offset`` 'auto'): added to every
-    observed pose and every push's poses, those in ``samples`` and ``pushes`` included."""
+    observed pose and every push's poses, those in ``samples`` and ``pushes`` included (the
+    trace's poses from before it was taken off stay as they were observed; the interim
+    beliefs that chose the exploratory pushes were identified without it)."""
 
     stage: Stage = Stage.PERCEIVE
     grid: Grid | None = None
