@@ -38,9 +38,9 @@ from slide_core.identification import (
     Bounds,
     IdentificationCancelledError,
     TrainingSet,
+    calibrated_pushes,
     check_limits,
     check_settings,
-    contact_problems,
     fit_problems,
     identify,
 )
@@ -55,7 +55,7 @@ from slide_core.io import (
 )
 from slide_core.model import Belief, load_workcell
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
-from slide_core.task import IdentificationSettings
+from slide_core.task import CONTACT_OFFSET_MODES, IdentificationSettings, TaskSettings
 from slide_interfaces.action import Identify
 from slide_interfaces.msg import ErrorCode, MassFrictionModel, ModelBelief
 from slide_ros.lifecycle import (
@@ -107,6 +107,15 @@ PARAMS = (
         "bag goals: the F/T sensor's orientation in the fingertip tool frame, quaternion x, "
         "y, z, w (the executor's parameter), for wrenches recorded in the sensor's frame "
         '(/netft/wrench without /ft/wrench); the arm graphs set it',
+    ),
+    Param(
+        'contact_offset',
+        TaskSettings.contact_offset,
+        "the fingertip's offset from the object measured on the goal's pushes (the camera's "
+        "and the arm's calibrations apart), said above 1 mm: auto also takes one above 1 mm "
+        'off the fingertip before the fit, as the task and slide identify do; check only '
+        'says it',
+        choices=CONTACT_OFFSET_MODES,
     ),
     Param(
         'support',
@@ -282,6 +291,14 @@ class IdentificationNode(SlideNode):
         grid, pushes, what, read_problems = self._pushes(goal, stop)
         for line in read_problems:
             self.get_logger().warning(f'{goal.bag}: {line}')
+        # The camera's and the arm's calibrations, checked on where the fingertip touched
+        # (and an offset above a millimetre taken off, as the task and slide identify do).
+        take_off = str(self.get_parameter('contact_offset').value) == 'auto'
+        calibrated = calibrated_pushes(grid, pushes, self.cell.fingertip.radius, take_off)
+        pushes = calibrated.pushes
+        for line in calibrated.problems():
+            self.get_logger().warning(line)
+            read_problems.append(line)
         bounds = Bounds.from_grid(grid, density_max, friction_max)
         tips = bool(self.get_parameter('push_moment').value)
         height = self.cell.fingertip.push_heights(grid, tips)
@@ -323,10 +340,6 @@ class IdentificationNode(SlideNode):
                 f'the object did not move in push(es) {list(train.still)}: they add nothing '
                 'to the fit'
             )
-        # The camera's and the arm's calibrations, checked on where the fingertip touched.
-        for line in contact_problems(grid, pushes, self.cell.fingertip.radius):
-            self.get_logger().warning(line)
-            read_problems.append(line)
         if read_problems:
             result.message += '; ' + '; '.join(read_problems)
         pressed = fit_problems(train, belief, bounds)

@@ -229,7 +229,7 @@ def test_a_deactivation_mid_goal_is_said_as_such_not_as_the_clients_cancel(bag: 
     assert answer.result.message.endswith(': the identification node is deactivated')
 
 
-def test_a_bag_whose_camera_was_off_is_identified_with_a_warning_that_says_so(
+def test_a_bag_whose_camera_was_off_is_identified_without_it_and_says_so(
     tmp_path: Path, served: tuple[Peer, SafeActionClient]
 ) -> None:
     # The camera 2 mm off in x and -1 mm in y, the fingertip where it was commanded.
@@ -248,5 +248,6 @@ def test_a_bag_whose_camera_was_off_is_identified_with_a_warning_that_says_so(
     message = answers['off'].message
     said = re.search(r'recorded contacts sit \(([-+.\d]+), ([-+.\d]+)\) mm', message)
     assert said is not None and 'camera extrinsics' in message
+    assert 'taken off the fingertip before the fit' in message  # (the default: auto)
     assert [float(v) for v in said.groups()] == pytest.approx([-2.0, 1.0], abs=0.3)
     assert 'camera extrinsics' not in answers['true'].message

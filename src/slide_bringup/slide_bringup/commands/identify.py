@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from slide_bringup.args import add_sensor_mount, contact_offset_arg, seed
+from slide_core.task import TaskSettings
 
 if TYPE_CHECKING:
     from slide_core.geometry import Grid
@@ -109,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--contact-offset',
         type=contact_offset_arg,
-        default='auto',
+        default=TaskSettings.contact_offset,
         metavar='MODE',
         help="the fingertip's recorded offset from the object (a camera-to-arm calibration's "
         'error), measured on the training pushes from where the F/T feels the fingertip '
@@ -318,17 +319,16 @@ def _contact_offset(
     the pushes to fit, the offset taken off their fingertip when asked."""
     import numpy as np
 
-    from slide_core.identification import IdentificationError, contact_offset, offset_pushes
+    from slide_core.identification import calibrated_pushes, offset_pushes
 
     out: dict[str, Any] = {'mode': mode if isinstance(mode, str) else 'given'}
     if mode == 'off':
         return out, pushes
-    try:
-        found = contact_offset(grid, pushes, radius)
-    except IdentificationError as exc:
-        out['unknown'] = str(exc)
-        found = None
-    if found is not None:
+    done = calibrated_pushes(grid, pushes, radius, take_off=mode == 'auto')
+    found = done.found
+    if found is None:
+        out['unknown'] = done.unknown
+    else:
         out.update(
             measured_m=[round(float(v), 6) for v in found.p_offset_W],
             bias_m=round(found.bias_m, 6) if found.with_bias else None,
@@ -337,20 +337,17 @@ def _contact_offset(
             steps=found.steps,
         )
         print(f'slide identify: {found.describe()}', file=sys.stderr, flush=True)
-        problem = found.problem()
-        if problem and mode == 'auto':
-            warn(f'{problem}; taken off the fingertip before the fit (--contact-offset auto)')
-        elif problem:
-            warn(problem)
+    for line in done.problems():
+        warn(line)
     if isinstance(mode, tuple):
-        taken = np.array(mode)
-    elif mode == 'auto' and found is not None and found.problem():
-        taken = found.p_offset_W
+        taken, pushes = np.array(mode), offset_pushes(grid, pushes, np.array(mode))
+    elif done.taken_off and found is not None:
+        taken, pushes = found.p_offset_W, done.pushes
     else:
         return out, pushes
     out['taken_off'] = True
     out['taken_off_m'] = [round(float(v), 6) for v in taken]
-    return out, offset_pushes(grid, pushes, taken)
+    return out, pushes
 
 
 def format_text(result: dict[str, Any]) -> str:

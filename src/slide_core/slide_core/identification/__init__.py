@@ -112,10 +112,11 @@ from slide_core.identification.bounds import (
 )
 from slide_core.identification.calibration import (
     WARN_OFFSET_M,
+    Calibrated,
     ContactOffset,
+    calibrated_pushes,
     contact_gaps,
     contact_offset,
-    contact_problems,
     fit_contact_offset,
     offset_pushes,
 )
@@ -206,11 +207,12 @@ __all__ = [
     'TrainingSet',
     'WINDOW_S',
     'build_push',
+    'Calibrated',
     'ContactOffset',
     'WARN_OFFSET_M',
+    'calibrated_pushes',
     'contact_gaps',
     'contact_offset',
-    'contact_problems',
     'fit_contact_offset',
     'offset_pushes',
     'longest_gap',

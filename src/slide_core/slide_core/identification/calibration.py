@@ -24,8 +24,9 @@ What the offset does: identification places each push force at the outline's poi
 closest to the recorded fingertip, so the offset's part along the outline moves every
 force's point by as much (its moment about the centre of mass, which the fit reads the
 centre of mass from); replays and planned pushes start the fingertip that much off. An
-offset above :data:`WARN_OFFSET_M` is said (:func:`contact_problems`), and
-:func:`offset_pushes` takes a measured one off the fingertip's path.
+offset above :data:`WARN_OFFSET_M` is said (:meth:`ContactOffset.problem`), and
+:func:`offset_pushes` takes a measured one off the fingertip's path
+(:func:`calibrated_pushes`: both, as ``slide identify`` and the identification node do).
 
 Measured on real pushes (MIT's push dataset, the tip's tracking against the objects'):
 (-1.24, +0.03) mm from the 50 training pushes, which took the spread of the pushing tip's
@@ -97,8 +98,7 @@ class ContactOffset:
         return (
             f'{self.describe()}: the camera and the arm disagree by more than '
             f'{WARN_OFFSET_M * 1e3:g} mm (check the camera extrinsics and the arm base to '
-            'table transform; the task and slide identify take it off unless told '
-            '--contact-offset check)'
+            'table transform)'
         )
 
     def describe(self) -> str:
@@ -200,16 +200,41 @@ def contact_offset(grid: Grid, pushes: Sequence[PushData], radius: float) -> Con
     return fit_contact_offset(gaps, n_W, pushes=used)
 
 
-def contact_problems(grid: Grid, pushes: Sequence[PushData], radius: float) -> list[str]:
-    """A line when the fingertip's recorded contacts sit more than :data:`WARN_OFFSET_M` off
-    the object (:meth:`ContactOffset.problem`; nothing when they do not, or the pushes
-    cannot tell)."""
+@dataclass(frozen=True)
+class Calibrated:
+    """What :func:`calibrated_pushes` found and did: the offset measured (None when the
+    pushes cannot tell it: ``unknown`` says why), the pushes to fit, and whether the offset
+    was taken off them."""
+
+    found: ContactOffset | None
+    pushes: list[PushData]
+    taken_off: bool
+    unknown: str = ''
+
+    def problems(self) -> list[str]:
+        """The warning to give, one line, when the offset is above :data:`WARN_OFFSET_M`
+        (saying whether it was taken off); none else."""
+        problem = '' if self.found is None else self.found.problem()
+        if not problem:
+            return []
+        taken = '; taken off the fingertip before the fit' if self.taken_off else ''
+        return [problem + taken]
+
+
+def calibrated_pushes(
+    grid: Grid, pushes: Sequence[PushData], radius: float, take_off: bool = True
+) -> Calibrated:
+    """The fingertip's offset from the object measured on ``pushes`` (a fingertip of
+    ``radius`` [m]), and the pushes with it taken off (:func:`offset_pushes`) when
+    ``take_off`` and it is above :data:`WARN_OFFSET_M`, as the task takes it off its poses;
+    below, or when the pushes cannot tell it, the pushes as they are."""
     try:
         found = contact_offset(grid, pushes, radius)
-    except IdentificationError:
-        return []
-    problem = found.problem()
-    return [problem] if problem else []
+    except IdentificationError as exc:
+        return Calibrated(None, list(pushes), False, str(exc))
+    if take_off and found.problem():
+        return Calibrated(found, offset_pushes(grid, pushes, found.p_offset_W), True)
+    return Calibrated(found, list(pushes), False)
 
 
 def offset_pushes(

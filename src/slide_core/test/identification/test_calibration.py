@@ -11,9 +11,9 @@ from slide_core.geometry import Grid
 from slide_core.identification import (
     WARN_OFFSET_M,
     IdentificationError,
+    calibrated_pushes,
     contact_gaps,
     contact_offset,
-    contact_problems,
     fit_contact_offset,
     offset_pushes,
 )
@@ -32,10 +32,13 @@ def test_the_fingertips_offset_is_read_off_pushes_into_four_sides(side_pushes) -
     assert found.rms_m < 5e-5 < found.raw_rms_m
     # Said, with what to check, above a millimetre; not below it.
     assert 'camera extrinsics' in found.problem()
-    assert contact_problems(grid, pushes, radius) == [found.problem()]
+    done = calibrated_pushes(grid, pushes, radius, take_off=False)
+    assert done.problems() == [found.problem()] and not done.taken_off
+    assert done.pushes == pushes
     small = [side_pushes.data(k, side, (0.3e-3, 0.2e-3)) for k, side in enumerate(SIDES)]
     assert contact_offset(grid, small, radius).size_m < WARN_OFFSET_M
-    assert contact_problems(grid, small, radius) == []
+    done = calibrated_pushes(grid, small, radius)
+    assert done.problems() == [] and not done.taken_off and done.pushes == small
 
 
 def test_a_gap_the_same_on_every_side_is_told_from_the_offset(side_pushes) -> None:  # type: ignore[no-untyped-def]
@@ -56,7 +59,9 @@ def test_pushes_into_two_sides_give_the_offset_alone_into_one_nothing(side_pushe
     one = [side_pushes.data(k, '+x', (1e-3, 2e-3)) for k in range(3)]
     with pytest.raises(IdentificationError, match='too few directions'):
         contact_offset(grid, one, radius)
-    assert contact_problems(grid, one, radius) == []  # (nothing to say: not a fault)
+    done = calibrated_pushes(grid, one, radius)  # (nothing to say: not a fault)
+    assert done.found is None and 'too few directions' in done.unknown
+    assert done.problems() == [] and done.pushes == one
 
 
 def test_a_few_steps_far_off_do_not_move_the_fit() -> None:
@@ -82,9 +87,13 @@ def test_an_offset_taken_off_gives_the_pushes_recorded_without_it(side_pushes) -
     felt = true[0].felt
     assert np.abs(off[0].push.p_OA[felt] - true[0].push.p_OA[felt]).max() > 2.9e-3
     mended = offset_pushes(grid, off, contact_offset(grid, off, radius).p_offset_W)
+    done = calibrated_pushes(grid, off, radius)  # (the same, as identification takes it off)
+    assert done.taken_off and done.problems()[0].endswith('taken off the fingertip before the fit')
     for fixed, want in zip(mended, true, strict=True):
         np.testing.assert_allclose(fixed.push.p_OA, want.push.p_OA, atol=5e-5)
         np.testing.assert_allclose(fixed.p_WF, want.p_WF, atol=5e-5)
         np.testing.assert_array_equal(fixed.push.f_W, want.push.f_W)
+    for fixed, want in zip(done.pushes, true, strict=True):
+        np.testing.assert_allclose(fixed.push.p_OA, want.push.p_OA, atol=5e-5)
     with pytest.raises(IdentificationError, match='finite'):
         offset_pushes(grid, off, np.array([np.nan, 0.0]))
