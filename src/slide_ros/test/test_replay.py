@@ -37,7 +37,7 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from slide_bringup.cli import main  # noqa: E402
 from slide_bringup.graph import CLOUD_TOPIC, NodeSpec, pregrasp  # noqa: E402
 from slide_bringup.runner import Graph  # noqa: E402
-from slide_core.identification import TrainingSet, identify  # noqa: E402
+from slide_core.identification import TrainingSet, calibrated_pushes, identify  # noqa: E402
 from slide_core.io import (  # noqa: E402
     grid_from_msg,
     interfaces_typestore,
@@ -542,12 +542,23 @@ def test_slide_identify_on_a_graph_bag_gives_the_online_belief(
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result['skipped'] == [] and result['poses_from'] == '/object/pose'
-    # slide identify fits with the push's moment by default, at the workcell's heights.
-    heights = load_workcell().fingertip.force_heights(grid)
-    records = TrainingSet.from_pushes(grid, online, push_height=heights)
+    # slide identify fits with the push's moment by default, at the workcell's heights, and
+    # takes a contact offset above 1 mm off the pushes, as the identification node does.
+    cell = load_workcell()
+    calibrated = calibrated_pushes(grid, online, cell.fingertip.radius)
+    offset = result['contact_offset']
+    assert offset['mode'] == 'auto'
+    assert offset.get('taken_off', False) == calibrated.taken_off
+    if calibrated.found is not None:
+        np.testing.assert_allclose(offset['measured_m'], calibrated.found.p_offset_W, atol=1e-6)
+    heights = cell.fingertip.force_heights(grid)
+    records = TrainingSet.from_pushes(grid, calibrated.pushes, push_height=heights)
     online_fit = identify(records, **FIT).belief
     figures = same_fit(load_belief(model), records, online_fit)
-    print(f'slide identify against the executor records: {figures}')
+    print(
+        f'slide identify against the executor records: {figures}; contact offset '
+        f'{offset.get("measured_m")} m, taken off: {calibrated.taken_off}'
+    )
 
 
 def test_replaying_the_clouds_into_perception_gives_its_poses_again(
