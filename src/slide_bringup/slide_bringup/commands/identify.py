@@ -337,6 +337,8 @@ def _contact_offset(
             steps=found.steps,
         )
         print(f'slide identify: {found.describe()}', file=sys.stderr, flush=True)
+    if done.kept:
+        out['kept'] = done.kept
     for line in done.problems():
         warn(line)
     if isinstance(mode, tuple):

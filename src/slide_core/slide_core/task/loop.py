@@ -304,7 +304,8 @@ class Task:
         (``TaskSettings.fingertip_radius``): kept in the trace, said, and warned of above
         WARN_OFFSET_M; nothing when the pushes touch from too few directions to tell it.
         With ``contact_offset`` 'auto', one above WARN_OFFSET_M is taken off: added to every
-        pose observed so far and from now on (:attr:`TaskState.p_offset_W`)."""
+        pose observed so far and from now on (:attr:`TaskState.p_offset_W`), unless the
+        pushes touched from two directions only (:meth:`ContactOffset.kept` says why)."""
         st, radius = self.state, self.settings.fingertip_radius
         if radius <= 0.0 or st.grid is None or not st.pushes:
             return
@@ -321,6 +322,9 @@ class Task:
             return
         if self.settings.contact_offset != 'auto':
             self.say(f'warning: {problem}')
+            return
+        if found.kept():
+            self.say(f'warning: {problem}; not taken off: {found.kept()}')
             return
         delta = found.p_offset_W
         st.p_offset_W = st.p_offset_W + delta

@@ -64,6 +64,28 @@ def test_pushes_into_two_sides_give_the_offset_alone_into_one_nothing(side_pushe
     assert done.problems() == [] and done.pushes == one
 
 
+def test_from_two_directions_a_wide_outline_is_said_but_not_taken_off(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    # No offset, and every gap 0.8 mm long (an outline drawn that much narrower than the
+    # object, or a fingertip thinner than said): from two sides the fit cannot tell this
+    # from an offset along their normals' sum, 1.1 mm.
+    grid, radius = side_pushes.grid, side_pushes.radius
+    two = [side_pushes.data(k, side, (0.0, 0.0)) for k, side in enumerate(('+x', '+y'))]
+    found = contact_offset(grid, two, radius - 0.8e-3)
+    np.testing.assert_allclose(np.abs(found.p_offset_W), [0.8e-3, 0.8e-3], atol=2e-5)
+    assert found.problem() and 'third side' in found.kept()
+    done = calibrated_pushes(grid, two, radius - 0.8e-3)
+    assert not done.taken_off and done.pushes == two and done.kept == found.kept()
+    (line,) = done.problems()
+    assert 'camera extrinsics' in line and 'not taken off' in line and 'third side' in line
+    # From three sides the same outline is told from a real offset, which is taken off.
+    three = [side_pushes.data(k, side, (1e-3, -1e-3)) for k, side in enumerate(SIDES[:3])]
+    found = contact_offset(grid, three, radius - 0.8e-3)
+    np.testing.assert_allclose(found.p_offset_W, [1e-3, -1e-3], atol=2e-5)
+    assert found.bias_m == pytest.approx(0.8e-3, abs=2e-5) and found.kept() == ''
+    done = calibrated_pushes(grid, three, radius - 0.8e-3)
+    assert done.taken_off and done.kept == ''
+
+
 def test_a_few_steps_far_off_do_not_move_the_fit() -> None:
     rng = np.random.default_rng(0)
     angle = rng.uniform(0.0, 2 * np.pi, 400)

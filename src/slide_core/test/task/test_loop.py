@@ -1066,3 +1066,24 @@ def test_with_auto_the_offset_is_taken_off_every_pose_before_identifying(side_pu
     assert st.trace['contact_offset_m'] == pytest.approx(offset, abs=2e-5)
     with pytest.raises(SlideInputError, match='contact offset must be one of auto, check'):
         TaskSettings(contact_offset='fix')
+
+
+def test_with_auto_an_offset_from_two_directions_only_is_said_not_taken_off(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    # Pushes into two sides alone cannot tell an offset from an outline drawn wide.
+    said: list[str] = []
+    settings = TaskSettings(fingertip_radius=side_pushes.radius, contact_offset='auto')
+    t = Task(Arm(X_REACHED), Learner(), settings, events=lambda _s, m: said.append(m))  # type: ignore[arg-type]
+    st = t.state
+    st.grid = side_pushes.grid
+    raw = [side_pushes.samples(side, (-1.5e-3, 0.5e-3)) for side in ('+x', '+y')]
+    st.samples = list(raw)
+    st.pushes = [s.to_data(st.grid, k) for k, s in enumerate(st.samples)]
+    st.explored, st.explored_at = [PRIMITIVE] * 2, [0, 1]
+    t.identify()
+    np.testing.assert_allclose(st.trace['contact_offset_m'], [-1.5e-3, 0.5e-3], atol=2e-5)
+    np.testing.assert_array_equal(st.p_offset_W, [0.0, 0.0])
+    assert 'contact_offset_taken_off_m' not in st.trace
+    assert [s.X_WO for s in st.samples] == [s.X_WO for s in raw]
+    (warning,) = [m for m in said if m.startswith('warning: ')]
+    assert 'not taken off' in warning and 'third side' in warning
+    np.testing.assert_allclose(t.observe(), X_REACHED)
