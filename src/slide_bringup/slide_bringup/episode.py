@@ -53,7 +53,9 @@ class EpisodeResult:
     uncertain for a goal, :func:`slide_core.planning.select_staging`);
     ``contact_offset_m``: the fingertip's recorded offset from the object in the camera's
     poses, measured on the exploratory pushes (None when they could not tell it;
-    :class:`slide_core.task.TaskSettings`)."""
+    :class:`slide_core.task.TaskSettings`); ``contact_offset_taken_off_m``: what of it the
+    task took off its poses (None: nothing, below 1 mm, ``check``, or told from two push
+    directions only)."""
 
     object: str
     seed: int
@@ -73,6 +75,7 @@ class EpisodeResult:
     goal_truly_balanced: bool = False
     com_error_m: float | None = None
     contact_offset_m: list[float] | None = None
+    contact_offset_taken_off_m: list[float] | None = None
     overhang_m: float | None = 0.0
     lifted_m: float = 0.0
     identification_s: float = 0.0
@@ -131,6 +134,7 @@ def score(
         r.com_error_m = float(np.linalg.norm(st.belief.com()[st.belief.best] - truth.com()[0]))
     r.simulations = st.simulations
     r.contact_offset_m = st.trace.get('contact_offset_m')
+    r.contact_offset_taken_off_m = st.trace.get('contact_offset_taken_off_m')
     # Where the object lay when the task grasped it (the pose it decided on), not where the
     # gripper has since carried it: a held object turns and its 'overhang' means nothing.
     r.fell = task.outcome is Outcome.FELL or (st.report is not None and st.report.fell)

@@ -57,6 +57,7 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
     d = r.to_dict()
     for key in (
         'contact_offset_m',
+        'contact_offset_taken_off_m',
         'success',
         'fell',
         'exploration_pushes',
@@ -86,6 +87,7 @@ def test_an_episode_with_the_camera_off_says_so_and_takes_it_off_after_exploring
     )
     assert r.contact_offset_m == pytest.approx([-2e-3, 1e-3], abs=2e-4)
     assert r.to_dict()['contact_offset_m'] == r.contact_offset_m
+    assert r.contact_offset_taken_off_m == pytest.approx(r.contact_offset_m, abs=1e-6)
     (warning,) = [m for m in messages if m.startswith('warning: ')]
     assert 'camera extrinsics' in warning and 'taken off every pose from here on' in warning
 

@@ -10,7 +10,10 @@ how far the last belief's most probable centre of mass lies from the truth
 (``com_error_m_mean``: the belief identified again after the planned pushes, those over
 the edge included, when the task relearns). ``tracking``: the object poses the episodes
 observe and identify from, as a camera tracker gives them (``--pose-rate``,
-``--pose-noise``; default the twin's truth at 100 Hz; ``pose_tracking`` in the result).
+``--pose-noise``; default the twin's truth at 100 Hz; ``pose_tracking`` in the result;
+``--pose-offset`` a camera off by that: ``contact_offsets_measured`` and
+``contact_offsets_taken_off`` count the episodes whose exploratory pushes told the
+fingertip's offset and those that took it off their poses).
 
 Planning (pure simulation, paper 1's benchmark): per object, random maps (cell masses and
 frictions drawn within the identification bounds), random start and goal poses on the
@@ -259,6 +262,10 @@ def run(
                 [x['com_error_m'] for x in done if x['com_error_m'] is not None]
             ),
             'errors': len(r) - len(done),
+            'contact_offsets_measured': sum(x['contact_offset_m'] is not None for x in done),
+            'contact_offsets_taken_off': sum(
+                x['contact_offset_taken_off_m'] is not None for x in done
+            ),
             'pushes_mean': _avg([x['pushes'] for x in done]),
             'planning_s_mean': _avg([x['planning_s'] for x in done]),
             'planning_s_median': _median([x['planning_s'] for x in done]),
