@@ -135,8 +135,9 @@ def add_contact_offset(parser: argparse.ArgumentParser, what: str = '') -> None:
         default=TaskSettings.contact_offset,
         help=f"{what}the fingertip's offset from the object measured on the exploratory "
         "pushes (the camera's and the arm's calibrations apart), said, with a warning above "
-        '1 mm: auto (the default) also takes one above 1 mm off every pose the task '
-        'observes, the camera taken as off; check only says it',
+        '1 mm: auto (the default) also takes one above 1 mm, told from three push '
+        'directions or more, off every pose the task observes, the camera taken as off; '
+        'check only says it',
     )
 
 

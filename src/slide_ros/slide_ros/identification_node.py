@@ -112,9 +112,9 @@ PARAMS = (
         'contact_offset',
         TaskSettings.contact_offset,
         "the fingertip's offset from the object measured on the goal's pushes (the camera's "
-        "and the arm's calibrations apart), said above 1 mm: auto also takes one above 1 mm "
-        'off the fingertip before the fit, as the task and slide identify do; check only '
-        'says it',
+        "and the arm's calibrations apart), said above 1 mm: auto also takes one above 1 mm, "
+        'told from three push directions or more, off the fingertip before the fit, as the '
+        'task and slide identify do; check only says it',
         choices=CONTACT_OFFSET_MODES,
     ),
     Param(

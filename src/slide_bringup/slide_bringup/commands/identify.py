@@ -115,8 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the fingertip's recorded offset from the object (a camera-to-arm calibration's "
         'error), measured on the training pushes from where the F/T feels the fingertip '
         "against the object's outline, said, with a warning above 1 mm: auto (the default) "
-        "also takes one above 1 mm off the fingertip's path before the fit, as the task "
-        'does; check only says it; X_MM,Y_MM takes that one off; off: neither',
+        'also takes one above 1 mm, told from three push directions or more, off the '
+        "fingertip's path before the fit, as the task does; check only says it; X_MM,Y_MM "
+        'takes that one off; off: neither',
     )
     parser.add_argument('--out', type=Path, required=True, help='belief file to write (.yaml)')
     parser.add_argument('--png', type=Path, help="also draw the models' maps to this PNG")
