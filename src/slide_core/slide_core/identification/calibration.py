@@ -117,6 +117,12 @@ class ContactOffset:
             'to tell them apart'
         )
 
+    def left_on(self) -> str:
+        """The warning for an offset above :data:`WARN_OFFSET_M` that :meth:`kept` keeps
+        on the pushes, with why; '' when there is none."""
+        problem, kept = self.problem(), self.kept()
+        return f'{problem}; not taken off: {kept}' if problem and kept else ''
+
     def describe(self) -> str:
         """One line: the offset, the bias and how well they explain the gaps."""
         x, y = (1e3 * self.p_offset_W).tolist()
@@ -232,14 +238,12 @@ class Calibrated:
     def problems(self) -> list[str]:
         """The warning to give, one line, when the offset is above :data:`WARN_OFFSET_M`
         (saying whether it was taken off, or why not); none else."""
-        problem = '' if self.found is None else self.found.problem()
-        if not problem:
+        found = self.found
+        if found is None or not found.problem():
             return []
         if self.taken_off:
-            return [problem + '; taken off the fingertip before the fit']
-        if self.kept:
-            return [f'{problem}; not taken off: {self.kept}']
-        return [problem]
+            return [found.problem() + '; taken off the fingertip before the fit']
+        return [found.left_on() if self.kept else found.problem()]
 
 
 def calibrated_pushes(

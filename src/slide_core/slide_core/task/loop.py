@@ -324,7 +324,7 @@ class Task:
             self.say(f'warning: {problem}')
             return
         if found.kept():
-            self.say(f'warning: {problem}; not taken off: {found.kept()}')
+            self.say(f'warning: {found.left_on()}')
             return
         delta = found.p_offset_W
         st.p_offset_W = st.p_offset_W + delta
