@@ -116,8 +116,9 @@ PARAMS = (
         TaskSettings.contact_offset,
         "the fingertip's offset from the object measured on the exploratory pushes (the "
         "camera's and the arm's calibrations apart), said, with a warning above 1 mm: auto "
-        'also takes one above 1 mm, told from three push directions or more, off every pose '
-        'the episode observes (the camera taken as off); check only says it',
+        'also takes one above 1 mm, told from three push directions or more (one more '
+        'exploratory push into a third side when the pushes made two), off every pose the '
+        'episode observes (the camera taken as off); check only says it',
         choices=CONTACT_OFFSET_MODES,
     ),
     Param('identification_method', 'probabilistic', 'identification method', choices=METHODS),
@@ -386,18 +387,20 @@ class BehaviourNode(SlideNode):
         self.leaves = [
             StageLeaf('perceive', task.perceive, stage),
             StageLeaf('explore once', task.explore_once, stage),
+            StageLeaf('tell offset', task.tell_offset, stage),
             StageLeaf('identify', task.identify, stage),
             StageLeaf('goal', task.choose_goal, stage),
             StageLeaf('closed loop', task.closed_loop_step, stage, until_true=True),
             StageLeaf('grasp', task.final_grasp, stage),
         ]
-        perceive, explore, identify, goal, loop, grasp = self.leaves
+        perceive, explore, tell_offset, identify, goal, loop, grasp = self.leaves
         root = py_trees.composites.Sequence(
             'pregrasp',
             memory=True,
             children=[
                 perceive,
                 py_trees.decorators.Repeat('explore', explore, settings.exploration_pushes),
+                tell_offset,
                 identify,
                 goal,
                 loop,

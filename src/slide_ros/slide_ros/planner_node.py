@@ -227,6 +227,11 @@ class PlannerNode(SlideNode):
                     f'{grid.cell_size} m)'
                 )
         done = [primitive_from_msg(p) for p in goal.done]
+        side = np.asarray(goal.side, dtype=float)
+        if side.shape not in ((0,), (2,)):
+            raise SlideInputError(
+                f'side must be empty or the two components of a direction, got {side.size}'
+            )
         self._check(handle)
         feedback = ChooseExploration.Feedback()
 
@@ -248,6 +253,7 @@ class PlannerNode(SlideNode):
             self.config.push_speed,
             int(goal.attempt),
             on_progress,
+            side if side.size else None,
         )
         self._check(handle)
         primitive_to_msg(primitive, self.cell.fingertip, out.primitive)

@@ -420,6 +420,7 @@ class RosDecider:
         belief: Belief | None,
         done: Sequence[Primitive],
         attempt: int = 0,
+        side_W: FloatArray | None = None,
     ) -> Primitive:
         goal = ChooseExploration.Goal()
         grid_to_msg(grid, X_WO, goal.object)
@@ -428,6 +429,8 @@ class RosDecider:
         goal.done = [primitive_to_msg(p, self.cell.fingertip, PushPrimitive()) for p in done]
         goal.seed = self.seed
         goal.attempt = int(attempt)
+        if side_W is not None:
+            goal.side = [float(v) for v in side_W]
         result = self._ok(
             self.caller.call(self.explore_client, 'exploration choice', goal, TIMEOUTS['plan']),
             'exploration choice',

@@ -152,6 +152,30 @@ def test_goals_in_another_frame_or_of_another_object_are_refused(
     assert answer(peer, explore, goal).status == GoalStatus.STATUS_SUCCEEDED
 
 
+def test_an_exploration_into_a_given_side_comes_from_that_side(
+    planner: tuple[Peer, SafeActionClient, SafeActionClient],
+) -> None:
+    # The task asks for one to tell a contact offset that two directions left open.
+    from slide_core.geometry import rotation
+    from slide_core.io import primitive_from_msg
+
+    peer, _, explore = planner
+    goal = ChooseExploration.Goal()
+    grid_to_msg(load_object('box').grid, X_BOX, goal.object)
+    goal.object.header.frame_id = 'table'
+    goal.done = [a_push(), a_push()]
+    for side in ([1.0, 0.0], [0.0, -1.0]):
+        goal.side = side
+        done = answer(peer, explore, goal)
+        assert done.status == GoalStatus.STATUS_SUCCEEDED, done.result.message
+        d_W = rotation(X_BOX[2]) @ primitive_from_msg(done.result.primitive).d_O
+        assert float(d_W @ side) < -0.9, (side, d_W)  # the box turned 0.3 rad: cos 0.3
+    goal.side = [1.0, 0.0, 0.0]
+    refused = answer(peer, explore, goal)
+    assert refused.result.error.code == ErrorCode.INVALID_GOAL
+    assert 'side must be empty or the two components' in refused.result.message
+
+
 def test_a_long_goal_search_gives_feedback_stops_on_cancel_and_runs_alone(
     planner: tuple[Peer, SafeActionClient, SafeActionClient],
 ) -> None:

@@ -119,6 +119,7 @@ from slide_core.identification.calibration import (
     contact_offset,
     fit_contact_offset,
     offset_pushes,
+    third_side,
 )
 from slide_core.identification.errors import (
     IdentificationCancelledError,
@@ -133,9 +134,11 @@ from slide_core.identification.explore import (
     avoids_obstacles,
     candidates,
     choose,
+    grid_candidates,
     on_table,
     outline_point,
     random_push,
+    side_push,
 )
 from slide_core.identification.identify import (
     DEFAULT_BUDGET,
@@ -215,9 +218,11 @@ __all__ = [
     'contact_offset',
     'fit_contact_offset',
     'offset_pushes',
+    'third_side',
     'longest_gap',
     'sensor_offset',
     'candidates',
+    'grid_candidates',
     'check_limits',
     'avoids_obstacles',
     'on_table',
@@ -234,6 +239,7 @@ __all__ = [
     'push_fingerprint',
     'push_from_samples',
     'random_push',
+    'side_push',
     'refine',
     'replay',
     'schedule',

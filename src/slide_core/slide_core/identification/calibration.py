@@ -30,7 +30,8 @@ offset above :data:`WARN_OFFSET_M` is said (:meth:`ContactOffset.problem`), and
 Only one measured with its bias is taken off (:meth:`ContactOffset.kept`): from touches in
 two directions, the bias is read as an offset along their normals' sum (an outline drawn
 0.84 mm wide, as perception's is on the twin's box, reads as 1.2 mm), and taking that off
-would move every force's point along the outline by as much.
+would move every force's point along the outline by as much; one more push, into the side
+that :func:`third_side` names, tells them apart (the task makes it).
 
 Measured on real pushes (MIT's push dataset, the tip's tracking against the objects'):
 (-1.24, +0.03) mm from the 50 training pushes, which took the spread of the pushing tip's
@@ -220,6 +221,30 @@ def contact_offset(grid: Grid, pushes: Sequence[PushData], radius: float) -> Con
     gaps, n_W = contact_gaps(grid, pushes, radius)
     used = sum(1 for pd in pushes if pd.felt.any())
     return fit_contact_offset(gaps, n_W, pushes=used)
+
+
+def third_side(grid: Grid, pushes: Sequence[PushData], radius: float) -> FloatArray:
+    """The outward normal (2,) in the table frame of the side a push should go into so
+    that the offset and the bias are both determined, where ``pushes`` touched the object
+    from two directions only: away from both, minus the sum of the pushes' mean unit
+    normals (each push counted once, however many steps it touched for). As points on the
+    unit circle, three normals then do not lie on one line, the farther from the other
+    two's chord the better the bias is told. Raises IdentificationError when the pushes'
+    normals sum to nothing (none touched, or opposite sides alone: no side is away from
+    both)."""
+    total = np.zeros(2)
+    for pd in pushes:
+        _, n_W = contact_gaps(grid, [pd], radius)
+        if len(n_W):
+            mean = n_W.mean(axis=0)
+            total += mean / max(float(np.linalg.norm(mean)), 1e-12)
+    size = float(np.linalg.norm(total))
+    if size < 1e-6:
+        raise IdentificationError(
+            'the pushes touch the object from no side, or from opposite sides alone: no side '
+            'faces away from them all'
+        )
+    return np.asarray(-total / size, dtype=float)
 
 
 @dataclass(frozen=True)

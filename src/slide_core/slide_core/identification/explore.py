@@ -72,7 +72,13 @@ def candidates(
     cells), at its middle, inward; only those whose fingertip starts clear of the object
     and comes down clear of it (at a concave corner the start can lie on a neighbouring
     part)."""
-    g = belief.grid
+    return grid_candidates(belief.grid, fingertip, travel, clearance)
+
+
+def grid_candidates(
+    g: Grid, fingertip: Fingertip, travel: float = 0.04, clearance: float = 0.005
+) -> list[Candidate]:
+    """:func:`candidates` of the object ``g``, before any belief."""
     mid, n_out, _, cells = push_sides(g)
     # The cells' sides cell by cell (the order seeded draws from the pool have used), then
     # the outline's own pieces.
@@ -117,6 +123,54 @@ def on_table(
                 continue
         out.append(c)
     return out
+
+
+def side_push(
+    grid: Grid,
+    X_WO: FloatArray,
+    n_W: FloatArray,
+    table: Table,
+    fingertip: Fingertip,
+    speed: float,
+    obstacles: Sequence[Obstacle] = (),
+    rank: int = 0,
+) -> Primitive:
+    """A push into the side of the object that faces ``n_W`` (2,) (table frame): of
+    :func:`grid_candidates` that keep it in the middle of the table and clear of
+    ``obstacles`` (:func:`on_table`), the one whose outward normal lies nearest ``n_W``, and
+    of those (the cells' sides along one side of a box) the one whose line passes nearest
+    the cells' centroid, which moves the object straightest. ``rank``: the rank-th best
+    (a retry after the world refused the ones before). What the task asks for when the
+    pushes so far touched the object from two directions only, too few to tell a contact
+    offset (:meth:`ContactOffset.kept`). NoSolutionError when no side facing within 90
+    degrees of ``n_W`` can be pushed."""
+    n = np.asarray(n_W, dtype=float)
+    X = np.asarray(X_WO, dtype=float)
+    if n.shape != (2,) or not np.isfinite(n).all() or float(np.linalg.norm(n)) < 1e-9:
+        raise SlideInputError(f'n_W must be a finite non-zero 2-vector, got {n}')
+    if X.shape != (3,) or not np.isfinite(X).all():
+        raise SlideInputError(f'X_WO must be a finite pose [x, y, yaw], got {X}')
+    if rank < 0:
+        raise SlideInputError(f'rank must not be negative, got {rank}')
+    n_O = rotation(float(X[2])).T @ (n / np.linalg.norm(n))
+    pool = on_table(grid_candidates(grid, fingertip), grid, X, table, fingertip, obstacles)
+    p_OG = grid.p_OC.mean(axis=0)
+    ranked = []
+    for i, c in enumerate(pool):
+        facing = float(-c.direction_O @ n_O)  # its outward normal . n_O
+        if facing > 0.0:
+            d = c.direction_O
+            off_line = abs(float(d[0] * (p_OG - c.p_OA)[1] - d[1] * (p_OG - c.p_OA)[0]))
+            ranked.append((-round(facing, 6), off_line, i))
+    ranked.sort()
+    if not ranked:
+        raise NoSolutionError(
+            'no side of the object facing the direction asked for can be pushed: each '
+            'push would come down on the object, carry it out of the middle of the table'
+            + ', or meet an obstacle'
+            * bool(obstacles)
+        )
+    return pool[ranked[min(rank, len(ranked) - 1)][2]].primitive(speed)
 
 
 DRAWS = 50

@@ -23,6 +23,7 @@ from slide_core.identification import (
     identify,
     on_table,
     random_push,
+    side_push,
 )
 from slide_core.model import Belief, Primitive, Workcell
 from slide_core.physics import DEFAULT_SUPPORT, SUPPORT_MODELS
@@ -96,22 +97,29 @@ def exploration_push(
     speed: float,
     attempt: int = 0,
     progress: Callable[[float], None] | None = None,
+    side_W: FloatArray | None = None,
 ) -> Primitive:
     """Exploratory push ``index`` of an episode: random (:func:`random_push`) before any
     belief or under the 'random' policy, else the most distinctive push under ``belief``
     (paper 2); the draws come from the stream ``[seed, 1, index]``. Its ``attempt``-th try
     after ones the world refused is random, from the stream ``[seed, 1, index, attempt]``:
     the same push (the most distinctive one is the same from the same pose) was refused
-    again, and the retries were spent on it. ``progress``: as :func:`choose` takes it."""
+    again, and the retries were spent on it. ``progress``: as :func:`choose` takes it.
+
+    With ``side_W`` (2,), whatever the policy: the push into the side facing it
+    (:func:`side_push`, its ``attempt``-th best), which the task asks for to tell a contact
+    offset that the pushes so far touched from two directions only."""
     if policy not in EXPLORATION:
         raise SlideInputError(
             f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'
         )
     if attempt < 0:
         raise SlideInputError(f'attempt must not be negative, got {attempt}')
+    tip, obstacles = workcell.fingertip, workcell.obstacles
+    if side_W is not None:
+        return side_push(grid, X_WO, side_W, workcell.table, tip, speed, obstacles, attempt)
     stream = [abs(int(seed)), 1, int(index)] + ([int(attempt)] if attempt else [])
     rng = np.random.default_rng(stream)
-    tip, obstacles = workcell.fingertip, workcell.obstacles
     if policy == 'random' or belief is None or attempt:
         return random_push(grid, X_WO, workcell.table, tip, rng, obstacles)
     pool = on_table(candidates(belief, tip), grid, X_WO, workcell.table, tip, obstacles)
@@ -185,6 +193,7 @@ class LocalDecider:
         belief: Belief | None,
         done: Sequence[Primitive],
         attempt: int = 0,
+        side_W: FloatArray | None = None,
     ) -> Primitive:
         return exploration_push(
             grid,
@@ -196,6 +205,7 @@ class LocalDecider:
             self.workcell,
             self.config.push_speed,
             attempt,
+            side_W=side_W,
         )
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:

@@ -2,6 +2,9 @@
 
     perceive -> explore x N -> identify -> goal -> (observe, plan, push)* -> grasp
 
+(with one more exploratory push before identifying when the pushes so far touched the object
+from two directions only and measured a contact offset they cannot tell: :meth:`Task.tell_offset`)
+
 (while the belief is too uncertain for any goal, the goal stage first chooses a staging pose
 at the edge, which the closed loop pushes the object to, identifying again after each push
 and looking for the goal under each new belief (pushes with part of the object past the edge
@@ -32,7 +35,12 @@ import numpy as np
 
 from slide_core.errors import NoSolutionError
 from slide_core.geometry import FloatArray, rotation, se2_distance
-from slide_core.identification import IdentificationError, PushSamples, contact_offset
+from slide_core.identification import (
+    IdentificationError,
+    PushSamples,
+    contact_offset,
+    third_side,
+)
 from slide_core.model import Belief, Primitive
 from slide_core.planning import Goal, PlanningError, Step, UncertainBeliefError
 from slide_core.task.state import (
@@ -220,15 +228,19 @@ class Task:
             raise TaskFailure(Outcome.NO_GOAL, Stage.PERCEIVE, f'no goal: {refusal}')
         self._leave(Stage.PERCEIVE, t0)
 
-    def explore_once(self) -> None:
-        """One exploratory push: chosen, executed, recorded."""
+    def explore_once(self, side_W: FloatArray | None = None) -> None:
+        """One exploratory push: chosen, executed, recorded. With ``side_W`` (2,), the push
+        into the side of the object facing it (table frame), when there is one
+        (:meth:`tell_offset`: none is said, and nothing pushed)."""
         t0 = self._enter(Stage.EXPLORE)
         st = self.state
         assert st.grid is not None and st.X_WO is not None
         usable = self._explored()
         fresh = st.belief is not None and st.belief_pushes == len(usable)
-        # In the closed loop the belief is the freshest already (from every push so far).
-        if self.settings.interim_beliefs and usable and not fresh and st.goal is None:
+        # In the closed loop the belief is the freshest already (from every push so far);
+        # a push into a given side needs none.
+        interim = self.settings.interim_beliefs and side_W is None
+        if interim and usable and not fresh and st.goal is None:
             # The push the models identified so far disagree most about (paper 2).
             t_identify = time.perf_counter()
             try:
@@ -247,10 +259,14 @@ class Task:
             assert st.grid is not None and st.X_WO is not None
             try:
                 primitive = self.decider.exploration(
-                    st.grid, st.X_WO, st.belief, st.explored, attempt
+                    st.grid, st.X_WO, st.belief, st.explored, attempt, side_W
                 )
             except NoSolutionError as exc:
-                raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
+                if side_W is None:
+                    raise TaskFailure(Outcome.PUSH_FAILED, Stage.EXPLORE, str(exc)) from None
+                self.say(f'warning: no push into that side ({exc})')
+                self._leave(Stage.EXPLORE, t0)
+                return
             n = len(st.explored) + 1
             self.say(f'exploratory push {n}: {primitive.travel * 100:.1f} cm')
             try:
@@ -272,6 +288,34 @@ class Task:
         st.explored.append(primitive)
         st.trace.setdefault('X_explore', []).append(self.observe().tolist())
         self._leave(Stage.EXPLORE, t0)
+
+    def tell_offset(self) -> None:
+        """With ``contact_offset`` 'auto', one more exploratory push when the pushes so far
+        measured the fingertip's offset from the object above WARN_OFFSET_M from two
+        directions only, which cannot be taken off (:meth:`ContactOffset.kept`): into the
+        side facing away from both (:func:`slide_core.identification.third_side`), after
+        which the check that :meth:`identify` makes tells the offset from an outline drawn
+        wide and takes it off. Nothing otherwise (nor when no such side can be pushed)."""
+        st, s = self.state, self.settings
+        if s.contact_offset != 'auto' or s.fingertip_radius <= 0.0 or st.grid is None:
+            return
+        try:
+            found = contact_offset(st.grid, st.pushes, s.fingertip_radius)
+        except IdentificationError:
+            return
+        if not (found.problem() and found.kept()):
+            return
+        try:
+            side_W = third_side(st.grid, st.pushes, s.fingertip_radius)
+        except IdentificationError as exc:
+            self.say(f'no side to tell the offset from: {exc}')
+            return
+        st.trace['offset_side_W'] = [round(float(v), 6) for v in side_W]
+        self.say(
+            f'{found.describe()}, from two push directions only: one more exploratory push, '
+            f'into the side facing ({side_W[0]:+.2f}, {side_W[1]:+.2f}), to tell it'
+        )
+        self.explore_once(side_W)
 
     def _explored(self) -> list[PushSamples]:
         """What the exploratory pushes measured (over the table's edge too: identification
@@ -755,6 +799,7 @@ class Task:
             self.perceive()
             for _ in range(self.settings.exploration_pushes):
                 self.explore_once()
+            self.tell_offset()
             self.identify()
             self.choose_goal()
             while not self.closed_loop_step():

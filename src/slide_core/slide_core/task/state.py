@@ -101,7 +101,9 @@ class TaskSettings:
     contact_offset: what is done with such an offset: 'auto' (the default) also takes it
     off every pose the task observes from then on (the camera's poses moved onto the arm's
     frame: the arm's kinematics are taken as right), the pushes measured so far included,
-    before the belief is identified from them; 'check' only says it. (A calibrated cell's
+    before the belief is identified from them, when the pushes told it from three
+    directions or more: from two, one more exploratory push goes into a third side first
+    (:meth:`slide_core.task.Task.tell_offset`); 'check' only says it. (A calibrated cell's
     offsets stay well below the warning, and nothing is taken off: ``slide bench
     identification`` found them within 0.17 mm on perception's tracked poses.)"""
 

@@ -94,12 +94,15 @@ class Decider(Protocol):
         belief: Belief | None,
         done: Sequence[Primitive],
         attempt: int = 0,
+        side_W: FloatArray | None = None,
     ) -> Primitive:
         """The next exploratory push (``belief`` is None before the first identification);
-        ``attempt``: tries of it the world refused so far (a retry draws another push).
-        Raises NoSolutionError when there is none; a decider that fails for another reason
-        (a planner node not running) raises WorldError, as every method here may: the
-        task then ends as an error, keeping what it had."""
+        ``attempt``: tries of it the world refused so far (a retry draws another push);
+        ``side_W`` (2,): a push into the side of the object that faces it, in the table
+        frame (the task asks for one to tell a contact offset). Raises NoSolutionError
+        when there is none; a decider that fails for another reason (a planner node not
+        running) raises WorldError, as every method here may: the task then ends as an
+        error, keeping what it had."""
 
     def identify(self, grid: Grid, pushes: Sequence[PushSamples]) -> Belief:
         """The belief from what the exploratory pushes measured."""

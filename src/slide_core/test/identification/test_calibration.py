@@ -16,6 +16,7 @@ from slide_core.identification import (
     contact_offset,
     fit_contact_offset,
     offset_pushes,
+    third_side,
 )
 
 SIDES = ('+x', '-x', '+y', '-y')
@@ -84,6 +85,27 @@ def test_from_two_directions_a_wide_outline_is_said_but_not_taken_off(side_pushe
     assert found.bias_m == pytest.approx(0.8e-3, abs=2e-5) and found.kept() == ''
     done = calibrated_pushes(grid, three, radius - 0.8e-3)
     assert done.taken_off and done.kept == ''
+
+
+def test_the_third_side_faces_away_from_the_two_pushed(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    grid, radius = side_pushes.grid, side_pushes.radius
+    # Pushed along +x once and +y twice (into the sides facing -x and -y): each push
+    # counts once.
+    two = [side_pushes.data(k, side) for k, side in enumerate(('+x', '+y', '+y'))]
+    side = third_side(grid, two, radius)
+    np.testing.assert_allclose(side, np.array([1.0, 2.0]) / np.sqrt(5), atol=1e-6)
+    two = two[:2]
+    np.testing.assert_allclose(third_side(grid, two, radius), np.sqrt([0.5, 0.5]), atol=1e-6)
+    # With the push into the side it names, the bias is told: the offset is no longer kept.
+    pushed = side_pushes.data(2, '-x', (1e-3, -1e-3))
+    wide = [side_pushes.data(k, s, (1e-3, -1e-3)) for k, s in enumerate(('+x', '+y'))]
+    assert contact_offset(grid, wide, radius - 0.8e-3).kept()
+    found = contact_offset(grid, [*wide, pushed], radius - 0.8e-3)
+    assert found.kept() == '' and found.bias_m == pytest.approx(0.8e-3, abs=2e-5)
+    np.testing.assert_allclose(found.p_offset_W, [1e-3, -1e-3], atol=2e-5)
+    # Opposite sides alone (or nothing touched): no side faces away from both.
+    with pytest.raises(IdentificationError, match='opposite sides'):
+        third_side(grid, [side_pushes.data(k, s) for k, s in enumerate(('+x', '-x'))], radius)
 
 
 def test_a_few_steps_far_off_do_not_move_the_fit() -> None:

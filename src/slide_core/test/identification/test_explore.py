@@ -7,7 +7,15 @@ import pytest
 
 from slide_core.errors import NoSolutionError, SlideInputError
 from slide_core.geometry import Grid, distance_to_cells, distance_to_footprint, outline_grid
-from slide_core.identification import candidates, choose, on_table, outline_point, random_push
+from slide_core.identification import (
+    candidates,
+    choose,
+    grid_candidates,
+    on_table,
+    outline_point,
+    random_push,
+    side_push,
+)
 from slide_core.model import APPROACH, Belief, Fingertip, Workcell, load_object
 
 GRID = Grid(0.02, np.ones((2, 4), bool), np.full((2, 4), 0.03))
@@ -104,6 +112,47 @@ def test_random_exploratory_pushes_start_clear_of_the_object_and_stay_on_the_tab
         assert 0.03 <= p.travel <= 0.07 and 0.03 <= p.speed <= 0.06
         start_O = p.p_OA - p.d_O * (APPROACH + workcell.fingertip.radius)
         assert distance_to_cells(spec.grid, start_O) >= workcell.fingertip.radius
+
+
+def test_a_push_into_the_side_facing_a_direction_comes_from_that_side(workcell: Workcell) -> None:
+    # What the task asks for when two push directions left a contact offset open.
+    from slide_core.geometry import rotation
+
+    spec = load_object('box')
+    table, tip = workcell.table, workcell.fingertip
+    for yaw in (0.0, 0.9, -2.0):
+        X = np.array([0.4, 0.0, yaw])
+        R = rotation(yaw)
+        pool = on_table(grid_candidates(spec.grid, tip), spec.grid, X, table)
+        best = max(float(-(R @ c.direction_O) @ [0.6, -0.8]) for c in pool)
+        for n_W in ([1.0, 0.0], [0.0, -2.0], [-0.6, 0.8], [0.6, -0.8]):
+            n = np.array(n_W) / np.linalg.norm(n_W)
+            p = side_push(spec.grid, X, np.array(n_W), table, tip, 0.04)
+            d_W = R @ p.d_O
+            # Into the object, from the side that faces n_W: its contact lies on that side.
+            assert float(d_W @ n) < -0.5, (yaw, n_W)
+            assert float((R @ (p.p_OA - spec.grid.p_OC.mean(axis=0))) @ n) > 0.0
+            assert p.speed == 0.04 and p.travel == pytest.approx(0.04)
+        # No candidate faces the direction better.
+        assert float(-d_W @ n) == pytest.approx(best, abs=1e-6)
+    # Of a side's cells, the push nearest the middle (straightest) first, then the next.
+    X = np.array([0.4, 0.0, 0.0])
+    ranked = [
+        side_push(spec.grid, X, np.array([1.0, 0.0]), table, tip, 0.04, rank=k) for k in range(3)
+    ]
+    middle = spec.grid.p_OC.mean(axis=0)[1]
+    off = [abs(float(p.p_OA[1] - middle)) for p in ranked]
+    for p in ranked:
+        np.testing.assert_allclose(p.d_O, [-1.0, 0.0])
+    assert off[0] == min(off) and off[0] < off[2], off
+    # Near the free edge every push into the side facing away from it carries the object
+    # out of the middle of the table: none.
+    with pytest.raises(NoSolutionError, match='no side of the object facing'):
+        side_push(spec.grid, np.array([0.06, 0.0, 0.0]), np.array([1.0, 0.0]), table, tip, 0.04)
+    with pytest.raises(SlideInputError, match='non-zero 2-vector'):
+        side_push(spec.grid, X, np.zeros(2), table, tip, 0.04)
+    with pytest.raises(SlideInputError, match='rank must not be negative'):
+        side_push(spec.grid, X, np.array([1.0, 0.0]), table, tip, 0.04, rank=-1)
 
 
 def test_a_random_push_from_near_the_edge_carries_the_object_back_towards_the_middle(
