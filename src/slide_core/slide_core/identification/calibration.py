@@ -28,10 +28,11 @@ offset above :data:`WARN_OFFSET_M` is said (:meth:`ContactOffset.problem`), and
 :func:`offset_pushes` takes a measured one off the fingertip's path
 (:func:`calibrated_pushes`: both, as ``slide identify`` and the identification node do).
 Only one measured with its bias is taken off (:meth:`ContactOffset.kept`): from touches in
-two directions, the bias is read as an offset along their normals' sum (an outline drawn
-0.84 mm wide, as perception's is on the twin's box, reads as 1.2 mm), and taking that off
-would move every force's point along the outline by as much; one more push, into the side
-that :func:`third_side` names, tells them apart (the task makes it).
+two directions (or in several near one line), the bias is read as an offset along their
+normals' sum (an outline drawn 0.84 mm wide, as perception's is on the twin's box, reads as
+1.2 mm), and taking that off would move every force's point along the outline by as much;
+one more push, into the side that :func:`third_side` names, tells them apart (the task
+makes it).
 
 Measured on real pushes (MIT's push dataset, the tip's tracking against the objects'):
 (-1.24, +0.03) mm from the 50 training pushes, which took the spread of the pushing tip's
@@ -44,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, minimize_scalar
 
 from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.identification.errors import IdentificationError
@@ -113,9 +114,9 @@ class ContactOffset:
         if self.with_bias:
             return ''
         return (
-            'the pushes touch the object from two directions only, where an outline drawn '
-            'wider or narrower than the object reads as such an offset: push into a third side '
-            'to tell them apart'
+            'the pushes touch the object from two directions only, or from near one line, '
+            'where an outline drawn wider or narrower than the object reads as such an offset: '
+            'push into a third side to tell them apart'
         )
 
     def left_on(self) -> str:
@@ -224,27 +225,44 @@ def contact_offset(grid: Grid, pushes: Sequence[PushData], radius: float) -> Con
 
 
 def third_side(grid: Grid, pushes: Sequence[PushData], radius: float) -> FloatArray:
-    """The outward normal (2,) in the table frame of the side a push should go into so
-    that the offset and the bias are both determined, where ``pushes`` touched the object
-    from two directions only: away from both, minus the sum of the pushes' mean unit
-    normals (each push counted once, however many steps it touched for). As points on the
-    unit circle, three normals then do not lie on one line, the farther from the other
-    two's chord the better the bias is told. Raises IdentificationError when the pushes'
-    normals sum to nothing (none touched, or opposite sides alone: no side is away from
-    both)."""
-    total = np.zeros(2)
-    for pd in pushes:
-        _, n_W = contact_gaps(grid, [pd], radius)
-        if len(n_W):
-            mean = n_W.mean(axis=0)
-            total += mean / max(float(np.linalg.norm(mean)), 1e-12)
-    size = float(np.linalg.norm(total))
-    if size < 1e-6:
+    """The outward normal (2,) in the table frame of the side one more push should go into
+    so that the offset and the bias are both told best, where ``pushes`` did not tell them
+    apart (:meth:`ContactOffset.kept`): of the directions a degree apart (refined between
+    its neighbours), the one that, with as many touching steps as the pushes' mean, gives
+    the touching steps' [n, 1] the largest least eigenvalue of their mean outer product
+    (the spread that :func:`fit_contact_offset` asks :data:`MIN_SPREAD` of). Not merely
+    away from the pushes: on the pregrasp bench's hammer, five pushes touched from
+    directions all within 20 degrees of one line (two of them opposite), the side facing
+    away from them all lay on that line too, and after a push into it the offset was still
+    kept; the best side is across the line. Raises IdentificationError when no push
+    touched the object."""
+    per_push = [contact_gaps(grid, [pd], radius)[1] for pd in pushes]
+    touched = sum(1 for n in per_push if len(n))
+    if not touched:
         raise IdentificationError(
-            'the pushes touch the object from no side, or from opposite sides alone: no side '
-            'faces away from them all'
+            'no push touched the object within reach of its outline: no side to tell the '
+            "fingertip's offset from"
         )
-    return np.asarray(-total / size, dtype=float)
+    n_W = np.concatenate(per_push)
+    A = np.column_stack((n_W, np.ones(len(n_W))))
+    total, steps = A.T @ A, len(A)
+    added = steps / touched
+
+    def spread(angle: float) -> float:
+        a = np.array([np.cos(angle), np.sin(angle), 1.0])
+        return float(np.linalg.eigvalsh((total + added * np.outer(a, a)) / (steps + added))[0])
+
+    angles = np.radians(np.arange(360.0))
+    k = int(np.argmax([spread(a) for a in angles]))
+    step = float(angles[1])
+    best = minimize_scalar(
+        lambda a: -spread(a),
+        bounds=(angles[k] - step, angles[k] + step),
+        method='bounded',
+        options={'xatol': 1e-6},
+    )
+    angle = float(best.x) if -best.fun > spread(float(angles[k])) else float(angles[k])
+    return np.array([np.cos(angle), np.sin(angle)])
 
 
 @dataclass(frozen=True)
@@ -277,7 +295,7 @@ def calibrated_pushes(
     """The fingertip's offset from the object measured on ``pushes`` (a fingertip of
     ``radius`` [m]), and the pushes with it taken off (:func:`offset_pushes`) when
     ``take_off`` and it is above :data:`WARN_OFFSET_M`, as the task takes it off its poses;
-    below, when the pushes cannot tell it, or when they touch from two directions only
+    below, when the pushes cannot tell it, or when they touch from too few directions
     (:meth:`ContactOffset.kept`), the pushes as they are."""
     try:
         found = contact_offset(grid, pushes, radius)

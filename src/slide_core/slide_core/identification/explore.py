@@ -141,7 +141,7 @@ def side_push(
     of those (the cells' sides along one side of a box) the one whose line passes nearest
     the cells' centroid, which moves the object straightest. ``rank``: the rank-th best
     (a retry after the world refused the ones before). What the task asks for when the
-    pushes so far touched the object from two directions only, too few to tell a contact
+    pushes so far touched the object from too few directions to tell a contact
     offset (:meth:`ContactOffset.kept`). NoSolutionError when no side facing within 90
     degrees of ``n_W`` can be pushed."""
     n = np.asarray(n_W, dtype=float)

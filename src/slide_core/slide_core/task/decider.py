@@ -108,7 +108,7 @@ def exploration_push(
 
     With ``side_W`` (2,), whatever the policy: the push into the side facing it
     (:func:`side_push`, its ``attempt``-th best), which the task asks for to tell a contact
-    offset that the pushes so far touched from two directions only."""
+    offset that the pushes so far touched from too few directions."""
     if policy not in EXPLORATION:
         raise SlideInputError(
             f'unknown exploration {policy!r}; choose from {", ".join(EXPLORATION)}'

@@ -4,13 +4,16 @@ the F/T felt, and taken off the fingertip's path."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from slide_core.geometry import Grid
+from slide_core.geometry import FloatArray, Grid, rotation
 from slide_core.identification import (
     WARN_OFFSET_M,
     IdentificationError,
+    PushData,
     calibrated_pushes,
     contact_gaps,
     contact_offset,
@@ -89,12 +92,9 @@ def test_from_two_directions_a_wide_outline_is_said_but_not_taken_off(side_pushe
 
 def test_the_third_side_faces_away_from_the_two_pushed(side_pushes) -> None:  # type: ignore[no-untyped-def]
     grid, radius = side_pushes.grid, side_pushes.radius
-    # Pushed along +x once and +y twice (into the sides facing -x and -y): each push
-    # counts once.
-    two = [side_pushes.data(k, side) for k, side in enumerate(('+x', '+y', '+y'))]
-    side = third_side(grid, two, radius)
-    np.testing.assert_allclose(side, np.array([1.0, 2.0]) / np.sqrt(5), atol=1e-6)
-    two = two[:2]
+    # Pushed along +x and +y (into the sides facing -x and -y): the side between the two
+    # facing away.
+    two = [side_pushes.data(k, side) for k, side in enumerate(('+x', '+y'))]
     np.testing.assert_allclose(third_side(grid, two, radius), np.sqrt([0.5, 0.5]), atol=1e-6)
     # With the push into the side it names, the bias is told: the offset is no longer kept.
     pushed = side_pushes.data(2, '-x', (1e-3, -1e-3))
@@ -103,9 +103,48 @@ def test_the_third_side_faces_away_from_the_two_pushed(side_pushes) -> None:  # 
     found = contact_offset(grid, [*wide, pushed], radius - 0.8e-3)
     assert found.kept() == '' and found.bias_m == pytest.approx(0.8e-3, abs=2e-5)
     np.testing.assert_allclose(found.p_offset_W, [1e-3, -1e-3], atol=2e-5)
-    # Opposite sides alone (or nothing touched): no side faces away from both.
-    with pytest.raises(IdentificationError, match='opposite sides'):
-        third_side(grid, [side_pushes.data(k, s) for k, s in enumerate(('+x', '-x'))], radius)
+    # Opposite sides alone: across them.
+    opposite = [side_pushes.data(k, s) for k, s in enumerate(('+x', '-x'))]
+    assert abs(third_side(grid, opposite, radius)[1]) == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(IdentificationError, match='no push touched'):
+        third_side(grid, [], radius)
+
+
+def _turned(side_pushes, index: int, normal_deg: float, offset: FloatArray) -> PushData:  # type: ignore[no-untyped-def]
+    """A push along the box's +x, the box and the push turned about its centre so that the
+    side pushed faces ``normal_deg`` [deg] (table frame); the fingertip recorded ``offset``
+    (2,) [m] off where it was."""
+    samples = side_pushes.samples('+x')
+    angle = np.radians(normal_deg - 180.0)
+    R, p_WC = rotation(angle), np.array([0.4, 0.0])
+    X = samples.X_WO.copy()
+    X[:, :2] = (X[:, :2] - p_WC) @ R.T + p_WC
+    X[:, 2] += angle
+    p_WF = (samples.p_WF - p_WC) @ R.T + p_WC + offset
+    turned = replace(samples, X_WO=X, p_WF=p_WF, f_W=samples.f_W @ R.T)
+    return turned.to_data(side_pushes.grid, index)
+
+
+def test_the_third_side_is_across_pushes_that_touched_near_one_line(side_pushes) -> None:  # type: ignore[no-untyped-def]
+    # As on the pregrasp bench's hammer: touches from directions within 30 degrees of one
+    # line, both ways, tell the offset but not the bias (an outline 0.8 mm wide).
+    grid, radius = side_pushes.grid, side_pushes.radius - 0.8e-3
+    offset = np.array([-4e-3, 1e-3])
+    normals = (180.0, 0.0, 200.0, 210.0, 210.0)
+    pushes = [_turned(side_pushes, k, a, offset) for k, a in enumerate(normals)]
+    before = contact_offset(grid, pushes, radius)
+    assert before.kept() and before.problem()
+    side = third_side(grid, pushes, radius)
+    # Across that line: the side facing away from them all lies on it, and a push into it
+    # leaves the bias untold.
+    away = -np.sum([[np.cos(np.radians(a)), np.sin(np.radians(a))] for a in normals], axis=0)
+    on_line = _turned(side_pushes, 5, float(np.degrees(np.arctan2(away[1], away[0]))), offset)
+    assert contact_offset(grid, [*pushes, on_line], radius).kept()
+    assert abs(float(side @ away)) / np.linalg.norm(away) < 0.5
+    across = _turned(side_pushes, 5, float(np.degrees(np.arctan2(side[1], side[0]))), offset)
+    found = contact_offset(grid, [*pushes, across], radius)
+    assert found.kept() == '' and found.bias_m == pytest.approx(0.8e-3, abs=5e-5)
+    np.testing.assert_allclose(found.p_offset_W, offset, atol=5e-5)
 
 
 def test_a_few_steps_far_off_do_not_move_the_fit() -> None:
