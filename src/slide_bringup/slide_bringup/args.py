@@ -136,9 +136,10 @@ def add_contact_offset(parser: argparse.ArgumentParser, what: str = '') -> None:
         help=f"{what}the fingertip's offset from the object measured on the exploratory "
         "pushes (the camera's and the arm's calibrations apart), said, with a warning above "
         '1 mm: auto (the default) also takes one above 1 mm, told from three push '
-        'directions or more (one more exploratory push into a third side when the pushes '
-        'made two), off every pose the task observes, the camera taken as off; check only '
-        'says it',
+        'directions or more, off every pose the task observes, the camera taken as off, '
+        'with one more exploratory push into another side when the pushes cannot tell it '
+        '(parallel sides alone; two directions, or near one line, and above 1 mm); check '
+        'only says it',
     )
 
 

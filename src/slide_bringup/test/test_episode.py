@@ -42,7 +42,10 @@ def test_an_episode_lifts_the_object_and_draws_what_happened(tmp_path: Path) -> 
     messages: list[str] = []
     r = run_episode(load_object('hammer'), 0, 'probabilistic', png=png, progress=messages.append)
     assert r.success and not r.fell and r.reached, r.failure
-    assert r.exploration_pushes == 5 and 1 <= r.pushes <= 25
+    # The five exploratory pushes touched parallel sides alone, which cannot tell the
+    # fingertip's contact offset: one more, across, told it (within a calibrated twin's 0).
+    assert r.exploration_pushes == 6 and 1 <= r.pushes <= 25
+    assert r.contact_offset_m is not None and max(map(abs, r.contact_offset_m)) < 3e-4
     assert r.lifted_m > 0.08
     assert r.overhang_m >= 0.045  # the pads' 4 cm and the 5 mm clearance
     assert r.stay_probability >= 0.95 and r.goal_truly_balanced

@@ -3,7 +3,7 @@
     perceive -> explore x N -> identify -> goal -> (observe, plan, push)* -> grasp
 
 (with one more exploratory push before identifying when the pushes so far touched the object
-from two directions only and measured a contact offset they cannot tell: :meth:`Task.tell_offset`)
+from too few directions to tell the fingertip's contact offset: :meth:`Task.tell_offset`)
 
 (while the belief is too uncertain for any goal, the goal stage first chooses a staging pose
 at the edge, which the closed loop pushes the object to, identifying again after each push
@@ -291,20 +291,28 @@ class Task:
 
     def tell_offset(self) -> None:
         """With ``contact_offset`` 'auto', one more exploratory push when the pushes so far
-        measured the fingertip's offset from the object above WARN_OFFSET_M from two
-        directions only, which cannot be taken off (:meth:`ContactOffset.kept`): into the
-        side facing away from both (:func:`slide_core.identification.third_side`), after
-        which the check that :meth:`identify` makes tells the offset from an outline drawn
-        wide and takes it off. Nothing otherwise (nor when no such side can be pushed)."""
+        touched the object from too few directions to tell the fingertip's offset from it
+        (into parallel sides alone, or one side: the offset along those sides, which moves
+        every force's point, is not seen), or measured one above WARN_OFFSET_M that they
+        cannot tell from an outline drawn wide, which cannot be taken off
+        (:meth:`ContactOffset.kept`): into the side that tells it best
+        (:func:`slide_core.identification.third_side`), after which the check that
+        :meth:`identify` makes tells the offset and takes it off when it is above
+        WARN_OFFSET_M. Nothing otherwise (nor when no such side can be pushed)."""
         st, s = self.state, self.settings
         if s.contact_offset != 'auto' or s.fingertip_radius <= 0.0 or st.grid is None:
             return
         try:
             found = contact_offset(st.grid, st.pushes, s.fingertip_radius)
-        except IdentificationError:
-            return
-        if not (found.problem() and found.kept()):
-            return
+        except IdentificationError as exc:
+            why = f'the offset is not told ({exc})'
+        else:
+            if not (found.problem() and found.kept()):
+                return
+            why = (
+                f'{found.describe()}, from too few push directions to tell it from an '
+                'outline drawn wide'
+            )
         try:
             side_W = third_side(st.grid, st.pushes, s.fingertip_radius)
         except IdentificationError as exc:
@@ -312,8 +320,8 @@ class Task:
             return
         st.trace['offset_side_W'] = [round(float(v), 6) for v in side_W]
         self.say(
-            f'{found.describe()}, from two push directions only: one more exploratory push, '
-            f'into the side facing ({side_W[0]:+.2f}, {side_W[1]:+.2f}), to tell it'
+            f'{why}: one more exploratory push, into the side facing ({side_W[0]:+.2f}, '
+            f'{side_W[1]:+.2f}), to tell it'
         )
         self.explore_once(side_W)
 
@@ -349,7 +357,7 @@ class Task:
         WARN_OFFSET_M; nothing when the pushes touch from too few directions to tell it.
         With ``contact_offset`` 'auto', one above WARN_OFFSET_M is taken off: added to every
         pose observed so far and from now on (:attr:`TaskState.p_offset_W`), unless the
-        pushes touched from two directions only (:meth:`ContactOffset.kept` says why)."""
+        pushes touched from too few directions (:meth:`ContactOffset.kept` says why)."""
         st, radius = self.state, self.settings.fingertip_radius
         if radius <= 0.0 or st.grid is None or not st.pushes:
             return

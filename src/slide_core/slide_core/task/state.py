@@ -102,7 +102,8 @@ class TaskSettings:
     off every pose the task observes from then on (the camera's poses moved onto the arm's
     frame: the arm's kinematics are taken as right), the pushes measured so far included,
     before the belief is identified from them, when the pushes told it from three
-    directions or more: from two, one more exploratory push goes into a third side first
+    directions or more; when they cannot tell it (parallel sides alone, or two directions
+    and above WARN_OFFSET_M), one more exploratory push goes into another side first
     (:meth:`slide_core.task.Task.tell_offset`); 'check' only says it. (A calibrated cell's
     offsets stay well below the warning, and nothing is taken off: ``slide bench
     identification`` found them within 0.17 mm on perception's tracked poses.)"""

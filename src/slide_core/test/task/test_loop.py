@@ -1149,23 +1149,29 @@ class SideArm(Arm):
 
 
 @pytest.mark.parametrize(
-    ('sides', 'offset', 'mode', 'told'),
+    ('sides', 'offset', 'mode', 'side', 'taken_off'),
     [
-        (('+x', '+y'), (-1.5e-3, 0.5e-3), 'auto', True),
-        (('+x', '+y'), (-1.5e-3, 0.5e-3), 'check', False),  # only said: nothing to tell
-        (('+x', '+y'), (0.3e-3, 0.2e-3), 'auto', False),  # within a millimetre
-        (('+x', '+y', '-x'), (-1.5e-3, 0.5e-3), 'auto', False),  # three sides told it
+        # Two sides measured a real 1.6 mm offset that could not be taken off (an outline
+        # drawn wide reads the same): the side facing away from both tells it.
+        (('+x', '+y'), (-1.5e-3, 0.5e-3), 'auto', (0.5**0.5, 0.5**0.5), True),
+        (('+x', '+y'), (-1.5e-3, 0.5e-3), 'check', None, False),  # only said: nothing told
+        (('+x', '+y'), (0.3e-3, 0.2e-3), 'auto', None, False),  # within a millimetre
+        (('+x', '+y', '-x'), (-1.5e-3, 0.5e-3), 'auto', None, False),  # three sides told it
+        # Opposite sides alone do not see the offset along them at all: a side across
+        # tells it, and it is taken off when above a millimetre.
+        (('+x', '-x'), (-1.5e-3, 0.5e-3), 'auto', (0.0, 1.0), True),
+        (('+x', '-x'), (0.3e-3, 0.2e-3), 'auto', (0.0, 1.0), False),
+        (('+x', '-x'), (-1.5e-3, 0.5e-3), 'check', None, False),
     ],
 )
-def test_with_auto_an_offset_two_directions_left_open_is_told_by_a_push_into_a_third_side(
+def test_with_auto_an_offset_the_pushes_cannot_tell_is_told_by_a_push_into_another_side(
     side_pushes,  # type: ignore[no-untyped-def]
     sides: tuple[str, ...],
     offset: tuple[float, float],
     mode: str,
-    told: bool,
+    side: tuple[float, float] | None,
+    taken_off: bool,
 ) -> None:
-    # Two exploratory pushes measured a real 1.6 mm offset that could not be taken off (an
-    # outline drawn wide reads the same); the task went on with it and warned.
     said: list[str] = []
     decider = SideDecider()
     arm = SideArm(X_REACHED, side_pushes, offset)
@@ -1173,24 +1179,30 @@ def test_with_auto_an_offset_two_directions_left_open_is_told_by_a_push_into_a_t
     t = Task(arm, decider, settings, events=lambda _s, m: said.append(m))  # type: ignore[arg-type]
     st = t.state
     st.grid, st.X_WO = side_pushes.grid, X_REACHED.copy()
-    st.samples = [side_pushes.samples(side, offset) for side in sides]
+    st.samples = [side_pushes.samples(s, offset) for s in sides]
     st.pushes = [s.to_data(st.grid, k) for k, s in enumerate(st.samples)]
     st.explored, st.explored_at = [PRIMITIVE] * len(sides), list(range(len(sides)))
     t.tell_offset()
     t.identify()
-    if not told:
+    if side is None:
         assert decider.sides == [] and arm.pushed == [] and len(st.explored) == len(sides)
         assert 'offset_side_W' not in st.trace
         return
-    # Asked for the side facing away from both (+x, +y), pushed it (along -x), and the
-    # offset told from three directions was taken off before identifying.
+    # Asked for that side (across opposite sides: either way), pushed it, and identified
+    # from every push; the offset told from three directions taken off when above 1 mm.
     (side_W,) = decider.sides
-    np.testing.assert_allclose(side_W, np.sqrt([0.5, 0.5]), atol=1e-6)
-    assert arm.pushed == ['-x'] and len(st.explored) == 3 and len(st.pushes) == 3
-    assert decider.given == [3]
-    np.testing.assert_allclose(st.p_offset_W, offset, atol=2e-5)
-    assert any('one more exploratory push, into the side facing (+0.71, +0.71)' in m for m in said)
-    assert st.trace['offset_side_W'] == pytest.approx(np.sqrt([0.5, 0.5]), abs=1e-6)
+    np.testing.assert_allclose(np.abs(side_W), side, atol=1e-6)
+    assert st.trace['offset_side_W'] == pytest.approx(side_W, abs=1e-6)
+    (pushed,) = arm.pushed  # along d: into the side whose outward normal is -d
+    d = {'+x': (1.0, 0.0), '-x': (-1.0, 0.0), '+y': (0.0, 1.0), '-y': (0.0, -1.0)}[pushed]
+    assert float(-np.array(d) @ side_W) > 0.7
+    assert len(st.explored) == len(sides) + 1 and decider.given == [len(sides) + 1]
+    assert any(f'into the side facing ({side_W[0]:+.2f}, {side_W[1]:+.2f})' in m for m in said)
+    if taken_off:
+        np.testing.assert_allclose(st.p_offset_W, offset, atol=2e-5)
+    else:
+        np.testing.assert_array_equal(st.p_offset_W, [0.0, 0.0])
+        np.testing.assert_allclose(st.trace['contact_offset_m'], offset, atol=2e-5)
 
 
 def test_no_side_to_push_leaves_a_two_direction_offset_kept_and_the_task_going_on(
